@@ -1,0 +1,133 @@
+"""Boxes: a structure of arrays of 3D boxes tagged with the frame their numbers are in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.errors import GeometryError
+
+FRAMES = ("global", "ego", "lidar", "cam")
+
+
+def _as_str_array(values: Sequence[str] | np.ndarray | None, n: int, fill: str = "") -> np.ndarray:
+    if values is None:
+        return np.full(n, fill, dtype=object)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = [str(v) for v in values]
+    return arr
+
+
+@dataclass
+class Boxes:
+    """N yaw-only 3D boxes.
+
+    center      [N, 3] metres, in ``frame``
+    size_lwh    [N, 3] length (along heading), width, height in metres (nuScenes tables store [w, l, h])
+    yaw         [N] heading about +z in ``frame``, radians, (-pi, pi]
+    velocity    [N, 3] m/s in ``frame`` (NaN where unknown)
+    label       [N] class names (object array of str)
+    score       [N] confidence (1.0 for ground truth)
+    track_id    [N] instance / track identifiers (object array of str; "" where none)
+    frame       "global", "ego", "lidar" or "cam"
+    """
+
+    center: np.ndarray
+    size_lwh: np.ndarray
+    yaw: np.ndarray
+    velocity: np.ndarray | None = None
+    label: np.ndarray | None = None
+    score: np.ndarray | None = None
+    track_id: np.ndarray | None = None
+    frame: str = "global"
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.center = np.asarray(self.center, dtype=np.float64).reshape(-1, 3)
+        n = self.center.shape[0]
+        self.size_lwh = np.asarray(self.size_lwh, dtype=np.float64).reshape(n, 3)
+        self.yaw = np.asarray(self.yaw, dtype=np.float64).reshape(n)
+        self.velocity = (np.full((n, 3), np.nan) if self.velocity is None
+                         else np.asarray(self.velocity, dtype=np.float64).reshape(n, -1))
+        if self.velocity.shape[1] == 2:  # nuScenes velocities are (vx, vy)
+            self.velocity = np.concatenate([self.velocity, np.zeros((n, 1))], axis=1)
+        if self.velocity.shape[1] != 3:
+            raise GeometryError(f"velocity must be [N, 2] or [N, 3], got {self.velocity.shape}")
+        self.label = _as_str_array(self.label, n) if not isinstance(self.label, np.ndarray) else self.label
+        self.score = np.ones(n) if self.score is None else np.asarray(self.score, dtype=np.float64).reshape(n)
+        self.track_id = (_as_str_array(self.track_id, n) if not isinstance(self.track_id, np.ndarray)
+                         else self.track_id)
+        if self.frame not in FRAMES:
+            raise GeometryError(f"unknown frame {self.frame!r}; expected one of {FRAMES}")
+        for name in ("label", "track_id"):
+            if getattr(self, name).shape != (n,):
+                raise GeometryError(f"{name} must have {n} entries, got {getattr(self, name).shape}")
+        for key, value in self.extras.items():
+            if len(value) != n:
+                raise GeometryError(f"extra {key!r} must have {n} entries, got {len(value)}")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def empty(cls, frame: str = "global") -> Boxes:
+        return cls(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), frame=frame)
+
+    @classmethod
+    def concat(cls, parts: Sequence[Boxes]) -> Boxes:
+        if not parts:
+            raise ValueError("Boxes.concat needs at least one part (use Boxes.empty)")
+        frames = {p.frame for p in parts}
+        if len(frames) != 1:
+            raise GeometryError(f"cannot concatenate boxes in different frames {sorted(frames)}")
+        keys = set(parts[0].extras)
+        extras = {k: np.concatenate([p.extras[k] for p in parts]) for k in keys if all(k in p.extras for p in parts)}
+        return cls(
+            np.concatenate([p.center for p in parts]), np.concatenate([p.size_lwh for p in parts]),
+            np.concatenate([p.yaw for p in parts]), np.concatenate([p.velocity for p in parts]),
+            np.concatenate([p.label for p in parts]), np.concatenate([p.score for p in parts]),
+            np.concatenate([p.track_id for p in parts]), parts[0].frame, extras,
+        )
+
+    def __len__(self) -> int:
+        return self.center.shape[0]
+
+    def __getitem__(self, index: slice | np.ndarray | Sequence[int]) -> Boxes:
+        if isinstance(index, (int, np.integer)):
+            index = [int(index)]
+        return Boxes(self.center[index], self.size_lwh[index], self.yaw[index], self.velocity[index],
+                     self.label[index], self.score[index], self.track_id[index], self.frame,
+                     {k: v[index] for k, v in self.extras.items()})
+
+    def replace(self, **changes: object) -> Boxes:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Boxes(**values)
+
+    # ------------------------------------------------------------------ geometry
+    def corners(self) -> np.ndarray:
+        """[N, 8, 3] corners in ``frame`` (nuScenes devkit corner order)."""
+        return geo.box_corners(self.center, self.size_lwh, self.yaw)
+
+    def transform(self, t_to_from: np.ndarray, to_frame: str) -> Boxes:
+        """Express the boxes in another frame: ``t_to_from`` maps points of ``self.frame`` into ``to_frame``.
+
+        The centre is transformed as a point, the velocity as a free vector, and the yaw is the heading of the
+        rotated box x axis projected onto the new xy plane (exact for rotations about z).
+        """
+        t = np.asarray(t_to_from, dtype=np.float64)
+        center = geo.transform_points(t, self.center)
+        heading = np.stack([np.cos(self.yaw), np.sin(self.yaw), np.zeros_like(self.yaw)], axis=1)
+        heading_to = geo.rotate_vectors(t, heading)
+        yaw = geo.wrap_angle(np.arctan2(heading_to[:, 1], heading_to[:, 0]))
+        velocity = geo.rotate_vectors(t, self.velocity)
+        return self.replace(center=center, yaw=yaw, velocity=velocity, frame=to_frame)
+
+    def rotation_quat(self) -> np.ndarray:
+        """[N, 4] quaternions [w, x, y, z] of the yaw rotations."""
+        return geo.yaw_to_quat(self.yaw)
+
+    def distance_xy(self) -> np.ndarray:
+        """Bird's-eye-view distance of each centre from the frame origin."""
+        return np.hypot(self.center[:, 0], self.center[:, 1])

@@ -1,0 +1,46 @@
+"""The `stridegen` command line. Thin: parse arguments, call library functions, print results."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from stridegen import __version__
+
+app = typer.Typer(
+    name="stridegen",
+    help="Build spatiotemporal VQA datasets from driving logs (STRIDE-QA pipeline) and score models on them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+# Each entry: (module, attribute, command name). Commands live next to the code they drive; importing them is
+# cheap (heavy dependencies are imported inside the command functions).
+_COMMANDS: list[tuple[str, str, str]] = [
+]
+
+# Sub-apps (command groups): (module, attribute, group name).
+_GROUPS: list[tuple[str, str, str]] = [
+]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"stridegen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """stridegen: driving logs -> sharded VQA datasets, plus the evaluators that score models on them."""
+
+
+for _module, _attr, _name in _COMMANDS:
+    app.command(_name)(getattr(importlib.import_module(_module), _attr))
+for _module, _attr, _name in _GROUPS:
+    app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)

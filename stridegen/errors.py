@@ -1,0 +1,76 @@
+"""Typed errors. Every error about input data names the file (or table) and the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class StrideGenError(Exception):
+    """Base class of all stridegen errors."""
+
+
+class GeometryError(StrideGenError, ValueError):
+    """Invalid geometric input (non-finite or non-unit quaternion, wrong shape)."""
+
+
+class ConfigError(StrideGenError, ValueError):
+    """Invalid configuration value."""
+
+
+class MissingExtraError(StrideGenError, ImportError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(f"'{module}' is not installed: pip install 'stridegen[{extra}]'")
+        self.extra = extra
+        self.module = module
+
+
+class LogFormatError(StrideGenError, ValueError):
+    """A driving log file is missing, truncated or holds invalid values.
+
+    ``path`` names the file (or table), ``reason`` says what is wrong with it.
+    """
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class MissingFileError(LogFormatError, FileNotFoundError):
+    """A table or sensor file the log refers to does not exist."""
+
+
+class PointCloudSizeError(LogFormatError):
+    """A point-cloud file's byte size is not a whole number of points."""
+
+
+class InvalidPoseError(LogFormatError):
+    """A pose or calibration has NaN values or a non-unit quaternion."""
+
+
+class UnknownChannelError(LogFormatError, KeyError):
+    """A sensor channel that the log does not have was asked for."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return f"{self.path}: {self.reason}"
+
+
+class PredictionFormatError(StrideGenError, ValueError):
+    """A predictions / results file is malformed."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+def require(module: str, extra: str):
+    """Import an optional heavy dependency lazily, or raise MissingExtraError naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(extra, module) from exc

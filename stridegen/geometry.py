@@ -1,0 +1,431 @@
+"""Coordinate-frame core: SE(3), quaternions, box corners, projection, IoU, polar and clock angles.
+
+Conventions (see docs/conventions.md):
+- Quaternions are [w, x, y, z] (nuScenes / pyquaternion order), active rotations, Hamilton product.
+- Transforms are 4x4 homogeneous matrices named ``T_<to>_from_<from>``: ``p_to = T_to_from_from @ p_from``.
+- Frames are right-handed with z up; in the ego frame x points forward and y to the left.
+- Boxes are (center, size [l, w, h], yaw about +z); l runs along the heading.
+- Angles are radians unless the name ends in ``_deg``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stridegen.errors import GeometryError
+
+# ---------------------------------------------------------------------------------------------- angles
+
+
+def wrap_angle(angle: np.ndarray | float) -> np.ndarray:
+    """Wrap radians to (-pi, pi]."""
+    a = np.asarray(angle, dtype=np.float64)
+    wrapped = np.mod(a + np.pi, 2.0 * np.pi) - np.pi  # [-pi, pi)
+    return np.where(wrapped <= -np.pi, wrapped + 2.0 * np.pi, wrapped)
+
+
+def wrap_angle_deg(angle_deg: np.ndarray | float) -> np.ndarray:
+    """Wrap degrees to (-180, 180]."""
+    a = np.asarray(angle_deg, dtype=np.float64)
+    wrapped = np.mod(a + 180.0, 360.0) - 180.0
+    return np.where(wrapped <= -180.0, wrapped + 360.0, wrapped)
+
+
+def polar_angle_deg(x_ego: np.ndarray | float, y_ego: np.ndarray | float) -> np.ndarray:
+    """Heading angle of a point in the ego frame: 0 = straight ahead, counter-clockwise positive, (-180, 180]."""
+    return wrap_angle_deg(np.degrees(np.arctan2(y_ego, x_ego)))
+
+
+def clock_direction(x_ego: np.ndarray | float, y_ego: np.ndarray | float) -> np.ndarray:
+    """Clock direction of a point in the ego frame: 12 = ahead, 3 = right, 9 = left, nearest hour.
+
+    Half hours round up (e.g. 45 degrees to the right, 1.5 h, becomes 2 o'clock), so the rule is
+    ``floor(clockwise_hours + 0.5)`` rather than numpy's round-half-to-even.
+    """
+    clockwise_deg = -polar_angle_deg(x_ego, y_ego)  # clockwise from ahead, [-180, 180)
+    hours = np.floor(clockwise_deg / 30.0 + 0.5).astype(np.int64) % 12
+    return np.where(hours == 0, 12, hours)
+
+
+# ---------------------------------------------------------------------------------------------- quaternions
+
+
+def check_unit_quaternion(q: np.ndarray, atol: float = 1e-3) -> None:
+    """Raise GeometryError if ``q`` ([..., 4]) holds non-finite values or is not of unit norm."""
+    q = np.asarray(q, dtype=np.float64)
+    if q.shape[-1] != 4:
+        raise GeometryError(f"quaternion must have 4 components [w, x, y, z], got shape {q.shape}")
+    if not np.all(np.isfinite(q)):
+        raise GeometryError("quaternion has non-finite components")
+    norms = np.linalg.norm(q, axis=-1)
+    if np.any(np.abs(norms - 1.0) > atol):
+        worst = float(norms.reshape(-1)[np.argmax(np.abs(norms - 1.0).reshape(-1))])
+        raise GeometryError(f"quaternion is not of unit norm (norm {worst:.6f})")
+
+
+def quat_normalize(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def quat_to_rotmat(q: np.ndarray) -> np.ndarray:
+    """[..., 4] quaternions [w, x, y, z] -> [..., 3, 3] rotation matrices (normalised first)."""
+    w, x, y, z = np.moveaxis(quat_normalize(q), -1, 0)
+    r = np.empty(w.shape + (3, 3))
+    r[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    r[..., 0, 1] = 2 * (x * y - z * w)
+    r[..., 0, 2] = 2 * (x * z + y * w)
+    r[..., 1, 0] = 2 * (x * y + z * w)
+    r[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    r[..., 1, 2] = 2 * (y * z - x * w)
+    r[..., 2, 0] = 2 * (x * z - y * w)
+    r[..., 2, 1] = 2 * (y * z + x * w)
+    r[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return r
+
+
+def rotmat_to_quat(r: np.ndarray) -> np.ndarray:
+    """[..., 3, 3] rotation matrices -> [..., 4] unit quaternions [w, x, y, z] with w >= 0.
+
+    Shepperd's method: pick the largest of (w, x, y, z) to divide by, for numerical stability.
+    """
+    r = np.asarray(r, dtype=np.float64)
+    batch = r.shape[:-2]
+    m = r.reshape(-1, 3, 3)
+    tr = np.trace(m, axis1=1, axis2=2)
+    cands = np.stack([tr, m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]], axis=1)
+    pick = np.argmax(cands, axis=1)
+    q = np.empty((m.shape[0], 4))
+    for k in range(4):
+        sel = pick == k
+        if not np.any(sel):
+            continue
+        s = m[sel]
+        if k == 0:
+            t = np.sqrt(1.0 + tr[sel]) * 2
+            q[sel] = np.stack([0.25 * t, (s[:, 2, 1] - s[:, 1, 2]) / t, (s[:, 0, 2] - s[:, 2, 0]) / t,
+                               (s[:, 1, 0] - s[:, 0, 1]) / t], axis=1)
+        elif k == 1:
+            t = np.sqrt(1.0 + s[:, 0, 0] - s[:, 1, 1] - s[:, 2, 2]) * 2
+            q[sel] = np.stack([(s[:, 2, 1] - s[:, 1, 2]) / t, 0.25 * t, (s[:, 0, 1] + s[:, 1, 0]) / t,
+                               (s[:, 0, 2] + s[:, 2, 0]) / t], axis=1)
+        elif k == 2:
+            t = np.sqrt(1.0 + s[:, 1, 1] - s[:, 0, 0] - s[:, 2, 2]) * 2
+            q[sel] = np.stack([(s[:, 0, 2] - s[:, 2, 0]) / t, (s[:, 0, 1] + s[:, 1, 0]) / t, 0.25 * t,
+                               (s[:, 1, 2] + s[:, 2, 1]) / t], axis=1)
+        else:
+            t = np.sqrt(1.0 + s[:, 2, 2] - s[:, 0, 0] - s[:, 1, 1]) * 2
+            q[sel] = np.stack([(s[:, 1, 0] - s[:, 0, 1]) / t, (s[:, 0, 2] + s[:, 2, 0]) / t,
+                               (s[:, 1, 2] + s[:, 2, 1]) / t, 0.25 * t], axis=1)
+    q = quat_normalize(q)
+    q = np.where(q[:, :1] < 0, -q, q)
+    return q.reshape(batch + (4,))
+
+
+def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of [..., 4] quaternions [w, x, y, z] (apply b first, then a)."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def yaw_to_quat(yaw: np.ndarray | float) -> np.ndarray:
+    """Rotation by ``yaw`` about +z as [..., 4] quaternions [w, x, y, z]."""
+    yaw = np.asarray(yaw, dtype=np.float64)
+    zeros = np.zeros_like(yaw)
+    return np.stack([np.cos(yaw / 2), zeros, zeros, np.sin(yaw / 2)], axis=-1)
+
+
+def rotmat_yaw(r: np.ndarray) -> np.ndarray:
+    """Heading of the rotated x axis projected onto the xy plane (nuScenes devkit ``quaternion_yaw``)."""
+    r = np.asarray(r, dtype=np.float64)
+    return np.arctan2(r[..., 1, 0], r[..., 0, 0])
+
+
+def quat_to_yaw(q: np.ndarray) -> np.ndarray:
+    return rotmat_yaw(quat_to_rotmat(q))
+
+
+# ---------------------------------------------------------------------------------------------- SE(3)
+
+
+def make_transform(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """4x4 transform from a rotation (3x3 matrix or [w, x, y, z] quaternion) and a translation (3,).
+
+    Batched: rotation [..., 3, 3] or [..., 4], translation [..., 3] -> [..., 4, 4].
+    """
+    rotation = np.asarray(rotation, dtype=np.float64)
+    translation = np.asarray(translation, dtype=np.float64)
+    r = quat_to_rotmat(rotation) if rotation.shape[-1] == 4 and rotation.shape[-2:] != (4, 4) else rotation
+    batch = np.broadcast_shapes(r.shape[:-2], translation.shape[:-1])
+    t = np.zeros(batch + (4, 4))
+    t[..., :3, :3] = r
+    t[..., :3, 3] = translation
+    t[..., 3, 3] = 1.0
+    return t
+
+
+def invert_transform(t: np.ndarray) -> np.ndarray:
+    """Inverse of rigid [..., 4, 4] transforms (R^T, -R^T t)."""
+    t = np.asarray(t, dtype=np.float64)
+    r = t[..., :3, :3]
+    rt = np.swapaxes(r, -1, -2)
+    out = np.zeros_like(t)
+    out[..., :3, :3] = rt
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", rt, t[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def transform_points(t: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Apply a 4x4 transform to [..., 3] points."""
+    t = np.asarray(t, dtype=np.float64)
+    points = np.asarray(points, dtype=np.float64)
+    return points @ t[:3, :3].T + t[:3, 3]
+
+
+def rotate_vectors(t: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Apply only the rotation of a 4x4 transform (or a 3x3 matrix) to [..., 3] free vectors."""
+    t = np.asarray(t, dtype=np.float64)
+    return np.asarray(vectors, dtype=np.float64) @ t[:3, :3].T
+
+
+# ---------------------------------------------------------------------------------------------- boxes
+
+# Corner order of the nuScenes devkit ``Box.corners``: the four front corners (+x half) first, then the rear
+# ones; within each face: top-left, top-right, bottom-right, bottom-left seen from outside (y left, z up).
+_CORNER_SIGNS = np.array([
+    [1, 1, 1], [1, -1, 1], [1, -1, -1], [1, 1, -1],
+    [-1, 1, 1], [-1, -1, 1], [-1, -1, -1], [-1, 1, -1],
+], dtype=np.float64)
+
+# The 12 edges of a box as pairs of corner indices.
+BOX_EDGES = np.array([
+    [0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4], [0, 4], [1, 5], [2, 6], [3, 7],
+])
+
+# The 6 faces as corner quadruples (front, back, left, right, top, bottom).
+BOX_FACES = np.array([
+    [0, 1, 2, 3], [5, 4, 7, 6], [4, 0, 3, 7], [1, 5, 6, 2], [4, 5, 1, 0], [3, 2, 6, 7],
+])
+
+
+def box_corners(center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Corners [N, 8, 3] of yaw-only boxes: center [N, 3], size [N, 3] as (l, w, h), yaw [N]."""
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    local = 0.5 * size_lwh[:, None, :] * _CORNER_SIGNS[None]  # [N, 8, 3]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    x = c * local[..., 0] - s * local[..., 1]
+    y = s * local[..., 0] + c * local[..., 1]
+    return np.stack([x, y, local[..., 2]], axis=-1) + center[:, None, :]
+
+
+def bev_corners(center_xy: np.ndarray, size_lw: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Counter-clockwise BEV rectangle corners [N, 4, 2]."""
+    center_xy = np.asarray(center_xy, dtype=np.float64).reshape(-1, 2)
+    size_lw = np.asarray(size_lw, dtype=np.float64).reshape(-1, 2)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    signs = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=np.float64)  # ccw
+    local = 0.5 * size_lw[:, None, :] * signs[None]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    x = c * local[..., 0] - s * local[..., 1]
+    y = s * local[..., 0] + c * local[..., 1]
+    return np.stack([x, y], axis=-1) + center_xy[:, None, :]
+
+
+def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray,
+                    yaw: np.ndarray) -> np.ndarray:
+    """Boolean [N_boxes, N_points]: whether each point lies inside each yaw-only box (boundary inclusive)."""
+    points = np.asarray(points, dtype=np.float64)[:, :3]
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    d = points[None, :, :] - center[:, None, :]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    lx = c * d[..., 0] + s * d[..., 1]
+    ly = -s * d[..., 0] + c * d[..., 1]
+    half = 0.5 * size_lwh
+    return ((np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1])
+            & (np.abs(d[..., 2]) <= half[:, None, 2]))
+
+
+# ---------------------------------------------------------------------------------------------- projection
+
+
+def project_points(points_cam: np.ndarray, intrinsic: np.ndarray,
+                   near: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pinhole projection of [N, 3] camera-frame points (x right, y down, z forward).
+
+    Returns (uv [N, 2] pixels, depth [N], in_front [N] = depth >= near). uv of points behind the near plane is NaN.
+    """
+    points_cam = np.asarray(points_cam, dtype=np.float64).reshape(-1, 3)
+    k = np.asarray(intrinsic, dtype=np.float64)
+    depth = points_cam[:, 2]
+    in_front = depth >= near
+    with np.errstate(divide="ignore", invalid="ignore"):
+        homog = points_cam @ k.T
+        uv = homog[:, :2] / homog[:, 2:3]
+    uv[~in_front] = np.nan
+    return uv, depth, in_front
+
+
+def clip_segments_near(p0: np.ndarray, p1: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clip camera-frame segments [..., 3] to the half space z >= near.
+
+    Returns (q0, q1, keep): clipped end points and whether any part of the segment survives.
+    """
+    z0, z1 = p0[..., 2], p1[..., 2]
+    in0, in1 = z0 >= near, z1 >= near
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (near - z0) / (z1 - z0)
+    hit = p0 + t[..., None] * (p1 - p0)
+    q0 = np.where((~in0 & in1)[..., None], hit, p0)
+    q1 = np.where((in0 & ~in1)[..., None], hit, p1)
+    return q0, q1, in0 | in1
+
+
+def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int] | None = None,
+                     near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """2D boxes [N, 4] (x0, y0, x1, y1) of projected 3D boxes, edges clipped at the near plane.
+
+    ``corners_cam`` is [N, 8, 3] in the camera frame. With ``image_size = (width, height)`` the boxes are also
+    clipped to the image. Returns (boxes_xyxy, valid): ``valid`` is False for boxes wholly behind the near plane
+    or (with an image size) wholly outside the image; their rows are NaN.
+    """
+    corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
+    p0 = corners_cam[:, BOX_EDGES[:, 0]]
+    p1 = corners_cam[:, BOX_EDGES[:, 1]]
+    q0, q1, keep = clip_segments_near(p0, p1, near)
+    pts = np.concatenate([q0, q1], axis=1)  # [N, 24, 3]
+    keep2 = np.concatenate([keep, keep], axis=1)
+    k = np.asarray(intrinsic, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        homog = pts @ k.T
+        uv = homog[..., :2] / homog[..., 2:3]
+    uv[~keep2] = np.nan
+    valid = keep.any(axis=1)
+    out = np.full((corners_cam.shape[0], 4), np.nan)
+    if np.any(valid):
+        out[valid, 0] = np.nanmin(uv[valid, :, 0], axis=1)
+        out[valid, 1] = np.nanmin(uv[valid, :, 1], axis=1)
+        out[valid, 2] = np.nanmax(uv[valid, :, 0], axis=1)
+        out[valid, 3] = np.nanmax(uv[valid, :, 1], axis=1)
+    if image_size is not None:
+        width, height = image_size
+        inside = valid & (out[:, 2] > 0) & (out[:, 0] < width) & (out[:, 3] > 0) & (out[:, 1] < height)
+        out[:, [0, 2]] = np.clip(out[:, [0, 2]], 0, width)
+        out[:, [1, 3]] = np.clip(out[:, [1, 3]], 0, height)
+        out[~inside] = np.nan
+        valid = inside
+    return out, valid
+
+
+def box_area_xyxy(boxes: np.ndarray) -> np.ndarray:
+    boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    return np.clip(boxes[:, 2] - boxes[:, 0], 0, None) * np.clip(boxes[:, 3] - boxes[:, 1], 0, None)
+
+
+def iou_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairwise IoU [N, M] of axis-aligned boxes (x0, y0, x1, y1). Empty unions give 0."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    ix0 = np.maximum(a[:, None, 0], b[None, :, 0])
+    iy0 = np.maximum(a[:, None, 1], b[None, :, 1])
+    ix1 = np.minimum(a[:, None, 2], b[None, :, 2])
+    iy1 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(ix1 - ix0, 0, None) * np.clip(iy1 - iy0, 0, None)
+    union = box_area_xyxy(a)[:, None] + box_area_xyxy(b)[None, :] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > 0, inter / union, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------- rotated BEV IoU
+
+
+def _polygon_area(poly: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Shoelace area of padded polygons [P, V, 2] whose first ``count`` vertices are valid (ccw)."""
+    v = poly.shape[1]
+    idx = np.arange(v)
+    valid = idx[None, :] < count[:, None]
+    nxt = np.where(idx[None, :] + 1 < count[:, None], idx[None, :] + 1, 0)
+    pn = np.take_along_axis(poly, nxt[..., None].repeat(2, axis=-1), axis=1)
+    cross = poly[..., 0] * pn[..., 1] - poly[..., 1] * pn[..., 0]
+    return 0.5 * np.abs(np.sum(np.where(valid, cross, 0.0), axis=1))
+
+
+def convex_intersection_area(subject: np.ndarray, clip: np.ndarray) -> np.ndarray:
+    """Area of the intersection of pairs of convex ccw quadrilaterals, [P, 4, 2] each (Sutherland-Hodgman).
+
+    Vectorised over pairs: polygons are padded to 8 vertices with a per-pair vertex count.
+    """
+    p = subject.shape[0]
+    max_v = 8
+    poly = np.zeros((p, max_v, 2))
+    poly[:, :4] = subject
+    count = np.full(p, 4)
+    rows = np.arange(p)
+    for e in range(4):
+        a = clip[:, e]
+        b = clip[:, (e + 1) % 4]
+        edge = b - a
+
+        def side(pt: np.ndarray, a: np.ndarray = a, edge: np.ndarray = edge) -> np.ndarray:
+            # > 0: left of the edge (inside for a ccw clip polygon)
+            return edge[:, None, 0] * (pt[..., 1] - a[:, None, 1]) - edge[:, None, 1] * (pt[..., 0] - a[:, None, 0])
+
+        idx = np.arange(max_v)
+        valid = idx[None, :] < count[:, None]
+        nxt = np.where(idx[None, :] + 1 < count[:, None], idx[None, :] + 1, 0)
+        cur = poly
+        nex = poly[rows[:, None], nxt]
+        s_cur = side(cur)
+        s_nex = side(nex)
+        in_cur = s_cur >= 0
+        in_nex = s_nex >= 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = s_cur / (s_cur - s_nex)
+        inter = cur + t[..., None] * (nex - cur)
+        # Each input vertex emits up to two output vertices: [cur if inside] + [intersection if the edge crosses].
+        emit_cur = valid & in_cur
+        emit_int = valid & (in_cur != in_nex)
+        out_pts = np.stack([cur, inter], axis=2).reshape(p, 2 * max_v, 2)
+        emit = np.stack([emit_cur, emit_int], axis=2).reshape(p, 2 * max_v)
+        order = np.argsort(~emit, axis=1, kind="stable")
+        packed = np.take_along_axis(out_pts, order[..., None].repeat(2, axis=-1), axis=1)
+        count = np.minimum(emit.sum(axis=1), max_v)
+        poly = packed[:, :max_v]
+    area = _polygon_area(poly, count)
+    return np.where(count >= 3, area, 0.0)
+
+
+def bev_iou(center_xy_a: np.ndarray, size_lw_a: np.ndarray, yaw_a: np.ndarray,
+            center_xy_b: np.ndarray, size_lw_b: np.ndarray, yaw_b: np.ndarray) -> np.ndarray:
+    """Pairwise rotated bird's-eye-view IoU [N, M] of yaw-only boxes."""
+    ca = bev_corners(center_xy_a, size_lw_a, yaw_a)
+    cb = bev_corners(center_xy_b, size_lw_b, yaw_b)
+    n, m = ca.shape[0], cb.shape[0]
+    if n == 0 or m == 0:
+        return np.zeros((n, m))
+    area_a = np.prod(np.asarray(size_lw_a, dtype=np.float64).reshape(-1, 2), axis=1)
+    area_b = np.prod(np.asarray(size_lw_b, dtype=np.float64).reshape(-1, 2), axis=1)
+    # Only pairs whose bounding circles overlap can intersect.
+    ra = 0.5 * np.hypot(*np.asarray(size_lw_a, dtype=np.float64).reshape(-1, 2).T)
+    rb = 0.5 * np.hypot(*np.asarray(size_lw_b, dtype=np.float64).reshape(-1, 2).T)
+    da = np.asarray(center_xy_a, dtype=np.float64).reshape(-1, 2)
+    db = np.asarray(center_xy_b, dtype=np.float64).reshape(-1, 2)
+    dist = np.linalg.norm(da[:, None] - db[None], axis=-1)
+    ii, jj = np.nonzero(dist <= ra[:, None] + rb[None, :])
+    out = np.zeros((n, m))
+    if ii.size:
+        inter = convex_intersection_area(ca[ii], cb[jj])
+        union = area_a[ii] + area_b[jj] - inter
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[ii, jj] = np.where(union > 0, inter / union, 0.0)
+    return out

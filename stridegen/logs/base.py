@@ -1,0 +1,222 @@
+"""One Scene / Frame API over every log format.
+
+A reader indexes a log's metadata (tables, poses, calibration) when it is opened; sensor data (point clouds,
+images) and annotations are read only when a frame is asked for them. Every pose is ``T_global_from_ego`` of the
+moment that sensor sample was taken; every calibration is ``T_ego_from_sensor``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from stridegen.boxes import Boxes
+from stridegen.errors import LogFormatError, MissingFileError, UnknownChannelError
+
+
+@dataclass(frozen=True)
+class SensorCalibration:
+    """Extrinsics (and, for cameras, intrinsics) of one sensor.
+
+    ``T_ego_from_sensor`` maps sensor-frame points into the ego frame. Camera frames are x right, y down,
+    z forward; ``intrinsic`` is the 3x3 pinhole matrix of an undistorted image of ``width`` x ``height``.
+    """
+
+    channel: str
+    modality: str  # "camera" | "lidar" | "radar"
+    T_ego_from_sensor: np.ndarray
+    intrinsic: np.ndarray | None = None
+    width: int | None = None
+    height: int | None = None
+
+    @property
+    def is_camera(self) -> bool:
+        return self.modality == "camera"
+
+
+@dataclass(frozen=True)
+class SensorSample:
+    """One sensor reading (nuScenes ``sample_data``): a camera image or a LiDAR sweep."""
+
+    token: str
+    channel: str
+    timestamp_us: int
+    path: Path
+    T_global_from_ego: np.ndarray
+    calibration: SensorCalibration
+    is_key_frame: bool = True
+
+    @property
+    def T_global_from_sensor(self) -> np.ndarray:
+        return self.T_global_from_ego @ self.calibration.T_ego_from_sensor
+
+
+@dataclass
+class Annotations:
+    """Ground-truth boxes of one frame in the global frame, with their per-box metadata.
+
+    ``boxes.track_id`` is the instance id (stable over the scene); ``boxes.label`` the nuScenes detection class
+    ("" for categories outside the 10 detection classes); ``category`` the full category name.
+    """
+
+    boxes: Boxes
+    category: np.ndarray
+    token: np.ndarray
+    num_lidar_pts: np.ndarray
+    num_radar_pts: np.ndarray
+    visibility: np.ndarray  # nuScenes visibility bin 1..4 (0-40, 40-60, 60-80, 80-100 %), 0 where unknown
+    attribute: np.ndarray  # first attribute name, "" where none
+
+    def __len__(self) -> int:
+        return len(self.boxes)
+
+    def select(self, mask: np.ndarray) -> Annotations:
+        idx = np.flatnonzero(mask)
+        return Annotations(self.boxes[idx], self.category[idx], self.token[idx], self.num_lidar_pts[idx],
+                           self.num_radar_pts[idx], self.visibility[idx], self.attribute[idx])
+
+
+@dataclass(eq=False)
+class Frame:
+    """One annotated moment of a scene (a nuScenes ``sample``; an AV2 annotation timestamp)."""
+
+    reader: LogReader = field(repr=False)
+    token: str
+    scene_token: str
+    index: int
+    timestamp_us: int
+    T_global_from_ego: np.ndarray  # ego pose of the reference (LiDAR) sample of this frame
+    sensors: dict[str, SensorSample]
+    sweeps: dict[str, list[SensorSample]] = field(default_factory=dict)  # earlier non-key sweeps, newest first
+
+    @property
+    def timestamp_s(self) -> float:
+        return self.timestamp_us * 1e-6
+
+    @property
+    def camera_channels(self) -> list[str]:
+        return [c for c, s in self.sensors.items() if s.calibration.is_camera]
+
+    @property
+    def lidar_channels(self) -> list[str]:
+        return [c for c, s in self.sensors.items() if s.calibration.modality == "lidar"]
+
+    def sensor(self, channel: str) -> SensorSample:
+        try:
+            return self.sensors[channel]
+        except KeyError:
+            raise UnknownChannelError(
+                self.reader.root, f"frame {self.token} has no channel {channel!r}; it has {sorted(self.sensors)}"
+            ) from None
+
+    def image_bytes(self, channel: str) -> bytes:
+        """The camera file's bytes, unchanged (JPEG for nuScenes)."""
+        sample = self.sensor(channel)
+        if not sample.calibration.is_camera:
+            raise UnknownChannelError(sample.path, f"channel {channel!r} is not a camera")
+        return self.reader.load_bytes(sample)
+
+    def image(self, channel: str) -> np.ndarray:
+        """Decoded RGB image [H, W, 3] uint8."""
+        data = self.image_bytes(channel)
+        return decode_image(data, self.sensor(channel).path)
+
+    def lidar(self, channel: str | None = None) -> np.ndarray:
+        """Point cloud [N, C] float32 in the sensor frame (x, y, z, intensity, ...)."""
+        channel = channel or self._default_lidar()
+        return self.reader.load_points(self.sensor(channel))
+
+    def lidar_sweeps(self, nsweeps: int, channel: str | None = None) -> list[tuple[np.ndarray, SensorSample]]:
+        """The key sweep and up to ``nsweeps - 1`` earlier sweeps, newest first, each with its sample."""
+        channel = channel or self._default_lidar()
+        samples = [self.sensor(channel)] + self.sweeps.get(channel, [])[: max(nsweeps - 1, 0)]
+        return [(self.reader.load_points(s), s) for s in samples]
+
+    def annotations(self) -> Annotations:
+        return self.reader.load_annotations(self)
+
+    def _default_lidar(self) -> str:
+        channels = self.lidar_channels
+        if not channels:
+            raise UnknownChannelError(self.reader.root, f"frame {self.token} has no LiDAR channel")
+        return channels[0]
+
+
+@dataclass(eq=False)
+class Scene:
+    """One continuous clip: its frames in time order."""
+
+    reader: LogReader = field(repr=False)
+    token: str
+    name: str
+    frames: list[Frame]
+    description: str = ""
+    log_name: str = ""
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __iter__(self):
+        return iter(self.frames)
+
+    @property
+    def duration_s(self) -> float:
+        if not self.frames:
+            return 0.0
+        return (self.frames[-1].timestamp_us - self.frames[0].timestamp_us) * 1e-6
+
+    @property
+    def timestamps_s(self) -> np.ndarray:
+        return np.array([f.timestamp_us for f in self.frames], dtype=np.int64) * 1e-6
+
+
+class LogReader(ABC):
+    """A log format. Subclasses index metadata in ``__init__`` and read sensor data on demand."""
+
+    format_name: str = ""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if not self.root.exists():
+            raise MissingFileError(self.root, "log root does not exist")
+
+    @abstractmethod
+    def scenes(self) -> list[Scene]:
+        """All scenes of the log, in a stable order."""
+
+    @abstractmethod
+    def load_points(self, sample: SensorSample) -> np.ndarray:
+        """Point cloud of a LiDAR sample in its sensor frame."""
+
+    @abstractmethod
+    def load_annotations(self, frame: Frame) -> Annotations:
+        """Ground-truth boxes of a frame in the global frame."""
+
+    def load_bytes(self, sample: SensorSample) -> bytes:
+        try:
+            return sample.path.read_bytes()
+        except FileNotFoundError:
+            raise MissingFileError(sample.path, f"{sample.channel} file of sample_data {sample.token} is missing") \
+                from None
+
+    def scene(self, name_or_token: str) -> Scene:
+        for s in self.scenes():
+            if name_or_token in (s.name, s.token):
+                return s
+        raise LogFormatError(self.root, f"no scene named {name_or_token!r}")
+
+
+def decode_image(data: bytes, path: str | Path) -> np.ndarray:
+    """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files."""
+    if not data:
+        raise LogFormatError(path, "image file is empty")
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise LogFormatError(path, "image could not be decoded (truncated or not an image)")
+    if data[:2] == b"\xff\xd8" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+        raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
