@@ -285,6 +285,7 @@ def clip_segments_near(p0: np.ndarray, p1: np.ndarray, near: float) -> tuple[np.
     in0, in1 = z0 >= near, z1 >= near
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (near - z0) / (z1 - z0)
+    t = np.where(np.isfinite(t), t, 0.0)  # only used where the segment crosses the plane (z0 != z1)
     hit = p0 + t[..., None] * (p1 - p0)
     q0 = np.where((~in0 & in1)[..., None], hit, p0)
     q1 = np.where((in0 & ~in1)[..., None], hit, p1)
@@ -391,6 +392,7 @@ def convex_intersection_area(subject: np.ndarray, clip: np.ndarray) -> np.ndarra
         in_nex = s_nex >= 0
         with np.errstate(divide="ignore", invalid="ignore"):
             t = s_cur / (s_cur - s_nex)
+        t = np.where(np.isfinite(t), t, 0.0)  # only used where the edge crosses (s_cur, s_nex differ in sign)
         inter = cur + t[..., None] * (nex - cur)
         # Each input vertex emits up to two output vertices: [cur if inside] + [intersection if the edge crosses].
         emit_cur = valid & in_cur
@@ -400,7 +402,7 @@ def convex_intersection_area(subject: np.ndarray, clip: np.ndarray) -> np.ndarra
         order = np.argsort(~emit, axis=1, kind="stable")
         packed = np.take_along_axis(out_pts, order[..., None].repeat(2, axis=-1), axis=1)
         count = np.minimum(emit.sum(axis=1), max_v)
-        poly = packed[:, :max_v]
+        poly = np.where((np.arange(max_v)[None, :] < count[:, None])[..., None], packed[:, :max_v], 0.0)
     area = _polygon_area(poly, count)
     return np.where(count >= 3, area, 0.0)
 

@@ -1,0 +1,221 @@
+"""Known-answer and property tests of the coordinate-frame core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stridegen import geometry as geo
+from stridegen.errors import GeometryError
+
+finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+angles = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
+unit_quats = st.tuples(*[st.floats(-1, 1, allow_nan=False)] * 4).filter(
+    lambda q: np.linalg.norm(q) > 0.1).map(lambda q: np.array(q) / np.linalg.norm(q))
+
+
+# ---------------------------------------------------------------------------------------------- angles
+
+@pytest.mark.parametrize(("x", "y", "deg"), [
+    (1, 0, 0.0), (0, 1, 90.0), (0, -1, -90.0), (-1, 0, 180.0), (-1, -0.0, 180.0), (1, 1, 45.0), (1, -1, -45.0),
+])
+def test_polar_angle_known(x, y, deg):
+    assert geo.polar_angle_deg(x, y) == pytest.approx(deg, abs=1e-9)
+
+
+@pytest.mark.parametrize(("x", "y", "hour"), [
+    (1, 0, 12), (0, -1, 3), (-1, 0, 6), (0, 1, 9), (1, -1, 2),  # 45 deg right = 1.5 h -> rounds up to 2
+    (1, -0.5, 1), (np.cos(np.radians(-14)), np.sin(np.radians(-14)), 12), (1, 1, 11),
+    (np.cos(np.radians(-16)), np.sin(np.radians(-16)), 1), (-1, 1e-9, 6),
+])
+def test_clock_direction_known(x, y, hour):
+    assert int(geo.clock_direction(x, y)) == hour
+
+
+@given(angles)
+def test_wrap_angle_range_and_equivalence(a):
+    w = float(geo.wrap_angle(a))
+    assert -np.pi < w <= np.pi
+    assert np.isclose(np.cos(w), np.cos(a)) and np.isclose(np.sin(w), np.sin(a))
+
+
+@given(st.floats(0.1, 100), st.floats(-180, 180))
+def test_clock_matches_polar(r, deg):
+    x, y = r * np.cos(np.radians(deg)), r * np.sin(np.radians(deg))
+    hour = int(geo.clock_direction(x, y))
+    assert 1 <= hour <= 12
+    clockwise = -float(geo.polar_angle_deg(x, y))
+    diff = (clockwise - (hour % 12) * 30.0 + 180) % 360 - 180
+    assert -15.0 - 1e-6 <= diff <= 15.0 + 1e-6
+
+
+# ---------------------------------------------------------------------------------------------- quaternions
+
+def test_quat_known_rotation():
+    q = geo.yaw_to_quat(np.pi / 2)  # 90 deg about z
+    r = geo.quat_to_rotmat(q)
+    np.testing.assert_allclose(r @ [1, 0, 0], [0, 1, 0], atol=1e-12)
+    np.testing.assert_allclose(q, [np.sqrt(0.5), 0, 0, np.sqrt(0.5)], atol=1e-12)
+    assert geo.quat_to_yaw(q) == pytest.approx(np.pi / 2)
+
+
+def test_quat_matches_pyquaternion():
+    pyq = pytest.importorskip("pyquaternion")
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        np.testing.assert_allclose(geo.quat_to_rotmat(q), pyq.Quaternion(q).rotation_matrix, atol=1e-12)
+        yaw_ref = pyq.Quaternion(q).yaw_pitch_roll[0]
+        v = pyq.Quaternion(q).rotation_matrix @ [1, 0, 0]
+        # the devkit's quaternion_yaw: heading of the rotated x axis
+        assert float(geo.quat_to_yaw(q)) == pytest.approx(np.arctan2(v[1], v[0]), abs=1e-12)
+        assert np.isfinite(yaw_ref)
+
+
+@given(unit_quats)
+def test_quat_rotmat_round_trip(q):
+    q2 = geo.rotmat_to_quat(geo.quat_to_rotmat(q))
+    assert np.allclose(q2, q, atol=1e-9) or np.allclose(q2, -q, atol=1e-9)
+    assert q2[0] >= 0
+
+
+@given(unit_quats, unit_quats)
+def test_quat_multiply_composes_rotations(a, b):
+    np.testing.assert_allclose(geo.quat_to_rotmat(geo.quat_multiply(a, b)),
+                               geo.quat_to_rotmat(a) @ geo.quat_to_rotmat(b), atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", [[1, 0, 0, np.nan], [2, 0, 0, 0], [0.9, 0, 0, 0], [1, 0, 0]])
+def test_check_unit_quaternion_rejects(bad):
+    with pytest.raises(GeometryError):
+        geo.check_unit_quaternion(np.array(bad, dtype=float))
+
+
+# ---------------------------------------------------------------------------------------------- SE(3)
+
+@given(unit_quats, st.tuples(finite, finite, finite), st.lists(st.tuples(finite, finite, finite), min_size=1,
+                                                                max_size=5))
+def test_transform_inverse_round_trip(q, t, pts):
+    T = geo.make_transform(q, np.array(t))
+    pts = np.array(pts)
+    back = geo.transform_points(geo.invert_transform(T), geo.transform_points(T, pts))
+    np.testing.assert_allclose(back, pts, atol=1e-6)
+    np.testing.assert_allclose(geo.invert_transform(T) @ T, np.eye(4), atol=1e-9)
+
+
+def test_transform_known():
+    T = geo.make_transform(geo.yaw_to_quat(np.pi / 2), [10, 0, 0])
+    np.testing.assert_allclose(geo.transform_points(T, [1, 0, 0]), [10, 1, 0], atol=1e-12)
+    np.testing.assert_allclose(geo.rotate_vectors(T, [1, 0, 0]), [0, 1, 0], atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- boxes
+
+def test_box_corners_known_and_devkit_order():
+    corners = geo.box_corners([0, 0, 0], [4, 2, 1], [0.0])[0]
+    # front face (x = +2) first, top-left (y = +1, z = +0.5) first
+    np.testing.assert_allclose(corners[0], [2, 1, 0.5])
+    np.testing.assert_allclose(corners[6], [-2, -1, -0.5])
+    devkit = pytest.importorskip("nuscenes.utils.data_classes")
+    pyq = pytest.importorskip("pyquaternion")
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        c, s, yaw = rng.normal(size=3) * 10, rng.uniform(0.5, 5, 3), rng.uniform(-np.pi, np.pi)
+        box = devkit.Box(c, [s[1], s[0], s[2]], pyq.Quaternion(axis=[0, 0, 1], angle=yaw))  # devkit size: w, l, h
+        np.testing.assert_allclose(geo.box_corners(c, s, [yaw])[0], box.corners().T, atol=1e-9)
+
+
+def test_points_in_boxes_known():
+    pts = np.array([[0, 0, 0], [1.9, 0.9, 0.4], [2.1, 0, 0], [0, 0, 0.6]])
+    inside = geo.points_in_boxes(pts, [[0, 0, 0]], [[4, 2, 1]], [0.0])[0]
+    assert inside.tolist() == [True, True, False, False]
+    rotated = geo.points_in_boxes(np.array([[0, 1.9, 0]]), [[0, 0, 0]], [[4, 2, 1]], [np.pi / 2])[0]
+    assert rotated.tolist() == [True]
+
+
+# ---------------------------------------------------------------------------------------------- projection
+
+K = np.array([[1000.0, 0, 800], [0, 1000.0, 450], [0, 0, 1]])
+
+
+def test_project_points_known():
+    uv, depth, ok = geo.project_points(np.array([[1, 0.5, 10], [0, 0, -1]]), K)
+    np.testing.assert_allclose(uv[0], [900, 500])
+    assert depth[0] == 10 and ok.tolist() == [True, False] and np.isnan(uv[1]).all()
+
+
+def test_project_boxes_2d_in_front_matches_corner_extent():
+    corners = geo.box_corners([0, 0, 20], [2, 2, 2], [0.0])  # axis-aligned box 20 m ahead (camera frame)
+    box, valid = geo.project_boxes_2d(corners, K)
+    uv, _, _ = geo.project_points(corners[0], K)
+    assert valid[0]
+    np.testing.assert_allclose(box[0], [uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max(), uv[:, 1].max()])
+
+
+def test_project_boxes_2d_near_plane_clipping():
+    # A box straddling the camera plane: corners behind must not flip to the other side of the image.
+    corners = geo.box_corners([0.5, 0, 0.5], [2, 2, 2], [0.0])  # x -0.5..1.5, z -0.5..1.5 (camera axes)
+    box, valid = geo.project_boxes_2d(corners, K, near=0.1)
+    assert valid[0]
+    # The nearest visible depth is the near plane z = 0.1, where x = -0.5 and x = 1.5 give the extreme columns.
+    assert box[0, 0] == pytest.approx(800 - 1000 * 0.5 / 0.1)
+    assert box[0, 2] == pytest.approx(800 + 1000 * 1.5 / 0.1)
+    right_only = geo.box_corners([3, 0, 0.5], [2, 2, 2], [0.0])  # wholly right of a 1600 px wide image
+    assert not geo.project_boxes_2d(right_only, K, image_size=(1600, 900))[1][0]
+    behind = geo.box_corners([0, 0, -5], [2, 2, 2], [0.0])
+    _, valid_b = geo.project_boxes_2d(behind, K)
+    assert not valid_b[0]
+    clipped, valid_c = geo.project_boxes_2d(corners, K, image_size=(1600, 900))
+    assert valid_c[0] and clipped[0, 2] == 1600
+
+
+@given(st.floats(-50, 50), st.floats(-20, 20), st.floats(1, 80), st.floats(-3.2, 3.2))
+@settings(max_examples=50)
+def test_project_boxes_2d_contains_visible_corners(x, y, z, yaw):
+    corners = geo.box_corners([x, y, z], [4, 2, 1.5], [yaw])
+    box, valid = geo.project_boxes_2d(corners, K)
+    uv, _, ok = geo.project_points(corners[0], K)
+    if ok.any():
+        assert valid[0]
+        assert np.all(uv[ok, 0] >= box[0, 0] - 1e-6) and np.all(uv[ok, 0] <= box[0, 2] + 1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- IoU
+
+def test_iou_2d_known():
+    a = np.array([[0, 0, 2, 2]])
+    b = np.array([[1, 1, 3, 3], [5, 5, 6, 6], [0, 0, 2, 2]])
+    np.testing.assert_allclose(geo.iou_2d(a, b), [[1 / 7, 0, 1]])
+
+
+def test_bev_iou_known():
+    # identical -> 1; shifted by half its length -> 1/3; rotated square by 45 deg vs itself
+    iou = geo.bev_iou([[0, 0]], [[4, 2]], [0.0], [[0, 0], [2, 0], [100, 0]], [[4, 2]] * 3, [0.0] * 3)
+    np.testing.assert_allclose(iou, [[1.0, 1 / 3, 0.0]], atol=1e-12)
+    sq = geo.bev_iou([[0, 0]], [[2, 2]], [0.0], [[0, 0]], [[2, 2]], [np.pi / 4])
+    inter = 8 * (np.sqrt(2) - 1)  # regular octagon from two unit-half squares
+    assert sq[0, 0] == pytest.approx(inter / (8 - inter))
+
+
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6),
+                          st.floats(-3.2, 3.2)), min_size=1, max_size=4),
+       st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6),
+                          st.floats(-3.2, 3.2)), min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_bev_iou_matches_shapely(a, b):
+    shapely = pytest.importorskip("shapely")
+    a, b = np.array(a), np.array(b)
+    ours = geo.bev_iou(a[:, :2], a[:, 2:4], a[:, 4], b[:, :2], b[:, 2:4], b[:, 4])
+    ca = geo.bev_corners(a[:, :2], a[:, 2:4], a[:, 4])
+    cb = geo.bev_corners(b[:, :2], b[:, 2:4], b[:, 4])
+    for i in range(len(a)):
+        for j in range(len(b)):
+            pa, pb = shapely.Polygon(ca[i]), shapely.Polygon(cb[j])
+            ref = pa.intersection(pb).area / pa.union(pb).area
+            assert ours[i, j] == pytest.approx(ref, abs=1e-9)
+    # symmetry
+    np.testing.assert_allclose(ours, geo.bev_iou(b[:, :2], b[:, 2:4], b[:, 4], a[:, :2], a[:, 2:4], a[:, 4]).T,
+                               atol=1e-9)
