@@ -50,8 +50,11 @@ class Boxes:
         n = self.center.shape[0]
         self.size_lwh = np.asarray(self.size_lwh, dtype=np.float64).reshape(n, 3)
         self.yaw = np.asarray(self.yaw, dtype=np.float64).reshape(n)
-        self.velocity = (np.full((n, 3), np.nan) if self.velocity is None
-                         else np.asarray(self.velocity, dtype=np.float64).reshape(n, -1))
+        if self.velocity is None:
+            self.velocity = np.full((n, 3), np.nan)
+        else:
+            velocity = np.asarray(self.velocity, dtype=np.float64)
+            self.velocity = velocity.reshape(n, velocity.shape[-1] if velocity.ndim > 1 else 3)
         if self.velocity.shape[1] == 2:  # nuScenes velocities are (vx, vy)
             self.velocity = np.concatenate([self.velocity, np.zeros((n, 1))], axis=1)
         if self.velocity.shape[1] != 3:
