@@ -1,0 +1,1 @@
+"""The build pipeline's stages: keyframes, detection, tracking, attributes, segmentation, visibility, QA."""
