@@ -30,8 +30,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from stridegen.boxes import Boxes
-
-TRACKING_CLASSES = ("bicycle", "bus", "car", "motorcycle", "pedestrian", "trailer", "truck")
+from stridegen.classes import TRACKING_CLASSES
 
 # CenterPoint NUSCENE_CLS_VELOCITY_ERROR (metres per 0.5 s).
 DEFAULT_DISTANCE_GATES_M = {

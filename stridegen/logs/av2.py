@@ -1,0 +1,317 @@
+"""Reader of Argoverse 2 sensor-dataset logs (annotations, ego poses, LiDAR sweeps, calibration).
+
+Layout of one log (https://argoverse.github.io/user-guide/datasets/sensor.html, argoverse/av2-api):
+``<log_id>/annotations.feather`` (cuboids in the ego frame at their timestamp),
+``<log_id>/city_SE3_egovehicle.feather`` (ego poses ``city_T_ego``), ``<log_id>/sensors/lidar/<ts_ns>.feather``
+(sweeps in the ego frame), ``<log_id>/calibration/{intrinsics,egovehicle_SE3_sensor}.feather``. The AV2 city
+frame plays the role of the nuScenes global frame. pyarrow is the ``av2`` extra and is imported lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.boxes import Boxes
+from stridegen.errors import InvalidPoseError, LogFormatError, MissingFileError, require
+from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose_table
+from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+
+# AV2 category -> nuScenes detection class, "" where no nuScenes detection class fits. Class definitions:
+# AV2 sensor-dataset taxonomy (argoverse/av2-api, src/av2/datasets/sensor/constants.py AnnotationCategories and
+# the dataset paper, Wilson et al. 2021, appendix) against the nuScenes annotator instructions and the devkit's
+# category_to_detection_name (python-sdk/nuscenes/eval/detection/utils.py).
+AV2_TO_DETECTION: dict[str, str] = {
+    "REGULAR_VEHICLE": "car",  # cars, vans, pickups, SUVs: nuScenes vehicle.car
+    "BOX_TRUCK": "truck",
+    "TRUCK": "truck",
+    "TRUCK_CAB": "truck",  # tractor unit of a semi; nuScenes labels it vehicle.truck, its trailer separately
+    "BUS": "bus",
+    "ARTICULATED_BUS": "bus",  # nuScenes vehicle.bus.bendy
+    "SCHOOL_BUS": "bus",
+    "VEHICULAR_TRAILER": "trailer",
+    "MESSAGE_BOARD_TRAILER": "trailer",  # nuScenes vehicle.trailer: any trailer, towed or not
+    "TRAFFIC_LIGHT_TRAILER": "trailer",
+    "BICYCLE": "bicycle",
+    "MOTORCYCLE": "motorcycle",
+    "PEDESTRIAN": "pedestrian",
+    "OFFICIAL_SIGNALER": "pedestrian",  # nuScenes police_officer / construction_worker -> pedestrian
+    "CONSTRUCTION_CONE": "traffic_cone",
+    # Deliberately unmapped (""): BICYCLIST / MOTORCYCLIST (nuScenes has no rider box; the rider is part of
+    # the cycle box there), LARGE_VEHICLE (RVs, fire trucks: nuScenes vehicle.emergency.* or car, no single
+    # class), CONSTRUCTION_BARREL and BOLLARD (neither a cone nor a temporary barrier), STROLLER, WHEELCHAIR,
+    # WHEELED_DEVICE, WHEELED_RIDER (excluded from nuScenes pedestrian, as in the devkit), RAILED_VEHICLE,
+    # ANIMAL, DOG, SIGN, STOP_SIGN, MOBILE_PEDESTRIAN_CROSSING_SIGN.
+}
+
+ANNOTATION_COLUMNS = ("timestamp_ns", "track_uuid", "category", "length_m", "width_m", "height_m",
+                      "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m", "num_interior_pts")
+POSE_COLUMNS = ("timestamp_ns", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")
+LIDAR_COLUMNS = ("x", "y", "z", "intensity")
+LIDAR_CHANNEL = "LIDAR"
+
+
+def av2_to_detection(category: str) -> str:
+    return AV2_TO_DETECTION.get(category, "")
+
+
+def is_av2_log(path: Path) -> bool:
+    return (path / "annotations.feather").is_file()
+
+
+def find_av2_logs(root: Path) -> list[Path]:
+    """The log folders under ``root``: ``root`` itself if it is one, else its children that are, by name."""
+    if is_av2_log(root):
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and is_av2_log(p))
+
+
+def read_feather(path: Path, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+    """Columns of a feather file as numpy arrays; MissingFileError / LogFormatError naming the file."""
+    feather = require("pyarrow.feather", "av2")
+    if not path.is_file():
+        raise MissingFileError(path, "AV2 file is missing")
+    try:
+        table = feather.read_table(path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for corrupt files
+        raise LogFormatError(path, f"not a readable feather file ({type(exc).__name__}: {exc})") from None
+    names = table.column_names
+    missing = [c for c in (columns or ()) if c not in names]
+    if missing:
+        raise LogFormatError(path, f"missing columns {missing}; has {names}")
+    return {c: table.column(c).to_numpy() for c in (columns or names)}
+
+
+def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Spherical linear interpolation of [..., 4] unit quaternions [w, x, y, z] at fractions t in [0, 1].
+
+    Shortest arc (q1 negated when the dot product is negative); normalised linear interpolation when the two
+    rotations are almost equal. Formula: Shoemake, "Animating rotation with quaternion curves", SIGGRAPH 1985.
+    """
+    q0 = geo.quat_normalize(q0)
+    q1 = geo.quat_normalize(q1)
+    t = np.asarray(t, dtype=np.float64)[..., None]
+    dot = np.sum(q0 * q1, axis=-1, keepdims=True)
+    q1 = np.where(dot < 0, -q1, q1)
+    dot = np.abs(dot)
+    theta = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin_theta = np.sin(theta)
+    near = sin_theta < 1e-6
+    safe = np.where(near, 1.0, sin_theta)
+    w0 = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
+    w1 = np.where(near, t, np.sin(t * theta) / safe)
+    return geo.quat_normalize(w0 * q0 + w1 * q1)
+
+
+@dataclass
+class _PoseTable:
+    """Ego poses of one log sorted by time (duplicate timestamps dropped)."""
+
+    path: Path
+    timestamp_ns: np.ndarray
+    rotation: np.ndarray  # [P, 4] city_R_ego quaternions
+    translation: np.ndarray  # [P, 3] city_t_ego
+
+    def T_city_from_ego(self, timestamp_ns: np.ndarray) -> np.ndarray:
+        """Poses [F, 4, 4] at the given times: exact match, else interpolated between the two neighbours."""
+        ts = np.asarray(timestamp_ns, dtype=np.int64).reshape(-1)
+        if self.timestamp_ns.size == 0:
+            raise InvalidPoseError(self.path, "no ego poses")
+        outside = (ts < self.timestamp_ns[0]) | (ts > self.timestamp_ns[-1])
+        if np.any(outside):
+            bad = int(ts[np.argmax(outside)])
+            raise InvalidPoseError(self.path, f"timestamp {bad} ns is outside the pose range "
+                                              f"[{self.timestamp_ns[0]}, {self.timestamp_ns[-1]}] ns")
+        hi = np.searchsorted(self.timestamp_ns, ts, side="left")
+        exact = self.timestamp_ns[np.minimum(hi, self.timestamp_ns.size - 1)] == ts
+        lo = np.where(exact, hi, hi - 1)  # not exact: pose[hi - 1] < ts < pose[hi]
+        span = np.maximum(self.timestamp_ns[hi] - self.timestamp_ns[lo], 1).astype(np.float64)
+        frac = np.where(exact, 0.0, (ts - self.timestamp_ns[lo]).astype(np.float64) / span)
+        rotation = slerp(self.rotation[lo], self.rotation[hi], frac)
+        translation = (1.0 - frac)[:, None] * self.translation[lo] + frac[:, None] * self.translation[hi]
+        return geo.make_transform(rotation, translation)
+
+
+@dataclass
+class _LogData:
+    """Annotation table of one log (rows sorted by timestamp) with per-row global-frame quantities."""
+
+    log_dir: Path
+    frame_ts_ns: np.ndarray  # [F] distinct annotation timestamps
+    frame_start: np.ndarray  # [F + 1] row ranges of each frame
+    columns: dict[str, np.ndarray]
+    T_city_from_ego: np.ndarray  # [F, 4, 4]
+    center_global: np.ndarray  # [N, 3]
+    rotation_global: np.ndarray  # [N, 4]
+    velocity_global: np.ndarray  # [N, 3]
+
+
+class AV2Reader(LogReader):
+    """Argoverse 2 logs -> Scene / Frame objects: one Scene per log, one Frame per annotation timestamp.
+
+    ``root`` is a single log folder or a folder of log folders. Boxes come out in the city (global) frame.
+    """
+
+    format_name = "av2"
+
+    def __init__(self, root: str | Path) -> None:
+        super().__init__(root)
+        self.log_dirs = find_av2_logs(self.root)
+        if not self.log_dirs:
+            raise LogFormatError(self.root, "no AV2 log (a folder with annotations.feather) found")
+        self._scenes: list[Scene] | None = None
+        self._logs: dict[str, _LogData] = {}
+        self._frame_rows: dict[str, tuple[str, int]] = {}  # frame token -> (log id, frame index)
+
+    # ------------------------------------------------------------------------------------------ metadata
+    def _log(self, log_id: str) -> _LogData:
+        if log_id not in self._logs:
+            self._logs[log_id] = self._load_log(self._log_dir(log_id))
+        return self._logs[log_id]
+
+    def _log_dir(self, log_id: str) -> Path:
+        for d in self.log_dirs:
+            if d.name == log_id:
+                return d
+        raise LogFormatError(self.root, f"no AV2 log {log_id!r}; logs: {[d.name for d in self.log_dirs]}")
+
+    def _load_log(self, log_dir: Path) -> _LogData:
+        path = log_dir / "annotations.feather"
+        cols = read_feather(path, ANNOTATION_COLUMNS)
+        order = np.argsort(cols["timestamp_ns"].astype(np.int64), kind="stable")
+        cols = {k: v[order] for k, v in cols.items()}
+        ts = cols["timestamp_ns"].astype(np.int64)
+        quat_ego = np.stack([cols[k].astype(np.float64) for k in ("qw", "qx", "qy", "qz")], axis=1)
+        center_ego = np.stack([cols[k].astype(np.float64) for k in ("tx_m", "ty_m", "tz_m")], axis=1)
+        validate_pose_table(quat_ego, center_ego, path, cols["track_uuid"])
+        frame_ts, frame_start = np.unique(ts, return_index=True)
+        frame_start = np.append(frame_start, ts.size)
+        row_frame = np.searchsorted(frame_ts, ts)
+        T_city_from_ego = self._poses(log_dir).T_city_from_ego(frame_ts)
+        T_rows = T_city_from_ego[row_frame]
+        center_global = np.einsum("nij,nj->ni", T_rows[:, :3, :3], center_ego) + T_rows[:, :3, 3]
+        rotation_global = geo.quat_multiply(geo.rotmat_to_quat(T_rows[:, :3, :3]), quat_ego)
+        velocity = self._velocities(cols["track_uuid"], ts, center_global)
+        return _LogData(log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global,
+                        velocity)
+
+    @staticmethod
+    def _poses(log_dir: Path) -> _PoseTable:
+        path = log_dir / "city_SE3_egovehicle.feather"
+        cols = read_feather(path, POSE_COLUMNS)
+        ts = cols["timestamp_ns"].astype(np.int64)
+        ts, first = np.unique(ts, return_index=True)
+        rotation = np.stack([cols[k].astype(np.float64) for k in ("qw", "qx", "qy", "qz")], axis=1)[first]
+        translation = np.stack([cols[k].astype(np.float64) for k in ("tx_m", "ty_m", "tz_m")], axis=1)[first]
+        validate_pose_table(rotation, translation, path, ts)
+        return _PoseTable(path, ts, rotation, translation)
+
+    @staticmethod
+    def _velocities(track: np.ndarray, ts_ns: np.ndarray, center_global: np.ndarray) -> np.ndarray:
+        """Per-row velocity from the previous / next annotation of the same track (nuScenes rule)."""
+        order = np.lexsort((ts_ns, track.astype(str)))
+        same_as_prev = np.zeros(order.size, dtype=bool)
+        same_as_prev[1:] = track[order[1:]] == track[order[:-1]]
+        prev_idx = np.full(order.size, -1, dtype=np.int64)
+        next_idx = np.full(order.size, -1, dtype=np.int64)
+        prev_idx[order[1:][same_as_prev[1:]]] = order[:-1][same_as_prev[1:]]
+        next_idx[order[:-1][same_as_prev[1:]]] = order[1:][same_as_prev[1:]]
+        # Microsecond times, as for nuScenes (AV2 annotation timestamps are whole microseconds).
+        time_s = 1e-6 * (ts_ns // 1000).astype(np.float64)
+        return neighbour_velocity(center_global, time_s, prev_idx, next_idx)
+
+    # ------------------------------------------------------------------------------------------ scenes
+    def scenes(self) -> list[Scene]:
+        if self._scenes is None:
+            self._scenes = [self._make_scene(d) for d in self.log_dirs]
+        return self._scenes
+
+    def _make_scene(self, log_dir: Path) -> Scene:
+        log_id = log_dir.name
+        data = self._log(log_id)
+        scene = Scene(self, log_id, log_id, [], "", log_id)
+        lidar_dir = log_dir / "sensors" / "lidar"
+        for i, ts_ns in enumerate(data.frame_ts_ns):
+            token = f"{log_id}_{int(ts_ns)}"
+            pose = data.T_city_from_ego[i]
+            sensors: dict[str, SensorSample] = {}
+            lidar_path = lidar_dir / f"{int(ts_ns)}.feather"
+            if lidar_path.is_file():
+                calib = SensorCalibration(LIDAR_CHANNEL, "lidar", np.eye(4))
+                sensors[LIDAR_CHANNEL] = SensorSample(token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path,
+                                                      pose, calib, True)
+            scene.frames.append(Frame(self, token, log_id, i, int(ts_ns) // 1000, pose, sensors))
+            self._frame_rows[token] = (log_id, i)
+        return scene
+
+    def camera_calibrations(self, scene: Scene | str) -> dict[str, SensorCalibration]:
+        """Calibrations of the log's cameras (pinhole part; the radial distortion k1..k3 is not applied).
+
+        Empty when the log has no ``calibration/`` folder. ``T_ego_from_sensor`` from egovehicle_SE3_sensor.
+        """
+        log_dir = self._log_dir(scene.token if isinstance(scene, Scene) else scene)
+        intr_path = log_dir / "calibration" / "intrinsics.feather"
+        extr_path = log_dir / "calibration" / "egovehicle_SE3_sensor.feather"
+        if not (intr_path.is_file() and extr_path.is_file()):
+            return {}
+        intr = read_feather(intr_path, ("sensor_name", "fx_px", "fy_px", "cx_px", "cy_px", "height_px", "width_px"))
+        extr = read_feather(extr_path, ("sensor_name", *POSE_COLUMNS[1:]))
+        rotation = np.stack([extr[k].astype(np.float64) for k in ("qw", "qx", "qy", "qz")], axis=1)
+        translation = np.stack([extr[k].astype(np.float64) for k in ("tx_m", "ty_m", "tz_m")], axis=1)
+        validate_pose_table(rotation, translation, extr_path, extr["sensor_name"])
+        row_of = {str(n): i for i, n in enumerate(extr["sensor_name"])}
+        out: dict[str, SensorCalibration] = {}
+        for i, name in enumerate(intr["sensor_name"]):
+            name = str(name)
+            if name not in row_of:
+                raise LogFormatError(extr_path, f"camera {name!r} of intrinsics.feather has no extrinsics")
+            j = row_of[name]
+            k = np.array([[intr["fx_px"][i], 0.0, intr["cx_px"][i]], [0.0, intr["fy_px"][i], intr["cy_px"][i]],
+                          [0.0, 0.0, 1.0]], dtype=np.float64)
+            out[name] = SensorCalibration(name, "camera", geo.make_transform(rotation[j], translation[j]), k,
+                                          int(intr["width_px"][i]), int(intr["height_px"][i]))
+        return out
+
+    # ------------------------------------------------------------------------------------------ data
+    def load_points(self, sample: SensorSample) -> np.ndarray:
+        """Sweep [N, 6] float32 in the ego frame: x, y, z, intensity, laser_number, offset_ns (as float32)."""
+        cols = read_feather(sample.path)
+        missing = [c for c in LIDAR_COLUMNS if c not in cols]
+        if missing:
+            raise LogFormatError(sample.path, f"LiDAR sweep lacks columns {missing}")
+        names = list(LIDAR_COLUMNS) + [c for c in ("laser_number", "offset_ns") if c in cols]
+        return np.stack([cols[c].astype(np.float32) for c in names], axis=1)
+
+    def load_annotations(self, frame: Frame) -> Annotations:
+        log_id, i = self._frame_rows.get(frame.token, (frame.scene_token, frame.index))
+        data = self._log(log_id)
+        rows = slice(int(data.frame_start[i]), int(data.frame_start[i + 1]))
+        cols = {k: v[rows] for k, v in data.columns.items()}
+        rotation = data.rotation_global[rows]
+        n = rotation.shape[0]
+        category = _str_array([str(c) for c in cols["category"]])
+        boxes = Boxes(
+            center=data.center_global[rows],
+            size_lwh=np.stack([cols["length_m"], cols["width_m"], cols["height_m"]], axis=1),
+            yaw=geo.quat_to_yaw(rotation), velocity=data.velocity_global[rows],
+            label=_str_array([av2_to_detection(c) for c in category]),
+            track_id=_str_array([str(t) for t in cols["track_uuid"]]),
+            frame="global", extras={ROTATION_GLOBAL: rotation},
+        )
+        return Annotations(
+            boxes=boxes, category=category,
+            token=_str_array([f"{frame.token}_{t}" for t in cols["track_uuid"]]),
+            num_lidar_pts=cols["num_interior_pts"].astype(np.int64), num_radar_pts=np.zeros(n, dtype=np.int64),
+            visibility=np.zeros(n, dtype=np.int64), attribute=_str_array([""] * n),
+        )
+
+
+def _str_array(values: list[str]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out

@@ -1,0 +1,1 @@
+"""Pictures of logs, annotations and datasets (overlays, BEV plots, reports)."""
