@@ -33,6 +33,8 @@ from stridegen.boxes import Boxes
 from stridegen.classes import TRACKING_CLASSES
 
 # CenterPoint NUSCENE_CLS_VELOCITY_ERROR (metres per 0.5 s).
+_CLASS_INDEX = {c: i for i, c in enumerate(TRACKING_CLASSES)}
+
 DEFAULT_DISTANCE_GATES_M = {
     "car": 4.0, "truck": 4.0, "bus": 5.5, "trailer": 3.0, "pedestrian": 1.0, "motorcycle": 13.0, "bicycle": 3.0,
 }
@@ -87,14 +89,18 @@ class CenterTracker:
 
     def __init__(self, config: TrackerConfig | None = None) -> None:
         self.config = config or TrackerConfig()
+        self._gate_per_class = np.array([self.config.distance_gates_m.get(c, 0.0) for c in TRACKING_CLASSES])
         self.reset()
 
     def reset(self) -> None:
         self.next_id = 1
         self.last_timestamp_s: float | None = None
-        self.tracks = Boxes.empty("global")
-        self.track_age = np.zeros(0, dtype=np.int64)  # frames since last matched (1 = matched this frame)
-        self.track_hits = np.zeros(0, dtype=np.int64)  # consecutive matched frames; 0 while coasting
+        # Track state as plain arrays: BEV centre and velocity (global), class, id, frames since last matched.
+        self.track_xy = np.zeros((0, 2))
+        self.track_vxy = np.zeros((0, 2))
+        self.track_class = np.zeros(0, dtype=np.int64)  # index into TRACKING_CLASSES
+        self.track_id = np.zeros(0, dtype=object)
+        self.track_age = np.zeros(0, dtype=np.int64)
 
     def step(self, detections_global: Boxes, timestamp_s: float) -> Boxes:
         """Track one frame of detections (global frame). Returns the active tracks with ``track_id`` set."""
@@ -103,46 +109,42 @@ class CenterTracker:
         time_lag = 0.0 if self.last_timestamp_s is None else float(timestamp_s - self.last_timestamp_s)
         self.last_timestamp_s = float(timestamp_s)
 
-        tracked = np.isin(detections_global.label, TRACKING_CLASSES)
-        dets = detections_global[np.flatnonzero(tracked)]
-        dets = dets[np.argsort(-dets.score, kind="stable")]
+        # Integer class codes (comparing object arrays of strings is slow); -1 = not a tracked class.
+        cls_all = np.array([_CLASS_INDEX.get(c, -1) for c in detections_global.label.tolist()], dtype=np.int64)
+        tracked = np.flatnonzero(cls_all >= 0)
+        order = tracked[np.argsort(-detections_global.score[tracked], kind="stable")]
+        dets = detections_global[order]
+        cls = cls_all[order]
         velocity_xy = np.nan_to_num(dets.velocity[:, :2])
         back_projected_xy = dets.center[:, :2] - velocity_xy * time_lag
 
-        gates = np.array([self.config.distance_gates_m.get(str(c), 0.0) for c in dets.label])
-        dist = np.linalg.norm(back_projected_xy[:, None, :] - self.tracks.center[None, :, :2], axis=-1)
-        valid = (dist <= gates[:, None]) & (dets.label[:, None] == self.tracks.label[None, :])
+        diff = back_projected_xy[:, None, :] - self.track_xy[None, :, :]
+        dist = np.sqrt(diff[..., 0] ** 2 + diff[..., 1] ** 2)
+        valid = (dist <= self._gate_per_class[cls][:, None]) & (cls[:, None] == self.track_class[None, :])
         match = (greedy_match if self.config.matching == "greedy" else hungarian_match)(dist, valid)
 
-        n_dets, n_tracks = len(dets), len(self.tracks)
+        n_dets = len(dets)
         det_track = np.full(n_dets, -1, dtype=np.int64)
         det_track[match[:, 0]] = match[:, 1]
-        matched_tracks = np.zeros(n_tracks, dtype=bool)
+        matched_tracks = np.zeros(len(self.track_id), dtype=bool)
         matched_tracks[match[:, 1]] = True
 
-        # Matched detections inherit ids; the rest start new tracks.
+        # Matched detections inherit ids; the rest start new tracks, numbered in score order.
         ids = np.empty(n_dets, dtype=object)
-        hits = np.ones(n_dets, dtype=np.int64)
-        for i in range(n_dets):
-            t = det_track[i]
-            if t >= 0:
-                ids[i] = self.tracks.track_id[t]
-                hits[i] = self.track_hits[t] + 1
-            else:
-                ids[i] = str(self.next_id)
-                self.next_id += 1
-        active = dets.replace(track_id=ids)
+        is_matched = det_track >= 0
+        ids[is_matched] = self.track_id[det_track[is_matched]]
+        n_new = int(n_dets - is_matched.sum())
+        ids[~is_matched] = [str(i) for i in range(self.next_id, self.next_id + n_new)]
+        self.next_id += n_new
 
         # Unmatched tracks coast by their velocity while younger than max_age.
-        coast_idx = np.flatnonzero(~matched_tracks & (self.track_age < self.config.max_age))
-        coasting = self.tracks[coast_idx]
-        shift = np.nan_to_num(coasting.velocity[:, :2]) * time_lag
-        coasting.center[:, :2] += shift
-
-        self.tracks = Boxes.concat([active, coasting]) if len(coasting) else active
-        self.track_age = np.concatenate([np.ones(n_dets, dtype=np.int64), self.track_age[coast_idx] + 1])
-        self.track_hits = np.concatenate([hits, np.zeros(len(coast_idx), dtype=np.int64)])
-        return active
+        coast = np.flatnonzero(~matched_tracks & (self.track_age < self.config.max_age))
+        self.track_xy = np.concatenate([dets.center[:, :2], self.track_xy[coast] + self.track_vxy[coast] * time_lag])
+        self.track_vxy = np.concatenate([velocity_xy, self.track_vxy[coast]])
+        self.track_class = np.concatenate([cls, self.track_class[coast]])
+        self.track_id = np.concatenate([ids, self.track_id[coast]])
+        self.track_age = np.concatenate([np.ones(n_dets, dtype=np.int64), self.track_age[coast] + 1])
+        return dets.replace(track_id=ids)
 
 
 def track_scene(detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float],
