@@ -25,6 +25,13 @@ _COMMANDS: list[tuple[str, str, str]] = [
 _GROUPS: list[tuple[str, str, str]] = [
 ]
 
+# `stridegen eval ...`: evaluators. (module, attribute, command name).
+eval_app = typer.Typer(help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).",
+                       no_args_is_help=True)
+_EVAL_COMMANDS: list[tuple[str, str, str]] = [
+    ("stridegen.eval.detection_cli", "eval_detection", "detection"),
+]
+
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -42,5 +49,8 @@ def main(
 
 for _module, _attr, _name in _COMMANDS:
     app.command(_name)(getattr(importlib.import_module(_module), _attr))
+for _module, _attr, _name in _EVAL_COMMANDS:
+    eval_app.command(_name)(getattr(importlib.import_module(_module), _attr))
+app.add_typer(eval_app, name="eval")
 for _module, _attr, _name in _GROUPS:
     app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)

@@ -1,0 +1,1 @@
+"""Evaluators: detection (nuScenes metrics), tracking, spatial QA and judge-based scoring."""

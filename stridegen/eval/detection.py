@@ -1,0 +1,685 @@
+"""nuScenes detection metrics (mAP, TP errors, NDS), vectorised, with the nuscenes-devkit 1.2.0 semantics.
+
+Reference behaviour (read, not copied): nuscenes-devkit 1.2.0 ``nuscenes/eval/detection/algo.py`` (``accumulate``,
+``calc_ap``, ``calc_tp``), ``nuscenes/eval/detection/data_classes.py`` (``DetectionMetricData``,
+``DetectionMetrics``), ``nuscenes/eval/detection/evaluate.py`` (TP-error exemptions) and
+``nuscenes/eval/common/utils.py`` (``center_distance``, ``velocity_l2``, ``scale_iou``, ``yaw_diff``,
+``attr_acc``, ``cummean``). The metric definitions are those of Caesar et al., "nuScenes: A multimodal dataset for
+autonomous driving", CVPR 2020, Sec. 4.1.
+
+The devkit matches predictions one at a time in a Python loop. Here the greedy matching runs in *rounds*: the
+greedy order only matters among predictions that compete for the same ground truth, i.e. that share a (class,
+sample) group, so round ``r`` processes the ``r``-th prediction of every group at once, for every distance
+threshold at once. The result is the devkit's matching, prediction for prediction.
+
+All positions are in the global frame, as in nuScenes results files: ``translation`` [N, 3], ``size`` [N, 3] as
+(w, l, h), ``rotation`` [N, 4] quaternions [w, x, y, z], ``velocity`` [N, 2] (vx, vy).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.errors import ConfigError, GeometryError
+
+# nuscenes-devkit 1.2.0 nuscenes/eval/detection/constants.py
+DETECTION_NAMES: tuple[str, ...] = ("car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian",
+                                    "motorcycle", "bicycle", "traffic_cone", "barrier")
+ATTRIBUTE_NAMES: tuple[str, ...] = ("pedestrian.moving", "pedestrian.sitting_lying_down", "pedestrian.standing",
+                                    "cycle.with_rider", "cycle.without_rider", "vehicle.moving", "vehicle.parked",
+                                    "vehicle.stopped")
+TP_METRICS: tuple[str, ...] = ("trans_err", "scale_err", "orient_err", "vel_err", "attr_err")
+TP_METRIC_SHORT = {"trans_err": "mATE", "scale_err": "mASE", "orient_err": "mAOE", "vel_err": "mAVE",
+                   "attr_err": "mAAE"}
+PRETTY_CLASS_NAMES = {"car": "Car", "truck": "Truck", "bus": "Bus", "trailer": "Trailer",
+                      "construction_vehicle": "Constr. Veh.", "pedestrian": "Pedestrian",
+                      "motorcycle": "Motorcycle", "bicycle": "Bicycle", "traffic_cone": "Traffic Cone",
+                      "barrier": "Barrier"}
+# TP errors that are not defined for a class (devkit evaluate.py, DetectionEval.evaluate): cones have no
+# attributes, no velocity and no meaningful orientation; barriers have no attributes and no velocity.
+EXEMPT_TP_METRICS: dict[str, tuple[str, ...]] = {
+    "traffic_cone": ("attr_err", "vel_err", "orient_err"),
+    "barrier": ("attr_err", "vel_err"),
+}
+# Barrier orientation is only defined up to 180 degrees (devkit algo.py, accumulate).
+HALF_PERIOD_CLASSES: tuple[str, ...] = ("barrier",)
+N_RECALL_POINTS = 101  # DetectionMetricData.nelem
+
+# The values of nuscenes-devkit 1.2.0 nuscenes/eval/detection/configs/detection_cvpr_2019.json (also written out
+# as configs/detection_cvpr_2019.yaml; a test checks that the three agree).
+CVPR_2019: dict = {
+    "class_range": {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "construction_vehicle": 50,
+                    "pedestrian": 40, "motorcycle": 40, "bicycle": 40, "traffic_cone": 30, "barrier": 30},
+    "dist_fcn": "center_distance",
+    "dist_ths": [0.5, 1.0, 2.0, 4.0],
+    "dist_th_tp": 2.0,
+    "min_recall": 0.1,
+    "min_precision": 0.1,
+    "max_boxes_per_sample": 500,
+    "mean_ap_weight": 5,
+}
+
+# Distances within this relative margin of a decision (threshold or tie) are recomputed exactly the way the
+# devkit computes them, so that BLAS rounding differences (the devkit's norm uses a fused multiply-add on some
+# CPUs) can never flip a match decision.
+_DECISION_RTOL = 1e-12
+
+
+# ============================================================================================== config
+
+
+@dataclass(frozen=True)
+class DetectionConfig:
+    """Detection evaluation settings (the fields of the devkit's ``DetectionConfig``)."""
+
+    class_range: dict[str, float]
+    dist_fcn: str = "center_distance"
+    dist_ths: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    dist_th_tp: float = 2.0
+    min_recall: float = 0.1
+    min_precision: float = 0.1
+    max_boxes_per_sample: int = 500
+    mean_ap_weight: float = 5
+
+    def __post_init__(self) -> None:
+        if set(self.class_range) != set(DETECTION_NAMES):
+            raise ConfigError(f"class_range must name exactly the 10 detection classes {list(DETECTION_NAMES)}, "
+                              f"got {sorted(self.class_range)}")
+        if self.dist_fcn != "center_distance":
+            raise ConfigError(f"unknown dist_fcn {self.dist_fcn!r}; only 'center_distance' is supported")
+        if len(self.dist_ths) == 0 or any(not np.isfinite(t) or t <= 0 for t in self.dist_ths):
+            raise ConfigError(f"dist_ths must be positive finite numbers, got {list(self.dist_ths)}")
+        if self.dist_th_tp not in self.dist_ths:
+            raise ConfigError(f"dist_th_tp {self.dist_th_tp} must be one of dist_ths {list(self.dist_ths)}")
+        if not 0 <= self.min_recall <= 1:
+            raise ConfigError(f"min_recall must be in [0, 1], got {self.min_recall}")
+        if not 0 <= self.min_precision < 1:
+            raise ConfigError(f"min_precision must be in [0, 1), got {self.min_precision}")
+        if self.max_boxes_per_sample < 1:
+            raise ConfigError(f"max_boxes_per_sample must be >= 1, got {self.max_boxes_per_sample}")
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return tuple(self.class_range)
+
+    @classmethod
+    def from_dict(cls, content: dict) -> DetectionConfig:
+        missing = [k for k in CVPR_2019 if k not in content]
+        if missing:
+            raise ConfigError(f"detection config lacks {missing}")
+        unknown = sorted(set(content) - set(CVPR_2019))
+        if unknown:
+            raise ConfigError(f"detection config has unknown keys {unknown}")
+        return cls(class_range={str(k): float(v) for k, v in content["class_range"].items()},
+                   dist_fcn=str(content["dist_fcn"]),
+                   dist_ths=tuple(float(t) for t in content["dist_ths"]),
+                   dist_th_tp=float(content["dist_th_tp"]),
+                   min_recall=float(content["min_recall"]),
+                   min_precision=float(content["min_precision"]),
+                   max_boxes_per_sample=int(content["max_boxes_per_sample"]),
+                   mean_ap_weight=float(content["mean_ap_weight"]))
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> DetectionConfig:
+        import yaml
+
+        try:
+            content = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read detection config: {exc}") from exc
+        if not isinstance(content, dict):
+            raise ConfigError(f"{path}: detection config must be a mapping")
+        try:
+            return cls.from_dict(content)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+
+    @classmethod
+    def cvpr_2019(cls) -> DetectionConfig:
+        return cls.from_dict(CVPR_2019)
+
+    def to_dict(self) -> dict:
+        return {"class_range": dict(self.class_range), "dist_fcn": self.dist_fcn, "dist_ths": list(self.dist_ths),
+                "dist_th_tp": self.dist_th_tp, "min_recall": self.min_recall,
+                "min_precision": self.min_precision, "max_boxes_per_sample": self.max_boxes_per_sample,
+                "mean_ap_weight": self.mean_ap_weight}
+
+
+# ============================================================================================== boxes
+
+
+def _str_array(values: Sequence[str] | np.ndarray, n: int, name: str) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype == object and values.shape == (n,):
+        return values  # already an object array (e.g. a selection of one): keep it
+    out = np.empty(n, dtype=object)
+    values = list(values)
+    if len(values) != n:
+        raise GeometryError(f"{name} must have {n} entries, got {len(values)}")
+    out[:] = [str(v) for v in values]
+    return out
+
+
+@dataclass
+class DetectionBoxes:
+    """Ground-truth or predicted boxes of many samples as flat arrays (one row per box).
+
+    sample_token     [N] object array of str
+    translation      [N, 3] box centre, global frame, metres
+    size             [N, 3] (w, l, h) metres, as in nuScenes tables and results files
+    rotation         [N, 4] quaternion [w, x, y, z], global frame
+    velocity         [N, 2] (vx, vy) global frame, m/s; NaN where unknown
+    detection_name   [N] one of DETECTION_NAMES
+    detection_score  [N] confidence (-1 for ground truth, as in the devkit)
+    attribute_name   [N] one of ATTRIBUTE_NAMES or ""
+    num_pts          [N] lidar + radar points inside a ground-truth box; -1 where unknown (predictions)
+    ego_translation  [N, 3] translation minus the ego position of the sample (global axes); zeros until set
+
+    The row order matters exactly as the order of boxes in the devkit's ``EvalBoxes`` does: rows are grouped by
+    sample in order of first appearance (``canonical_order``), and inside a sample the row order breaks ties.
+    """
+
+    sample_token: np.ndarray
+    translation: np.ndarray
+    size: np.ndarray
+    rotation: np.ndarray
+    velocity: np.ndarray
+    detection_name: np.ndarray
+    detection_score: np.ndarray | None = None
+    attribute_name: np.ndarray | None = None
+    num_pts: np.ndarray | None = None
+    ego_translation: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.sample_token)
+        self.sample_token = _str_array(self.sample_token, n, "sample_token")
+        self.translation = np.asarray(self.translation, dtype=np.float64).reshape(n, 3)
+        self.size = np.asarray(self.size, dtype=np.float64).reshape(n, 3)
+        self.rotation = np.asarray(self.rotation, dtype=np.float64).reshape(n, 4)
+        self.velocity = np.asarray(self.velocity, dtype=np.float64).reshape(n, 2)
+        self.detection_name = _str_array(self.detection_name, n, "detection_name")
+        self.detection_score = (np.full(n, -1.0) if self.detection_score is None
+                                else np.asarray(self.detection_score, dtype=np.float64).reshape(n))
+        self.attribute_name = (np.full(n, "", dtype=object) if self.attribute_name is None
+                               else _str_array(self.attribute_name, n, "attribute_name"))
+        self.num_pts = (np.full(n, -1, dtype=np.int64) if self.num_pts is None
+                        else np.asarray(self.num_pts, dtype=np.int64).reshape(n))
+        self.ego_translation = (np.zeros((n, 3)) if self.ego_translation is None
+                                else np.asarray(self.ego_translation, dtype=np.float64).reshape(n, 3))
+
+    def __len__(self) -> int:
+        return len(self.sample_token)
+
+    @classmethod
+    def empty(cls) -> DetectionBoxes:
+        return cls(np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)),
+                   np.zeros((0, 2)), np.empty(0, dtype=object))
+
+    @classmethod
+    def concat(cls, parts: Sequence[DetectionBoxes]) -> DetectionBoxes:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS))
+
+    def select(self, index: np.ndarray) -> DetectionBoxes:
+        """Rows by integer index or boolean mask."""
+        return DetectionBoxes(*(getattr(self, name)[index] for name in _FIELDS))
+
+    def validate(self, what: str = "boxes") -> None:
+        """Raise GeometryError for values the devkit rejects (NaN geometry, sizes <= 0, unknown names)."""
+        checks = [("translation", self.translation), ("size", self.size), ("rotation", self.rotation),
+                  ("detection_score", self.detection_score), ("ego_translation", self.ego_translation)]
+        for name, values in checks:
+            bad = ~np.isfinite(values if values.ndim == 2 else values[:, None]).all(axis=1)
+            if bad.any():
+                raise GeometryError(f"{what}: {bad.sum()} rows have non-finite {name} "
+                                    f"(first in sample {self.sample_token[np.argmax(bad)]})")
+        if np.isinf(self.velocity).any():
+            raise GeometryError(f"{what}: infinite velocity (NaN marks an unknown velocity)")
+        if (self.size <= 0).any():
+            raise GeometryError(f"{what}: sizes must be > 0 (the devkit's scale_iou asserts it)")
+        if (np.linalg.norm(self.rotation, axis=1) < 1e-12).any():
+            raise GeometryError(f"{what}: zero rotation quaternion")
+        unknown = sorted(set(self.detection_name) - set(DETECTION_NAMES))
+        if unknown:
+            raise GeometryError(f"{what}: unknown detection_name {unknown}")
+        unknown = sorted(set(self.attribute_name) - set(ATTRIBUTE_NAMES) - {""})
+        if unknown:
+            raise GeometryError(f"{what}: unknown attribute_name {unknown}")
+
+    def canonical_order(self) -> np.ndarray:
+        """Row order grouped by sample in order of first appearance, stable inside a sample (EvalBoxes.all)."""
+        return np.argsort(factorize(self.sample_token), kind="stable")
+
+    @property
+    def ego_dist(self) -> np.ndarray:
+        """BEV distance to the ego vehicle (devkit EvalBox.ego_dist: sqrt(sum(ego_translation[:2] ** 2)))."""
+        return np.sqrt(self.ego_translation[:, 0] ** 2 + self.ego_translation[:, 1] ** 2)
+
+    @property
+    def yaw(self) -> np.ndarray:
+        """Heading of the rotated x axis in the xy plane (devkit quaternion_yaw)."""
+        return geo.quat_to_yaw(self.rotation)
+
+
+def factorize(tokens: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Integer code of each token, numbered in order of first appearance."""
+    codes: dict[str, int] = {}
+    return np.fromiter((codes.setdefault(t, len(codes)) for t in tokens), dtype=np.int64, count=len(tokens))
+
+
+_FIELDS = ("sample_token", "translation", "size", "rotation", "velocity", "detection_name", "detection_score",
+           "attribute_name", "num_pts", "ego_translation")
+
+
+# ============================================================================================== metric data
+
+
+@dataclass
+class DetectionMetricData:
+    """Precision, confidence and TP errors of one class at one distance threshold, on 101 recall points."""
+
+    recall: np.ndarray
+    precision: np.ndarray
+    confidence: np.ndarray
+    trans_err: np.ndarray
+    vel_err: np.ndarray
+    scale_err: np.ndarray
+    orient_err: np.ndarray
+    attr_err: np.ndarray
+
+    @classmethod
+    def no_predictions(cls) -> DetectionMetricData:
+        """The devkit's result for a class without ground truth or without any match."""
+        ones = np.ones(N_RECALL_POINTS)
+        return cls(np.linspace(0, 1, N_RECALL_POINTS), np.zeros(N_RECALL_POINTS), np.zeros(N_RECALL_POINTS),
+                   ones.copy(), ones.copy(), ones.copy(), ones.copy(), ones.copy())
+
+    @property
+    def max_recall_ind(self) -> int:
+        """Index of the last recall point with a non-zero confidence (0 when there is none)."""
+        nonzero = np.flatnonzero(self.confidence)
+        return int(nonzero[-1]) if len(nonzero) else 0
+
+    @property
+    def max_recall(self) -> float:
+        return float(self.recall[self.max_recall_ind])
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name).tolist() for name in
+                ("recall", "precision", "confidence", *TP_METRICS)}
+
+
+def cummean(x: np.ndarray) -> np.ndarray:
+    """Running mean that skips NaN; all-NaN gives ones; leading NaN positions give 0 (devkit common/utils.py)."""
+    x = np.asarray(x, dtype=np.float64)
+    valid = ~np.isnan(x)
+    if not valid.any():
+        return np.ones(len(x))
+    sums = np.nancumsum(x)
+    counts = np.cumsum(valid)
+    return np.divide(sums, counts, out=np.zeros_like(sums), where=counts != 0)
+
+
+def calc_ap(md: DetectionMetricData, min_recall: float, min_precision: float) -> float:
+    """Area under the precision curve above ``min_recall``, with precision clipped at ``min_precision`` and
+    rescaled to [0, 1] (devkit algo.py calc_ap)."""
+    if not (0 <= min_precision < 1 and 0 <= min_recall <= 1):
+        raise ConfigError(f"min_precision {min_precision} / min_recall {min_recall} out of range")
+    prec = md.precision[round(100 * min_recall) + 1:] - min_precision  # skip the min-recall bin itself
+    prec[prec < 0] = 0
+    return float(np.mean(prec)) / (1.0 - min_precision)
+
+
+def calc_tp(md: DetectionMetricData, min_recall: float, metric_name: str) -> float:
+    """Mean TP error from just above ``min_recall`` to the highest recall reached; 1 if that range is empty."""
+    first_ind = round(100 * min_recall) + 1
+    last_ind = md.max_recall_ind
+    if last_ind < first_ind:
+        return 1.0
+    return float(np.mean(getattr(md, metric_name)[first_ind:last_ind + 1]))
+
+
+# ============================================================================================== matching
+
+
+@dataclass
+class MatchResult:
+    """Greedy center-distance matching of predictions to ground truth, per distance threshold.
+
+    ``pred_order`` lists prediction rows (of the canonical-order arrays) class by class (in ``class_names``
+    order), each class by descending score with ties broken towards the later row, as the devkit sorts.
+    ``match_gt[t, k]`` is the matched ground-truth row for ``pred_order[k]`` at ``dist_ths[t]`` or -1;
+    ``match_dist[t, k]`` the centre distance of that match (NaN where none).
+    """
+
+    pred_order: np.ndarray
+    pred_class: np.ndarray  # class index of pred_order entries
+    match_gt: np.ndarray
+    match_dist: np.ndarray
+    gt_class: np.ndarray  # class index per gt row (-1 for classes not evaluated)
+
+
+def _round_minimum(dist: np.ndarray, taken_cand: np.ndarray, seg: np.ndarray, seg_len: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment and threshold: the smallest untaken distance, the first pair reaching it, and a flag
+    [T, m] marking pairs within _DECISION_RTOL of that minimum (the candidates a rounding error could swap)."""
+    m = len(dist)
+    masked = np.where(taken_cand, np.inf, dist[None, :])  # [T, m]
+    seg_min = np.minimum.reduceat(masked, seg, axis=1)  # [T, k]
+    min_rep = np.repeat(seg_min, seg_len, axis=1)
+    first = np.minimum.reduceat(np.where(masked == min_rep, np.arange(m), m), seg, axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf where every candidate is taken
+        near = (masked - min_rep <= _DECISION_RTOL * np.maximum(min_rep, 1.0)) & np.isfinite(masked)
+    return seg_min, first, near
+
+
+def _decisive_pairs(seg_min: np.ndarray, near: np.ndarray, seg: np.ndarray, seg_len: np.ndarray,
+                    ths: np.ndarray) -> np.ndarray:
+    """Pairs [m] whose exact value decides a match: near-minimal pairs of segments whose minimum is near a
+    threshold or shared (within rounding) by several candidates."""
+    n_near = np.add.reduceat(near.astype(np.int64), seg, axis=1)  # [T, k]
+    at_threshold = np.abs(seg_min - ths[:, None]) <= _DECISION_RTOL * np.maximum(ths[:, None], 1.0)
+    ambiguous = (n_near > 1) | at_threshold
+    return (near & np.repeat(ambiguous, seg_len, axis=1)).any(axis=0)
+
+
+def _devkit_center_distances(pred_xy: np.ndarray, gt_xy: np.ndarray) -> np.ndarray:
+    """Distances computed one by one exactly as the devkit's center_distance does (np.linalg.norm of the 2-vector
+    difference; its rounding can differ from a vectorised sqrt(dx*dx + dy*dy) by one ulp)."""
+    return np.array([np.linalg.norm(np.array(p) - np.array(g)) for p, g in zip(pred_xy, gt_xy, strict=True)],
+                    dtype=np.float64).reshape(-1)
+
+
+@dataclass
+class _GroupIndex:
+    """Where each prediction's candidates are: GT rows sorted by (class, sample) group, group starts, and per
+    prediction (in greedy order) its group, its candidate count and its rank inside the group."""
+
+    gt_sorted: np.ndarray
+    group_start: np.ndarray
+    pr_group: np.ndarray
+    counts: np.ndarray
+    rank: np.ndarray
+
+
+def _match_rounds(active: np.ndarray, g: _GroupIndex, order: np.ndarray, pred: DetectionBoxes,
+                  gt: DetectionBoxes, ths: np.ndarray, taken: np.ndarray, match_gt: np.ndarray,
+                  match_dist: np.ndarray) -> None:
+    """Greedy matching of the predictions ``active`` (positions in ``order``), round r taking the r-th
+    prediction of every (class, sample) group; fills ``match_gt`` / ``match_dist`` and ``taken`` in place."""
+    active = active[np.argsort(g.rank[active], kind="stable")]  # round by round
+    act_counts = g.counts[active]
+    pair_offset = np.concatenate([[0], np.cumsum(act_counts)])
+    n_pairs = int(pair_offset[-1])
+    pair_slot = np.repeat(np.arange(len(active)), act_counts)  # index into `active`
+    within = np.arange(n_pairs) - pair_offset[:-1][pair_slot]
+    pair_gt = g.gt_sorted[g.group_start[g.pr_group[active]][pair_slot] + within]
+    pair_pred = order[active][pair_slot]
+    delta = pred.translation[pair_pred, :2] - gt.translation[pair_gt, :2]
+    dist = np.sqrt(delta[:, 0] * delta[:, 0] + delta[:, 1] * delta[:, 1])
+    refined = np.zeros(n_pairs, dtype=bool)
+    round_bounds = np.searchsorted(g.rank[active], np.arange(int(g.rank[active].max()) + 2))
+    for lo, hi in itertools.pairwise(round_bounds):
+        if lo == hi:
+            continue
+        q_lo, q_hi = pair_offset[lo], pair_offset[hi]
+        seg, seg_len = pair_offset[lo:hi] - q_lo, act_counts[lo:hi]
+        cand = pair_gt[q_lo:q_hi]
+        taken_cand = taken[:, cand]
+        seg_min, first, near = _round_minimum(dist[q_lo:q_hi], taken_cand, seg, seg_len)
+        redo = np.flatnonzero(_decisive_pairs(seg_min, near, seg, seg_len, ths) & ~refined[q_lo:q_hi]) + q_lo
+        if len(redo):  # rare: recompute those distances the devkit's way, then decide again
+            dist[redo] = _devkit_center_distances(pred.translation[pair_pred[redo], :2],
+                                                  gt.translation[pair_gt[redo], :2])
+            refined[redo] = True
+            seg_min, first, _ = _round_minimum(dist[q_lo:q_hi], taken_cand, seg, seg_len)
+        t_idx, k_idx = np.nonzero(seg_min < ths[:, None])
+        chosen = cand[first[t_idx, k_idx]]
+        taken[t_idx, chosen] = True
+        match_gt[t_idx, active[lo:hi][k_idx]] = chosen
+        match_dist[t_idx, active[lo:hi][k_idx]] = seg_min[t_idx, k_idx]
+
+
+def match_boxes(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[str],
+                dist_ths: Sequence[float], max_pairs: int = 2_000_000) -> MatchResult:
+    """Greedy matching for every class and threshold (devkit ``accumulate``'s loop, vectorised).
+
+    ``gt`` and ``pred`` must already be in canonical order (see ``DetectionBoxes.canonical_order``). Each
+    prediction, in descending score order, takes the nearest untaken ground truth of its class in its sample
+    (first one on ties); the match counts if the distance is strictly below the threshold.
+    """
+    ths = np.asarray(dist_ths, dtype=np.float64)
+    n_th, n_cls = len(ths), len(class_names)
+    class_index = {c: i for i, c in enumerate(class_names)}
+    gt_cls = np.array([class_index.get(c, -1) for c in gt.detection_name], dtype=np.int64)
+    pr_cls = np.array([class_index.get(c, -1) for c in pred.detection_name], dtype=np.int64)
+
+    sample_id = factorize(np.concatenate([gt.sample_token, pred.sample_token]))
+    gt_sample, pr_sample = sample_id[:len(gt)], sample_id[len(gt):]
+    n_samples = int(sample_id.max()) + 1 if len(sample_id) else 1
+
+    # Prediction order: by class, then descending score, ties by descending row (devkit: sorted(...)[::-1]).
+    rows = np.arange(len(pred))
+    keep = pr_cls >= 0
+    order = rows[keep][np.lexsort((-rows[keep], -pred.detection_score[keep], pr_cls[keep]))]
+    order_cls = pr_cls[order]
+
+    # Ground truth grouped by (class, sample), stable in row order.
+    gt_rows = np.flatnonzero(gt_cls >= 0)
+    gt_group = gt_cls[gt_rows] * n_samples + gt_sample[gt_rows]
+    gt_sorted = gt_rows[np.argsort(gt_group, kind="stable")]
+    group_count = np.bincount(gt_group, minlength=n_cls * n_samples)
+    group_start = np.concatenate([[0], np.cumsum(group_count)[:-1]])
+
+    # Rank of each prediction inside its (class, sample) group, in greedy order.
+    pr_group = order_cls * n_samples + pr_sample[order]
+    by_group = np.argsort(pr_group, kind="stable")
+    grp_sorted = pr_group[by_group]
+    first_of_group = np.searchsorted(grp_sorted, grp_sorted, side="left")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[by_group] = np.arange(len(order)) - first_of_group
+
+    match_gt = np.full((n_th, len(order)), -1, dtype=np.int64)
+    match_dist = np.full((n_th, len(order)), np.nan)
+    counts = group_count[pr_group] if len(order) else np.zeros(0, dtype=np.int64)
+    active = np.flatnonzero(counts > 0)  # predictions with at least one candidate
+    if len(active) == 0:
+        return MatchResult(order, order_cls, match_gt, match_dist, gt_cls)
+    # Samples are independent: match them in chunks of about max_pairs prediction-GT pairs to bound memory.
+    act_sample = pr_sample[order[active]]
+    pairs_per_sample = np.bincount(act_sample, weights=counts[active], minlength=n_samples)
+    chunk_of_sample = (np.cumsum(pairs_per_sample) - pairs_per_sample) // max_pairs
+    chunk = chunk_of_sample[act_sample]
+    taken = np.zeros((n_th, len(gt)), dtype=bool)
+    groups = _GroupIndex(gt_sorted, group_start, pr_group, counts, rank)
+    for c in np.unique(chunk):
+        _match_rounds(active[chunk == c], groups, order, pred, gt, ths, taken, match_gt, match_dist)
+    return MatchResult(order, order_cls, match_gt, match_dist, gt_cls)
+
+
+# ============================================================================================== accumulate
+
+
+def _angle_diff_abs(yaw_to: np.ndarray, yaw_from: np.ndarray, period: float) -> np.ndarray:
+    """|smallest signed difference| of angles with the given period (devkit common/utils.py angle_diff)."""
+    diff = (yaw_to - yaw_from + period / 2) % period - period / 2
+    diff = np.where(diff > np.pi, diff - 2 * np.pi, diff)
+    return np.abs(diff)
+
+
+def _tp_errors(gt: DetectionBoxes, pred: DetectionBoxes, gt_rows: np.ndarray, pred_rows: np.ndarray,
+               trans_err: np.ndarray, period: float, gt_yaw: np.ndarray, pred_yaw: np.ndarray) -> dict:
+    """Per-match errors (devkit velocity_l2, 1 - scale_iou, yaw_diff, 1 - attr_acc)."""
+    dv = pred.velocity[pred_rows] - gt.velocity[gt_rows]
+    vel_err = np.sqrt(dv[:, 0] * dv[:, 0] + dv[:, 1] * dv[:, 1])
+    s_gt, s_pr = gt.size[gt_rows], pred.size[pred_rows]
+    s_min = np.minimum(s_gt, s_pr)
+    inter = s_min[:, 0] * s_min[:, 1] * s_min[:, 2]
+    union = s_gt[:, 0] * s_gt[:, 1] * s_gt[:, 2] + s_pr[:, 0] * s_pr[:, 1] * s_pr[:, 2] - inter
+    scale_err = 1 - inter / union
+    orient_err = _angle_diff_abs(gt_yaw[gt_rows], pred_yaw[pred_rows], period)
+    gt_attr, pr_attr = gt.attribute_name[gt_rows], pred.attribute_name[pred_rows]
+    acc = np.where(gt_attr == "", np.nan, (gt_attr == pr_attr).astype(np.float64))
+    return {"trans_err": trans_err, "vel_err": vel_err, "scale_err": scale_err, "orient_err": orient_err,
+            "attr_err": 1 - acc}
+
+
+def _metric_data(tp: np.ndarray, conf: np.ndarray, npos: int, errors: dict | None) -> DetectionMetricData:
+    """Precision / recall / confidence and TP-error curves on 101 recall points (devkit accumulate's tail)."""
+    tp_cum = np.cumsum(tp.astype(np.int64)).astype(float)
+    fp_cum = np.cumsum((~tp).astype(np.int64)).astype(float)
+    prec = tp_cum / (fp_cum + tp_cum)
+    rec = tp_cum / float(npos)
+    rec_interp = np.linspace(0, 1, N_RECALL_POINTS)
+    prec_i = np.interp(rec_interp, rec, prec, right=0)
+    conf_i = np.interp(rec_interp, rec, conf, right=0)
+    match_conf = conf[tp][::-1]
+    curves = {}
+    for name in TP_METRICS:
+        running = cummean(errors[name])
+        curves[name] = np.interp(conf_i[::-1], match_conf, running[::-1])[::-1]
+    return DetectionMetricData(rec_interp, prec_i, conf_i, **curves)
+
+
+def accumulate_all(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[str],
+                   dist_ths: Sequence[float]) -> dict[tuple[str, float], DetectionMetricData]:
+    """DetectionMetricData for every (class, threshold): the devkit's ``accumulate`` for all of them at once.
+
+    The inputs may be in any row order; they are put in canonical order (grouped by sample in order of first
+    appearance) first, which is the order the devkit sees them in when the same rows are added to EvalBoxes.
+    """
+    gt = gt.select(gt.canonical_order())
+    pred = pred.select(pred.canonical_order())
+    m = match_boxes(gt, pred, class_names, dist_ths)
+    gt_yaw, pred_yaw = gt.yaw, pred.yaw
+    npos = np.bincount(m.gt_class[m.gt_class >= 0], minlength=len(class_names))
+    cls_bounds = np.searchsorted(m.pred_class, np.arange(len(class_names) + 1))
+    out: dict[tuple[str, float], DetectionMetricData] = {}
+    for c, name in enumerate(class_names):
+        lo, hi = cls_bounds[c], cls_bounds[c + 1]
+        rows = m.pred_order[lo:hi]
+        conf = pred.detection_score[rows]
+        period = np.pi if name in HALF_PERIOD_CLASSES else 2 * np.pi
+        for t, th in enumerate(dist_ths):
+            matched = m.match_gt[t, lo:hi]
+            tp = matched >= 0
+            if npos[c] == 0 or not tp.any():
+                out[(name, th)] = DetectionMetricData.no_predictions()
+                continue
+            errors = _tp_errors(gt, pred, matched[tp], rows[tp], m.match_dist[t, lo:hi][tp], period,
+                                gt_yaw, pred_yaw)
+            out[(name, th)] = _metric_data(tp, conf, int(npos[c]), errors)
+    return out
+
+
+# ============================================================================================== metrics
+
+
+@dataclass
+class DetectionMetrics:
+    """Per-class APs and TP errors, and their summaries (mAP, mTP errors, NDS) as the devkit defines them."""
+
+    cfg: DetectionConfig
+    label_aps: dict[str, dict[float, float]] = field(default_factory=dict)
+    label_tp_errors: dict[str, dict[str, float]] = field(default_factory=dict)
+    eval_time_s: float | None = None
+
+    @property
+    def mean_dist_aps(self) -> dict[str, float]:
+        return {c: float(np.mean(list(d.values()))) for c, d in self.label_aps.items()}
+
+    @property
+    def mean_ap(self) -> float:
+        return float(np.mean(list(self.mean_dist_aps.values())))
+
+    @property
+    def tp_errors(self) -> dict[str, float]:
+        """Mean over classes of each TP error, ignoring NaN (exempt classes); NaN if every class is exempt."""
+        out = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # nanmean of all-NaN -> NaN, as in the devkit
+            for metric in TP_METRICS:
+                values = [self.label_tp_errors[c][metric] for c in self.cfg.class_names]
+                out[metric] = float(np.nanmean(values))
+        return out
+
+    @property
+    def tp_scores(self) -> dict[str, float]:
+        """1 - error, bounded below by 0; a NaN error scores 0 (devkit: Python max(0.0, nan) is 0.0)."""
+        scores = {}
+        for metric, err in self.tp_errors.items():
+            score = 1.0 - err
+            scores[metric] = score if score > 0.0 else 0.0
+        return scores
+
+    @property
+    def nd_score(self) -> float:
+        """NDS = (w * mAP + sum over the 5 TP metrics of max(0, 1 - mTP)) / (w + 5)."""
+        scores = self.tp_scores
+        total = float(self.cfg.mean_ap_weight * self.mean_ap + np.sum(list(scores.values())))
+        return total / float(self.cfg.mean_ap_weight + len(scores))
+
+    def to_dict(self) -> dict:
+        return {
+            "label_aps": {c: {str(t): v for t, v in d.items()} for c, d in self.label_aps.items()},
+            "mean_dist_aps": self.mean_dist_aps,
+            "mean_ap": self.mean_ap,
+            "label_tp_errors": self.label_tp_errors,
+            "tp_errors": self.tp_errors,
+            "tp_scores": self.tp_scores,
+            "nd_score": self.nd_score,
+            "eval_time": self.eval_time_s,
+            "cfg": self.cfg.to_dict(),
+        }
+
+    def class_table(self) -> list[dict]:
+        """One row per class: AP at each threshold, mean AP and the five TP errors (NaN where exempt)."""
+        rows = []
+        for c in self.cfg.class_names:
+            row: dict = {"class": c}
+            row.update({f"AP@{t:g}": self.label_aps[c][t] for t in self.cfg.dist_ths})
+            row["AP"] = self.mean_dist_aps[c]
+            row.update({TP_METRIC_SHORT[m][1:]: self.label_tp_errors[c][m] for m in TP_METRICS})
+            rows.append(row)
+        return rows
+
+    def summary_row(self) -> dict[str, float]:
+        """The short row of nuScenes papers' tables (e.g. STRIDE-QA Table 6): mAP, mATE..mAAE, NDS."""
+        row = {"mAP": self.mean_ap}
+        row.update({TP_METRIC_SHORT[m]: v for m, v in self.tp_errors.items()})
+        row["NDS"] = self.nd_score
+        return row
+
+
+def metrics_from_data(md: dict[tuple[str, float], DetectionMetricData], cfg: DetectionConfig) -> DetectionMetrics:
+    """APs and TP errors from accumulated data (devkit DetectionEval.evaluate, step 2)."""
+    metrics = DetectionMetrics(cfg)
+    for c in cfg.class_names:
+        metrics.label_aps[c] = {th: calc_ap(md[(c, th)], cfg.min_recall, cfg.min_precision) for th in cfg.dist_ths}
+        exempt = EXEMPT_TP_METRICS.get(c, ())
+        metrics.label_tp_errors[c] = {
+            m: float("nan") if m in exempt else calc_tp(md[(c, cfg.dist_th_tp)], cfg.min_recall, m)
+            for m in TP_METRICS}
+    return metrics
+
+
+def evaluate_detection(gt: DetectionBoxes, pred: DetectionBoxes,
+                       cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict]:
+    """nuScenes detection metrics of already-filtered boxes: (metrics, metric data per (class, threshold))."""
+    import time
+
+    cfg = cfg or DetectionConfig.cvpr_2019()
+    gt.validate("ground truth")
+    pred.validate("predictions")
+    start = time.perf_counter()
+    md = accumulate_all(gt, pred, cfg.class_names, cfg.dist_ths)
+    metrics = metrics_from_data(md, cfg)
+    metrics.eval_time_s = time.perf_counter() - start
+    return metrics, md

@@ -1,0 +1,136 @@
+"""`stridegen eval detection`: nuScenes detection metrics of a results file against a log's ground truth."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from stridegen.errors import StrideGenError
+from stridegen.eval.detection import (
+    TP_METRIC_SHORT,
+    TP_METRICS,
+    DetectionConfig,
+    DetectionMetrics,
+    evaluate_detection,
+)
+from stridegen.eval.detection_gt import FilterCounts, filter_eval_boxes, load_detection_gt
+from stridegen.eval.nuscenes_results import load_results
+
+
+@dataclass
+class DetectionReport:
+    """Metrics plus what happened to the inputs on the way (counts a user should see)."""
+
+    metrics: DetectionMetrics
+    gt_counts: FilterCounts
+    pred_counts: FilterCounts
+    n_samples: int
+    nan_velocity: int
+    meta: dict
+    total_time_s: float
+
+    def to_dict(self) -> dict:
+        out = _json_safe(self.metrics.to_dict())
+        out.update({
+            "summary_row": _json_safe(self.metrics.summary_row()),
+            "class_table": _json_safe(self.metrics.class_table()),
+            "n_samples": self.n_samples,
+            "gt_filter_counts": self.gt_counts.to_dict(),
+            "pred_filter_counts": self.pred_counts.to_dict(),
+            "pred_nan_velocity": self.nan_velocity,
+            "meta": self.meta,
+            "total_time": self.total_time_s,
+        })
+        return out
+
+
+def _json_safe(value: object) -> object:
+    """NaN -> None (exempt TP errors), so that the summary is standard JSON."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def evaluate_log(gt_root: Path, pred_path: Path, cfg: DetectionConfig | None = None,
+                 version: str | None = None) -> DetectionReport:
+    """Load the ground truth of a log and a results file, filter both as the devkit does, compute the metrics."""
+    start = time.perf_counter()
+    cfg = cfg or DetectionConfig.cvpr_2019()
+    gt, context = load_detection_gt(gt_root, version)
+    loaded = load_results(pred_path, known_sample_tokens=context.sample_tokens,
+                          max_boxes_per_sample=cfg.max_boxes_per_sample)
+    gt_f, gt_counts = filter_eval_boxes(gt, context, cfg.class_range)
+    pred_f, pred_counts = filter_eval_boxes(loaded.boxes, context, cfg.class_range)
+    metrics, _ = evaluate_detection(gt_f, pred_f, cfg)
+    return DetectionReport(metrics, gt_counts, pred_counts, len(context.sample_tokens), loaded.nan_velocity,
+                           loaded.meta, time.perf_counter() - start)
+
+
+def _fmt(value: float, digits: int = 4) -> str:
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def short_row(metrics: DetectionMetrics) -> str:
+    """One line in the shape of a paper table row (STRIDE-QA Table 6 style): mAP, mATE..mAAE, NDS."""
+    row = metrics.summary_row()
+    return " | ".join(f"{k} {_fmt(v)}" for k, v in row.items())
+
+
+def print_report(report: DetectionReport) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(Console().width, 120))  # the per-class table needs ~110 columns
+    m = report.metrics
+    table = Table(title="nuScenes detection: per class", box=box.SIMPLE_HEAD)
+    table.add_column("Class")
+    for th in m.cfg.dist_ths:
+        table.add_column(f"AP@{th:g}m", justify="right")
+    table.add_column("AP", justify="right")
+    for name in TP_METRICS:
+        table.add_column(TP_METRIC_SHORT[name][1:], justify="right")
+    for c in m.cfg.class_names:
+        table.add_row(c, *(_fmt(m.label_aps[c][th], 3) for th in m.cfg.dist_ths), _fmt(m.mean_dist_aps[c], 3),
+                      *(_fmt(m.label_tp_errors[c][name], 3) for name in TP_METRICS))
+    console.print(table)
+    summary = Table(title="Summary", box=box.SIMPLE_HEAD)
+    for key in m.summary_row():
+        summary.add_column(key, justify="right")
+    summary.add_row(*(_fmt(v) for v in m.summary_row().values()))
+    console.print(summary)
+    console.print(short_row(m))
+    console.print(f"samples {report.n_samples}; GT boxes {report.gt_counts.total} -> {report.gt_counts.after_bike_rack}"
+                  f" after filtering; predictions {report.pred_counts.total} -> "
+                  f"{report.pred_counts.after_bike_rack}; predictions with NaN velocity (left out of mAVE): "
+                  f"{report.nan_velocity}; {report.total_time_s:.2f} s")
+
+
+def eval_detection(
+    gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
+    pred: Path = typer.Option(..., "--pred", help="nuScenes detection results JSON."),
+    out: Path | None = typer.Option(None, "--out", help="Write the JSON summary here."),
+    config: Path | None = typer.Option(None, "--config",
+                                       help="Detection config YAML (default: detection_cvpr_2019)."),
+    version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
+) -> None:
+    """nuScenes detection metrics (mAP, mATE, mASE, mAOE, mAVE, mAAE, NDS) of a results file."""
+    try:
+        cfg = DetectionConfig.from_yaml(config) if config else DetectionConfig.cvpr_2019()
+        report = evaluate_log(gt, pred, cfg, version)
+    except StrideGenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    print_report(report)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report.to_dict(), indent=2))

@@ -1,0 +1,233 @@
+"""Read, validate and write nuScenes detection-results JSON files.
+
+Format (https://www.nuscenes.org/object-detection, "Results format"; the devkit reads it in
+nuscenes/eval/common/loaders.py ``load_prediction`` and ``DetectionBox.deserialize``)::
+
+    {"meta": {...},
+     "results": {sample_token: [{"sample_token", "translation": [x, y, z], "size": [w, l, h],
+                                 "rotation": [w, x, y, z], "velocity": [vx, vy], "detection_name",
+                                 "detection_score", "attribute_name"}, ...]}}
+
+Every problem raises ``PredictionFormatError`` naming the file, the sample token, the box index and the field.
+The devkit would either crash with an assertion or silently evaluate something else for most of these: an entry
+whose ``sample_token`` differs from its key, duplicated keys (JSON keeps the last one), duplicated boxes.
+The one accepted irregularity is a NaN velocity, which the devkit accepts (the box then counts as unknown in
+mAVE); it is counted and reported in ``LoadedResults.nan_velocity``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from stridegen.errors import PredictionFormatError
+from stridegen.eval.detection import ATTRIBUTE_NAMES, DETECTION_NAMES, DetectionBoxes
+
+REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity",
+                                    "detection_name", "detection_score", "attribute_name")
+MAX_BOXES_PER_SAMPLE = 500  # devkit detection_cvpr_2019.json max_boxes_per_sample
+_VECTOR_FIELDS = {"translation": 3, "size": 3, "rotation": 4, "velocity": 2}
+_QUATERNION_NORM_TOL = 1e-2  # a results quaternion farther than this from unit norm is a bug, not rounding
+
+
+@dataclass
+class LoadedResults:
+    """A validated results file: boxes in file order, the meta block and what was noticed on the way."""
+
+    boxes: DetectionBoxes
+    meta: dict
+    sample_tokens: list[str]  # the keys of "results", in file order
+    nan_velocity: int  # boxes whose velocity is NaN (accepted; they do not count in mAVE)
+    path: str
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PredictionFormatError(path, "results file does not exist") from None
+    except OSError as exc:
+        raise PredictionFormatError(path, f"cannot read results file: {exc}") from exc
+    try:
+        data = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except _DuplicateKeyError as exc:
+        raise PredictionFormatError(path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last "
+                                          "one; merge the lists instead)") from None
+    except json.JSONDecodeError as exc:
+        raise PredictionFormatError(path, f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PredictionFormatError(path, "top level must be an object with 'meta' and 'results'")
+    return data
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
+    n = _VECTOR_FIELDS[name]
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        got = f"{len(value)} values" if isinstance(value, (list, tuple)) else type(value).__name__
+        raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {n} numbers, got {got}")
+    if not all(_is_number(v) for v in value):
+        raise PredictionFormatError(path, f"{where}: field {name!r} holds a non-number: {value!r}")
+    nan = [math.isnan(v) for v in value]
+    if any(math.isinf(v) for v in value) or (any(nan) and not allow_nan):
+        raise PredictionFormatError(path, f"{where}: field {name!r} is not finite: {value!r}")
+    return [float(v) for v in value]
+
+
+def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
+    """Validated values of one entry as a tuple in REQUIRED_FIELDS order (velocity may hold NaN)."""
+    where = f"sample {key!r}, box {index}"
+    if not isinstance(box, dict):
+        raise PredictionFormatError(path, f"{where}: each box must be an object, got {type(box).__name__}")
+    missing = [f for f in REQUIRED_FIELDS if f not in box]
+    if missing:
+        raise PredictionFormatError(path, f"{where}: missing field(s) {missing}")
+    if box["sample_token"] != key:
+        raise PredictionFormatError(path, f"{where}: field 'sample_token' is {box['sample_token']!r}, "
+                                          f"but the box is listed under {key!r}")
+    translation = _vector(path, where, "translation", box["translation"], allow_nan=False)
+    size = _vector(path, where, "size", box["size"], allow_nan=False)
+    if min(size) <= 0:
+        raise PredictionFormatError(path, f"{where}: field 'size' must be > 0, got {size}")
+    rotation = _vector(path, where, "rotation", box["rotation"], allow_nan=False)
+    norm = math.sqrt(sum(v * v for v in rotation))
+    if abs(norm - 1.0) > _QUATERNION_NORM_TOL:
+        raise PredictionFormatError(path, f"{where}: field 'rotation' is not a unit quaternion [w, x, y, z] "
+                                          f"(norm {norm:.4f})")
+    velocity = _vector(path, where, "velocity", box["velocity"], allow_nan=True)
+    name = box["detection_name"]
+    if name not in DETECTION_NAMES:
+        raise PredictionFormatError(path, f"{where}: field 'detection_name' {name!r} is not one of "
+                                          f"{list(DETECTION_NAMES)}")
+    score = box["detection_score"]
+    if not _is_number(score) or not math.isfinite(score) or score < 0:
+        raise PredictionFormatError(path, f"{where}: field 'detection_score' must be a finite number >= 0, "
+                                          f"got {score!r}")
+    attribute = box["attribute_name"]
+    if attribute != "" and attribute not in ATTRIBUTE_NAMES:
+        raise PredictionFormatError(path, f"{where}: field 'attribute_name' {attribute!r} is not '' or one of "
+                                          f"{list(ATTRIBUTE_NAMES)}")
+    return key, translation, size, rotation, velocity, name, float(score), attribute
+
+
+def load_results(path: str | Path, known_sample_tokens: Collection[str] | None = None,
+                 max_boxes_per_sample: int = MAX_BOXES_PER_SAMPLE, allow_missing_samples: bool = False
+                 ) -> LoadedResults:
+    """Read and validate a results file.
+
+    ``known_sample_tokens``: the samples of the ground truth. A results key outside it is an error; a known
+    sample without a key is an error too (the devkit asserts both sets are equal) unless
+    ``allow_missing_samples``, in which case it simply has no predictions.
+    """
+    path = Path(path)
+    data = _read_json(path)
+    for key in ("meta", "results"):
+        if key not in data:
+            raise PredictionFormatError(path, f"missing top-level field {key!r}")
+    if not isinstance(data["meta"], dict):
+        raise PredictionFormatError(path, "field 'meta' must be an object")
+    results = data["results"]
+    if not isinstance(results, dict):
+        raise PredictionFormatError(path, "field 'results' must be an object {sample_token: [boxes]}")
+    if known_sample_tokens is not None:
+        _check_tokens(path, list(results), known_sample_tokens, allow_missing_samples)
+
+    rows: list[tuple] = []
+    for key, boxes in results.items():
+        if not isinstance(boxes, list):
+            raise PredictionFormatError(path, f"sample {key!r}: value must be a list of boxes")
+        if len(boxes) > max_boxes_per_sample:
+            raise PredictionFormatError(path, f"sample {key!r}: {len(boxes)} boxes; at most "
+                                              f"{max_boxes_per_sample} per sample are allowed")
+        seen: dict[tuple, int] = {}
+        for i, box in enumerate(boxes):
+            row = _check_box(path, key, i, box)
+            # repr() so that NaN velocities compare equal to each other.
+            fingerprint = tuple(repr(v) for v in row[1:])
+            if fingerprint in seen:
+                raise PredictionFormatError(path, f"sample {key!r}: box {i} duplicates box {seen[fingerprint]} "
+                                                  "(every field equal)")
+            seen[fingerprint] = i
+            rows.append(row)
+    boxes = _rows_to_boxes(rows)
+    nan_velocity = int(np.isnan(boxes.velocity).any(axis=1).sum())
+    return LoadedResults(boxes, data["meta"], list(results), nan_velocity, str(path))
+
+
+def _check_tokens(path: Path, tokens: Sequence[str], known: Collection[str], allow_missing: bool) -> None:
+    known_set = set(known)
+    unknown = [t for t in tokens if t not in known_set]
+    if unknown:
+        raise PredictionFormatError(path, f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
+                                          f"{unknown[:3]} (wrong split or wrong log?)")
+    if not allow_missing:
+        present = set(tokens)
+        missing = [t for t in known if t not in present]
+        if missing:
+            raise PredictionFormatError(path, f"{len(missing)} ground-truth sample(s) have no entry in 'results', "
+                                              f"e.g. {missing[:3]} (give them an empty list)")
+
+
+def _rows_to_boxes(rows: list[tuple]) -> DetectionBoxes:
+    if not rows:
+        return DetectionBoxes.empty()
+    tokens, translation, size, rotation, velocity, names, scores, attributes = zip(*rows, strict=True)
+    return DetectionBoxes(np.array(tokens, dtype=object), np.array(translation), np.array(size),
+                          np.array(rotation), np.array(velocity), np.array(names, dtype=object),
+                          np.array(scores), np.array(attributes, dtype=object))
+
+
+def results_dict(boxes: DetectionBoxes, sample_tokens: Sequence[str] | None = None) -> dict:
+    """``{sample_token: [box, ...]}`` for every token of ``sample_tokens`` (default: the boxes' own, in order of
+    first appearance); samples without boxes get an empty list."""
+    order = boxes.canonical_order()
+    tokens = list(dict.fromkeys(boxes.sample_token[order])) if sample_tokens is None else list(sample_tokens)
+    results: dict[str, list[dict]] = {t: [] for t in tokens}
+    for i in order:
+        token = str(boxes.sample_token[i])
+        if token not in results:
+            raise PredictionFormatError("<results>", f"box {i} belongs to sample {token!r}, which is not among "
+                                                     "the sample tokens to write")
+        results[token].append({
+            "sample_token": token,
+            "translation": boxes.translation[i].tolist(),
+            "size": boxes.size[i].tolist(),
+            "rotation": boxes.rotation[i].tolist(),
+            "velocity": boxes.velocity[i].tolist(),
+            "detection_name": str(boxes.detection_name[i]),
+            "detection_score": float(boxes.detection_score[i]),
+            "attribute_name": str(boxes.attribute_name[i]),
+        })
+    return results
+
+
+def write_results(path: str | Path, boxes: DetectionBoxes, meta: dict | None = None,
+                  sample_tokens: Sequence[str] | None = None) -> Path:
+    """Write a results file the devkit and ``load_results`` read back unchanged (NaN velocities stay NaN)."""
+    path = Path(path)
+    meta = meta if meta is not None else {"use_camera": False, "use_lidar": True, "use_radar": False,
+                                          "use_map": False, "use_external": False}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"meta": meta, "results": results_dict(boxes, sample_tokens)}))
+    return path
