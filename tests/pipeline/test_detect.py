@@ -90,3 +90,38 @@ def test_oracle_and_simulated_on_nuscenes_demo():
     c = make_detector("simulated", profile="bevfusion", seed=4).detect(frame)
     np.testing.assert_array_equal(a.center, b.center)
     assert len(a) != len(c) or not np.allclose(a.center, c.center)
+
+
+@pytest.mark.skipif(not DEMO.exists(), reason="needs ../shared/data/nuscenes-demo")
+def test_precomputed_round_trips_a_results_file(tmp_path):
+    import json
+
+    from stridegen.errors import PredictionFormatError
+    from stridegen.logs import open_log
+
+    frame = open_log(DEMO).scenes()[0].frames[0]
+    gt = make_detector("oracle").detect(frame)
+    quat = gt.extras["rotation_global"] if "rotation_global" in gt.extras else gt.rotation_quat()
+    results = {frame.token: [
+        {"sample_token": frame.token, "translation": gt.center[i].tolist(),
+         "size": gt.size_lwh[i, [1, 0, 2]].tolist(), "rotation": np.asarray(quat[i]).tolist(),
+         "velocity": gt.velocity[i, :2].tolist(), "detection_name": str(gt.label[i]),
+         "detection_score": 0.5 + 0.001 * i, "attribute_name": ""} for i in range(len(gt))]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"meta": {"use_lidar": True}, "results": results}))
+    det = make_detector("precomputed", path=path).detect(frame)
+    assert len(det) == len(gt)
+    order = np.argsort(det.score)
+    np.testing.assert_allclose(det.center[order], gt.center, atol=1e-9)
+    np.testing.assert_allclose(det.size_lwh[order], gt.size_lwh, atol=1e-9)
+    np.testing.assert_allclose(np.cos(det.yaw[order] - gt.yaw), 1.0, atol=1e-9)
+    assert make_detector("precomputed", path=path, min_score=0.55).detect(frame).score.min() >= 0.55
+    empty = tmp_path / "other.json"
+    empty.write_text(json.dumps({"meta": {}, "results": {"not-a-sample": []}}))
+    with pytest.raises(PredictionFormatError, match="no entry for sample"):
+        make_detector("precomputed", path=empty).detect(frame)
+    bad = tmp_path / "bad.json"
+    results[frame.token][0]["detection_name"] = "spaceship"
+    bad.write_text(json.dumps({"meta": {}, "results": results}))
+    with pytest.raises(PredictionFormatError, match=r"bad\.json"):
+        make_detector("precomputed", path=bad)

@@ -23,6 +23,7 @@ class Detector(Protocol):
 DETECTORS: dict[str, str] = {
     "oracle": "stridegen.pipeline.detect.oracle:OracleDetector",
     "simulated": "stridegen.pipeline.detect.simulated:SimulatedDetector",
+    "precomputed": "stridegen.pipeline.detect.precomputed:PrecomputedDetector",
 }
 
 
