@@ -28,7 +28,7 @@ class PrecomputedDetector:
         b = loaded.boxes
         order = np.argsort(b.sample_token.astype(str), kind="stable")
         tokens = b.sample_token[order].astype(str)
-        starts = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1]])
+        starts = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1]]) if tokens.size else np.zeros(0, np.int64)
         ends = np.r_[starts[1:], len(tokens)]
         self._rows = {str(tokens[s]): order[s:e] for s, e in zip(starts, ends, strict=True)}
         self._known = set(loaded.sample_tokens)
