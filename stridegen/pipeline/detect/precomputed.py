@@ -26,11 +26,10 @@ class PrecomputedDetector:
         self.path = Path(path)
         loaded = load_results(self.path)
         b = loaded.boxes
-        order = np.argsort(b.sample_token.astype(str), kind="stable")
-        tokens = b.sample_token[order].astype(str)
-        starts = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1]]) if tokens.size else np.zeros(0, np.int64)
-        ends = np.r_[starts[1:], len(tokens)]
-        self._rows = {str(tokens[s]): order[s:e] for s, e in zip(starts, ends, strict=True)}
+        rows: dict[str, list[int]] = {}
+        for i, token in enumerate(b.sample_token.tolist()):
+            rows.setdefault(str(token), []).append(i)
+        self._rows = {token: np.asarray(idx, dtype=np.int64) for token, idx in rows.items()}
         self._known = set(loaded.sample_tokens)
         self._boxes = b
         self.min_score = min_score
