@@ -23,6 +23,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
 
 # Sub-apps (command groups): (module, attribute, group name).
 _GROUPS: list[tuple[str, str, str]] = [
+    ("stridegen.eval.judges.cli", "judge_app", "judge"),
 ]
 
 # `stridegen eval ...`: evaluators. (module, attribute, command name).

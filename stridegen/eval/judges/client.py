@@ -1,0 +1,313 @@
+"""OpenAI-compatible chat client for judges: retries, Retry-After, timeouts, rate limits, cost accounting.
+
+Works with any server that speaks the chat-completions protocol (OpenAI and other hosted APIs, vLLM,
+llama.cpp server, ollama): set the base URL, the model and the name of the environment variable that holds
+the key. The ``openai`` SDK is imported lazily (extra ``judges``); its own retry loop is switched off
+(``max_retries=0``) so that every retry goes through our backoff, our rate limiter and our accounting.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import math
+import mimetypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from stridegen.errors import require
+from stridegen.eval.judges.ratelimit import RateLimiter
+from stridegen.eval.judges.records import BudgetExceededError, Completion, JudgeRequestError
+
+# Rough text-token estimate for cost previews and the tokens-per-minute limiter: ~4 characters per token
+# for English text (OpenAI's rule of thumb, help.openai.com "What are tokens and how to count them").
+CHARS_PER_TOKEN = 4.0
+# Per-message framing overhead in tokens (OpenAI cookbook "How to count tokens with tiktoken": 3-4 per message).
+TOKENS_PER_MESSAGE = 4
+
+
+class ClientSettings(BaseModel):
+    """Connection, retry, rate and cost settings of a judge client (configs/judge/*.yaml ``client:``)."""
+
+    base_url: str | None = None
+    model: str = "gpt-4o-2024-08-06"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 6
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    max_retry_after_s: float = 300.0
+    concurrency: int = 8
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    supports_images: bool = True
+    image_tokens_estimate: int = Field(default=765, description="per image; 85 + 4 tiles x 170 (OpenAI vision "
+                                                                "pricing, a 1024x1024 high-detail image)")
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    budget_usd: float | None = None
+    jitter_seed: int = 0
+
+
+def settings_from_sources(config: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
+                          environ: dict[str, str] | None = None) -> ClientSettings:
+    """Client settings by precedence: explicit ``overrides`` (CLI) > environment > ``config`` (YAML) > defaults.
+
+    Environment: ``STRIDEGEN_JUDGE_BASE_URL`` and ``STRIDEGEN_JUDGE_MODEL``; ``OPENAI_BASE_URL`` is used only
+    when neither the config nor ``STRIDEGEN_JUDGE_BASE_URL`` names an endpoint.
+    """
+    env = os.environ if environ is None else environ
+    config = dict(config or {})
+    from_env: dict[str, Any] = {}
+    if env.get("STRIDEGEN_JUDGE_BASE_URL"):
+        from_env["base_url"] = env["STRIDEGEN_JUDGE_BASE_URL"]
+    elif not config.get("base_url") and env.get("OPENAI_BASE_URL"):
+        from_env["base_url"] = env["OPENAI_BASE_URL"]
+    if env.get("STRIDEGEN_JUDGE_MODEL"):
+        from_env["model"] = env["STRIDEGEN_JUDGE_MODEL"]
+    return ClientSettings.model_validate({**config, **from_env, **(overrides or {})})
+
+
+def apply_pricing(settings: ClientSettings, pricing: dict[str, dict[str, float]]) -> ClientSettings:
+    """Take the model's prices from a pricing table unless they were set explicitly."""
+    if {"price_input_per_mtok", "price_output_per_mtok"} & settings.model_fields_set:
+        return settings
+    entry = pricing.get(settings.model)
+    if entry is None:  # dated snapshots share the alias's price: "gpt-4o-2024-08-06" -> "gpt-4o"
+        matches = [k for k in pricing if settings.model.startswith(k)]
+        entry = pricing[max(matches, key=len)] if matches else None
+    if entry is None:
+        return settings
+    return settings.model_copy(update={"price_input_per_mtok": float(entry.get("input", 0.0)),
+                                       "price_output_per_mtok": float(entry.get("output", 0.0))})
+
+
+# ----------------------------------------------------------------------------------------------- messages
+
+
+def image_part(path: str | Path) -> dict[str, Any]:
+    """An ``image_url`` content part with the file inlined as a base64 data URL."""
+    path = Path(path)
+    mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+
+
+def user_message(text: str, image: str | Path | None = None) -> dict[str, Any]:
+    """A user message; with an image, content is ``[image part, text part]``."""
+    if image is None:
+        return {"role": "user", "content": text}
+    return {"role": "user", "content": [image_part(image), {"type": "text", "text": text}]}
+
+
+def count_images(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if p.get("type") == "image_url")
+
+
+def message_text(messages: list[dict[str, Any]]) -> str:
+    parts: list[str] = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if p.get("type") == "text")
+        else:
+            parts.append(str(content or ""))
+    return "\n".join(parts)
+
+
+def estimate_prompt_tokens(messages: list[dict[str, Any]], image_tokens: int = 765) -> int:
+    text = message_text(messages)
+    return (math.ceil(len(text) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
+            + image_tokens * count_images(messages))
+
+
+# ----------------------------------------------------------------------------------------------- accounting
+
+
+class CostMeter:
+    """Thread-safe token and cost totals with an optional hard budget.
+
+    Before a request is sent its worst-case cost (estimated prompt + ``max_tokens`` output) is reserved; a
+    reservation that would push spent + reserved above the budget is refused. After the reply the real cost
+    replaces the reservation.
+    """
+
+    def __init__(self, price_input_per_mtok: float, price_output_per_mtok: float,
+                 budget_usd: float | None = None) -> None:
+        self.price_in = price_input_per_mtok
+        self.price_out = price_output_per_mtok
+        self.budget_usd = budget_usd
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.requests = 0
+        self.spent_usd = 0.0
+        self._reserved = 0.0
+        self._lock = threading.Lock()
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
+
+    def reserve(self, usd: float) -> float:
+        with self._lock:
+            if self.budget_usd is not None and self.spent_usd + self._reserved + usd > self.budget_usd:
+                raise BudgetExceededError(
+                    f"request needs up to ${usd:.4f}; spent ${self.spent_usd:.4f}, reserved ${self._reserved:.4f},"
+                    f" budget ${self.budget_usd:.4f}")
+            self._reserved += usd
+            return usd
+
+    def settle(self, reservation: float, prompt_tokens: int, completion_tokens: int) -> float:
+        usd = self.cost(prompt_tokens, completion_tokens)
+        with self._lock:
+            self._reserved -= reservation
+            self.spent_usd += usd
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+            self.requests += 1
+        return usd
+
+    def release(self, reservation: float) -> None:
+        with self._lock:
+            self._reserved -= reservation
+
+    def summary(self) -> dict[str, Any]:
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": round(self.spent_usd, 6)}
+
+
+# ----------------------------------------------------------------------------------------------- retries
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date); None if absent."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_to_datetime(value) if value else None
+    if parsed is None:
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+class _Retryable(Exception):
+    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+class ChatClient:
+    """One judge endpoint. ``complete`` is thread-safe; concurrency is bounded by the caller's pool."""
+
+    def __init__(self, settings: ClientSettings, limiter: RateLimiter | None = None, meter: CostMeter | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        openai = require("openai", "judges")
+        self.settings = settings
+        self._openai = openai
+        api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
+        self._sdk = openai.OpenAI(base_url=settings.base_url, api_key=api_key, timeout=settings.timeout_s,
+                                  max_retries=0)
+        self.limiter = limiter or RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+        self.meter = meter or CostMeter(settings.price_input_per_mtok, settings.price_output_per_mtok,
+                                        settings.budget_usd)
+        self._sleep = sleep
+        self._rng = np.random.default_rng(settings.jitter_seed)
+        self._rng_lock = threading.Lock()
+
+    def backoff_s(self, attempt: int) -> float:
+        """Exponential backoff with jitter in [0.5, 1] x base x 2^attempt, capped (AWS architecture blog,
+        "Exponential Backoff And Jitter", equal-jitter variant)."""
+        with self._rng_lock:
+            u = float(self._rng.random())
+        return min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0 ** attempt) * (0.5 + 0.5 * u)
+
+    def complete(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
+        s = self.settings
+        est_prompt = estimate_prompt_tokens(messages, s.image_tokens_estimate)
+        max_out = int(sampling.get("max_tokens") or 1024)
+        reservation = self.meter.reserve(self.meter.cost(est_prompt, max_out))
+        last: _Retryable | None = None
+        t0 = time.monotonic()
+        try:
+            for attempt in range(s.max_retries + 1):
+                self.limiter.acquire(est_prompt + max_out)
+                try:
+                    completion = self._attempt(messages, sampling)
+                except _Retryable as exc:
+                    last = exc
+                    if attempt == s.max_retries:
+                        break
+                    if exc.retry_after is not None:
+                        wait = min(exc.retry_after, s.max_retry_after_s)
+                        self.limiter.cool_down(wait)  # every worker holds, not only this one
+                    else:
+                        wait = self.backoff_s(attempt)
+                    self._sleep(wait)
+                    continue
+                completion.attempts = attempt + 1
+                completion.latency_s = time.monotonic() - t0
+                self.limiter.refund_tokens(est_prompt + max_out,
+                                           completion.prompt_tokens + completion.completion_tokens)
+                completion.cost_usd = self.meter.settle(reservation, completion.prompt_tokens,
+                                                        completion.completion_tokens)
+                reservation = 0.0
+                return completion
+        finally:
+            if reservation:
+                self.meter.release(reservation)
+        assert last is not None
+        raise JudgeRequestError(last.kind, str(last), s.max_retries + 1)
+
+    def _attempt(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
+        oa = self._openai
+        try:
+            response = self._sdk.chat.completions.create(model=self.settings.model, messages=messages,
+                                                         **sampling)
+        except oa.RateLimitError as exc:
+            raise _Retryable("rate_limit", str(exc), parse_retry_after(exc.response.headers)) from exc
+        except oa.APITimeoutError as exc:
+            raise _Retryable("timeout", str(exc)) from exc
+        except oa.APIConnectionError as exc:
+            raise _Retryable("connection", str(exc)) from exc
+        except oa.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code in (408, 409):
+                raise _Retryable("server_error", f"HTTP {exc.status_code}: {exc}",
+                                 parse_retry_after(exc.response.headers)) from exc
+            raise JudgeRequestError("client_error", f"HTTP {exc.status_code}: {exc}", 1) from exc
+        except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
+            raise _Retryable("malformed_response", f"{type(exc).__name__}: {exc}") from exc
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise _Retryable("empty_choices", "the reply has no choices")
+        content = choices[0].message.content
+        if content is None or not str(content).strip():
+            raise _Retryable("empty_content", "the reply's message has no content")
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        if usage is None:  # some local servers omit usage: fall back to estimates
+            prompt_tokens = estimate_prompt_tokens(messages, self.settings.image_tokens_estimate)
+            completion_tokens = math.ceil(len(content) / CHARS_PER_TOKEN)
+        return Completion(text=str(content), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          model=str(getattr(response, "model", "") or self.settings.model),
+                          finish_reason=choices[0].finish_reason)

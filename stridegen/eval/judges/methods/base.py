@@ -1,0 +1,81 @@
+"""What every judge method provides, and the per-run context it builds requests with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
+from stridegen.eval.judges.safety import make_nonce
+
+MODES = ("faithful", "robust")
+
+
+@dataclass
+class JudgeContext:
+    """Per-run settings shared by all items.
+
+    ``nonce_key`` keys the answer delimiters (safety.make_nonce); ``send_images`` is true when the item has an
+    image, the method uses images and the judge model accepts them; ``base_dir`` resolves relative image
+    paths; ``settings`` is the method's section of its YAML config.
+    """
+
+    nonce_key: bytes
+    send_images: bool = True
+    base_dir: Path = Path(".")
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class JudgeMethod:
+    """A judge method: builds the chat requests for an item and combines their parsed replies."""
+
+    name: str = ""
+    template_version: str = ""
+    uses_images: bool = False
+
+    def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
+        raise NotImplementedError
+
+    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
+                  ctx: JudgeContext) -> dict[str, Any]:
+        """Combine the parsed replies (by request tag) into a verdict.
+
+        Returns at least ``score`` (native scale), ``score_100`` (0-100) and ``groups`` (summary keys).
+        Raises JudgeError when the successful replies are not enough for a verdict.
+        """
+        raise NotImplementedError
+
+    # helpers ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def check_mode(mode: str) -> None:
+        if mode not in MODES:
+            raise JudgeError(f"unknown judge mode '{mode}' (expected one of {MODES})")
+
+    def nonce(self, item: JudgeItem, ctx: JudgeContext) -> str:
+        return make_nonce(ctx.nonce_key, self.name, item.id, item.question, item.answer, item.answer_b or "")
+
+    def image_path(self, item: JudgeItem, ctx: JudgeContext) -> Path | None:
+        if not (self.uses_images and ctx.send_images and item.image):
+            return None
+        path = Path(item.image)
+        if not path.is_absolute():
+            path = ctx.base_dir / path
+        if not path.exists():
+            raise JudgeError(f"{path}: image of item '{item.id}' does not exist")
+        return path
+
+    def sampling(self, mode: str, ctx: JudgeContext, faithful_default: dict[str, Any],
+                 category: str | None = None) -> dict[str, Any]:
+        """Sampling parameters: the paper's for faithful mode, deterministic for robust mode; YAML overrides
+        under ``sampling: {faithful: {...}, robust: {...}}``."""
+        base = dict(faithful_default) if mode == "faithful" else {"temperature": 0.0,
+                                                                  "max_tokens": faithful_default.get(
+                                                                      "max_tokens", 1024)}
+        base.update(ctx.settings.get("sampling", {}).get(mode, {}) or {})
+        return base
+
+
+def mean_or_none(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
