@@ -19,6 +19,7 @@ app = typer.Typer(
 # Each entry: (module, attribute, command name). Commands live next to the code they drive; importing them is
 # cheap (heavy dependencies are imported inside the command functions).
 _COMMANDS: list[tuple[str, str, str]] = [
+    ("stridegen.logs.synthetic.cli", "synth", "synth"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

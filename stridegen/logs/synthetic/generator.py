@@ -1,0 +1,286 @@
+"""generate_dataset: synthetic scenes -> a complete nuScenes-format dataset, plus the analytic truth API.
+
+Per key frame (2 Hz) the generator evaluates every agent's analytic state, casts the LiDAR (``lidar.cast_lidar``)
+and renders the six cameras (``render.render_camera``) against the same boxes, and annotates an agent when its
+box centre lies within ``ANNOTATION_RANGE_M`` of the ego (bird's-eye view) and it has at least one LiDAR return
+or at least one visible pixel in some camera. ``num_lidar_pts`` counts the key-frame LiDAR returns on the box; the
+visibility bin comes from the visible fraction summed over all cameras (visible pixels / pixels the box would
+cover with nothing in front of it).
+
+Random draws: the scene composition uses ``default_rng([seed, scene_index])``; the LiDAR noise and dropout of
+sweep j after key frame k use ``default_rng([seed, scene_index, 7, k, j])``, so every file is a pure function of
+(seed, scene_index, options).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from stridegen.errors import LogFormatError, MissingFileError, StrideGenError
+from stridegen.logs.synthetic import writer as wr
+from stridegen.logs.synthetic.scenario import (
+    GENERATOR_VERSION,
+    SyntheticScene,
+    compose_scene,
+    n_samples,
+    scene_name,
+)
+from stridegen.logs.synthetic.world import RasterRoadShader
+
+ANNOTATION_RANGE_M = 80.0
+# The per-stage break-down (GenerationSummary.timings_s) is process CPU time: with one thread it is the stage's
+# own cost, unaffected by other processes sharing the machine.
+_cpu = time.process_time
+SWEEP_HZ = 20.0
+LIDAR_RNG_TAG = 7
+
+
+class OutputExistsError(StrideGenError, FileExistsError):
+    """The output folder exists and is not empty (pass overwrite=True / --overwrite to replace it)."""
+
+
+@dataclass
+class GenerationSummary:
+    out_dir: Path
+    scenes: list[str]
+    samples: int
+    sample_data: int
+    annotations_per_class: dict[str, int]
+    scenarios_present: list[str]
+    seconds: float  # wall clock
+    timings_s: dict[str, float] = field(default_factory=dict)  # CPU seconds per stage
+
+
+@lru_cache(maxsize=1)
+def default_ground_shader() -> RasterRoadShader:
+    """The world's ground shader (its raster is built on first use and shared by every scene of the process)."""
+    return RasterRoadShader()
+
+
+def generate_dataset(out_dir: str | Path, scenes: int = 2, seconds: float = 20.0, seed: int = 0, width: int = 800,
+                     height: int = 450, rig: str = "nuscenes", sweeps: bool = False, progress: bool = True,
+                     overwrite: bool = False) -> GenerationSummary:
+    """Write ``scenes`` synthetic scenes of ``seconds`` each as a nuScenes-format dataset under ``out_dir``.
+
+    The dataset is written into a temporary sibling folder and renamed into place at the end, so ``out_dir`` is
+    either untouched or complete. A non-empty ``out_dir`` is refused unless ``overwrite``.
+    """
+    from stridegen.calibration.rig import load_rig
+
+    start = time.perf_counter()  # wall clock for the summary
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise OutputExistsError(f"{out} exists and is not empty; pass --overwrite to replace it")
+    if scenes < 1 or seconds <= 0:
+        raise ValueError("scenes must be >= 1 and seconds > 0")
+    rig_obj = load_rig(rig).with_camera_resolution(width, height)
+    if not rig_obj.lidars:
+        raise ValueError(f"rig {rig!r} has no LiDAR")
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    tables = wr.TableSet(seed)
+    timings: Counter[str] = Counter()
+    metas = []
+    try:
+        with _progress(progress) as prog:
+            for index in range(scenes):
+                t0 = _cpu()
+                scene = compose_scene(seed, index, seconds)
+                timings["scenario"] += _cpu() - t0
+                task = prog.add_task(f"{scene.name}", total=n_samples(seconds)) if prog else None
+                _write_scene(tmp, tables, scene, rig_obj, sweeps, timings,
+                             (lambda task=task: prog.advance(task)) if prog else None)
+                metas.append(scene.metadata())
+        t0 = _cpu()
+        wr.write_map(tmp, tables, [r["token"] for r in tables.tables["log"]])
+        truth = {"generator": "stridegen.logs.synthetic", "generator_version": GENERATOR_VERSION, "seed": seed,
+                 "seconds": float(seconds), "options": {"width": width, "height": height, "rig": rig,
+                                                        "sweeps": sweeps}, "scenes": metas}
+        tables.write(tmp, truth)
+        timings["write"] += _cpu() - t0
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _summary(out, tables, metas, time.perf_counter() - start, dict(timings))  # wall
+
+
+def _progress(enabled: bool):
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+
+
+def _summary(out: Path, tables: wr.TableSet, metas: list[dict], seconds: float,
+             timings: dict[str, float]) -> GenerationSummary:
+    cat_to_class = {a["instance_token"]: a["detection_class"] for m in metas for a in m["agents"]}
+    scen = {a["instance_token"]: a["scenario"] for m in metas for a in m["agents"]}
+    per_class = Counter(cat_to_class[r["instance_token"]] for r in tables.tables["sample_annotation"])
+    present = sorted({scen[r["token"]] for r in tables.tables["instance"]})
+    return GenerationSummary(out, [m["name"] for m in metas], len(tables.tables["sample"]),
+                             len(tables.tables["sample_data"]), dict(sorted(per_class.items())), present,
+                             seconds, timings)
+
+
+def _channel_table(rig) -> dict[str, tuple[str, np.ndarray, np.ndarray | None, tuple[int, int]]]:
+    channels = {c.channel: ("camera", c.T_ego_from_sensor, c.intrinsic, (c.width, c.height)) for c in rig.cameras}
+    lidar = rig.lidars[0]
+    channels[lidar.channel] = ("lidar", lidar.T_ego_from_sensor, None, (0, 0))
+    return channels
+
+
+def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sweeps: bool,
+                 timings: Counter, advance) -> None:
+    from stridegen.logs.synthetic.lidar import cast_lidar
+    from stridegen.logs.synthetic.render import render_camera
+
+    shader = default_ground_shader()
+    writer = wr.SceneWriter(root, tables, scene, _channel_table(rig))
+    lidar = rig.lidars[0]
+    colors = np.array([a.color_rgb for a in scene.agents], dtype=np.uint8).reshape(-1, 3)
+    times = scene.sample_times
+    n_agents = len(scene.agents)
+    for k, t in enumerate(times):
+        boxes = scene.agent_states(t)
+        T_global_from_ego = scene.ego_pose(t)
+        sample = writer.new_sample(k, t)
+        ts = sample["timestamp"]
+
+        t0 = _cpu()
+        sweep = cast_lidar(T_global_from_ego @ lidar.T_ego_from_sensor, lidar, boxes.center, boxes.size_lwh,
+                           boxes.yaw, np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, 0]))
+        timings["lidar"] += _cpu() - t0
+        rel = writer.filename("samples", lidar.channel, ts)
+        t0 = _cpu()
+        writer.write_file(rel, sweep.points_sensor.astype(np.float32).tobytes())
+        writer.sample_data(lidar.channel, sample["token"], ts, T_global_from_ego, rel, True)
+        timings["write"] += _cpu() - t0
+
+        visible = np.zeros(n_agents, dtype=np.int64)
+        unoccluded = np.zeros(n_agents, dtype=np.int64)
+        for cam in rig.cameras:
+            t0 = _cpu()
+            out = render_camera(cam, T_global_from_ego @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh,
+                                boxes.yaw, colors, shader)
+            timings["render"] += _cpu() - t0
+            visible += out.visible_pixels
+            unoccluded += out.unoccluded_pixels
+            t0 = _cpu()
+            jpg, png = wr.encode_jpeg(out.rgb), wr.encode_png16(out.instance)
+            timings["encode"] += _cpu() - t0
+            t0 = _cpu()
+            rel = writer.filename("samples", cam.channel, ts)
+            writer.write_file(rel, jpg)
+            writer.write_file(writer.instance_png_path(rel), png)
+            writer.sample_data(cam.channel, sample["token"], ts, T_global_from_ego, rel, True)
+            timings["write"] += _cpu() - t0
+
+        t0 = _cpu()
+        _annotate(writer, scene, sample, boxes, T_global_from_ego, sweep.hits_per_box, visible, unoccluded)
+        timings["write"] += _cpu() - t0
+
+        if sweeps and k + 1 < len(times):
+            _write_sweeps(writer, scene, k, t, sample["token"], lidar, timings)
+        if advance is not None:
+            advance()
+    writer.finish(_describe(scene))
+
+
+def annotated_mask(boxes, T_global_from_ego: np.ndarray, lidar_hits: np.ndarray,
+                   visible_pixels: np.ndarray) -> np.ndarray:
+    """The annotation rule: within ANNOTATION_RANGE_M (BEV, from the ego origin) and seen by a sensor."""
+    dist = np.hypot(boxes.center[:, 0] - T_global_from_ego[0, 3], boxes.center[:, 1] - T_global_from_ego[1, 3])
+    return (dist <= ANNOTATION_RANGE_M) & ((lidar_hits >= 1) | (visible_pixels > 0))
+
+
+def _annotate(writer: wr.SceneWriter, scene: SyntheticScene, sample: dict, boxes, T_global_from_ego: np.ndarray,
+              hits: np.ndarray, visible: np.ndarray, unoccluded: np.ndarray) -> None:
+    keep = annotated_mask(boxes, T_global_from_ego, hits, visible)
+    frac = np.divide(visible.astype(np.float64), unoccluded.astype(np.float64),
+                     out=np.zeros(len(visible)), where=unoccluded > 0)
+    speed = boxes.extras["speed"]
+    for i in np.nonzero(keep)[0]:
+        agent = scene.agents[i]
+        writer.annotation(sample, int(i), boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), int(hits[i]),
+                          float(frac[i]), agent.attribute(float(speed[i])))
+
+
+def _write_sweeps(writer: wr.SceneWriter, scene: SyntheticScene, k: int, t_key: float, sample_token: str,
+                  lidar, timings: Counter) -> None:
+    """Non-key LiDAR sweeps at 20 Hz between key frame k and k + 1 (sample_token: key frame k)."""
+    from stridegen.logs.synthetic.lidar import cast_lidar
+
+    per_key = round(SWEEP_HZ / 2.0)
+    for j in range(1, per_key):
+        t = t_key + j / SWEEP_HZ
+        boxes = scene.agent_states(t)
+        T_global_from_ego = scene.ego_pose(t)
+        t0 = _cpu()
+        sweep = cast_lidar(T_global_from_ego @ lidar.T_ego_from_sensor, lidar, boxes.center, boxes.size_lwh,
+                           boxes.yaw, np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j]))
+        timings["lidar"] += _cpu() - t0
+        t0 = _cpu()
+        ts = scene.timestamp_us(t)
+        rel = writer.filename("sweeps", lidar.channel, ts)
+        writer.write_file(rel, sweep.points_sensor.astype(np.float32).tobytes())
+        writer.sample_data(lidar.channel, sample_token, ts, T_global_from_ego, rel, False)
+        timings["write"] += _cpu() - t0
+
+
+def _describe(scene: SyntheticScene) -> str:
+    scen = sorted({a.scenario for a in scene.agents})
+    return f"stridegen synthetic crossroads, seed {scene.seed}, ego {scene.ego_profile_kind}; {', '.join(scen)}"
+
+
+# ---------------------------------------------------------------------------------------------- truth API
+
+
+def read_truth_metadata(dataset_root: str | Path) -> dict:
+    path = Path(dataset_root) / wr.VERSION / wr.TRUTH_FILE
+    if not path.is_file():
+        raise MissingFileError(path, "not a stridegen synthetic dataset (no truth metadata)")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise LogFormatError(path, f"invalid JSON: {exc}") from exc
+
+
+def load_synthetic_truth(dataset_root: str | Path, scene: str) -> SyntheticScene:
+    """Rebuild the analytic truth of a written scene (by name, e.g. "scene-0000") from its metadata JSON.
+
+    Raises LogFormatError if the dataset was written by another generator version or if the rebuilt agents do
+    not match the recorded ones.
+    """
+    meta = read_truth_metadata(dataset_root)
+    path = Path(dataset_root) / wr.VERSION / wr.TRUTH_FILE
+    if meta.get("generator_version") != GENERATOR_VERSION:
+        raise LogFormatError(path, f"written by generator version {meta.get('generator_version')!r}, this is "
+                                   f"{GENERATOR_VERSION!r}: the analytic truth cannot be rebuilt")
+    for entry in meta["scenes"]:
+        if entry["name"] == scene:
+            rebuilt = compose_scene(int(meta["seed"]), int(entry["scene_index"]), float(entry["seconds"]))
+            if [a.instance_token for a in rebuilt.agents] != [a["instance_token"] for a in entry["agents"]]:
+                raise LogFormatError(path, f"scene {scene}: rebuilt agents differ from the recorded ones")
+            return rebuilt
+    raise LogFormatError(path, f"no scene named {scene!r}; scenes: {[e['name'] for e in meta['scenes']]}")
+
+
+__all__ = ["ANNOTATION_RANGE_M", "GenerationSummary", "OutputExistsError", "annotated_mask",
+           "generate_dataset", "load_synthetic_truth", "read_truth_metadata", "scene_name"]

@@ -1,0 +1,412 @@
+"""Z-buffered rendering of shaded cuboids over a procedural ground and sky for one pinhole camera.
+
+Conventions:
+
+- Pixel ``(row, col)`` is the ray through the image point ``(u, v) = (col, row)`` (pixel centres at integer
+  coordinates, as in OpenCV and ``cv2.fillConvexPoly``).
+- ``depth_m`` is the **z-depth** along the optical axis (camera frame z, the convention of
+  ``geometry.project_points``), not the Euclidean range; ``inf`` where the ray sees sky.
+- Each box is hit-tested exactly, per pixel: the pixel ray is intersected with the box's six face planes (slab
+  test in the box frame) over the box's near-plane-clipped 2D bounding rectangle (``geometry.project_boxes_2d``).
+  This is the per-face ray-plane depth with the face footprint decided by the same intersection, so the
+  footprint is exactly the set of pixels whose rays hit the box, and adjacent faces can never leave cracks. Where
+  the near plane cuts a box, the cut is capped at ``near_m`` (flat, darker shade) so the box stays solid.
+- The depth test is per pixel against the ground and all earlier boxes (strict ``<``, so ties keep the earlier
+  box): the result does not depend on the order of the boxes except on exact ties.
+- Shading: ``colour * (ambient + diffuse * max(0, n . sun))`` with the face normal ``n`` and a fixed sun
+  direction in the global frame. Ground pixels take ``ground(x_global, y_global)`` at the ray's hit on
+  ``z = ground_z``, blended into the horizon sky colour with distance (exponential haze); the sky is a vertical
+  gradient on the ray's elevation, from ``sky_rgb`` at the horizon to a darker blue at the zenith.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from stridegen.calibration.rig import CameraSpec
+from stridegen.geometry import (
+    box_corners,
+    clip_segments_near,
+    invert_transform,
+    project_boxes_2d,
+    transform_points,
+)
+
+# A fixed sun, high in the south-west-ish sky of the global frame; low enough that vertical faces differ.
+SUN_DIR_GLOBAL = np.array([0.5, 0.3, 0.6]) / np.linalg.norm([0.5, 0.3, 0.6])
+AMBIENT = 0.45
+DIFFUSE = 0.55
+CAP_SHADE = 0.35
+GROUND_CONTACT_TOLERANCE = 1e-5  # relative; see render_camera  # shade of the near-plane cut through a box
+SKY_ZENITH_DARKENING = 0.45  # zenith colour = sky_rgb * (1 - this)
+_FACE_NORMALS_LOCAL = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+
+
+class GroundShader(Protocol):
+    """RGB (float32, 0..255, shape ``x.shape + (3,)``) of the ground at global ``(x, y)``; vectorised."""
+
+    def __call__(self, x_global: np.ndarray, y_global: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class CameraRender:
+    """One rendered image: colour, per-pixel instance id (0 = background, i + 1 = box i), z-depth and the
+    per-box pixel counts (``visible_pixels``: pixels showing the box; ``unoccluded_pixels``: pixels the box would
+    cover in this image with nothing else in front)."""
+
+    rgb: np.ndarray
+    instance: np.ndarray
+    depth_m: np.ndarray
+    visible_pixels: np.ndarray
+    unoccluded_pixels: np.ndarray
+
+    @property
+    def visible_fraction(self) -> np.ndarray:
+        """visible / unoccluded per box (0 where the box covers no pixel)."""
+        vis = self.visible_pixels.astype(np.float64)
+        unocc = self.unoccluded_pixels.astype(np.float64)
+        return np.divide(vis, unocc, out=np.zeros_like(vis), where=unocc > 0)
+
+
+# ---------------------------------------------------------------------------------------------- pixel rays
+
+
+def _pixel_ray_basis(intrinsic: np.ndarray, R_to_from_cam: np.ndarray) -> np.ndarray:
+    """[3, 3] matrix M with ray(u, v) = M[:, 0] * (u - cx) + M[:, 1] * (v - cy) + M[:, 2] in the target frame.
+
+    The ray is K^-1 [u, v, 1] rotated into the target frame; its camera z component is 1, so the ray parameter
+    of a hit is its z-depth. Pixel coordinates are taken relative to the principal point so that float32
+    evaluation does not lose precision to cancellation near the optical axis.
+    """
+    k = np.asarray(intrinsic, dtype=np.float64)
+    centring = np.array([[1.0, 0.0, k[0, 2]], [0.0, 1.0, k[1, 2]], [0.0, 0.0, 1.0]])
+    return R_to_from_cam @ np.linalg.inv(k) @ centring
+
+
+def _centred_grid(c0: int, c1: int, r0: int, r1: int, intrinsic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float32 (u - cx for columns c0..c1, v - cy for rows r0..r1), inclusive ranges."""
+    u = (np.arange(c0, c1 + 1, dtype=np.float64) - intrinsic[0, 2]).astype(np.float32)
+    v = (np.arange(r0, r1 + 1, dtype=np.float64) - intrinsic[1, 2]).astype(np.float32)
+    return u, v
+
+
+def _ray_component(basis_row: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """One component of the pixel rays over a centred grid (rows v, cols u): a * u + b * v + c, [len(v), len(u)].
+
+    The dtype is that of ``u`` and ``v``.
+    """
+    dtype = u.dtype.type
+    a, b, c = (dtype(x) for x in basis_row)
+    return (a * u)[None, :] + (b * v + c)[:, None]
+
+
+@lru_cache(maxsize=32)
+def _ray_norm(intrinsic: tuple[float, ...], width: int, height: int) -> np.ndarray:
+    """|K^-1 [u, v, 1]| per pixel, float32 [H, W] (a rotation does not change it, so it is cached per camera)."""
+    k = np.asarray(intrinsic, dtype=np.float64).reshape(3, 3)
+    basis = _pixel_ray_basis(k, np.eye(3))
+    u, v = _centred_grid(0, width - 1, 0, height - 1, k)
+    sq = sum(_ray_component(basis[j], u.astype(np.float64), v.astype(np.float64)) ** 2 for j in range(3))
+    norm = np.sqrt(sq).astype(np.float32)
+    norm.setflags(write=False)
+    return norm
+
+
+# ---------------------------------------------------------------------------------------------- background
+
+
+def _to_uint8(planes: list[np.ndarray]) -> np.ndarray:
+    """Three float planes [H, W] in 0..255 -> interleaved uint8 [H, W, 3], rounded to nearest and saturated.
+
+    Works on planes: numpy is slow on a trailing axis of 3, OpenCV's convertScaleAbs / merge are not.
+    """
+    import cv2
+
+    return cv2.merge([cv2.convertScaleAbs(np.ascontiguousarray(p, dtype=np.float32)) for p in planes])
+
+
+def _row_span(mask: np.ndarray) -> tuple[int, int]:
+    """(first, last + 1) of the rows holding any True (0, 0 if none). The rows of a pixel-ray half space are
+    contiguous because the ray components are linear in the row index."""
+    rows = np.nonzero(mask.any(axis=1))[0]
+    return (int(rows[0]), int(rows[-1]) + 1) if rows.size else (0, 0)
+
+
+def _background(camera: CameraSpec, basis: np.ndarray, origin: np.ndarray, ground: GroundShader,
+                ground_z: float, sky_rgb: np.ndarray, haze_distance_m: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(rgb uint8 [H, W, 3], z-depth float32 [H, W]) of ground and sky."""
+    h, w = camera.height, camera.width
+    f32 = np.float32
+    u, v = _centred_grid(0, w - 1, 0, h - 1, camera.intrinsic)
+    dz = _ray_component(basis[2], u, v)
+    height = f32(origin[2] - ground_z)
+    sees_ground = dz < 0 if height > 0 else np.zeros((h, w), dtype=bool)
+    planes = np.empty((3, h, w), dtype=np.float32)
+    depth = np.full((h, w), np.inf, dtype=np.float32)
+    sky = [f32(c) for c in sky_rgb]
+    norm = _ray_norm(tuple(camera.intrinsic.ravel()), w, h)
+
+    s0, s1 = _row_span(~sees_ground)
+    if s1 > s0:
+        # Vertical gradient on the ray's elevation: sky_rgb at the horizon, darker at the zenith.
+        shade = 1.0 - f32(SKY_ZENITH_DARKENING) * np.clip(dz[s0:s1] / norm[s0:s1], 0.0, 1.0)
+        for c in range(3):
+            np.multiply(shade, sky[c], out=planes[c, s0:s1])
+
+    g0, g1 = _row_span(sees_ground)
+    if g1 > g0:
+        mask = sees_ground[g0:g1]
+        t = np.where(mask, -height / np.where(mask, dz[g0:g1], f32(-1.0)), f32(0.0))  # z-depth of the hit
+        x = f32(origin[0]) + t * _ray_component(basis[0], u, v[g0:g1])
+        y = f32(origin[1]) + t * _ray_component(basis[1], u, v[g0:g1])
+        colour = np.asarray(ground(x, y), dtype=f32)
+        fog = 1.0 - np.exp(-(t * norm[g0:g1]) / f32(haze_distance_m)) if haze_distance_m else None
+        all_ground = bool(mask.all())
+        for c in range(3):
+            plane = colour[..., c]
+            if fog is not None:
+                plane = plane + fog * (sky[c] - plane)
+            planes[c, g0:g1] = plane if all_ground else np.where(mask, plane, planes[c, g0:g1])
+        depth[g0:g1] = t if all_ground else np.where(mask, t, np.inf)
+    return _to_uint8(list(planes)), depth
+
+
+# ---------------------------------------------------------------------------------------------- boxes
+
+
+def _face_shades(yaw_global: np.ndarray, colors_rgb: np.ndarray) -> np.ndarray:
+    """uint8 [N, 7, 3]: each box's colour on faces +x, -x, +y, -y, +z, -z (box frame) and on a near-plane cap."""
+    c, s = np.cos(yaw_global)[:, None], np.sin(yaw_global)[:, None]
+    n = _FACE_NORMALS_LOCAL[None]
+    n_global = np.stack([c * n[..., 0] - s * n[..., 1], s * n[..., 0] + c * n[..., 1],
+                         np.broadcast_to(n[..., 2], c.shape[:1] + (6,))], axis=-1)  # [N, 6, 3]
+    shade = AMBIENT + DIFFUSE * np.clip(n_global @ SUN_DIR_GLOBAL, 0.0, None)
+    shade = np.concatenate([shade, np.full((shade.shape[0], 1), CAP_SHADE)], axis=1)
+    colour = colors_rgb.astype(np.float64)[:, None, :]
+    return np.clip(np.rint(shade[..., None] * colour), 0, 255).astype(np.uint8)
+
+
+# Face f = 2 * axis + (1 if its outward normal points to -axis); its corners in cyclic order as signs of the two
+# other axes (the in-plane axes of face f are _FACE_AXES[f // 2]).
+_FACE_AXES = ((1, 2), (2, 0), (0, 1))
+_CYCLE = np.array([[1, 1], [1, -1], [-1, -1], [-1, 1]], dtype=np.float64)
+
+
+def _face_corner_signs() -> np.ndarray:
+    """[6, 4, 3] corner signs of the six faces in the box frame, each face's corners in cyclic order."""
+    signs = np.zeros((6, 4, 3))
+    for f in range(6):
+        axis, side = f // 2, (1.0 if f % 2 == 0 else -1.0)
+        j1, j2 = _FACE_AXES[axis]
+        signs[f, :, axis] = side
+        signs[f, :, j1] = _CYCLE[:, 0]
+        signs[f, :, j2] = _CYCLE[:, 1]
+    return signs
+
+
+_FACE_CORNER_SIGNS = _face_corner_signs()
+
+
+def _face_bboxes_2d(T_cam_from_global: np.ndarray, center_global: np.ndarray, size_lwh: np.ndarray,
+                    yaw_global: np.ndarray, intrinsic: np.ndarray, near: float) -> np.ndarray:
+    """[N, 6, 4] image bounding rectangles (x0, y0, x1, y1) of each face clipped to ``z >= near``; NaN if none."""
+    local = 0.5 * size_lwh[:, None, None, :] * _FACE_CORNER_SIGNS[None]  # [N, 6, 4, 3]
+    c, s = np.cos(yaw_global)[:, None, None], np.sin(yaw_global)[:, None, None]
+    corners_global = np.stack([c * local[..., 0] - s * local[..., 1], s * local[..., 0] + c * local[..., 1],
+                               local[..., 2]], axis=-1) + center_global[:, None, None, :]
+    corners_cam = transform_points(T_cam_from_global, corners_global)
+    q0, q1, keep = clip_segments_near(corners_cam, np.roll(corners_cam, -1, axis=2), near)
+    pts = np.concatenate([q0, q1], axis=2)  # [N, 6, 8, 3]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        homog = pts @ np.asarray(intrinsic, dtype=np.float64).T
+        uv = homog[..., :2] / homog[..., 2:3]
+    uv[~np.concatenate([keep, keep], axis=2)] = np.nan
+    out = np.full(corners_cam.shape[:2] + (4,), np.nan)
+    any_kept = keep.any(axis=2)
+    out[any_kept, :2] = np.nanmin(uv[any_kept], axis=1)
+    out[any_kept, 2:] = np.nanmax(uv[any_kept], axis=1)
+    return out
+
+
+def _pixel_windows(boxes_xyxy: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Integer pixel windows [..., 4] (c0, c1, r0, r1), inclusive, covering continuous 2D boxes [..., 4] with a
+    1 px margin. Windows that miss the image (or NaN boxes) get c1 < c0."""
+    boxes = np.nan_to_num(np.asarray(boxes_xyxy, dtype=np.float64), nan=-10.0)
+    c0 = np.maximum(0, np.floor(boxes[..., 0]) - 1)
+    r0 = np.maximum(0, np.floor(boxes[..., 1]) - 1)
+    c1 = np.minimum(width - 1, np.ceil(boxes[..., 2]) + 1)
+    r1 = np.minimum(height - 1, np.ceil(boxes[..., 3]) + 1)
+    empty = ~np.isfinite(np.asarray(boxes_xyxy, dtype=np.float64)).all(axis=-1) | (c1 < c0) | (r1 < r0)
+    c1 = np.where(empty, -1, c1)
+    c0 = np.where(empty, 0, c0)
+    return np.stack([c0, c1, r0, r1], axis=-1).astype(np.int64)
+
+
+def _masked_copy(src: np.ndarray, mask: np.ndarray, dst: np.ndarray) -> None:
+    """dst[mask] = src[mask] in place (dst may be a strided window of a larger image).
+
+    OpenCV's copyTo is an order of magnitude faster than numpy's masked assignment on strided windows.
+    """
+    import cv2
+
+    out = cv2.copyTo(src, mask.view(np.uint8), dst)
+    if out is not dst:  # OpenCV wrote into a temporary: copy it back
+        dst[...] = out
+
+
+@dataclass
+class _Buffers:
+    """The z-buffer (float32 z-depth) and the surface code buffer (int32: 8 * (box + 1) + face, 0 = none)."""
+
+    depth: np.ndarray
+    code: np.ndarray
+
+    def depth_test(self, window: tuple[int, int, int, int], hit: np.ndarray, depth: np.ndarray, code: int) -> None:
+        """Write ``depth`` and ``code`` where ``hit`` and nearer than the buffer (ties keep the buffer)."""
+        c0, c1, r0, r1 = window
+        win_depth = self.depth[r0:r1 + 1, c0:c1 + 1]
+        wins = hit & (depth < win_depth)
+        _masked_copy(depth, wins, win_depth)
+        _masked_copy(np.full(wins.shape, code, dtype=np.int32), wins, self.code[r0:r1 + 1, c0:c1 + 1])
+
+
+def _face_hits(face: int, basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
+               window: tuple[int, int, int, int], intrinsic: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, z-depth) over a pixel window of the rays that meet one face (box frame) at z-depth >= near.
+
+    The ray hits the face plane ``x_axis = side * half_axis`` at ``t = (side * half - o) / d`` (its z-depth, since
+    the ray's camera z component is 1) and the face if both in-plane coordinates of that point lie within the
+    half sizes.
+    """
+    axis, side = face // 2, (1.0 if face % 2 == 0 else -1.0)
+    u, v = _centred_grid(*window, intrinsic)
+    f32 = np.float32
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = f32(side * half[axis] - origin_local[axis]) / _ray_component(basis_local[axis], u, v)
+        hit = t >= f32(near)
+        for j in _FACE_AXES[axis]:
+            hit &= np.abs(f32(origin_local[j]) + t * _ray_component(basis_local[j], u, v)) <= f32(half[j])
+    return hit, t
+
+
+def _cap_hits(basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
+              window: tuple[int, int, int, int], intrinsic: np.ndarray, near: float) -> np.ndarray:
+    """Pixels whose ray is inside the box at z-depth ``near``: the near plane's cut through the box."""
+    u, v = _centred_grid(*window, intrinsic)
+    f32 = np.float32
+    hit = np.ones((v.size, u.size), dtype=bool)
+    for j in range(3):
+        hit &= np.abs(f32(origin_local[j]) + f32(near) * _ray_component(basis_local[j], u, v)) <= f32(half[j])
+    return hit
+
+
+def _draw_box(box: int, basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
+              box_window: tuple[int, int, int, int], face_windows: list[tuple[int, int, int, int] | None],
+              crosses_near: bool, intrinsic: np.ndarray, near: float, buffers: _Buffers) -> int:
+    """Depth-test one box into the buffers (in place); return its unoccluded pixel count.
+
+    Only faces whose outward side holds the camera are drawn (a convex box is entered through one of those);
+    ``face_windows[f]`` is None for the others. Where the near plane cuts the box, the cut is drawn at ``near``.
+    """
+    bc0, bc1, br0, br1 = box_window
+    footprint = np.zeros((br1 - br0 + 1, bc1 - bc0 + 1), dtype=bool)
+    for face, window in enumerate(face_windows):
+        if window is None:
+            continue
+        hit, depth = _face_hits(face, basis_local, origin_local, half, window, intrinsic, near)
+        buffers.depth_test(window, hit, depth, 8 * (box + 1) + face)
+        c0, c1, r0, r1 = window
+        footprint[r0 - br0:r1 - br0 + 1, c0 - bc0:c1 - bc0 + 1] |= hit
+    if crosses_near:
+        hit = _cap_hits(basis_local, origin_local, half, box_window, intrinsic, near)
+        buffers.depth_test(box_window, hit, np.full(hit.shape, near, dtype=np.float32), 8 * (box + 1) + 6)
+        footprint |= hit
+    return int(np.count_nonzero(footprint))
+
+
+def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_global: np.ndarray,
+                  size_lwh: np.ndarray, yaw_global: np.ndarray, colors_rgb: np.ndarray, ground: GroundShader,
+                  near_m: float = 0.1, sky_rgb: tuple[float, float, float] = (170.0, 200.0, 235.0),
+                  ground_z: float = 0.0, haze_distance_m: float | None = 400.0) -> CameraRender:
+    """Render N yaw-only boxes (global frame) over ground and sky as seen by ``camera`` at ``T_global_from_cam``.
+
+    ``colors_rgb`` is uint8 [N, 3]. ``haze_distance_m`` (None: off) is the e-folding distance of the ground's
+    blend into the horizon sky colour.
+    """
+    T = np.asarray(T_global_from_cam, dtype=np.float64)
+    center_global = np.asarray(center_global, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    yaw_global = np.asarray(yaw_global, dtype=np.float64).reshape(-1)
+    colors_rgb = np.asarray(colors_rgb, dtype=np.uint8).reshape(-1, 3)
+    n_boxes = center_global.shape[0]
+    w, h = camera.width, camera.height
+    k = camera.intrinsic
+    basis_global = _pixel_ray_basis(k, T[:3, :3])
+    origin = T[:3, 3]
+
+    rgb, depth = _background(camera, basis_global, origin, ground, ground_z,
+                             np.asarray(sky_rgb, dtype=np.float64), haze_distance_m)
+    # Boxes resting on the ground touch it along their bottom edges, where box and ground depths tie up to
+    # rounding: the boxes are tested against the ground pushed back by a relative GROUND_CONTACT_TOLERANCE so
+    # that a box standing on the road is wholly visible; the unbiased ground depth is restored afterwards.
+    buffers = _Buffers(depth=depth * np.float32(1.0 + GROUND_CONTACT_TOLERANCE) if n_boxes else depth,
+                       code=np.zeros((h, w), dtype=np.int32))
+    unoccluded = np.zeros(n_boxes, dtype=np.int64)
+    if n_boxes:
+        T_cam_from_global = invert_transform(T)
+        corners_cam = transform_points(T_cam_from_global, box_corners(center_global, size_lwh, yaw_global))
+        boxes_2d, valid = project_boxes_2d(corners_cam, k, (w, h), near=near_m)
+        face_2d = _face_bboxes_2d(T_cam_from_global, center_global, size_lwh, yaw_global, k, near_m)
+        crosses_near = (corners_cam[..., 2] < near_m).any(axis=1)
+        c, s = np.cos(yaw_global), np.sin(yaw_global)
+        zeros, ones = np.zeros(n_boxes), np.ones(n_boxes)
+        R_local_from_global = np.stack([np.stack([c, s, zeros], -1), np.stack([-s, c, zeros], -1),
+                                        np.stack([zeros, zeros, ones], -1)], axis=1)  # [N, 3, 3]
+        origin_local = np.einsum("nij,nj->ni", R_local_from_global, origin[None] - center_global)
+        half = 0.5 * size_lwh
+        # Faces whose outward side holds the camera: +axis if o > half, -axis if o < -half.
+        front = np.stack([origin_local > half, origin_local < -half], axis=-1).reshape(n_boxes, 6)
+        face_windows = _pixel_windows(face_2d, w, h)
+        face_windows[~front, 1] = -1
+        box_windows = _pixel_windows(boxes_2d, w, h)
+        drawn = []
+        for i in np.nonzero(valid & (box_windows[:, 1] >= box_windows[:, 0]))[0]:
+            drawn.append(box_windows[i].tolist())
+            windows = [tuple(win) if win[1] >= win[0] and win[3] >= win[2] else None
+                       for win in face_windows[i].tolist()]
+            unoccluded[i] = _draw_box(i, R_local_from_global[i] @ basis_global, origin_local[i], half[i],
+                                      tuple(box_windows[i].tolist()), windows, bool(crosses_near[i]),
+                                      k, near_m, buffers)
+    instance = (buffers.code >> 3).astype(np.uint16)
+    if n_boxes:
+        _masked_copy(depth, buffers.code == 0, buffers.depth)  # the unbiased ground depth
+        depth = buffers.depth
+        if drawn:
+            c0, c1, r0, r1 = (min(x[0] for x in drawn), max(x[1] for x in drawn), min(x[2] for x in drawn),
+                              max(x[3] for x in drawn))
+            _paint_boxes(rgb[r0:r1 + 1, c0:c1 + 1], buffers.code[r0:r1 + 1, c0:c1 + 1],
+                         _face_shades(yaw_global, colors_rgb))
+    visible = np.bincount(instance.ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
+    return CameraRender(rgb=rgb, instance=instance, depth_m=depth, visible_pixels=visible,
+                        unoccluded_pixels=unoccluded)
+
+
+def _paint_boxes(rgb: np.ndarray, code: np.ndarray, shades: np.ndarray) -> None:
+    """Colour every box pixel of a window (in place) from its surface code and the face shades [N, 7, 3].
+
+    The colour table is packed as RGBA in uint32 so one ``np.take`` looks up all channels; OpenCV drops the
+    alpha and copies under the mask (numpy's masked scatter over three channels is several times slower).
+    """
+    import cv2
+
+    table = np.zeros((shades.shape[0] + 1, 8, 4), dtype=np.uint8)
+    table[1:, :7, :3] = shades
+    packed = table.reshape(-1, 4).view(np.uint32).ravel()
+    h, w = code.shape
+    colours = cv2.cvtColor(np.ascontiguousarray(np.take(packed, code)).view(np.uint8).reshape(h, w, 4),
+                           cv2.COLOR_RGBA2RGB)
+    _masked_copy(colours, code > 0, rgb)
