@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 setup: $(STAMP)
 
 demo: setup
-	$(BIN)/stridegen synth $(DEMO_OUT) --scenes 2 --seconds 20 --seed 0 --overwrite
+	$(BIN)/stridegen build --out $(DEMO_OUT)
 
 lint: setup
 	$(BIN)/ruff check stridegen tests benchmarks

@@ -2,3 +2,11 @@
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # Lazy: `stridegen.open_dataset` without importing h5py and the shard modules at package import time.
+    if name == "open_dataset":
+        from stridegen.shards.reader import open_dataset
+
+        return open_dataset
+    raise AttributeError(f"module 'stridegen' has no attribute {name!r}")

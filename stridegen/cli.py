@@ -20,6 +20,8 @@ app = typer.Typer(
 # cheap (heavy dependencies are imported inside the command functions).
 _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.logs.synthetic.cli", "synth", "synth"),
+    ("stridegen.build_cli", "build", "build"),
+    ("stridegen.build_cli", "inspect", "inspect"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

@@ -1,0 +1,92 @@
+"""manifest.json: the dataset's table of contents, deterministic (no wall-clock times), written atomically.
+
+Content: schema version, versions of stridegen and the libraries that write the bytes, the build config and its
+hash, the source log, the shards in scene order (file, scenes, counts, sha256, bytes), totals, and the scenes
+that failed with their reasons. Timings go to build_report.json instead, so that the same input and config give
+the same manifest bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from stridegen import __version__
+from stridegen.config import BuildConfig, canonical_json, config_hash
+from stridegen.shards.schema import SCHEMA_VERSION, SHARD_FORMAT, ShardError
+from stridegen.shards.writer import ShardInfo, atomic_write_bytes
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = "stridegen-dataset"
+COUNT_KEYS = ("frames", "keyframes", "detections", "tracks", "images", "skipped_keyframes", "ground_truth")
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of everything that shapes the shard bytes."""
+    import h5py
+    import numpy as np
+
+    return {"stridegen": __version__, "h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version,
+            "numpy": np.__version__}
+
+
+def build_manifest(config: BuildConfig, source: dict[str, Any], shards: Sequence[ShardInfo],
+                   failed: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """The manifest mapping. ``shards`` must already be in scene order; ``failed`` is (scene, reason)."""
+    totals = {key: 0 for key in COUNT_KEYS}
+    for shard in shards:
+        for key in COUNT_KEYS:
+            totals[key] += int(shard.counts.get(key, 0))
+    totals["scenes"] = sum(len(s.scenes) for s in shards)
+    totals["shards"] = len(shards)
+    totals["bytes"] = sum(s.bytes for s in shards)
+    return {
+        "format": MANIFEST_FORMAT,
+        "shard_format": SHARD_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "versions": library_versions(),
+        "config_hash": config_hash(config),
+        "config": config.hashed_dict(),
+        "source": dict(source),
+        "shards": [s.to_json() for s in shards],
+        "totals": totals,
+        "failed_scenes": [{"scene": name, "reason": reason} for name, reason in failed],
+    }
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """Sorted keys, two-space indent, trailing newline: the same mapping always gives the same bytes."""
+    json.loads(canonical_json(manifest))  # refuses NaN / non-JSON values early
+    return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()
+
+
+def write_manifest(out_dir: str | Path, manifest: dict[str, Any]) -> Path:
+    path = Path(out_dir) / MANIFEST_NAME
+    atomic_write_bytes(path, manifest_bytes(manifest))
+    return path
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """Read ``<dir>/manifest.json`` (or the file itself), checking its format and schema version."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ShardError(path, "manifest not found (is this a stridegen dataset folder?)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ShardError(path, f"manifest is unreadable or corrupt: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise ShardError(path, f"not a stridegen manifest (format {data.get('format')!r})"
+                         if isinstance(data, dict) else "not a stridegen manifest")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ShardError(path, f"schema version {version!r} is newer than this stridegen reads "
+                               f"({SCHEMA_VERSION}); upgrade stridegen")
+    for key in ("shards", "totals", "config_hash"):
+        if key not in data:
+            raise ShardError(path, f"manifest lacks {key!r}")
+    return data

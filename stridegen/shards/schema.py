@@ -1,0 +1,266 @@
+"""Shard schema v1: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
+
+A shard file holds ``/scenes/<scene name>/`` groups (one scene per file in v1); each group holds one sub-group per
+table below, each table a set of datasets sharing their leading dimension. Later schema versions add tables (masks,
+QA) as new sub-groups: a reader of version N reads every table it knows and ignores the rest, and
+``SceneRecord.extra`` carries tables this module does not define yet.
+
+Dimensions: F frames of the scene, C cameras, I stored images, K keyframes, W window offsets, S skipped keyframe
+targets, D detections, T tracks, G ground-truth boxes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from stridegen.errors import StrideGenError
+
+SCHEMA_VERSION = 1
+SHARD_FORMAT = "stridegen-shard"
+SHARD_SUFFIX = ".h5"
+
+
+class ShardError(StrideGenError):
+    """A dataset file (manifest, shard) is missing, corrupt, or does not match the manifest."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+def str_array(values) -> np.ndarray:
+    """An object array of Python str (the in-memory form of every string dataset)."""
+    values = list(values)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = [str(v) for v in values]
+    return arr
+
+
+def bytes_array(values) -> np.ndarray:
+    """An object array of uint8 arrays (the in-memory form of variable-length byte datasets)."""
+    values = list(values)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = [np.frombuffer(v, dtype=np.uint8).copy() if isinstance(v, bytes | bytearray) else
+              np.asarray(v, dtype=np.uint8) for v in values]
+    return arr
+
+
+@dataclass
+class Table:
+    """A set of arrays sharing their leading dimension (``ROWS`` names it), stored as one HDF5 group."""
+
+    GROUP: ClassVar[str] = ""
+    ROWS: ClassVar[str] = ""
+    BYTES_FIELDS: ClassVar[tuple[str, ...]] = ()  # object arrays of uint8 arrays (variable-length bytes)
+    # Fields whose leading dimension is not ROWS (e.g. the window offsets), exempt from the length check.
+    FREE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Table:
+        missing = [f.name for f in fields(cls) if f.name not in arrays]
+        if missing:
+            raise KeyError(f"table {cls.GROUP!r} lacks {missing}")
+        return cls(**{f.name: arrays[f.name] for f in fields(cls)})
+
+    def __len__(self) -> int:
+        first = next(f.name for f in fields(self) if f.name not in self.FREE_FIELDS)
+        return int(np.shape(getattr(self, first))[0])
+
+    def validate(self) -> None:
+        n = len(self)
+        for name, value in self.arrays().items():
+            if name in self.FREE_FIELDS:
+                continue
+            if np.ndim(value) == 0 or np.shape(value)[0] != n:
+                raise ValueError(f"{self.GROUP}/{name}: leading dimension must be {n} ({self.ROWS}), "
+                                 f"got shape {np.shape(value)}")
+
+
+@dataclass
+class FramesTable(Table):
+    GROUP: ClassVar[str] = "frames"
+    ROWS: ClassVar[str] = "F"
+    token: np.ndarray  # [F] str, the log's frame (sample) token
+    timestamp_us: np.ndarray  # [F] int64, microseconds
+    T_global_from_ego: np.ndarray  # [F, 4, 4] float64, ego pose of the frame's reference (LiDAR) sample
+
+
+@dataclass
+class CamerasTable(Table):
+    GROUP: ClassVar[str] = "cameras"
+    ROWS: ClassVar[str] = "C"
+    channel: np.ndarray  # [C] str
+    intrinsic: np.ndarray  # [C, 3, 3] float64, pixels
+    T_ego_from_sensor: np.ndarray  # [C, 4, 4] float64; camera frame x right, y down, z forward
+    width: np.ndarray  # [C] int32 pixels
+    height: np.ndarray  # [C] int32 pixels
+
+
+@dataclass
+class ImagesTable(Table):
+    GROUP: ClassVar[str] = "images"
+    ROWS: ClassVar[str] = "I"
+    BYTES_FIELDS: ClassVar[tuple[str, ...]] = ("data",)
+    frame_index: np.ndarray  # [I] int32 into frames
+    channel_index: np.ndarray  # [I] int32 into cameras
+    sample_token: np.ndarray  # [I] str, the camera sample's token
+    timestamp_us: np.ndarray  # [I] int64, the camera sample's own timestamp
+    T_global_from_ego: np.ndarray  # [I, 4, 4] float64, ego pose at the camera sample's timestamp
+    data: np.ndarray  # [I] variable-length uint8: the camera file's bytes, unchanged (JPEG)
+
+
+@dataclass
+class KeyframesTable(Table):
+    GROUP: ClassVar[str] = "keyframes"
+    ROWS: ClassVar[str] = "K"
+    FREE_FIELDS: ClassVar[tuple[str, ...]] = ("offsets_s",)
+    frame_index: np.ndarray  # [K] int32 into frames
+    time_s: np.ndarray  # [K] float64, seconds since the scene's first frame
+    window: np.ndarray  # [K, W] int32 frame index per window offset, -1 where no frame was close enough
+    offsets_s: np.ndarray  # [W] float64, the window offsets relative to the keyframe
+
+
+@dataclass
+class SkippedKeyframesTable(Table):
+    GROUP: ClassVar[str] = "skipped_keyframes"
+    ROWS: ClassVar[str] = "S"
+    time_s: np.ndarray  # [S] float64, target time since the scene's first frame
+    reason: np.ndarray  # [S] str
+
+
+@dataclass
+class DetectionsTable(Table):
+    GROUP: ClassVar[str] = "detections"
+    ROWS: ClassVar[str] = "D"
+    frame_index: np.ndarray  # [D] int32 into frames (rows sorted by frame, then detector order)
+    center_global: np.ndarray  # [D, 3] float64 metres
+    size_lwh: np.ndarray  # [D, 3] float64 metres (length, width, height)
+    yaw_global: np.ndarray  # [D] float64 radians about +z
+    velocity_global: np.ndarray  # [D, 3] float64 m/s (NaN where unknown)
+    label: np.ndarray  # [D] str, nuScenes detection class
+    score: np.ndarray  # [D] float64
+    track_id: np.ndarray  # [D] str, the tracker's id ("" for detections the tracker did not keep)
+
+
+@dataclass
+class TracksTable(Table):
+    GROUP: ClassVar[str] = "tracks"
+    ROWS: ClassVar[str] = "T"
+    track_id: np.ndarray  # [T] str
+    label: np.ndarray  # [T] str, the track's most frequent label
+    present: np.ndarray  # [T, F] bool
+    center_global: np.ndarray  # [T, F, 3] float64 metres, NaN where absent
+    size_lwh: np.ndarray  # [T, F, 3] float64 metres, NaN where absent
+    yaw_global: np.ndarray  # [T, F] float64 radians, NaN where absent
+    score: np.ndarray  # [T, F] float64, NaN where absent
+
+
+@dataclass
+class AttributesTable(Table):
+    GROUP: ClassVar[str] = "attributes"
+    ROWS: ClassVar[str] = "T"
+    FREE_FIELDS: ClassVar[tuple[str, ...]] = ("ego_velocity_global",)
+    velocity_global: np.ndarray  # [T, F, 3] float64 m/s, finite differences of the track centres (NaN: unknown)
+    ego_velocity_global: np.ndarray  # [F, 3] float64 m/s, finite differences of the ego positions
+
+
+@dataclass
+class GroundTruthTable(Table):
+    GROUP: ClassVar[str] = "ground_truth"
+    ROWS: ClassVar[str] = "G"
+    frame_index: np.ndarray  # [G] int32 into frames
+    instance_token: np.ndarray  # [G] str, stable over the scene
+    annotation_token: np.ndarray  # [G] str
+    category: np.ndarray  # [G] str, full category name
+    label: np.ndarray  # [G] str, nuScenes detection class ("" outside the 10 classes)
+    center_global: np.ndarray  # [G, 3] float64 metres
+    size_lwh: np.ndarray  # [G, 3] float64 metres
+    yaw_global: np.ndarray  # [G] float64 radians
+    velocity_global: np.ndarray  # [G, 3] float64 m/s (NaN where the log has none)
+    num_lidar_pts: np.ndarray  # [G] int32
+    visibility: np.ndarray  # [G] int8, nuScenes visibility bin 1..4, 0 unknown
+    attribute: np.ndarray  # [G] str, first attribute name, "" where none
+
+
+# The tables of schema v1, in the order they are written.
+TABLES: tuple[type[Table], ...] = (
+    FramesTable, CamerasTable, ImagesTable, KeyframesTable, SkippedKeyframesTable, DetectionsTable, TracksTable,
+    AttributesTable, GroundTruthTable,
+)
+TABLE_BY_GROUP: dict[str, type[Table]] = {t.GROUP: t for t in TABLES}
+
+
+@dataclass
+class SceneMeta:
+    """Scalar facts about the scene, stored as attributes of its group."""
+
+    token: str
+    name: str
+    description: str = ""
+    log_name: str = ""
+    source_format: str = ""  # "nuscenes" | "av2"
+    source_version: str = ""  # e.g. "v1.0-mini"
+
+    def attrs(self) -> dict[str, str]:
+        return {f.name: str(getattr(self, f.name)) for f in fields(self)}
+
+
+@dataclass
+class SceneRecord:
+    """Everything the build produces for one scene; the shard writer stores it as-is."""
+
+    meta: SceneMeta
+    frames: FramesTable
+    cameras: CamerasTable
+    images: ImagesTable
+    keyframes: KeyframesTable
+    skipped_keyframes: SkippedKeyframesTable
+    detections: DetectionsTable
+    tracks: TracksTable
+    attributes: AttributesTable
+    ground_truth: GroundTruthTable | None = None  # None when the log has no annotations (or not stored)
+    extra: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # tables of later schema additions
+
+    def tables(self) -> list[Table]:
+        out: list[Table] = [self.frames, self.cameras, self.images, self.keyframes, self.skipped_keyframes,
+                            self.detections, self.tracks, self.attributes]
+        if self.ground_truth is not None:
+            out.append(self.ground_truth)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        counts = {"frames": len(self.frames), "keyframes": len(self.keyframes),
+                  "detections": len(self.detections), "tracks": len(self.tracks), "images": len(self.images),
+                  "skipped_keyframes": len(self.skipped_keyframes),
+                  "ground_truth": len(self.ground_truth) if self.ground_truth is not None else 0}
+        return counts
+
+    def validate(self) -> None:
+        """Check every table's lengths and the cross-table dimensions (frames, cameras, tracks)."""
+        for table in self.tables():
+            table.validate()
+        n_frames, n_cams, n_tracks = len(self.frames), len(self.cameras), len(self.tracks)
+        checks = [
+            ("tracks/present", self.tracks.present.shape[1:], (n_frames,)),
+            ("attributes/velocity_global", self.attributes.velocity_global.shape, (n_tracks, n_frames, 3)),
+            ("attributes/ego_velocity_global", self.attributes.ego_velocity_global.shape, (n_frames, 3)),
+            ("keyframes/window", self.keyframes.window.shape[1:], self.keyframes.offsets_s.shape),
+        ]
+        for name, got, want in checks:
+            if tuple(got) != tuple(want):
+                raise ValueError(f"{name}: shape {tuple(got)} does not match {tuple(want)}")
+        for name, idx, bound in (("images/frame_index", self.images.frame_index, n_frames),
+                                 ("images/channel_index", self.images.channel_index, n_cams),
+                                 ("detections/frame_index", self.detections.frame_index, n_frames),
+                                 ("keyframes/frame_index", self.keyframes.frame_index, n_frames)):
+            idx = np.asarray(idx)
+            if idx.size and (idx.min() < 0 or idx.max() >= bound):
+                raise ValueError(f"{name}: index out of range [0, {bound})")
