@@ -38,7 +38,8 @@ def _lidar(beams: int = 1, fov: tuple[float, float] = (0.0, 0.0), res: float = 9
 
 
 def _grid_boxes(rng: np.random.Generator, n: int, spacing: float = 9.0) -> tuple[np.ndarray, ...]:
-    """n non-overlapping boxes on the ground, one per cell of a grid around the origin (the centre cell empty)."""
+    """n boxes on the ground, one per cell of a grid around the origin (the centre cell empty); they do not
+    overlap for spacing >= 9 m (half diagonals <= 3.3 m, centres >= spacing - 2 m apart)."""
     cells = np.array([(i, j) for i in range(-4, 5) for j in range(-4, 5) if (i, j) != (0, 0)], dtype=float)
     cells = cells[rng.permutation(len(cells))[:n]]
     size = np.column_stack([rng.uniform(0.4, 6.0, n), rng.uniform(0.4, 2.8, n), rng.uniform(0.5, 3.5, n)])
@@ -111,6 +112,11 @@ def test_ray_straight_at_a_box_face_returns_the_analytic_range():
     assert sweep.points_sensor[0, 3] == pytest.approx(255 * BOX_REFLECTIVITY, rel=1e-5)  # normal incidence
     assert sweep.points_sensor[0, 4] == 0.0
     assert sweep.hits_per_box.tolist() == [1] and sweep.hit_box.tolist() == [0]
+    # A white box at 45 degrees incidence: 255 * 1.0 * cos(45 deg).
+    turned = cast_lidar(T, spec, center, np.array([[2.0, 2.0, 1.0]]), np.array([0.3 + np.pi / 4]),
+                        np.random.default_rng(0), range_noise_std_m=0.0, dropout=0.0, reflectivity=np.ones(1))
+    np.testing.assert_allclose(turned.points_sensor[0, :3], [10.0 - np.sqrt(2.0), 0.0, 0.0], atol=1e-5)
+    assert turned.points_sensor[0, 3] == pytest.approx(255 * np.cos(np.pi / 4), rel=1e-5)
 
 
 def test_ray_azimuth_offset_and_nearest_box_win():
@@ -306,6 +312,32 @@ def test_nearer_box_occludes_farther_box():
     swapped = _render(centers[::-1], sizes[::-1], np.zeros(2))
     np.testing.assert_array_equal(swapped.instance, np.where(out.instance > 0, 3 - out.instance, 0))
     np.testing.assert_array_equal(swapped.depth_m, out.depth_m)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 10))
+def test_z_buffer_shows_the_nearest_box_per_pixel(seed, n):
+    """Random, possibly overlapping boxes: each pixel shows the box with the smallest reference ray depth."""
+    rng = np.random.default_rng(seed)
+    center = np.column_stack([rng.uniform(-3, 25, n), rng.uniform(-8, 8, n), np.zeros(n)])
+    size = rng.uniform(0.3, 5.0, (n, 3))
+    center[:, 2] = size[:, 2] / 2 + rng.uniform(0, 1, n)
+    yaw = rng.uniform(-np.pi, np.pi, n)
+    out = _render(center, size, yaw)
+    refs = [_reference_slab(CAM, T_GLOBAL_FROM_CAM, center[i], size[i], yaw[i]) for i in range(n)]
+    depth_ref = np.stack([np.where(hit, d, np.inf) for hit, d in refs])  # [n, H, W]
+    inner = np.stack([_reference_slab(CAM, T_GLOBAL_FROM_CAM, center[i], size[i] - 2e-4, yaw[i])[0]
+                      for i in range(n)])
+    nearest = np.argmin(depth_ref, axis=0)
+    ranked = np.sort(depth_ref, axis=0)
+    with np.errstate(invalid="ignore"):
+        clear = ranked[1] - ranked[0] > 1e-3  # no near-tie between the two nearest boxes
+    sel = clear & np.take_along_axis(inner, nearest[None], axis=0)[0]
+    np.testing.assert_array_equal(out.instance[sel], nearest[sel] + 1)
+    np.testing.assert_allclose(out.depth_m[sel], ranked[0][sel], atol=1e-4, rtol=1e-6)
+    assert not np.any(out.instance[~np.isfinite(ranked[0])])
+    assert np.all(out.visible_pixels <= out.unoccluded_pixels)
+    np.testing.assert_array_equal(out.visible_pixels, np.bincount(out.instance.ravel(), minlength=n + 1)[1:])
 
 
 def test_half_occluded_box_visible_fraction():

@@ -6,17 +6,32 @@ Conventions:
   coordinates, as in OpenCV and ``cv2.fillConvexPoly``).
 - ``depth_m`` is the **z-depth** along the optical axis (camera frame z, the convention of
   ``geometry.project_points``), not the Euclidean range; ``inf`` where the ray sees sky.
-- Each box is hit-tested exactly, per pixel: the pixel ray is intersected with the box's six face planes (slab
-  test in the box frame) over the box's near-plane-clipped 2D bounding rectangle (``geometry.project_boxes_2d``).
-  This is the per-face ray-plane depth with the face footprint decided by the same intersection, so the
-  footprint is exactly the set of pixels whose rays hit the box, and adjacent faces can never leave cracks. Where
-  the near plane cuts a box, the cut is capped at ``near_m`` (flat, darker shade) so the box stays solid.
-- The depth test is per pixel against the ground and all earlier boxes (strict ``<``, so ties keep the earlier
-  box): the result does not depend on the order of the boxes except on exact ties.
-- Shading: ``colour * (ambient + diffuse * max(0, n . sun))`` with the face normal ``n`` and a fixed sun
-  direction in the global frame. Ground pixels take ``ground(x_global, y_global)`` at the ray's hit on
-  ``z = ground_z``, blended into the horizon sky colour with distance (exponential haze); the sky is a vertical
-  gradient on the ray's elevation, from ``sky_rgb`` at the horizon to a darker blue at the zenith.
+
+Method (per box, yaw-only boxes in the global frame):
+
+- Faces: only the faces whose outward side holds the camera can be seen (a ray from outside a convex box enters
+  it through one of them). Each such face is clipped to ``z >= near_m`` and projected; its 2D bounding rectangle
+  bounds the pixels tested.
+- Footprint and depth, exactly per pixel: the pixel-centre ray meets the face plane at
+  ``t = (+-half - o) / d`` in the box frame, which is the pixel's z-depth because the ray ``K^-1 [u, v, 1]`` has
+  camera z = 1; the pixel belongs to the face when the hit's two in-plane coordinates lie within the face. So
+  the footprint is exactly the set of pixels whose rays hit the box (no rasterisation rounding, no cracks
+  between faces), and the depth is the analytic ray-plane distance.
+- Near plane: where ``z = near_m`` cuts a box, the pixels whose ray is inside the box at that depth show the
+  cut (a flat "cap" at depth ``near_m``, darker shade), so a box crossing the near plane stays solid.
+- Z-buffer: per-pixel depth test (strict ``<``: on an exact tie the box drawn first stays) against the ground
+  and the boxes drawn before, so the image does not depend on the box order except on exact ties. Boxes are
+  tested against the ground pushed back by ``GROUND_CONTACT_TOLERANCE`` (relative) so that a box standing on
+  the road is not nibbled along its bottom edge by rounding; ``depth_m`` holds the true ground depth.
+- ``unoccluded_pixels``: the union of a box's face and cap pixels inside the image, whatever lies in front;
+  ``visible_pixels``: the pixels whose final instance id is the box.
+- Shading: ``colour * (AMBIENT + DIFFUSE * max(0, n . SUN_DIR_GLOBAL))`` with the face's outward normal ``n``.
+  Ground pixels take ``ground(x_global, y_global)`` at the ray's hit on ``z = ground_z``, blended towards the
+  horizon sky colour with distance (exponential haze, optional); the sky is a vertical gradient on the ray's
+  elevation, ``sky_rgb`` at the horizon darkening by ``SKY_ZENITH_DARKENING`` towards the zenith.
+
+Speed: numpy over pixel windows (float32) plus a few OpenCV calls (masked copies, channel merge) where numpy
+is slow (masked or 3-channel writes into strided windows). ``benchmarks/bench_synth.py`` times a whole scene.
 """
 
 from __future__ import annotations
@@ -36,12 +51,12 @@ from stridegen.geometry import (
     transform_points,
 )
 
-# A fixed sun, high in the south-west-ish sky of the global frame; low enough that vertical faces differ.
+# A fixed sun in the global frame, high but low enough that vertical faces facing different ways differ.
 SUN_DIR_GLOBAL = np.array([0.5, 0.3, 0.6]) / np.linalg.norm([0.5, 0.3, 0.6])
 AMBIENT = 0.45
 DIFFUSE = 0.55
-CAP_SHADE = 0.35
-GROUND_CONTACT_TOLERANCE = 1e-5  # relative; see render_camera  # shade of the near-plane cut through a box
+CAP_SHADE = 0.35  # shade of the near-plane cut through a box
+GROUND_CONTACT_TOLERANCE = 1e-5  # relative push-back of the ground in the boxes' depth test (see above)
 SKY_ZENITH_DARKENING = 0.45  # zenith colour = sky_rgb * (1 - this)
 _FACE_NORMALS_LOCAL = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
 
@@ -119,16 +134,6 @@ def _ray_norm(intrinsic: tuple[float, ...], width: int, height: int) -> np.ndarr
 # ---------------------------------------------------------------------------------------------- background
 
 
-def _to_uint8(planes: list[np.ndarray]) -> np.ndarray:
-    """Three float planes [H, W] in 0..255 -> interleaved uint8 [H, W, 3], rounded to nearest and saturated.
-
-    Works on planes: numpy is slow on a trailing axis of 3, OpenCV's convertScaleAbs / merge are not.
-    """
-    import cv2
-
-    return cv2.merge([cv2.convertScaleAbs(np.ascontiguousarray(p, dtype=np.float32)) for p in planes])
-
-
 def _row_span(mask: np.ndarray) -> tuple[int, int]:
     """(first, last + 1) of the rows holding any True (0, 0 if none). The rows of a pixel-ray half space are
     contiguous because the ray components are linear in the row index."""
@@ -138,41 +143,78 @@ def _row_span(mask: np.ndarray) -> tuple[int, int]:
 
 def _background(camera: CameraSpec, basis: np.ndarray, origin: np.ndarray, ground: GroundShader,
                 ground_z: float, sky_rgb: np.ndarray, haze_distance_m: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """(rgb uint8 [H, W, 3], z-depth float32 [H, W]) of ground and sky."""
+    """(rgb uint8 [H, W, 3], z-depth float32 [H, W]) of ground and sky.
+
+    Works on uint8 colour planes and in place where it can: numpy is slow on a trailing axis of 3, and every
+    fresh image-sized temporary costs page faults comparable to the arithmetic. OpenCV's ``convertScaleAbs``
+    scales, rounds and saturates to uint8 in one pass; ``merge`` interleaves the planes.
+    """
+    import cv2
+
     h, w = camera.height, camera.width
     f32 = np.float32
     u, v = _centred_grid(0, w - 1, 0, h - 1, camera.intrinsic)
     dz = _ray_component(basis[2], u, v)
     height = f32(origin[2] - ground_z)
     sees_ground = dz < 0 if height > 0 else np.zeros((h, w), dtype=bool)
-    planes = np.empty((3, h, w), dtype=np.float32)
-    depth = np.full((h, w), np.inf, dtype=np.float32)
-    sky = [f32(c) for c in sky_rgb]
+    planes = np.empty((3, h, w), dtype=np.uint8)
+    depth = np.empty((h, w), dtype=np.float32)
     norm = _ray_norm(tuple(camera.intrinsic.ravel()), w, h)
 
     s0, s1 = _row_span(~sees_ground)
     if s1 > s0:
-        # Vertical gradient on the ray's elevation: sky_rgb at the horizon, darker at the zenith.
-        shade = 1.0 - f32(SKY_ZENITH_DARKENING) * np.clip(dz[s0:s1] / norm[s0:s1], 0.0, 1.0)
+        # Vertical gradient on the ray's elevation: sky_rgb at the horizon, darker towards the zenith.
+        shade = np.divide(dz[s0:s1], norm[s0:s1])
+        np.clip(shade, 0.0, 1.0, out=shade)
+        np.multiply(shade, -SKY_ZENITH_DARKENING, out=shade)
+        shade += f32(1.0)
         for c in range(3):
-            np.multiply(shade, sky[c], out=planes[c, s0:s1])
+            _convert_u8(shade, planes[c, s0:s1], alpha=float(sky_rgb[c]))
+        depth[s0:s1] = np.inf
 
     g0, g1 = _row_span(sees_ground)
     if g1 > g0:
         mask = sees_ground[g0:g1]
-        t = np.where(mask, -height / np.where(mask, dz[g0:g1], f32(-1.0)), f32(0.0))  # z-depth of the hit
-        x = f32(origin[0]) + t * _ray_component(basis[0], u, v[g0:g1])
-        y = f32(origin[1]) + t * _ray_component(basis[1], u, v[g0:g1])
-        colour = np.asarray(ground(x, y), dtype=f32)
-        fog = 1.0 - np.exp(-(t * norm[g0:g1]) / f32(haze_distance_m)) if haze_distance_m else None
         all_ground = bool(mask.all())
+        t = np.divide(-height, dz[g0:g1], out=np.zeros((g1 - g0, w), dtype=f32), where=mask)  # z-depth of hit
+        x = _ray_component(basis[0], u, v[g0:g1])
+        x *= t
+        x += f32(origin[0])
+        y = _ray_component(basis[1], u, v[g0:g1])
+        y *= t
+        y += f32(origin[1])
+        colour = np.asarray(ground(x, y), dtype=f32)
+        fog = None
+        if haze_distance_m:  # fog = 1 - exp(-range / haze_distance_m)
+            fog = np.multiply(t, norm[g0:g1])
+            fog *= f32(-1.0 / haze_distance_m)
+            np.exp(fog, out=fog)
+            np.subtract(f32(1.0), fog, out=fog)
         for c in range(3):
             plane = colour[..., c]
             if fog is not None:
-                plane = plane + fog * (sky[c] - plane)
-            planes[c, g0:g1] = plane if all_ground else np.where(mask, plane, planes[c, g0:g1])
+                hazy = np.subtract(f32(sky_rgb[c]), plane)
+                hazy *= fog
+                hazy += plane
+                plane = hazy
+            if all_ground:
+                _convert_u8(plane, planes[c, g0:g1])
+            else:
+                plane_u8 = cv2.convertScaleAbs(np.ascontiguousarray(plane))
+                planes[c, g0:g1] = np.where(mask, plane_u8, planes[c, g0:g1])
         depth[g0:g1] = t if all_ground else np.where(mask, t, np.inf)
-    return _to_uint8(list(planes)), depth
+    rgb = np.empty((h, w, 3), dtype=np.uint8)
+    merged = cv2.merge(list(planes), dst=rgb)
+    return (rgb if merged is rgb else merged), depth
+
+
+def _convert_u8(src: np.ndarray, dst: np.ndarray, alpha: float = 1.0) -> None:
+    """dst = saturate(round(alpha * src)) as uint8, written into ``dst`` (a contiguous block of rows)."""
+    import cv2
+
+    out = cv2.convertScaleAbs(np.ascontiguousarray(src), dst=dst, alpha=alpha)
+    if out is not dst:
+        dst[...] = out
 
 
 # ---------------------------------------------------------------------------------------------- boxes
@@ -260,47 +302,54 @@ def _masked_copy(src: np.ndarray, mask: np.ndarray, dst: np.ndarray) -> None:
 
 @dataclass
 class _Buffers:
-    """The z-buffer (float32 z-depth) and the surface code buffer (int32: 8 * (box + 1) + face, 0 = none)."""
+    """The z-buffer (float32 z-depth, initially the ground's) and the surface code buffer (int32:
+    8 * (box + 1) + face, 0 = ground or sky)."""
 
     depth: np.ndarray
     code: np.ndarray
 
     def depth_test(self, window: tuple[int, int, int, int], hit: np.ndarray, depth: np.ndarray, code: int) -> None:
-        """Write ``depth`` and ``code`` where ``hit`` and nearer than the buffer (ties keep the buffer)."""
+        """Write ``depth`` and ``code`` where ``hit`` and nearer than the buffer (ties keep the buffer).
+
+        Against the ground the test allows GROUND_CONTACT_TOLERANCE (relative): a box standing on the road ties
+        with the ground along its bottom edge, and rounding must not nibble that edge away.
+        """
         c0, c1, r0, r1 = window
         win_depth = self.depth[r0:r1 + 1, c0:c1 + 1]
-        wins = hit & (depth < win_depth)
+        win_code = self.code[r0:r1 + 1, c0:c1 + 1]
+        limit = np.where(win_code == 0, win_depth * np.float32(1.0 + GROUND_CONTACT_TOLERANCE), win_depth)
+        wins = hit & (depth < limit)
         _masked_copy(depth, wins, win_depth)
-        _masked_copy(np.full(wins.shape, code, dtype=np.int32), wins, self.code[r0:r1 + 1, c0:c1 + 1])
+        _masked_copy(np.full(wins.shape, code, dtype=np.int32), wins, win_code)
 
 
-def _face_hits(face: int, basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
-               window: tuple[int, int, int, int], intrinsic: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
-    """(hit, z-depth) over a pixel window of the rays that meet one face (box frame) at z-depth >= near.
+def _face_hits(face: int, rays_local: list[np.ndarray], origin_local: np.ndarray, half: np.ndarray,
+               near: float) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, z-depth) of the pixel rays ``rays_local`` (x, y, z component arrays over a pixel window, box frame)
+    that meet one face at z-depth >= near.
 
     The ray hits the face plane ``x_axis = side * half_axis`` at ``t = (side * half - o) / d`` (its z-depth, since
     the ray's camera z component is 1) and the face if both in-plane coordinates of that point lie within the
     half sizes.
     """
     axis, side = face // 2, (1.0 if face % 2 == 0 else -1.0)
-    u, v = _centred_grid(*window, intrinsic)
     f32 = np.float32
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = f32(side * half[axis] - origin_local[axis]) / _ray_component(basis_local[axis], u, v)
+        t = f32(side * half[axis] - origin_local[axis]) / rays_local[axis]
         hit = t >= f32(near)
         for j in _FACE_AXES[axis]:
-            hit &= np.abs(f32(origin_local[j]) + t * _ray_component(basis_local[j], u, v)) <= f32(half[j])
+            coord = t * rays_local[j]
+            coord += f32(origin_local[j])
+            hit &= np.abs(coord, out=coord) <= f32(half[j])
     return hit, t
 
 
-def _cap_hits(basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
-              window: tuple[int, int, int, int], intrinsic: np.ndarray, near: float) -> np.ndarray:
+def _cap_hits(rays_local: list[np.ndarray], origin_local: np.ndarray, half: np.ndarray, near: float) -> np.ndarray:
     """Pixels whose ray is inside the box at z-depth ``near``: the near plane's cut through the box."""
-    u, v = _centred_grid(*window, intrinsic)
     f32 = np.float32
-    hit = np.ones((v.size, u.size), dtype=bool)
+    hit = np.ones(rays_local[0].shape, dtype=bool)
     for j in range(3):
-        hit &= np.abs(f32(origin_local[j]) + f32(near) * _ray_component(basis_local[j], u, v)) <= f32(half[j])
+        hit &= np.abs(f32(origin_local[j]) + f32(near) * rays_local[j]) <= f32(half[j])
     return hit
 
 
@@ -310,19 +359,24 @@ def _draw_box(box: int, basis_local: np.ndarray, origin_local: np.ndarray, half:
     """Depth-test one box into the buffers (in place); return its unoccluded pixel count.
 
     Only faces whose outward side holds the camera are drawn (a convex box is entered through one of those);
-    ``face_windows[f]`` is None for the others. Where the near plane cuts the box, the cut is drawn at ``near``.
+    ``face_windows[f]`` (inside ``box_window``) is None for the others. Where the near plane cuts the box, the cut
+    is drawn at ``near``. The pixel rays are evaluated once over the box window and sliced per face.
     """
     bc0, bc1, br0, br1 = box_window
+    u, v = _centred_grid(*box_window, intrinsic)
+    b = basis_local.astype(np.float32)
+    rays_local = list(b[:, 0, None, None] * u[None, None, :] + (b[:, 1, None] * v[None, :] + b[:, 2, None])[:, :, None])
     footprint = np.zeros((br1 - br0 + 1, bc1 - bc0 + 1), dtype=bool)
     for face, window in enumerate(face_windows):
         if window is None:
             continue
-        hit, depth = _face_hits(face, basis_local, origin_local, half, window, intrinsic, near)
-        buffers.depth_test(window, hit, depth, 8 * (box + 1) + face)
         c0, c1, r0, r1 = window
-        footprint[r0 - br0:r1 - br0 + 1, c0 - bc0:c1 - bc0 + 1] |= hit
+        rows, cols = slice(r0 - br0, r1 - br0 + 1), slice(c0 - bc0, c1 - bc0 + 1)
+        hit, depth = _face_hits(face, [r[rows, cols] for r in rays_local], origin_local, half, near)
+        buffers.depth_test(window, hit, depth, 8 * (box + 1) + face)
+        footprint[rows, cols] |= hit
     if crosses_near:
-        hit = _cap_hits(basis_local, origin_local, half, box_window, intrinsic, near)
+        hit = _cap_hits(rays_local, origin_local, half, near)
         buffers.depth_test(box_window, hit, np.full(hit.shape, near, dtype=np.float32), 8 * (box + 1) + 6)
         footprint |= hit
     return int(np.count_nonzero(footprint))
@@ -343,6 +397,8 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
     yaw_global = np.asarray(yaw_global, dtype=np.float64).reshape(-1)
     colors_rgb = np.asarray(colors_rgb, dtype=np.uint8).reshape(-1, 3)
     n_boxes = center_global.shape[0]
+    if n_boxes >= np.iinfo(np.uint16).max:
+        raise ValueError(f"render_camera: {n_boxes} boxes do not fit the uint16 instance image (max 65534)")
     w, h = camera.width, camera.height
     k = camera.intrinsic
     basis_global = _pixel_ray_basis(k, T[:3, :3])
@@ -350,12 +406,9 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
 
     rgb, depth = _background(camera, basis_global, origin, ground, ground_z,
                              np.asarray(sky_rgb, dtype=np.float64), haze_distance_m)
-    # Boxes resting on the ground touch it along their bottom edges, where box and ground depths tie up to
-    # rounding: the boxes are tested against the ground pushed back by a relative GROUND_CONTACT_TOLERANCE so
-    # that a box standing on the road is wholly visible; the unbiased ground depth is restored afterwards.
-    buffers = _Buffers(depth=depth * np.float32(1.0 + GROUND_CONTACT_TOLERANCE) if n_boxes else depth,
-                       code=np.zeros((h, w), dtype=np.int32))
+    buffers = _Buffers(depth=depth, code=np.zeros((h, w), dtype=np.int32))
     unoccluded = np.zeros(n_boxes, dtype=np.int64)
+    drawn: list[list[int]] = []
     if n_boxes:
         T_cam_from_global = invert_transform(T)
         corners_cam = transform_points(T_cam_from_global, box_corners(center_global, size_lwh, yaw_global))
@@ -370,27 +423,29 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
         half = 0.5 * size_lwh
         # Faces whose outward side holds the camera: +axis if o > half, -axis if o < -half.
         front = np.stack([origin_local > half, origin_local < -half], axis=-1).reshape(n_boxes, 6)
-        face_windows = _pixel_windows(face_2d, w, h)
-        face_windows[~front, 1] = -1
         box_windows = _pixel_windows(boxes_2d, w, h)
-        drawn = []
+        face_windows = _pixel_windows(face_2d, w, h)
+        # Faces lie inside their box: clamp their windows to the box's (guards against rounding at the margin).
+        face_windows[..., 0::2] = np.maximum(face_windows[..., 0::2], box_windows[:, None, 0::2])
+        face_windows[..., 1::2] = np.minimum(face_windows[..., 1::2], box_windows[:, None, 1::2])
+        face_windows[~front, 1] = -1
         for i in np.nonzero(valid & (box_windows[:, 1] >= box_windows[:, 0]))[0]:
-            drawn.append(box_windows[i].tolist())
+            box_window = box_windows[i].tolist()
+            drawn.append(box_window)
             windows = [tuple(win) if win[1] >= win[0] and win[3] >= win[2] else None
                        for win in face_windows[i].tolist()]
             unoccluded[i] = _draw_box(i, R_local_from_global[i] @ basis_global, origin_local[i], half[i],
-                                      tuple(box_windows[i].tolist()), windows, bool(crosses_near[i]),
-                                      k, near_m, buffers)
-    instance = (buffers.code >> 3).astype(np.uint16)
-    if n_boxes:
-        _masked_copy(depth, buffers.code == 0, buffers.depth)  # the unbiased ground depth
-        depth = buffers.depth
-        if drawn:
-            c0, c1, r0, r1 = (min(x[0] for x in drawn), max(x[1] for x in drawn), min(x[2] for x in drawn),
-                              max(x[3] for x in drawn))
-            _paint_boxes(rgb[r0:r1 + 1, c0:c1 + 1], buffers.code[r0:r1 + 1, c0:c1 + 1],
-                         _face_shades(yaw_global, colors_rgb))
-    visible = np.bincount(instance.ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
+                                      tuple(box_window), windows, bool(crosses_near[i]), k, near_m, buffers)
+    instance = np.zeros((h, w), dtype=np.uint16)
+    visible = np.zeros(n_boxes, dtype=np.int64)
+    if n_boxes and drawn:
+        # Only the union of the drawn windows can hold box pixels.
+        c0, c1 = min(x[0] for x in drawn), max(x[1] for x in drawn)
+        r0, r1 = min(x[2] for x in drawn), max(x[3] for x in drawn)
+        code = buffers.code[r0:r1 + 1, c0:c1 + 1]
+        instance[r0:r1 + 1, c0:c1 + 1] = code >> 3
+        _paint_boxes(rgb[r0:r1 + 1, c0:c1 + 1], code, _face_shades(yaw_global, colors_rgb))
+        visible = np.bincount(instance[r0:r1 + 1, c0:c1 + 1].ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
     return CameraRender(rgb=rgb, instance=instance, depth_m=depth, visible_pixels=visible,
                         unoccluded_pixels=unoccluded)
 
