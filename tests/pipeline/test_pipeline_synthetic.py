@@ -104,3 +104,18 @@ def test_tracker_switches_on_annotated_boxes_come_only_from_long_occlusions(synt
     tagged = [d.replace(extras={**d.extras, "instance": d.track_id.copy()}) for d in dets]
     switches, _ = _switches(track_scene(tagged, times))
     assert all(gap >= 3 for _, _, gap in switches), switches
+
+
+def test_detector_validation_perfect_and_bevfusion_profiles(synthetic_log):
+    from stridegen.eval.detector_validation import validate_detector
+
+    reader = open_log(synthetic_log)
+    _, perfect = validate_detector(reader, make_detector("simulated", profile="perfect"))
+    assert perfect["mAP"] > 0.98
+    assert perfect["mATE"] < 1e-9 and perfect["mASE"] < 1e-9 and perfect["mAOE"] < 1e-9 and perfect["mAVE"] < 1e-9
+    _, oracle = validate_detector(reader, make_detector("oracle"))
+    assert oracle == perfect
+    _, bev = validate_detector(reader, make_detector("simulated", profile="bevfusion", seed=0))
+    # the profile's noise levels show up as TP errors of the calibrated size (see benchmarks/calibrate_simulated.py)
+    assert 0.09 < bev["mATE"] < 0.2 and 0.1 < bev["mASE"] < 0.25 and 0.05 < bev["mAOE"] < 0.3
+    assert 0.8 < bev["mAVE"] < 1.8 and 0.4 < bev["mAP"] < 0.9

@@ -114,8 +114,9 @@ def perturb(gt_global: Boxes, distance_m: np.ndarray, num_lidar_pts: np.ndarray,
             velocity[:, 2] = 0.0
             score = _sigmoid(m.score_bias + m.score_per_logit * logit[hit]
                              + m.score_noise * rng.standard_normal(hit.sum()))
+            keep_extras = {k: v for k, v in b.extras.items() if k in ("attribute", "category")}
             parts.append(b.replace(center=center, size_lwh=size, yaw=geo.wrap_angle(yaw), velocity=velocity,
-                                   score=score, track_id=np.full(len(b), "", dtype=object), extras={}))
+                                   score=score, track_id=np.full(len(b), "", dtype=object), extras=keep_extras))
         n_fp = int(rng.poisson(m.false_positives_per_frame))
         if n_fp:
             r = m.fp_range_m * np.sqrt(rng.random(n_fp))
