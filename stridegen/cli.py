@@ -22,6 +22,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.logs.synthetic.cli", "synth", "synth"),
     ("stridegen.build_cli", "build", "build"),
     ("stridegen.build_cli", "inspect", "inspect"),
+    ("stridegen.augment.cli", "augment", "augment"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

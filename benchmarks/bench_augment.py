@@ -1,0 +1,238 @@
+"""Milliseconds per 1600x900 image for each corruption: stridegen vs imagecorruptions vs albumentations.
+
+Run it in its own environment (the comparison packages are not project dependencies)::
+
+    python3 -m venv /tmp/augbench-venv
+    /tmp/augbench-venv/bin/pip install imagecorruptions==1.1.2 albumentations==2.0.8 "opencv-python-headless<5" scipy
+    /tmp/augbench-venv/bin/python benchmarks/bench_augment.py [--severity 3] [--repeats 5] [--json out.json]
+
+The image is the nuScenes-demo CAM_FRONT frame in ../shared/data (1600x900). stridegen is imported from this
+checkout. imagecorruptions 1.1.2 predates numpy 2 and scikit-image 0.19; `_shim_imagecorruptions` patches the two
+removed names it uses, inside this benchmark only. The albumentations column uses the transform of the same
+family set to a comparable strength (named in the output); it is a speed reference, not the same formula.
+Each figure is the median of `--repeats` timed calls after one warm-up call (one call for very slow ones).
+
+`--parity` instead checks fidelity to imagecorruptions on the same image at every severity: PSNR to the clean
+image of ours and of the reference (random corruptions: mean over 3 seeds), and for the deterministic ones the
+mean absolute pixel difference between the two outputs (imagecorruptions truncates to uint8, we round: ~0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DEFAULT_IMAGE_DIR = REPO.parent / "shared" / "data" / "nuscenes-demo" / "samples" / "CAM_FRONT"
+
+# stridegen name -> imagecorruptions name (same ImageNet-C formula)
+IMAGECORRUPTIONS_NAMES = {
+    "gaussian_noise": "gaussian_noise", "shot_noise": "shot_noise", "impulse_noise": "impulse_noise",
+    "defocus_blur": "defocus_blur", "glass_blur": "glass_blur", "motion_blur": "motion_blur",
+    "zoom_blur": "zoom_blur", "snow": "snow", "fog": "fog", "brightness": "brightness", "contrast": "contrast",
+    "elastic": "elastic_transform", "pixelate": "pixelate", "jpeg_compression": "jpeg_compression",
+    "saturation": "saturate",
+}
+GOALS = ("snow", "fog", "motion_blur", "zoom_blur", "brightness")  # >= 5x faster than imagecorruptions
+SLOW_REFERENCE = {"glass_blur"}  # imagecorruptions' pixel-swap loop takes tens of seconds: timed once
+
+
+def _shim_imagecorruptions():
+    """Make imagecorruptions 1.1.2 run on numpy 2 / scikit-image >= 0.19 (benchmark only)."""
+    if not hasattr(np, "float_"):
+        np.float_ = np.float64  # noqa: NPY201 - removed in numpy 2.0; used by its plasma_fractal
+    import imagecorruptions
+    import imagecorruptions.corruptions as ic
+    from skimage.filters import gaussian as _gaussian
+
+    def gaussian(image, sigma=1.0, multichannel=None, **kwargs):  # `multichannel` was removed in skimage 0.19
+        if multichannel:
+            kwargs.setdefault("channel_axis", -1)
+        return _gaussian(image, sigma=sigma, **kwargs)
+
+    ic.gaussian = gaussian
+    return imagecorruptions
+
+
+def _albumentations_transforms() -> dict[str, tuple[str, object]]:
+    import albumentations as A
+
+    def one(t):
+        return A.Compose([t])
+
+    return {
+        "brightness": ("RandomBrightnessContrast(+0.3)",
+                       one(A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1))),
+        "reduced_brightness": ("RandomBrightnessContrast(-0.5)",
+                               one(A.RandomBrightnessContrast(brightness_limit=(-0.5, -0.5), contrast_limit=(0, 0),
+                                                              p=1))),
+        "contrast": ("RandomBrightnessContrast(contrast -0.8)",
+                     one(A.RandomBrightnessContrast(brightness_limit=(0, 0), contrast_limit=(-0.8, -0.8), p=1))),
+        "saturation": ("ColorJitter(saturation=2)",
+                       one(A.ColorJitter(brightness=0, contrast=0, saturation=(2, 2), hue=0, p=1))),
+        "grayscale": ("ToGray", one(A.ToGray(p=1))),
+        "color_quantization": ("Posterize(3 bits)", one(A.Posterize(num_bits=3, p=1))),
+        "jpeg_compression": ("ImageCompression(q=15)", one(A.ImageCompression(quality_range=(15, 15), p=1))),
+        "gaussian_noise": ("GaussNoise(std=.18)", one(A.GaussNoise(std_range=(0.18, 0.18), p=1))),
+        "shot_noise": ("ShotNoise", one(A.ShotNoise(p=1))),
+        "impulse_noise": ("SaltAndPepper(.09)", one(A.SaltAndPepper(amount=(0.09, 0.09), p=1))),
+        "motion_blur": ("MotionBlur(31)", one(A.MotionBlur(blur_limit=(31, 31), p=1))),
+        "zoom_blur": ("ZoomBlur(1.2)", one(A.ZoomBlur(max_factor=(1.2, 1.2), step_factor=(0.02, 0.02), p=1))),
+        "defocus_blur": ("Defocus(r=6)", one(A.Defocus(radius=(6, 6), alias_blur=(0.5, 0.5), p=1))),
+        "glass_blur": ("GlassBlur(1, 2, 3)", one(A.GlassBlur(sigma=1.0, max_delta=2, iterations=3, p=1))),
+        "pixelate": ("Downscale(.4, nearest)",
+                     one(A.Downscale(scale_range=(0.4, 0.4), interpolation_pair={"downscale": cv2.INTER_AREA,
+                                                                                 "upscale": cv2.INTER_NEAREST},
+                                     p=1))),
+        "low_resolution": ("Downscale(.25, linear)", one(A.Downscale(scale_range=(0.25, 0.25), p=1))),
+        "fog": ("RandomFog(.5)", one(A.RandomFog(fog_coef_range=(0.5, 0.5), p=1))),
+        "snow": ("RandomSnow", one(A.RandomSnow(p=1))),
+        "rain": ("RandomRain", one(A.RandomRain(p=1))),
+        "water_splash": ("Spatter(rain)", one(A.Spatter(mode="rain", p=1))),
+        "lens_obstruction": ("Spatter(mud)", one(A.Spatter(mode="mud", p=1))),
+        "lens_distortion": ("OpticalDistortion", one(A.OpticalDistortion(distort_limit=(0.3, 0.3), p=1))),
+        "elastic": ("ElasticTransform", one(A.ElasticTransform(p=1))),
+    }
+
+
+def _time_ms(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up (imports, caches)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000.0)
+    return statistics.median(samples)
+
+
+def _load_image(path: Path | None) -> np.ndarray:
+    if path is None:
+        candidates = sorted(DEFAULT_IMAGE_DIR.glob("*.jpg"))
+        if not candidates:
+            raise SystemExit(f"no CAM_FRONT image under {DEFAULT_IMAGE_DIR}")
+        path = candidates[0]
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise SystemExit(f"cannot read {path}")
+    image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    if image.shape[:2] != (900, 1600):
+        image = cv2.resize(image, (1600, 900), interpolation=cv2.INTER_AREA)
+    return image
+
+
+def _psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return 10.0 * np.log10(255.0**2 / max(mse, 1e-12))
+
+
+def parity(image: np.ndarray, names: list[str], skip_slow: bool) -> None:
+    from stridegen.augment.corruptions import CORRUPTIONS
+
+    ic = _shim_imagecorruptions()
+    print(f"{'corruption':18s} sev {'PSNR ours':>10s} {'PSNR ref':>9s} {'mean|diff|':>11s}")
+    for name in names:
+        ic_name = IMAGECORRUPTIONS_NAMES.get(name)
+        if ic_name is None or (skip_slow and name in SLOW_REFERENCE):
+            continue
+        corruption = CORRUPTIONS[name]
+        seeds = range(3) if corruption.random else range(1)
+        for severity in range(1, 6):
+            ours, refs = [], []
+            for seed in seeds:
+                np.random.seed(seed)  # noqa: NPY002 - imagecorruptions draws from numpy's global generator
+                refs.append(ic.corrupt(image, severity=severity, corruption_name=ic_name))
+                ours.append(corruption.apply(image, severity, np.random.default_rng(seed)))
+            p_ours = np.mean([_psnr(o, image) for o in ours])
+            p_ref = np.mean([_psnr(r, image) for r in refs])
+            diff = "" if corruption.random else f"{np.abs(ours[0].astype(float) - refs[0]).mean():11.2f}"
+            print(f"{name:18s} {severity:3d} {p_ours:10.2f} {p_ref:9.2f} {diff}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", type=Path, default=None)
+    parser.add_argument("--severity", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", default="", help="comma-separated stridegen corruption names")
+    parser.add_argument("--skip-slow", action="store_true", help="skip imagecorruptions glass_blur (~minutes)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--parity", action="store_true", help="compare outputs with imagecorruptions instead")
+    args = parser.parse_args(argv)
+
+    from stridegen.augment.corruptions import CORRUPTIONS
+
+    image = _load_image(args.image)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(CORRUPTIONS)
+    if args.parity:
+        parity(image, names, args.skip_slow)
+        return 0
+    ic = _shim_imagecorruptions()
+    albu = _albumentations_transforms()
+    np.random.seed(0)  # noqa: NPY002 - imagecorruptions draws from numpy's global generator
+
+    print(f"image {image.shape[1]}x{image.shape[0]}, severity {args.severity}, median of {args.repeats}, "
+          f"cv2 {cv2.__version__} ({cv2.getNumThreads()} threads), numpy {np.__version__}")
+    header = f"{'corruption':20s} {'ours ms':>9s} {'imagecorr ms':>13s} {'x faster':>9s} {'albu ms':>9s} " \
+             f"{'x faster':>9s}  albumentations transform"
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for name in names:
+        corruption = CORRUPTIONS[name]
+        seeds = iter(range(10**6))
+        ours = _time_ms(lambda c=corruption, s=seeds: c.apply(image, args.severity, np.random.default_rng(next(s))),
+                        args.repeats)
+        ref = None
+        ic_name = IMAGECORRUPTIONS_NAMES.get(name)
+        if ic_name and not (args.skip_slow and name in SLOW_REFERENCE):
+            reps = 1 if name in SLOW_REFERENCE else args.repeats
+
+            def call(n: str = ic_name) -> np.ndarray:
+                return ic.corrupt(image, severity=args.severity, corruption_name=n)
+
+            if reps == 1:
+                start = time.perf_counter()
+                call()
+                ref = (time.perf_counter() - start) * 1000.0
+            else:
+                ref = _time_ms(call, reps)
+        alb = None
+        alb_label = ""
+        if name in albu:
+            alb_label, transform = albu[name]
+            alb = _time_ms(lambda t=transform: t(image=image)["image"], args.repeats)
+        row = {"corruption": name, "ours_ms": ours, "imagecorruptions_ms": ref, "albumentations_ms": alb,
+               "albumentations_transform": alb_label or None}
+        rows.append(row)
+
+        def fmt(v: float | None) -> str:
+            return f"{v:9.1f}" if v is not None else f"{'-':>9s}"
+
+        def ratio(v: float | None, base: float = ours) -> str:
+            return f"{v / base:8.1f}x" if v is not None else f"{'-':>9s}"
+
+        print(f"{name:20s} {fmt(ours)} {fmt(ref):>13s} {ratio(ref)} {fmt(alb)} {ratio(alb)}  {alb_label}",
+              flush=True)
+
+    goal_rows = [r for r in rows if r["corruption"] in GOALS and r["imagecorruptions_ms"]]
+    if goal_rows:
+        print("\ngoal: >= 5x faster than imagecorruptions for " + ", ".join(GOALS))
+        for r in goal_rows:
+            speedup = r["imagecorruptions_ms"] / r["ours_ms"]
+            print(f"  {r['corruption']:12s} {speedup:6.1f}x  {'ok' if speedup >= 5 else 'MISSED'}")
+    if args.json:
+        args.json.write_text(json.dumps({"severity": args.severity, "repeats": args.repeats, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""Augmenters: image corruptions for robustness splits (same QA on degraded images).
+
+``stridegen.augment.corruptions`` holds the registry; ``stridegen.augment.preview`` draws a corruption x
+severity contact sheet. The split builder that rewrites a built dataset is not written yet (it needs the shard
+reader).
+"""
+
+from stridegen.augment.corruptions import (
+    CAMERA_CORRUPTIONS,
+    CORRUPTIONS,
+    GROUPS,
+    SEVERITIES,
+    CameraSetCorruption,
+    Corruption,
+    PixelMap,
+    get_camera_corruption,
+    get_corruption,
+    resolve_names,
+    resolve_severities,
+)
+
+__all__ = [
+    "CAMERA_CORRUPTIONS",
+    "CORRUPTIONS",
+    "GROUPS",
+    "SEVERITIES",
+    "CameraSetCorruption",
+    "Corruption",
+    "PixelMap",
+    "get_camera_corruption",
+    "get_corruption",
+    "resolve_names",
+    "resolve_severities",
+]
