@@ -35,6 +35,8 @@ eval_app = typer.Typer(help="Score predictions against ground truth (nuScenes de
                        no_args_is_help=True)
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.eval.detection_cli", "eval_detection", "detection"),
+    ("stridegen.eval.tracking_cli", "eval_tracking", "tracking"),
+    ("stridegen.eval.lsr_cli", "eval_lsr", "lsr"),
 ]
 
 

@@ -1,0 +1,110 @@
+"""`stridegen eval lsr`: STRIDE-QA localization metrics from official bench files or stridegen records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def _official_inputs(bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any,
+                     on_invalid: str, missing: str) -> tuple[Any, dict[str, Any]]:
+    from stridegen.eval import strideqa_bench as sb
+    from stridegen.eval.lsr import read_predictions_jsonl
+
+    sheet = None
+    annotations = None
+    if bench_dir is not None:
+        sheet_path = bench_dir / "annotation_sheet.csv"
+        sheet = sb.read_annotation_sheet(sheet_path) if sheet_path.is_file() else None
+        annotations = sb.load_annotation_questions(bench_dir)
+    if responses is not None:
+        loaded = sb.load_responses(responses)
+        return sb.build_items(loaded, profile, sheet, annotations, on_invalid, missing)
+    # --bench-dir + --pred: join a predictions JSONL onto the bench questions.
+    assert annotations is not None and pred is not None
+    preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
+    merged = [dict(annotations[q], pred=p) for q, p in preds.items() if q in annotations]
+    unknown = [q for q in preds if q not in annotations]
+    if unknown and on_invalid == "error":
+        _fail(f"{pred}: {len(unknown)} predictions for question ids not in the bench (e.g. {unknown[0]!r})")
+    items, report = sb.build_items([(pred, merged)], profile, sheet, annotations, on_invalid, missing)
+    report["skipped"]["unknown_question_id"] = len(unknown) + report["skipped"].get("unknown_question_id", 0)
+    report["skipped"] = {k: v for k, v in sorted(report["skipped"].items()) if v}
+    report["dropped_prediction_lines"] = dropped
+    return items, report
+
+
+def eval_lsr(
+    out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, plots."),
+    bench_dir: Path | None = typer.Option(None, "--bench-dir", help="Official STRIDE-QA-Bench annotation folder "
+                                          "(strideqa_bench*_t*.json, annotation_sheet.csv)."),
+    responses: Path | None = typer.Option(None, "--responses", help="Official response file or folder (*_t*.json)."),
+    records: Path | None = typer.Option(None, "--records", help="stridegen LsrRecord JSONL (dataset stand-in)."),
+    dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder (not wired yet)."),
+    pred: Path | None = typer.Option(None, "--pred", help="Predictions JSONL: {question_id, pred} per line."),
+    profile: str | None = typer.Option(None, "--profile", help="paper | strideqa-bench | a YAML file. Default: "
+                                       "strideqa-bench for official inputs, paper otherwise."),
+    parser: str | None = typer.Option(None, "--parser", help="official | robust (default: the profile's)."),
+    on_invalid: str = typer.Option("error", "--on-invalid", help="Bad records: error | skip | fail (counted)."),
+    missing: str | None = typer.Option(None, "--missing", help="Questions without a prediction: exclude | fail. "
+                                       "Default: exclude for official responses (the toolkit's), fail otherwise."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
+) -> None:
+    """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
+    from stridegen.errors import StrideGenError
+    from stridegen.eval.lsr import evaluate, items_from_records, read_predictions_jsonl, read_records_jsonl
+    from stridegen.eval.lsr_report import write_reports
+    from stridegen.eval.tolerance import load_profile
+
+    if on_invalid not in ("error", "skip", "fail"):
+        _fail(f"--on-invalid must be error, skip or fail, got {on_invalid!r}")
+    if parser not in (None, "official", "robust"):
+        _fail(f"--parser must be official or robust, got {parser!r}")
+    if missing not in (None, "exclude", "fail"):
+        _fail(f"--missing must be exclude or fail, got {missing!r}")
+    official = bench_dir is not None or responses is not None
+    if dataset is not None:
+        _fail("--dataset is not wired to the HDF5 reader yet; export LsrRecord JSONL and pass --records")
+    if official and records is not None:
+        _fail("give either official inputs (--bench-dir/--responses) or --records, not both")
+    if not official and records is None:
+        _fail("give --responses [--bench-dir], --bench-dir --pred, or --records --pred")
+    if (records is not None or (bench_dir is not None and responses is None)) and pred is None:
+        _fail("--pred is required with --records and with --bench-dir alone")
+    if responses is not None and pred is not None:
+        _fail("--pred cannot be combined with --responses (responses already hold the answers)")
+    try:
+        prof = load_profile(profile or ("strideqa-bench" if official else "paper")).with_parser(parser)
+        if official:
+            items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
+        else:
+            assert records is not None and pred is not None
+            preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
+            items, report = items_from_records(read_records_jsonl(str(records)), preds, prof, on_invalid,
+                                               missing or "fail", str(pred))
+            report["dropped_prediction_lines"] = dropped
+        result = evaluate(items, prof)
+        paths = write_reports(result, out, report, plots=plots)
+    except (StrideGenError, ValueError) as exc:
+        _fail(str(exc))
+    summary = {name: rows[-1]["success_rate"] for name, rows in result.success_rates.items() if rows}
+    if result.temporal_consistency:
+        overall = result.temporal_consistency[0]
+        summary.update({"TLC": overall["TLC"], "MLSR": overall["MLSR"]})
+    typer.echo(json.dumps({"profile": prof.name, "parser": prof.parser, "avg": summary}, indent=2))
+    if result.counts["localization_slots"] and not result.counts["consistency_groups"]:
+        typer.echo("note: no group has a scenario relation, so TLC / MLSR are empty under this profile "
+                   "(the toolkit needs annotation_sheet.csv; --profile paper scores every group)", err=True)
+    skipped = sum(report.get("skipped", {}).values())
+    if skipped or report.get("missing_predictions"):
+        typer.echo(f"note: {skipped} records skipped, {report.get('missing_predictions', 0)} questions without a "
+                   f"prediction ({report.get('missing_policy')}); see {paths['json']}", err=True)
+    typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}")

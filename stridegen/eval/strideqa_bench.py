@@ -1,0 +1,350 @@
+"""Read the official STRIDE-QA-Bench formats: annotation folder and model response files.
+
+Formats (turingmotors/STRIDE-QA-Dataset, ``benchmarks/STRIDE-QA-Bench``, read for behaviour):
+
+- annotation folder: ``strideqa_bench*_t{0..3}.json`` (lists of question records) and ``annotation_sheet.csv``
+  (columns ``group_id, object_type, relation``; we also read an optional ``out_of_view`` column).
+- response files ``*_t*.json``: the question records with the model's answer added as ``pred``. Fields used:
+  ``question_id`` (``q00000234_g00018``: the group is the part after ``_g``), ``qa_category`` (gives the horizon
+  and whether the ego or the target is asked), ``gt_value`` (``{"distance"|"direction"|"velocity": number}``; one
+  record may hold distance and direction), ``unit`` and ``pred``.
+
+The conversion reproduces the toolkit's choices (group id from the question id, horizon and subject from the
+category table, annotation-sheet missing values as pandas reads them) so our numbers equal the toolkit's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stridegen.errors import MissingFileError, PredictionFormatError
+from stridegen.eval.lsr import ItemBuilder, LsrItems, gc_paused
+from stridegen.eval.tolerance import ToleranceProfile
+
+# qa_category -> (horizon in seconds, subject). From the toolkit's TIME_BUCKET / EGO_TARGET_DISTINCTION tables:
+# "ego_distance_data" asks the distance from the ego to the target, so its subject is the target.
+QA_CATEGORIES: dict[str, tuple[int, str]] = {
+    "ego_distance_data": (0, "target"),
+    "ego_speed_data": (0, "ego"),
+    "target_speed_data": (0, "target"),
+    "target_bearing_angle_data": (0, "target"),
+    **{f"ego_distance_data_4d_t{t}": (t, "target") for t in (1, 2, 3)},
+    **{f"ego_speed_data_4d_t{t}": (t, "ego") for t in (1, 2, 3)},
+    **{f"target_speed_data_4d_t{t}": (t, "target") for t in (1, 2, 3)},
+}
+# (subject, qa_type) -> our dimension code (index into lsr.DIMENSIONS).
+_DIMENSION_OF: dict[tuple[str, str], int] = {
+    ("target", "distance"): 0,
+    ("target", "direction"): 1,
+    ("target", "velocity"): 2,
+    ("ego", "velocity"): 3,
+}
+# qa_category -> (horizon, {qa_type: dimension code}) for the fast path.
+_CATEGORY_DIMS: dict[str, tuple[int, dict[str, int]]] = {
+    cat: (h, {qa: d for (subj, qa), d in _DIMENSION_OF.items() if subj == subject})
+    for cat, (h, subject) in QA_CATEGORIES.items()
+}
+# Strings pandas.read_csv reads as missing by default (pandas docs, ``na_values``): the toolkit reads the sheet
+# with pandas and drops groups whose relation is missing from TLC / MLSR, so the same cells must count as missing.
+PANDAS_NA_STRINGS = frozenset({
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+    "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+})
+_TRUE = {"1", "true", "yes", "y", "t"}
+_FALSE = {"0", "false", "no", "n", "f"}
+
+
+def extract_group_id(question_id: str) -> str:
+    """``q00000234_g00018`` -> ``g00018``; an id without ``_g`` is its own group (the toolkit's rule: the text
+    between the first and the second ``_g``)."""
+    if "_g" in question_id:
+        return "g" + question_id.split("_g")[1]
+    return question_id
+
+
+def read_annotation_sheet(path: str | Path) -> dict[str, dict[str, Any]]:
+    """group_id -> {object_type, relation, out_of_view}; missing cells (pandas' NA strings) become None."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(path, "annotation sheet not found")
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        fields = reader.fieldnames or []
+        if "group_id" not in fields:
+            raise PredictionFormatError(path, f"no 'group_id' column (columns: {fields})")
+        sheet: dict[str, dict[str, Any]] = {}
+        for line, row in enumerate(reader, start=2):
+            gid = row["group_id"]
+            if gid is None or gid in PANDAS_NA_STRINGS:
+                raise PredictionFormatError(path, f"line {line}: empty group_id")
+            entry = {
+                "object_type": _cell(row.get("object_type")),
+                "relation": _cell(row.get("relation")),
+                "out_of_view": _flag(path, line, _cell(row.get("out_of_view"))),
+            }
+            if gid in sheet and sheet[gid] != entry:
+                raise PredictionFormatError(path, f"line {line}: group {gid!r} listed twice with different labels")
+            sheet[gid] = entry
+    return sheet
+
+
+def _cell(value: str | None) -> str | None:
+    return None if value is None or value in PANDAS_NA_STRINGS else value
+
+
+def _flag(path: Path, line: int, value: str | None) -> int:
+    if value is None:
+        return -1
+    v = value.strip().lower()
+    if v in _TRUE:
+        return 1
+    if v in _FALSE:
+        return 0
+    raise PredictionFormatError(path, f"line {line}: out_of_view must be true/false, got {value!r}")
+
+
+def _load_json_list(path: Path) -> list[Any]:
+    try:
+        with path.open(encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise PredictionFormatError(path, f"not valid JSON: {exc}") from exc
+    if not isinstance(data, list):
+        raise PredictionFormatError(path, f"expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def response_files(responses: str | Path) -> list[Path]:
+    """A response file, or the toolkit's selection in a folder: sorted ``*_t*.json``."""
+    responses = Path(responses)
+    if responses.is_file():
+        return [responses]
+    if not responses.is_dir():
+        raise MissingFileError(responses, "responses path does not exist")
+    files = sorted(responses.glob("*_t*.json"))
+    if not files:
+        raise MissingFileError(responses, "no response files (*_t*.json)")
+    return files
+
+
+def load_responses(responses: str | Path) -> list[tuple[Path, list[Any]]]:
+    """(file, records) for each response file (see ``response_files``)."""
+    with gc_paused():  # json builds many small dicts and no cycles
+        return [(p, _load_json_list(p)) for p in response_files(responses)]
+
+
+def load_annotation_questions(bench_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """question_id -> annotation record from ``strideqa_bench*.json`` in the bench folder."""
+    bench_dir = Path(bench_dir)
+    files = sorted(bench_dir.glob("strideqa_bench*.json"))
+    if not files:
+        raise MissingFileError(bench_dir, "no strideqa_bench*.json annotation files")
+    questions: dict[str, dict[str, Any]] = {}
+    for path in files:
+        for i, rec in enumerate(_load_json_list(path)):
+            qid = rec.get("question_id") if isinstance(rec, dict) else None
+            if not isinstance(qid, str):
+                raise PredictionFormatError(path, f"record {i}: no question_id")
+            if qid in questions:
+                raise PredictionFormatError(path, f"record {i}: duplicate question_id {qid!r}")
+            questions[qid] = rec
+    return questions
+
+
+def _gt_number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    try:
+        v = float(x)
+    except OverflowError:  # an integer beyond float range
+        return None
+    return v if math.isfinite(v) else None
+
+
+def build_items(
+    responses: Iterable[tuple[Path, list[Any]]],
+    profile: ToleranceProfile,
+    sheet: dict[str, dict[str, Any]] | None = None,
+    annotations: dict[str, dict[str, Any]] | None = None,
+    on_invalid: str = "error",
+    missing: str = "exclude",
+) -> tuple[LsrItems, dict[str, Any]]:
+    """Items from official response records (see module docstring), with the input report.
+
+    ``annotations`` (optional): the bench questions; responses for other ids are rejected, a truth that differs
+    from the annotation is rejected, and questions without a response are counted (``missing="exclude"``, the
+    toolkit's behaviour: they are not scored) or scored as failures (``missing="fail"``).
+    """
+    if missing not in ("exclude", "fail"):
+        raise ValueError(f"missing must be 'exclude' or 'fail', got {missing!r}")
+    with gc_paused():
+        return _build_items(list(responses), profile, sheet or {}, annotations, on_invalid, missing)
+
+
+def _build_items(files: list[tuple[Path, list[Any]]], profile: ToleranceProfile, sheet: dict[str, dict[str, Any]],
+                 annotations: dict[str, dict[str, Any]] | None, on_invalid: str, missing: str
+                 ) -> tuple[LsrItems, dict[str, Any]]:
+    builder = ItemBuilder(", ".join(str(p) for p, _ in files) or "<responses>", on_invalid)
+    seen: set[str] = set()
+    n_records = 0
+    for path, records in files:
+        builder.source = str(path)
+        n_records += len(records)
+        _add_records(builder, records, sheet, annotations, seen)
+    n_missing = 0
+    if annotations is not None:
+        builder.source = "annotations"
+        for qid, rec in annotations.items():
+            if qid in seen:
+                continue
+            n_missing += 1
+            if missing == "fail":
+                _add_response(builder, rec, "annotation", sheet, None, seen, missing_pred_reason="missing_prediction")
+    for gid, v in sheet.items():
+        if v.get("out_of_view", -1) != -1 and gid in builder.group_index:
+            builder.group_out_of_view[builder.group_index[gid]] = v["out_of_view"]
+    labels = {gid: (v["relation"], v["object_type"]) for gid, v in sheet.items()}
+    builder.source = "responses"
+    items = builder.finish(profile, labels)
+    report = builder.report()
+    report.update({"files": [str(p) for p, _ in files], "records": n_records,
+                   "missing_predictions": n_missing, "missing_policy": missing})
+    return items, report
+
+
+def _add_records(builder: ItemBuilder, records: list[Any], sheet: dict[str, dict[str, Any]],
+                 annotations: dict[str, dict[str, Any]] | None, seen: set[str]) -> None:
+    """Add one file's records: column-wise when every record is well formed (the common case), else record by
+    record through ``_add_response``, which applies every check and the bad-input policy. Both add the same
+    items in the same order for valid records; repeated (group, horizon, dimension) slots are found for both at
+    ``ItemBuilder.finish``."""
+    if not _add_columnwise(builder, records, annotations, seen):
+        for i, rec in enumerate(records):
+            _add_response(builder, rec, f"record {i}", sheet, annotations, seen)
+
+
+def _add_columnwise(builder: ItemBuilder, records: list[Any], annotations: dict[str, dict[str, Any]] | None,
+                    seen: set[str]) -> bool:
+    """All-or-nothing fast path: False (nothing added) as soon as any record needs the careful path."""
+    try:
+        qids = list(map(itemgetter("question_id"), records))
+        categories = list(map(itemgetter("qa_category"), records))
+        gt_dicts = list(map(itemgetter("gt_value"), records))
+        preds = list(map(itemgetter("pred"), records))
+        infos = list(map(_CATEGORY_DIMS.get, categories))
+    except (KeyError, TypeError):  # a missing field, a record that is not an object, an unhashable category
+        return False
+    if not records or set(map(type, qids)) != {str} or set(map(type, preds)) != {str} \
+            or set(map(type, gt_dicts)) != {dict} or None in infos:
+        return False
+    unique_qids = set(qids)
+    if len(unique_qids) != len(qids) or "" in unique_qids or not unique_qids.isdisjoint(seen):
+        return False
+    if annotations is not None:
+        for qid, gt in zip(qids, gt_dicts, strict=True):
+            ann = annotations.get(qid)
+            if ann is None or ann.get("gt_value") != gt:
+                return False
+    sizes = list(map(len, gt_dicts))
+    raw = [v for d in gt_dicts for v in d.values()]
+    dims = [info[1].get(k) for info, d in zip(infos, gt_dicts, strict=True) for k in d]
+    if 0 in sizes or None in dims or not set(map(type, raw)) <= {float, int}:
+        return False
+    try:
+        if not np.isfinite(np.asarray(raw, dtype=np.float64)).all():
+            return False
+    except OverflowError:
+        return False
+    gids = ["g" + q.split("_g")[1] if "_g" in q else q for q in qids]
+    for gid in dict.fromkeys(gids):  # new groups get codes in order of first appearance, as record by record
+        builder.group_code(gid)
+    groups = np.fromiter(map(builder.group_index.__getitem__, gids), np.int64, len(gids))
+    horizons = np.fromiter((info[0] for info in infos), np.int64, len(infos))
+    if max(sizes) > 1:  # records with two values (distance and direction): repeat the per-record columns
+        per_item = np.repeat(np.arange(len(records)), sizes)
+        qids = np.asarray(qids, dtype=object)[per_item].tolist()
+        preds = np.asarray(preds, dtype=object)[per_item].tolist()
+        groups, horizons = groups[per_item], horizons[per_item]
+    builder.question_id.extend(qids)
+    builder.group.extend(groups.tolist())
+    builder.horizon.extend(horizons.tolist())
+    builder.dimension.extend(dims)  # type: ignore[arg-type]
+    builder.gt.extend(raw)
+    builder.text.extend(preds)
+    seen.update(unique_qids)
+    return True
+
+
+def _add_response(builder: ItemBuilder, rec: Any, where: str, sheet: dict[str, dict[str, Any]],
+                  annotations: dict[str, dict[str, Any]] | None, seen: set[str],
+                  missing_pred_reason: str | None = None) -> None:
+    if not isinstance(rec, dict):
+        builder.reject("record_not_an_object", where)
+        return
+    qid = rec.get("question_id")
+    if not isinstance(qid, str) or not qid:
+        builder.reject("missing_question_id", where)
+        return
+    where = f"{where} (question {qid!r})"
+    if qid in seen:
+        builder.reject("duplicate_question_id", where)
+        return
+    seen.add(qid)  # also when rejected below: a rejected response is not a missing one
+    if annotations is not None and qid not in annotations:
+        builder.reject("unknown_question_id", where)
+        return
+    category = QA_CATEGORIES.get(rec.get("qa_category"))  # type: ignore[arg-type]
+    if category is None:
+        builder.reject("unknown_qa_category", where)
+        return
+    horizon, subject = category
+    gt_values = rec.get("gt_value")
+    if not isinstance(gt_values, dict) or not gt_values:
+        builder.reject("missing_gt_value", where)
+        return
+    parsed_gt: list[tuple[int, float]] = []
+    for qa_type, raw in gt_values.items():
+        dim = _DIMENSION_OF.get((subject, qa_type))
+        gt = _gt_number(raw)
+        if dim is None:
+            builder.reject("unknown_qa_type", where)
+            return
+        if gt is None:
+            builder.reject("bad_gt_value", where)
+            return
+        if annotations is not None and annotations[qid].get("gt_value", {}).get(qa_type) != raw:
+            builder.reject("gt_differs_from_annotation", where)
+            return
+        parsed_gt.append((dim, gt))
+    text, reason = _response_text(builder, rec, where, missing_pred_reason)
+    if text is None and reason is None:
+        return
+    group_id = extract_group_id(qid)
+    oov = sheet.get(group_id, {}).get("out_of_view", -1)
+    for dim, gt in parsed_gt:
+        builder.add(qid, group_id, horizon, dim, gt, text, out_of_view=oov, where=where,
+                    reason=reason or "invalid_prediction")
+
+
+def _response_text(builder: ItemBuilder, rec: dict[str, Any], where: str, missing_pred_reason: str | None
+                   ) -> tuple[str | None, str | None]:
+    """(text, None) for a usable answer; (None, reason) for a forced failure; (None, None) when rejected."""
+    if missing_pred_reason is not None:
+        return None, missing_pred_reason
+    if "pred" not in rec:
+        problem = "missing_pred"
+    elif not isinstance(rec["pred"], str):
+        problem = "pred_not_text"
+    else:
+        return rec["pred"], None
+    if builder.bad_prediction(problem, where):
+        return None, problem
+    return None, None

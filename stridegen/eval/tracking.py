@@ -1,0 +1,877 @@
+"""nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...), vectorised over plain arrays.
+
+Reproduces the semantics of nuscenes-devkit 1.2.0 ``python-sdk/nuscenes/eval/tracking`` (``evaluate.py``,
+``algo.py``, ``loaders.py``, ``metrics.py``) and of the py-motmetrics 1.4.0 ``MOTAccumulator.update`` event logic
+it relies on, without either package:
+
+* filtering: class range on the xy distance to the ego pose, GT boxes with zero LiDAR + radar points, bicycles and
+  motorcycles inside a bicycle rack (``nuscenes/eval/common/loaders.py::filter_eval_boxes``);
+* every predicted box's score is replaced by the mean score of its track (per scene and tracking id), before the
+  missing timestamps of every GT and predicted track are filled by interpolation
+  (``nuscenes/eval/tracking/loaders.py::create_tracks`` / ``interpolate_tracks``, including the devkit's weighting);
+* per class: one association pass with all predictions gives the scores of the matched predictions, from which
+  ``num_thresholds`` (40) score thresholds are read off the recall curve starting at ``min_recall`` (0.1)
+  (``algo.py::compute_thresholds``); one association pass per distinct threshold gives the CLEAR-MOT counts;
+* association per frame as motmetrics does it: previous correspondences are kept first when still within the gate,
+  the rest is solved as a linear assignment on the centre distances gated at ``dist_th_tp`` (2 m); a match whose
+  object was last matched to another hypothesis is an identity switch;
+* AMOTA = mean of MOTAR over the 40 recall thresholds, AMOTP = mean of MOTP (unachieved thresholds take the
+  configured worst value); MOTA, MOTP, IDS, FRAG, ... are taken at the threshold with the best MOTA.
+
+Per class, all thresholds and all scenes are processed together: a frame step handles the same frame index of
+every scene, and the state (last matched hypothesis of every object) is an array with one row per threshold.
+Pairs alone in their row and column are matched directly; any contended (threshold, frame) goes to scipy's solver
+on the very matrix motmetrics would build, so even exact ties break the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from stridegen.errors import ConfigError
+
+# ---------------------------------------------------------------------------------------------- configuration
+
+# Values of nuscenes-devkit 1.2.0 ``nuscenes/eval/tracking/configs/tracking_nips_2019.json``.
+TRACKING_CLASSES: tuple[str, ...] = ("bicycle", "bus", "car", "motorcycle", "pedestrian", "trailer", "truck")
+_CLASS_RANGE_M: dict[str, float] = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "pedestrian": 40,
+                                    "motorcycle": 40, "bicycle": 40}
+_METRIC_WORST: dict[str, float] = {
+    "amota": 0.0, "amotp": 2.0, "recall": 0.0, "motar": 0.0, "mota": 0.0, "motp": 2.0, "mt": 0.0, "ml": -1.0,
+    "faf": 500, "gt": -1, "tp": 0.0, "fp": -1.0, "fn": -1.0, "ids": -1.0, "frag": -1.0, "tid": 20, "lgd": 20,
+}
+
+# nuscenes-devkit ``nuscenes/eval/tracking/utils.py::category_to_tracking_name``.
+CATEGORY_TO_TRACKING: dict[str, str] = {
+    "vehicle.bicycle": "bicycle", "vehicle.bus.bendy": "bus", "vehicle.bus.rigid": "bus", "vehicle.car": "car",
+    "vehicle.motorcycle": "motorcycle", "human.pedestrian.adult": "pedestrian",
+    "human.pedestrian.child": "pedestrian", "human.pedestrian.construction_worker": "pedestrian",
+    "human.pedestrian.police_officer": "pedestrian", "vehicle.trailer": "trailer", "vehicle.truck": "truck",
+}
+BIKE_RACK_CATEGORY = "static_object.bicycle_rack"
+BIKE_RACK_CLASSES = ("bicycle", "motorcycle")
+
+# nuscenes-devkit ``nuscenes/eval/tracking/constants.py``: the reported metrics, in the devkit's order.
+AMOT_METRICS = ("amota", "amotp")
+INTERNAL_METRICS = ("recall", "motar", "gt")
+LEGACY_METRICS = ("mota", "motp", "mt", "ml", "faf", "tp", "fp", "fn", "ids", "frag", "tid", "lgd")
+TRACKING_METRICS = (*AMOT_METRICS, *INTERNAL_METRICS, *LEGACY_METRICS)
+# Not reported by the devkit; computed from the same counts at the same (best-MOTA) threshold.
+EXTRA_METRICS = ("precision", "f1")
+# Per-threshold metric data (the devkit's ``TrackingMetricData`` fields, plus the extras).
+THRESHOLD_METRICS = ("recall", "motar", "mota", "motp", "faf", "gt", "tp", "mt", "ml", "fp", "fn", "ids", "frag",
+                     "tid", "lgd", *EXTRA_METRICS)
+# Summed over classes in the "all" summary; every other metric is the nan-mean over classes (devkit
+# ``TrackingMetrics.compute_metric``).
+SUMMED_METRICS = ("mt", "ml", "tp", "fp", "fn", "ids", "frag")
+# Sample period used by TID / LGD (devkit ``metrics.py``: "approx. sample period (0.5 sec)").
+_SAMPLE_PERIOD_S = 0.5
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """The devkit's ``TrackingConfig`` (defaults: ``tracking_nips_2019``)."""
+
+    class_range: dict[str, float] = field(default_factory=lambda: dict(_CLASS_RANGE_M))
+    dist_fcn: str = "center_distance"
+    dist_th_tp: float = 2.0
+    min_recall: float = 0.1
+    max_boxes_per_sample: int = 500
+    metric_worst: dict[str, float] = field(default_factory=lambda: dict(_METRIC_WORST))
+    num_thresholds: int = 40
+    pretty_names: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.dist_fcn != "center_distance":
+            raise ConfigError(f"tracking dist_fcn must be 'center_distance' (the devkit's only choice), "
+                              f"got {self.dist_fcn!r}")
+        if not self.class_range:
+            raise ConfigError("tracking class_range is empty")
+        missing = set(TRACKING_METRICS) - set(self.metric_worst)
+        if missing:
+            raise ConfigError(f"tracking metric_worst lacks {sorted(missing)}")
+        if self.num_thresholds < 1 or not 0.0 <= self.min_recall <= 1.0 or self.dist_th_tp <= 0:
+            raise ConfigError("tracking num_thresholds must be >= 1, min_recall in [0, 1], dist_th_tp > 0")
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Evaluated classes, sorted (devkit: ``sorted(class_range.keys())``)."""
+        return tuple(sorted(self.class_range))
+
+    @classmethod
+    def from_dict(cls, content: dict) -> TrackingConfig:
+        """Read the devkit's JSON layout (also the layout of ``configs/tracking_nips_2019.yaml``)."""
+        try:
+            names = content.get("tracking_names")
+            class_range = {str(k): float(v) for k, v in content["class_range"].items()}
+            if names is not None and set(names) != set(class_range):
+                raise ConfigError("tracking_names and class_range name different classes")
+            return cls(
+                class_range=class_range,
+                dist_fcn=str(content.get("dist_fcn", "center_distance")),
+                dist_th_tp=float(content["dist_th_tp"]),
+                min_recall=float(content["min_recall"]),
+                max_boxes_per_sample=int(content.get("max_boxes_per_sample", 500)),
+                metric_worst={str(k): float(v) for k, v in content["metric_worst"].items()},
+                num_thresholds=int(content["num_thresholds"]),
+                pretty_names={str(k): str(v) for k, v in content.get("pretty_tracking_names", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"invalid tracking config: {exc!r}") from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> TrackingConfig:
+        import yaml
+
+        try:
+            content = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read tracking config ({exc})") from None
+        if not isinstance(content, dict):
+            raise ConfigError(f"{path}: tracking config must be a mapping")
+        return cls.from_dict(content)
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The evaluated frames (nuScenes samples), scene after scene, each scene in time order.
+
+    ``scene`` [F] scene index (non-decreasing), ``timestamp_us`` [F] (strictly increasing within a scene),
+    ``ego_translation_global`` [F, 3] ego position of the frame's LiDAR sample, ``token`` [F] sample tokens.
+    """
+
+    scene: np.ndarray
+    timestamp_us: np.ndarray
+    ego_translation_global: np.ndarray
+    token: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        scene = np.asarray(self.scene, dtype=np.int64).reshape(-1)
+        n = scene.shape[0]
+        object.__setattr__(self, "scene", scene)
+        object.__setattr__(self, "timestamp_us", np.asarray(self.timestamp_us, dtype=np.int64).reshape(n))
+        object.__setattr__(self, "ego_translation_global",
+                           np.asarray(self.ego_translation_global, dtype=np.float64).reshape(n, 3))
+        if n and np.any(np.diff(scene) < 0):
+            raise ValueError("Timeline: frames must be grouped by scene in non-decreasing scene order")
+        same = np.diff(scene) == 0
+        if np.any(np.diff(self.timestamp_us)[same] <= 0):
+            raise ValueError("Timeline: timestamps must be strictly increasing within each scene")
+
+    def __len__(self) -> int:
+        return self.scene.shape[0]
+
+    @property
+    def scene_start(self) -> np.ndarray:
+        """[F] index of the first frame of each frame's scene."""
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        new = np.r_[True, np.diff(self.scene) != 0]
+        return np.maximum.accumulate(np.where(new, np.arange(n), 0))
+
+    @property
+    def local_index(self) -> np.ndarray:
+        """[F] index of each frame within its scene."""
+        return np.arange(len(self)) - self.scene_start
+
+
+@dataclass(frozen=True)
+class TrackBoxes:
+    """Boxes of GT or predicted tracks: one row per box; rows of one frame keep their input order.
+
+    ``frame`` indexes the ``Timeline``; ``score`` is -1 for GT; ``num_pts`` is LiDAR + radar points (-1: unknown,
+    never filtered).
+    """
+
+    frame: np.ndarray
+    track_id: np.ndarray
+    class_name: np.ndarray
+    translation_global: np.ndarray
+    score: np.ndarray
+    num_pts: np.ndarray
+
+    def __post_init__(self) -> None:
+        frame = np.asarray(self.frame, dtype=np.int64).reshape(-1)
+        n = frame.shape[0]
+        object.__setattr__(self, "frame", frame)
+        object.__setattr__(self, "track_id", _str_array(self.track_id, n))
+        object.__setattr__(self, "class_name", _str_array(self.class_name, n))
+        object.__setattr__(self, "translation_global",
+                           np.asarray(self.translation_global, dtype=np.float64).reshape(n, 3))
+        object.__setattr__(self, "score", np.asarray(self.score, dtype=np.float64).reshape(n))
+        object.__setattr__(self, "num_pts", np.asarray(self.num_pts, dtype=np.int64).reshape(n))
+
+    @classmethod
+    def create(cls, frame, track_id, class_name, translation_global, score=None, num_pts=None) -> TrackBoxes:
+        n = len(frame)
+        return cls(frame, track_id, class_name, translation_global,
+                   np.full(n, -1.0) if score is None else score,
+                   np.full(n, -1, dtype=np.int64) if num_pts is None else num_pts)
+
+    def __len__(self) -> int:
+        return self.frame.shape[0]
+
+    def take(self, index: np.ndarray) -> TrackBoxes:
+        return TrackBoxes(self.frame[index], self.track_id[index], self.class_name[index],
+                          self.translation_global[index], self.score[index], self.num_pts[index])
+
+    @staticmethod
+    def concat(parts: list[TrackBoxes]) -> TrackBoxes:
+        return TrackBoxes(*(np.concatenate([getattr(p, name) for p in parts])
+                            for name in ("frame", "track_id", "class_name", "translation_global", "score",
+                                         "num_pts")))
+
+
+@dataclass(frozen=True)
+class RackBoxes:
+    """Bicycle racks per frame (global frame): centre [R, 3], size [R, 3] as nuScenes [w, l, h], rotation [R, 4]
+    quaternion [w, x, y, z]."""
+
+    frame: np.ndarray
+    center_global: np.ndarray
+    size_wlh: np.ndarray
+    rotation_global: np.ndarray
+
+    @classmethod
+    def empty(cls) -> RackBoxes:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)))
+
+
+def _str_array(values, n: int) -> np.ndarray:
+    """Object array of ``n`` strings (an object array is taken as is)."""
+    if isinstance(values, np.ndarray) and values.dtype == object and values.shape == (n,):
+        return values
+    arr = np.empty(n, dtype=object)
+    arr[:] = [str(v) for v in values]
+    return arr
+
+
+def validate_tracks(boxes: TrackBoxes, timeline: Timeline, cfg: TrackingConfig, what: str) -> None:
+    """Raise ValueError naming the first bad row: frame out of range, unknown class, non-finite values, or a
+    tracking id used twice in one frame (the devkit's interpolation and matching assume unique ids per frame)."""
+    n = len(boxes)
+    if n == 0:
+        return
+    bad = np.flatnonzero((boxes.frame < 0) | (boxes.frame >= len(timeline)))
+    if bad.size:
+        raise ValueError(f"{what}: row {bad[0]} refers to frame {boxes.frame[bad[0]]} outside the timeline")
+    known = np.isin(boxes.class_name, np.array(cfg.class_names, dtype=object))
+    if not known.all():
+        i = int(np.flatnonzero(~known)[0])
+        raise ValueError(f"{what}: row {i} has class {boxes.class_name[i]!r}; expected one of {cfg.class_names}")
+    finite = np.isfinite(boxes.translation_global).all(axis=1) & np.isfinite(boxes.score)
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"{what}: row {i} has a non-finite translation or score")
+    _, track_code = np.unique(boxes.track_id, return_inverse=True)
+    key = boxes.frame * (int(track_code.max()) + 1) + track_code
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        i = int(first[np.flatnonzero(counts > 1)[0]])
+        raise ValueError(f"{what}: tracking id {boxes.track_id[i]!r} appears more than once in frame "
+                         f"{boxes.frame[i]}")
+
+
+# ---------------------------------------------------------------------------------------------- preparation
+
+
+def _order_by_frame(boxes: TrackBoxes) -> TrackBoxes:
+    return boxes.take(np.argsort(boxes.frame, kind="stable"))
+
+
+def filter_tracks(boxes: TrackBoxes, timeline: Timeline, cfg: TrackingConfig,
+                  racks: RackBoxes | None = None) -> TrackBoxes:
+    """Class range on the xy distance to the ego, zero-point boxes, bicycles/motorcycles in bike racks.
+
+    devkit ``filter_eval_boxes``: ``ego_dist < class_range[class]``, ``num_pts != 0`` (``-1`` passes), and a
+    bicycle / motorcycle whose centre lies in a ``static_object.bicycle_rack`` box of the same sample is removed.
+    """
+    ego_xy = boxes.translation_global[:, :2] - timeline.ego_translation_global[boxes.frame, :2]
+    ego_dist = np.sqrt(ego_xy[:, 0] ** 2 + ego_xy[:, 1] ** 2)
+    max_dist = np.array([cfg.class_range.get(c, -np.inf) for c in boxes.class_name], dtype=np.float64)
+    keep = (ego_dist < max_dist) & (boxes.num_pts != 0)
+    if racks is not None and len(racks.frame):
+        keep &= ~_in_bike_rack(boxes, racks)
+    return boxes.take(np.flatnonzero(keep))
+
+
+def _in_bike_rack(boxes: TrackBoxes, racks: RackBoxes) -> np.ndarray:
+    """[N] whether a bicycle/motorcycle centre lies inside (boundary inclusive) a rack of its frame.
+
+    devkit ``points_in_box``: the centre projected on the rack's three (fully rotated) axes lies within the box.
+    """
+    from stridegen.geometry import quat_to_rotmat
+
+    inside = np.zeros(len(boxes), dtype=bool)
+    candidates = np.flatnonzero(np.isin(boxes.class_name, np.array(BIKE_RACK_CLASSES, dtype=object)))
+    if candidates.size == 0 or len(racks.frame) == 0:
+        return inside
+    order = np.argsort(racks.frame, kind="stable")
+    rack_frame = np.asarray(racks.frame)[order]
+    n_frames = int(max(rack_frame.max(), boxes.frame[candidates].max())) + 1
+    count = np.bincount(rack_frame, minlength=n_frames)
+    first = np.cumsum(count) - count
+    # Every (candidate, rack of the same frame) pair.
+    n_per = count[boxes.frame[candidates]]
+    cand = np.repeat(candidates, n_per)
+    offsets = np.arange(cand.size) - np.repeat(np.cumsum(n_per) - n_per, n_per)
+    rack = order[first[boxes.frame[cand]] + offsets]
+    rot = quat_to_rotmat(np.asarray(racks.rotation_global, dtype=np.float64).reshape(-1, 4))  # [R, 3, 3]
+    half_lwh = 0.5 * np.asarray(racks.size_wlh, dtype=np.float64)[:, [1, 0, 2]]
+    delta = boxes.translation_global[cand] - np.asarray(racks.center_global, dtype=np.float64)[rack]
+    local = np.einsum("nij,ni->nj", rot[rack], delta)  # R^T (p - c)
+    hit = np.all(np.abs(local) <= half_lwh[rack], axis=1)
+    inside[cand[hit]] = True
+    return inside
+
+
+def average_track_scores(pred: TrackBoxes, timeline: Timeline) -> TrackBoxes:
+    """Replace every box's score by the mean score of its track (same scene and tracking id, any class).
+
+    devkit ``create_tracks``: the mean is ``np.mean`` over the track's scores in time order, taken before
+    interpolation; the per-track ``np.mean`` calls keep its summation order exactly.
+    """
+    if len(pred) == 0:
+        return pred
+    pred = _order_by_frame(pred)
+    _, track_code = np.unique(pred.track_id, return_inverse=True)
+    key = timeline.scene[pred.frame] * (int(track_code.max()) + 1) + track_code
+    order = np.argsort(key, kind="stable")  # each track's boxes stay in time order
+    sorted_scores = pred.score[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])
+    ends = np.r_[starts[1:], len(order)]
+    means = np.empty(len(starts))
+    for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        means[k] = np.mean(sorted_scores[a:b])
+    new_sorted = np.repeat(means, ends - starts)
+    score = np.empty_like(pred.score)
+    score[order] = new_sorted
+    return replace(pred, score=score)
+
+
+def interpolate_tracks(boxes: TrackBoxes, timeline: Timeline) -> TrackBoxes:
+    """Fill every frame between a track's first and last box that lacks a box of that track.
+
+    devkit ``interpolate_tracks``: the neighbours are the track's boxes just before and after the frame, with
+    ``right_ratio = (t_right - t) / (t_right - t_left)`` and value ``(1 - right_ratio) * left + right_ratio *
+    right`` (the devkit's weighting, kept as is); class and id come from the right box; the score is interpolated
+    the same way. New boxes follow the frame's own boxes, ordered by the first appearance of their track.
+    """
+    if len(boxes) == 0:
+        return boxes
+    boxes = _order_by_frame(boxes)
+    n = len(boxes)
+    _, track_code = np.unique(boxes.track_id, return_inverse=True)
+    key = timeline.scene[boxes.frame] * (int(track_code.max()) + 1) + track_code
+    order = np.argsort(key, kind="stable")
+    k_sorted = key[order]
+    same_next = k_sorted[1:] == k_sorted[:-1]
+    left = order[:-1][same_next]
+    right = order[1:][same_next]
+    gap = boxes.frame[right] - boxes.frame[left] - 1
+    has_gap = gap > 0
+    left, right, gap = left[has_gap], right[has_gap], gap[has_gap]
+    if left.size == 0:
+        return boxes
+    # One new box per missing frame.
+    rep_left = np.repeat(left, gap)
+    rep_right = np.repeat(right, gap)
+    first_new = np.cumsum(gap) - gap
+    offset = np.arange(int(gap.sum())) - np.repeat(first_new, gap) + 1
+    new_frame = boxes.frame[rep_left] + offset
+    t = timeline.timestamp_us[new_frame]
+    t_left = timeline.timestamp_us[boxes.frame[rep_left]]
+    t_right = timeline.timestamp_us[boxes.frame[rep_right]]
+    right_ratio = (t_right - t).astype(np.float64) / (t_right - t_left).astype(np.float64)
+    w_left = 1.0 - right_ratio
+    translation = (w_left[:, None] * boxes.translation_global[rep_left]
+                   + right_ratio[:, None] * boxes.translation_global[rep_right])
+    score = w_left * boxes.score[rep_left] + right_ratio * boxes.score[rep_right]
+    new = TrackBoxes(new_frame, boxes.track_id[rep_right], boxes.class_name[rep_right], translation, score,
+                     np.full(new_frame.shape[0], -1, dtype=np.int64))
+    # Order inside a frame: original boxes (input order), then new boxes by their track's first appearance.
+    first_seen = np.empty(n, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, ~same_next])
+    first_pos = np.minimum.reduceat(order, starts)  # boxes are in (frame, input) order, so min index = first
+    first_seen[order] = np.repeat(first_pos, np.diff(np.r_[starts, n]))
+    sort_key_old = np.arange(n)
+    sort_key_new = n + first_seen[rep_right]
+    merged = TrackBoxes.concat([boxes, new])
+    frame_all = merged.frame
+    sub_key = np.r_[sort_key_old, sort_key_new]
+    return merged.take(np.lexsort((sub_key, frame_all)))
+
+
+def prepare_tracks(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig,
+                   racks: RackBoxes | None = None, filter_boxes: bool = True) -> tuple[TrackBoxes, TrackBoxes]:
+    """The devkit's pipeline before accumulation: filter both, average predicted scores, interpolate both."""
+    validate_tracks(gt, timeline, cfg, "ground truth")
+    validate_tracks(pred, timeline, cfg, "predictions")
+    gt, pred = _order_by_frame(gt), _order_by_frame(pred)
+    if filter_boxes:
+        gt = filter_tracks(gt, timeline, cfg, racks)
+        pred = filter_tracks(pred, timeline, cfg, racks)
+    pred = average_track_scores(pred, timeline)
+    return interpolate_tracks(gt, timeline), interpolate_tracks(pred, timeline)
+
+
+# ---------------------------------------------------------------------------------------------- association
+
+
+@dataclass
+class _Problem:
+    """GT and predicted boxes of one class, sorted by (frame, input order), and their gated pairs.
+
+    Objects (GT tracks) and hypotheses (predicted tracks) are numbered per (scene, tracking id), as the devkit's
+    merge of per-scene accumulators does. Pairs are sorted by (frame index within the scene, frame, gt, pred), so
+    that one frame step handles the same frame index of every scene.
+    """
+
+    gt_frame: np.ndarray
+    gt_obj: np.ndarray
+    gt_track_id: np.ndarray
+    pr_frame: np.ndarray
+    pr_hyp: np.ndarray
+    pr_score: np.ndarray
+    gt_frame_start: np.ndarray  # [N_gt] first gt index of the gt's frame
+    gt_frame_size: np.ndarray
+    pr_frame_start: np.ndarray  # [N_pred] first pred index of the pred's frame
+    pr_frame_size: np.ndarray
+    pair_gt: np.ndarray
+    pair_pr: np.ndarray
+    pair_dist: np.ndarray
+    step_gt: list[np.ndarray]  # gt indices of each frame step
+    step_pairs: list[slice]
+    n_obj: int
+
+
+def _encode_ids(scene: np.ndarray, track_id: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense index per (scene, tracking id)."""
+    if len(track_id) == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    _, code = np.unique(track_id, return_inverse=True)
+    uniq, inv = np.unique(scene * (int(code.max()) + 1) + code, return_inverse=True)
+    return inv.astype(np.int64).reshape(-1), len(uniq)
+
+
+def _frame_ranges(frame: np.ndarray, n_frames: int) -> tuple[np.ndarray, np.ndarray]:
+    count = np.bincount(frame, minlength=n_frames)
+    first = np.cumsum(count) - count
+    return first[frame], count[frame]
+
+
+def _build_problem(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, dist_th: float) -> _Problem:
+    gt = gt.take(np.argsort(gt.frame, kind="stable"))
+    pred = pred.take(np.argsort(pred.frame, kind="stable"))
+    gt_obj, n_obj = _encode_ids(timeline.scene[gt.frame], gt.track_id)
+    pr_hyp, _ = _encode_ids(timeline.scene[pred.frame], pred.track_id)
+    n_frames = len(timeline)
+    gt_first, gt_count = _frame_ranges(gt.frame, n_frames)
+    pr_count_all = np.bincount(pred.frame, minlength=n_frames)
+    pr_first_all = np.cumsum(pr_count_all) - pr_count_all
+    pr_first, pr_count = pr_first_all[pred.frame], pr_count_all[pred.frame]
+
+    # Every (gt, pred) pair of a frame, in (frame, gt, pred) order.
+    n_per_gt = pr_count_all[gt.frame]
+    pair_gt = np.repeat(np.arange(len(gt)), n_per_gt)
+    start_of_gt = np.cumsum(n_per_gt) - n_per_gt
+    pair_pr = pr_first_all[gt.frame][pair_gt] + np.arange(pair_gt.size) - np.repeat(start_of_gt, n_per_gt)
+    # sklearn ``euclidean_distances`` as the devkit calls it: sqrt(max(-2 x.y + |x|^2 + |y|^2, 0)).
+    x = gt.translation_global[pair_gt, :2]
+    y = pred.translation_global[pair_pr, :2]
+    d2 = -2 * (x[:, 0] * y[:, 0] + x[:, 1] * y[:, 1])
+    d2 += x[:, 0] * x[:, 0] + x[:, 1] * x[:, 1]
+    d2 += y[:, 0] * y[:, 0] + y[:, 1] * y[:, 1]
+    dist = np.sqrt(np.maximum(d2, 0.0))
+    valid = dist < dist_th  # the devkit sets distances >= dist_th_tp to NaN: never paired
+    pair_gt, pair_pr, dist = pair_gt[valid], pair_pr[valid], dist[valid]
+
+    local = timeline.local_index
+    n_steps = int(local.max()) + 1 if n_frames else 0
+    pair_step = local[gt.frame[pair_gt]]
+    order = np.argsort(pair_step, kind="stable")
+    pair_gt, pair_pr, dist = pair_gt[order], pair_pr[order], dist[order]
+    bounds = np.searchsorted(pair_step[order], np.arange(n_steps + 1))
+    gt_step = local[gt.frame]
+    gt_step_order = np.argsort(gt_step, kind="stable")
+    gt_bounds = np.searchsorted(gt_step[gt_step_order], np.arange(n_steps + 1))
+    return _Problem(
+        gt_frame=gt.frame, gt_obj=gt_obj, gt_track_id=gt.track_id, pr_frame=pred.frame, pr_hyp=pr_hyp,
+        pr_score=pred.score, gt_frame_start=gt_first, gt_frame_size=gt_count, pr_frame_start=pr_first,
+        pr_frame_size=pr_count, pair_gt=pair_gt, pair_pr=pair_pr, pair_dist=dist,
+        step_gt=[gt_step_order[gt_bounds[k]:gt_bounds[k + 1]] for k in range(n_steps)],
+        step_pairs=[slice(int(bounds[k]), int(bounds[k + 1])) for k in range(n_steps)],
+        n_obj=n_obj,
+    )
+
+
+@dataclass
+class _Association:
+    """Per threshold row t: the pred matched to each GT box (-1: miss), whether it was a switch, its distance."""
+
+    gt_pred: np.ndarray  # [T, N_gt]
+    gt_switch: np.ndarray  # [T, N_gt]
+    gt_dist: np.ndarray  # [T, N_gt]
+
+
+def _assign_like_motmetrics(costs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """motmetrics 1.4.0 ``lap.lsa_solve_scipy``: NaN edges become a large constant, then scipy's solver."""
+    from scipy.optimize import linear_sum_assignment
+
+    valid = np.isfinite(costs)
+    if valid.all():
+        finite = costs.copy()
+    elif not valid.any():
+        finite = np.zeros_like(costs)
+    else:
+        r = min(costs.shape)
+        c = np.abs(costs[valid]).max() + 1
+        finite = np.where(valid, costs, 2 * r * c + 1)
+    rids, cids = linear_sum_assignment(finite)
+    keep = valid[rids, cids]
+    return rids[keep], cids[keep]
+
+
+def _associate(p: _Problem, active: np.ndarray) -> _Association:
+    """motmetrics' per-frame association (``MOTAccumulator.update``) for every threshold row of ``active``
+    ([T, N_pred]: which predictions pass the row's score threshold) at once."""
+    n_t, n_pr = active.shape
+    n_gt = p.gt_obj.shape[0]
+    m = np.full((n_t, p.n_obj), -1, dtype=np.int64)  # last hypothesis each object was matched to
+    gt_pred = np.full((n_t, n_gt), -1, dtype=np.int64)
+    gt_switch = np.zeros((n_t, n_gt), dtype=bool)
+    gt_dist = np.full((n_t, n_gt), np.nan)
+    pr_matched = np.zeros((n_t, n_pr), dtype=bool)
+    for k, sl in enumerate(p.step_pairs):
+        pi, pj, pd = p.pair_gt[sl], p.pair_pr[sl], p.pair_dist[sl]
+        if pi.size == 0:
+            continue
+        act = active[:, pj]
+        # 1. Previous correspondences still within the gate are kept; the first GT row of the frame claiming a
+        # hypothesis wins (ids are unique per frame, so a row has at most one such pair).
+        t1, q1 = np.nonzero((m[:, p.gt_obj[pi]] == p.pr_hyp[pj][None, :]) & act)
+        if t1.size:
+            _, first = np.unique(t1 * n_pr + pj[q1], return_index=True)
+            t1, q1 = t1[first], q1[first]
+            gt_pred[t1, pi[q1]] = pj[q1]
+            gt_dist[t1, pi[q1]] = pd[q1]
+            pr_matched[t1, pj[q1]] = True
+        # 2. Linear assignment of the remaining pairs.
+        t2, q2 = np.nonzero(act & (gt_pred[:, pi] < 0) & ~pr_matched[:, pj])
+        if t2.size:
+            t2, q2 = _assign_step(p, t2, q2, pi, pj, pd, active, gt_pred, pr_matched)
+            gi, gj = pi[q2], pj[q2]
+            prev = m[t2, p.gt_obj[gi]]
+            gt_switch[t2, gi] = (prev >= 0) & (prev != p.pr_hyp[gj])
+            gt_pred[t2, gi] = gj
+            gt_dist[t2, gi] = pd[q2]
+            pr_matched[t2, gj] = True
+        # 5. Remember this frame's correspondences.
+        gi_all = p.step_gt[k]
+        tt, ii = np.nonzero(gt_pred[:, gi_all] >= 0)
+        if tt.size:
+            g = gi_all[ii]
+            m[tt, p.gt_obj[g]] = p.pr_hyp[gt_pred[tt, g]]
+    return _Association(gt_pred, gt_switch, gt_dist)
+
+
+def _assign_step(p: _Problem, t2: np.ndarray, q2: np.ndarray, pi: np.ndarray, pj: np.ndarray, pd: np.ndarray,
+                 active: np.ndarray, gt_pred: np.ndarray, pr_matched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Matches (row t, pair q) of step 2 among the open pairs (t2, q2).
+
+    A pair alone in its row and its column is in every maximum-cardinality assignment, hence in motmetrics' one.
+    Any (threshold, frame) with a contended pair is solved on the very matrix motmetrics builds (all GT rows,
+    the active predictions as columns, NaN where gated or already matched), so ties break the same way.
+    """
+    n_gt, n_pr = gt_pred.shape[1], active.shape[1]
+    _, row_inv, row_cnt = np.unique(t2 * n_gt + pi[q2], return_inverse=True, return_counts=True)
+    _, col_inv, col_cnt = np.unique(t2 * n_pr + pj[q2], return_inverse=True, return_counts=True)
+    alone = (row_cnt[row_inv.reshape(-1)] == 1) & (col_cnt[col_inv.reshape(-1)] == 1)
+    if alone.all():
+        return t2, q2
+    frame_key = t2 * (p.gt_frame_start.shape[0] + 1) + p.gt_frame_start[pi[q2]]
+    hard_keys = np.unique(frame_key[~alone])
+    easy = ~np.isin(frame_key, hard_keys)
+    out_t, out_q = [t2[easy]], [q2[easy]]
+    for key in hard_keys:
+        sel = frame_key == key
+        t = int(t2[sel][0])
+        qs = q2[sel]
+        g0 = int(p.gt_frame_start[pi[qs[0]]])
+        p0 = int(p.pr_frame_start[pj[qs[0]]])
+        cols = p0 + np.flatnonzero(active[t, p0:p0 + int(p.pr_frame_size[pj[qs[0]]])])
+        col = np.searchsorted(cols, pj[qs])  # open pairs have active predictions: all found
+        costs = np.full((int(p.gt_frame_size[pi[qs[0]]]), cols.size), np.nan)
+        costs[pi[qs] - g0, col] = pd[qs]
+        rids, cids = _assign_like_motmetrics(costs)
+        q_of = {(int(r), int(c)): int(q) for r, c, q in zip(pi[qs] - g0, col, qs, strict=True)}
+        out_q.append(np.array([q_of[(int(r), int(c))] for r, c in zip(rids, cids, strict=True)], dtype=np.int64))
+        out_t.append(np.full(out_q[-1].size, t, dtype=np.int64))
+    return np.concatenate(out_t), np.concatenate(out_q)
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+def _per_threshold_metrics(p: _Problem, assoc: _Association, active: np.ndarray,
+                           n_frames: int) -> dict[str, np.ndarray]:
+    """motmetrics / devkit metrics (``MOT_METRIC_MAP``) of each threshold row; arrays [T]."""
+    n_t = active.shape[0]
+    n_obj_boxes = p.gt_obj.shape[0]
+    tracked = assoc.gt_pred >= 0
+    n_det = tracked.sum(axis=1)
+    n_switch = assoc.gt_switch.sum(axis=1)
+    n_match = n_det - n_switch
+    n_pred = active.sum(axis=1)
+    n_fp = n_pred - n_det
+    n_miss = n_obj_boxes - n_det
+    has_gt = np.zeros(n_frames, dtype=bool)
+    has_gt[p.gt_frame] = True
+    counted = np.broadcast_to(has_gt, (n_t, n_frames)).copy()
+    tt, jj = np.nonzero(active)
+    counted[tt, p.pr_frame[jj]] = True
+    # devkit frame ids: frames with a GT or an active prediction are numbered; differences within a scene are
+    # all the metrics use, so one running count over all scenes does.
+    frame_id = np.cumsum(counted, axis=1)
+    n_frames_counted = counted.sum(axis=1)
+    sum_dist = np.where(tracked, assoc.gt_dist, 0.0).sum(axis=1)
+    out = {name: np.full(n_t, np.nan) for name in THRESHOLD_METRICS}
+    out.update(gt=np.full(n_t, float(n_obj_boxes)), tp=n_match.astype(float), fp=n_fp.astype(float),
+               fn=n_miss.astype(float), ids=n_switch.astype(float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["mota"] = np.maximum(0.0, 1.0 - (n_miss + n_switch + n_fp) / n_obj_boxes)
+        out["motp"] = np.where(n_det == 0, np.nan, sum_dist / np.maximum(n_det, 1))
+        # devkit ``motar``: recall from the MATCH events only.
+        recall = n_match / n_obj_boxes
+        nominator = (n_miss + n_switch + n_fp) - (1 - recall) * n_obj_boxes
+        denominator = recall * n_obj_boxes
+        out["motar"] = np.where(denominator == 0, np.nan, np.maximum(0, 1 - nominator / denominator))
+        out["faf"] = n_fp / n_frames_counted * 100
+        out["recall"] = n_det / n_obj_boxes
+        out["precision"] = np.where(n_det + n_fp == 0, np.nan, n_det / (n_fp + n_det))
+        out["f1"] = 2 * n_det / (n_obj_boxes + n_pred)
+    # Per-object metrics from each object's boxes in time order.
+    order = np.lexsort((p.gt_frame, p.gt_obj))
+    obj_sorted = p.gt_obj[order]
+    starts = np.flatnonzero(np.r_[True, obj_sorted[1:] != obj_sorted[:-1]])
+    for t in range(n_t):
+        _object_metrics(out, t, tracked[t, order], frame_id[t, p.gt_frame[order]], starts)
+    return out
+
+
+def _object_metrics(out: dict[str, np.ndarray], t: int, tr: np.ndarray, f: np.ndarray,
+                    s0: np.ndarray) -> None:
+    """MT, ML, FRAG, TID, LGD of row t; ``tr`` / ``f``: tracked flag / frame id of each box, grouped by object
+    (segments start at ``s0``), each object in time order."""
+    n = tr.size
+    n_obj = s0.size
+    lengths = np.diff(np.r_[s0, n])
+    seg = np.repeat(np.arange(n_obj), lengths)
+    n_tracked = np.add.reduceat(tr.astype(np.int64), s0)
+    # motmetrics ``track_ratios``: tracked / frequency; MT >= 0.8, ML < 0.2.
+    ratio = n_tracked / lengths
+    out["mt"][t] = np.count_nonzero(ratio >= 0.8)
+    out["ml"][t] = np.count_nonzero(ratio < 0.2)
+    pos = np.arange(n)
+    first_tr = np.minimum.reduceat(np.where(tr, pos, n), s0)
+    last_tr = np.maximum.reduceat(np.where(tr, pos, -1), s0)
+    # devkit ``num_fragmentations_custom``: tracked -> missed transitions before the object's last tracked box.
+    drop = np.zeros(n, dtype=bool)
+    drop[1:] = tr[:-1] & ~tr[1:] & (seg[1:] == seg[:-1])
+    out["frag"][t] = np.count_nonzero(drop & (pos < last_tr[seg]))
+    matched = n_tracked > 0
+    n_matched = int(np.count_nonzero(matched))
+    if n_matched == 0:
+        return  # devkit: TID and LGD are NaN without a matched object
+    # devkit ``track_initialization_duration``: frames from the first box to the first tracked box.
+    tid = (f[first_tr[matched]] - f[s0[matched]]) * _SAMPLE_PERIOD_S
+    out["tid"][t] = float(np.sum(tid)) / n_matched
+    # devkit ``longest_gap_duration``: longest run of frames without a match between first and last box.
+    tp_pos = pos[tr]
+    new_obj = np.r_[True, seg[tp_pos][1:] != seg[tp_pos][:-1]]
+    gap_before = np.empty(tp_pos.size, dtype=np.int64)
+    gap_before[new_obj] = f[tp_pos[new_obj]] - f[s0[seg[tp_pos[new_obj]]]]
+    cont = np.flatnonzero(~new_obj)
+    gap_before[cont] = f[tp_pos[cont]] - f[tp_pos[cont - 1]] - 1
+    gaps = np.zeros(n, dtype=np.int64)
+    gaps[tp_pos] = gap_before
+    longest = np.maximum.reduceat(gaps, s0)
+    trailing = f[s0 + lengths - 1] - f[np.maximum(last_tr, 0)]
+    longest = np.where(matched, np.maximum(longest, trailing), 0)
+    out["lgd"][t] = float(np.sum(longest * _SAMPLE_PERIOD_S)) / n_matched
+
+
+# ---------------------------------------------------------------------------------------------- thresholds
+
+
+def compute_thresholds(match_scores: np.ndarray, gt_box_count: int, min_recall: float,
+                       num_thresholds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Score thresholds at ``num_thresholds`` recall values from ``min_recall`` to 1, highest recall first.
+
+    devkit ``TrackingEvaluation.compute_thresholds``: the scores of the matched predictions sorted high to low
+    give recall k / n_gt at the k-th score; thresholds are interpolated on that curve (``np.interp(..., right=0)``)
+    and are NaN above the maximum achieved recall. Returned reversed (NaNs first), as the devkit stores them.
+    """
+    rec_interp = np.linspace(min_recall, 1, num_thresholds).round(12)
+    if match_scores.size == 0:
+        return np.full(num_thresholds, np.nan), np.full(num_thresholds, np.nan)
+    scores = np.sort(np.asarray(match_scores, dtype=np.float64))[::-1]
+    rec = np.arange(1, scores.size + 1) / gt_box_count
+    thresholds = np.interp(rec_interp, rec, scores, right=0)
+    thresholds[rec_interp > np.max(rec)] = np.nan
+    return thresholds[::-1].copy(), rec_interp[::-1].copy()
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class ClassMetricData:
+    """Per recall threshold values of one class (the devkit's ``TrackingMetricData``): arrays [num_thresholds]."""
+
+    confidence: np.ndarray
+    recall_hypo: np.ndarray
+    metrics: dict[str, np.ndarray]
+
+    def serialize(self) -> dict[str, list[float]]:
+        out = {"confidence": _json_list(self.confidence), "recall_hypo": _json_list(self.recall_hypo)}
+        out.update({k: _json_list(v) for k, v in self.metrics.items()})
+        return out
+
+
+@dataclass
+class TrackingResult:
+    """Per-class metrics (``label_metrics[metric][class]``), the class aggregate and the per-threshold data."""
+
+    cfg: TrackingConfig
+    label_metrics: dict[str, dict[str, float]]
+    metric_data: dict[str, ClassMetricData]
+    eval_time_s: float = 0.0
+    info: dict[str, object] = field(default_factory=dict)
+
+    def summary(self, metric: str) -> float:
+        """Aggregate over classes: a sum (NaN ignored) for counts, else the mean of the non-NaN classes."""
+        values = np.array(list(self.label_metrics[metric].values()), dtype=np.float64)
+        if values.size == 0:
+            return math.nan
+        if metric in SUMMED_METRICS:
+            return float(np.nansum(values))
+        finite = values[~np.isnan(values)]
+        return float(finite.mean()) if finite.size else math.nan
+
+    def serialize(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "label_metrics": {m: {c: _json_float(v) for c, v in per.items()} for m, per in self.label_metrics.items()},
+            "eval_time": self.eval_time_s,
+            "cfg": {"class_range": dict(self.cfg.class_range), "dist_fcn": self.cfg.dist_fcn,
+                    "dist_th_tp": self.cfg.dist_th_tp, "min_recall": self.cfg.min_recall,
+                    "max_boxes_per_sample": self.cfg.max_boxes_per_sample,
+                    "metric_worst": dict(self.cfg.metric_worst), "num_thresholds": self.cfg.num_thresholds},
+            "metrics_details": {c: md.serialize() for c, md in self.metric_data.items()},
+            "info": self.info,
+        }
+        for metric in self.label_metrics:
+            out[metric] = _json_float(self.summary(metric))
+        return out
+
+
+def _json_float(v: float) -> float | None:
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def _json_list(values: np.ndarray) -> list[float | None]:
+    return [_json_float(v) for v in np.asarray(values, dtype=np.float64)]
+
+
+def _expand_to_thresholds(values: np.ndarray, thresholds: np.ndarray, unique_thr: np.ndarray) -> np.ndarray:
+    """Per distinct threshold values -> one value per threshold slot, NaN for unachieved recall (devkit order)."""
+    n_nan = int(np.isnan(thresholds).sum())
+    reps = np.array([np.sum(thresholds == u) for u in unique_thr], dtype=np.int64)
+    return np.concatenate([np.full(n_nan, np.nan), np.repeat(values, reps)])
+
+
+def _worst_data(cfg: TrackingConfig, n_boxes: int, n_tracks: int) -> dict[str, np.ndarray]:
+    """devkit ``accumulate`` when no recall threshold is achieved: worst value of each metric."""
+    out = {}
+    for name in THRESHOLD_METRICS:
+        worst = cfg.metric_worst.get(name, math.nan)
+        if worst == -1:
+            worst = {"ml": n_tracks, "gt": n_boxes, "fn": n_boxes}.get(name, math.nan)
+        out[name] = np.full(cfg.num_thresholds, float(worst))
+    return out
+
+
+def evaluate_prepared(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig) -> TrackingResult:
+    """Metrics of already filtered / averaged / interpolated tracks (see ``prepare_tracks``)."""
+    import time
+
+    start = time.perf_counter()
+    label_metrics = {m: dict.fromkeys(cfg.class_names, math.nan) for m in (*TRACKING_METRICS, *EXTRA_METRICS)}
+    metric_data: dict[str, ClassMetricData] = {}
+    for name in cfg.class_names:
+        data = evaluate_class(gt.take(np.flatnonzero(gt.class_name == name)),
+                              pred.take(np.flatnonzero(pred.class_name == name)), timeline, cfg)
+        metric_data[name] = data
+        _summarize_class(label_metrics, name, data.metrics, cfg)
+    return TrackingResult(cfg, label_metrics, metric_data, time.perf_counter() - start)
+
+
+def evaluate_class(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig) -> ClassMetricData:
+    """devkit ``TrackingEvaluation.accumulate`` for the boxes of one class: metrics at every recall threshold."""
+    n_thr = cfg.num_thresholds
+    if len(gt) == 0:  # devkit: a class without GT keeps NaN everywhere
+        nan = np.full(n_thr, np.nan)
+        return ClassMetricData(nan, nan.copy(), {k: nan.copy() for k in THRESHOLD_METRICS})
+    problem = _build_problem(gt, pred, timeline, cfg.dist_th_tp)
+    n_boxes = problem.gt_obj.shape[0]
+    # Pass 1, all predictions: the scores of the MATCH (not SWITCH) predictions give the thresholds.
+    first = _associate(problem, np.ones((1, problem.pr_hyp.shape[0]), dtype=bool))
+    hit = (first.gt_pred[0] >= 0) & ~first.gt_switch[0]
+    thr, rec = compute_thresholds(problem.pr_score[first.gt_pred[0][hit]], n_boxes, cfg.min_recall, n_thr)
+    unique = np.array(list(dict.fromkeys(thr[~np.isnan(thr)].tolist())), dtype=np.float64)  # devkit skips repeats
+    if unique.size == 0:
+        return ClassMetricData(thr, rec, _worst_data(cfg, n_boxes, np.unique(problem.gt_track_id).size))
+    # Pass 2: one row per distinct threshold; a prediction takes part where its (track mean) score >= threshold.
+    active = problem.pr_score[None, :] >= unique[:, None]
+    assoc = _associate(problem, active)
+    per_row = _per_threshold_metrics(problem, assoc, active, len(timeline))
+    return ClassMetricData(thr, rec, {k: _expand_to_thresholds(per_row[k], thr, unique) for k in THRESHOLD_METRICS})
+
+
+def _summarize_class(label_metrics: dict[str, dict[str, float]], name: str, data: dict[str, np.ndarray],
+                     cfg: TrackingConfig) -> None:
+    """devkit ``TrackingEval.evaluate`` step 2: values at the best-MOTA threshold, AMOTA / AMOTP averages."""
+    if not np.all(np.isnan(data["mota"])):
+        best = int(np.nanargmax(data["mota"]))
+        for metric in (*INTERNAL_METRICS, *LEGACY_METRICS, *EXTRA_METRICS):
+            label_metrics[metric][name] = float(data[metric][best])
+    for avg, per_thr in (("amota", "motar"), ("amotp", "motp")):
+        values = data[per_thr].copy()
+        if np.all(np.isnan(values)):
+            label_metrics[avg][name] = math.nan
+        else:
+            values[np.isnan(values)] = cfg.metric_worst[avg]
+            label_metrics[avg][name] = float(np.mean(values))
+
+
+def evaluate_tracking(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig | None = None,
+                      racks: RackBoxes | None = None, filter_boxes: bool = True) -> TrackingResult:
+    """The nuScenes tracking evaluation of raw GT and predicted boxes: prepare (filter, average, interpolate)
+    then accumulate every class at every recall threshold."""
+    cfg = cfg or TrackingConfig()
+    gt_p, pred_p = prepare_tracks(gt, pred, timeline, cfg, racks, filter_boxes)
+    result = evaluate_prepared(gt_p, pred_p, timeline, cfg)
+    result.info.update({"gt_boxes_in": len(gt), "gt_boxes_evaluated": len(gt_p), "pred_boxes_in": len(pred),
+                        "pred_boxes_evaluated": len(pred_p)})
+    return result

@@ -1,0 +1,215 @@
+"""Read and validate nuScenes tracking-results JSON files.
+
+Format (https://www.nuscenes.org/tracking, "Results format"; the devkit reads it with ``load_prediction`` and
+``TrackingBox.deserialize``)::
+
+    {"meta": {...},
+     "results": {sample_token: [{"sample_token", "translation": [x, y, z], "size": [w, l, h],
+                                 "rotation": [w, x, y, z], "velocity": [vx, vy], "tracking_id",
+                                 "tracking_name", "tracking_score"}, ...]}}
+
+Every problem raises ``PredictionFormatError`` naming the file, the sample token, the box index and the field:
+missing or mistyped fields, non-finite numbers (a NaN velocity is accepted: velocities play no part in the
+tracking metrics, and the devkit accepts them), unknown class names, an entry whose ``sample_token`` differs from
+its key, a key given twice (JSON would keep only the last), a tracking id used twice in one sample (the devkit's
+interpolation and matching would silently mis-handle it), more than ``max_boxes_per_sample`` boxes.
+An optional integer ``num_pts`` is kept: the devkit reads it too and drops boxes where it is 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from stridegen.errors import PredictionFormatError
+from stridegen.eval.tracking import TRACKING_CLASSES
+
+REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity", "tracking_id",
+                                    "tracking_name", "tracking_score")
+_VECTOR_FIELDS = {"translation": 3, "size": 3, "rotation": 4, "velocity": 2}
+
+
+@dataclass
+class TrackingResults:
+    """A validated results file: one row per box, in file order."""
+
+    path: str
+    meta: dict
+    sample_tokens: list[str]  # keys of "results", in file order
+    sample_token: np.ndarray  # [N] object
+    translation: np.ndarray  # [N, 3] global frame
+    size_wlh: np.ndarray  # [N, 3]
+    rotation: np.ndarray  # [N, 4] [w, x, y, z]
+    velocity: np.ndarray  # [N, 2]
+    tracking_id: np.ndarray  # [N] object (str)
+    tracking_name: np.ndarray  # [N] object (str)
+    tracking_score: np.ndarray  # [N]
+    num_pts: np.ndarray  # [N] optional "num_pts" of the file, -1 where absent (0 is filtered, as in the devkit)
+    nan_velocity: int  # boxes with a NaN velocity (accepted, unused by the metrics)
+
+    def __len__(self) -> int:
+        return self.translation.shape[0]
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def _read_json(path: Path) -> object:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PredictionFormatError(path, "results file does not exist") from None
+    except OSError as exc:
+        raise PredictionFormatError(path, f"cannot read results file: {exc}") from exc
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except _DuplicateKeyError as exc:
+        raise PredictionFormatError(path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last "
+                                          "one)") from None
+    except json.JSONDecodeError as exc:
+        raise PredictionFormatError(path, f"not valid JSON: {exc}") from None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
+    n = _VECTOR_FIELDS[name]
+    if not isinstance(value, (list, tuple)) or len(value) != n or not all(_is_number(v) for v in value):
+        raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {n} numbers, got {value!r}")
+    out = [float(v) for v in value]
+    if not all(math.isfinite(v) or (allow_nan and math.isnan(v)) for v in out):
+        raise PredictionFormatError(path, f"{where}: field {name!r} has a non-finite value {out}")
+    return out
+
+
+def _check_box(path: Path, key: str, index: int, box: object, class_names: Collection[str]) -> tuple:
+    where = f"results[{key!r}][{index}]"
+    if not isinstance(box, dict):
+        raise PredictionFormatError(path, f"{where}: a box must be an object, got {type(box).__name__}")
+    missing = [f for f in REQUIRED_FIELDS if f not in box]
+    if missing:
+        raise PredictionFormatError(path, f"{where}: missing field(s) {missing}")
+    if box["sample_token"] != key:
+        raise PredictionFormatError(path, f"{where}: sample_token {box['sample_token']!r} differs from its key")
+    translation = _vector(path, where, "translation", box["translation"], allow_nan=False)
+    size = _vector(path, where, "size", box["size"], allow_nan=False)
+    rotation = _vector(path, where, "rotation", box["rotation"], allow_nan=False)
+    velocity = _vector(path, where, "velocity", box["velocity"], allow_nan=True)
+    track_id = box["tracking_id"]
+    if isinstance(track_id, bool) or not isinstance(track_id, (str, int)) or str(track_id) == "":
+        raise PredictionFormatError(path, f"{where}: field 'tracking_id' must be a non-empty string or an "
+                                          f"integer, got {track_id!r}")
+    name = box["tracking_name"]
+    if name not in class_names:
+        raise PredictionFormatError(path, f"{where}: tracking_name {name!r} is not one of {sorted(class_names)}")
+    score = box["tracking_score"]
+    if not _is_number(score) or not math.isfinite(float(score)):
+        raise PredictionFormatError(path, f"{where}: field 'tracking_score' must be a finite number, "
+                                          f"got {score!r}")
+    num_pts = box.get("num_pts", -1)  # optional; the devkit drops boxes with num_pts == 0
+    if isinstance(num_pts, bool) or not isinstance(num_pts, int):
+        raise PredictionFormatError(path, f"{where}: optional field 'num_pts' must be an integer, got {num_pts!r}")
+    return key, translation, size, rotation, velocity, str(track_id), str(name), float(score), num_pts
+
+
+def parse_tracking_results(data: object, path: str | Path = "<results>",
+                           class_names: Collection[str] = TRACKING_CLASSES, max_boxes_per_sample: int = 500,
+                           known_sample_tokens: Collection[str] | None = None) -> TrackingResults:
+    """Validate an already decoded results document (see the module docstring for what is checked).
+
+    ``known_sample_tokens``: the ground-truth samples; a results key outside them is an error (wrong split or
+    wrong log).
+    """
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise PredictionFormatError(path, "top level must be an object with 'meta' and 'results'")
+    if "results" not in data:
+        raise PredictionFormatError(path, "missing top-level field 'results'")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise PredictionFormatError(path, "field 'meta' must be an object")
+    results = data["results"]
+    if not isinstance(results, dict):
+        raise PredictionFormatError(path, "field 'results' must be an object {sample_token: [boxes]}")
+    if known_sample_tokens is not None:
+        known = set(known_sample_tokens)
+        unknown = [t for t in results if t not in known]
+        if unknown:
+            raise PredictionFormatError(path, f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
+                                              f"{unknown[:3]} (wrong split or wrong log?)")
+    class_set = set(class_names)
+    rows: list[tuple] = []
+    for key, boxes in results.items():
+        if not isinstance(boxes, list):
+            raise PredictionFormatError(path, f"results[{key!r}]: value must be a list of boxes")
+        if len(boxes) > max_boxes_per_sample:
+            raise PredictionFormatError(path, f"results[{key!r}]: {len(boxes)} boxes; at most "
+                                              f"{max_boxes_per_sample} per sample are allowed")
+        seen: dict[str, int] = {}
+        for i, box in enumerate(boxes):
+            row = _check_box(path, key, i, box, class_set)
+            if row[5] in seen:
+                raise PredictionFormatError(path, f"results[{key!r}][{i}]: tracking_id {row[5]!r} already used by "
+                                                  f"box {seen[row[5]]} of the same sample")
+            seen[row[5]] = i
+            rows.append(row)
+    return _rows_to_results(path, meta, list(results), rows)
+
+
+def _rows_to_results(path: Path, meta: dict, keys: list[str], rows: list[tuple]) -> TrackingResults:
+    if rows:
+        tokens, translation, size, rotation, velocity, ids, names, scores, num_pts = zip(*rows, strict=True)
+    else:
+        tokens, ids, names, scores, num_pts = (), (), (), (), ()
+        translation, size, rotation, velocity = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)),
+                                                 np.zeros((0, 2)))
+    velocity_arr = np.array(velocity, dtype=np.float64).reshape(-1, 2)
+    return TrackingResults(
+        path=str(path), meta=meta, sample_tokens=keys, sample_token=_objects(tokens),
+        translation=np.array(translation, dtype=np.float64).reshape(-1, 3),
+        size_wlh=np.array(size, dtype=np.float64).reshape(-1, 3),
+        rotation=np.array(rotation, dtype=np.float64).reshape(-1, 4), velocity=velocity_arr,
+        tracking_id=_objects(ids), tracking_name=_objects(names),
+        tracking_score=np.array(scores, dtype=np.float64).reshape(-1),
+        num_pts=np.array(num_pts, dtype=np.int64).reshape(-1),
+        nan_velocity=int(np.isnan(velocity_arr).any(axis=1).sum()),
+    )
+
+
+def _objects(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def load_tracking_results(path: str | Path, class_names: Collection[str] = TRACKING_CLASSES,
+                          max_boxes_per_sample: int = 500,
+                          known_sample_tokens: Collection[str] | None = None) -> TrackingResults:
+    """Read and validate a tracking-results JSON file."""
+    path = Path(path)
+    return parse_tracking_results(_read_json(path), path, class_names, max_boxes_per_sample, known_sample_tokens)
+
+
+def write_tracking_results(path: str | Path, results: dict[str, list[dict]], meta: dict | None = None) -> None:
+    """Write ``{"meta", "results"}`` (``results``: sample token -> list of box dicts) as the devkit expects."""
+    content = {"meta": meta or {"use_camera": False, "use_lidar": True, "use_radar": False, "use_map": False,
+                                "use_external": False},
+               "results": results}
+    Path(path).write_text(json.dumps(content))
