@@ -240,10 +240,16 @@ def _detect_and_track(scene, config: BuildConfig, times_s: np.ndarray, timings: 
     from stridegen.shards.schema import DetectionsTable, str_array
 
     t0 = time.perf_counter()
-    detector = make_build_detector(config)
+    if config.tracker.name == "precomputed":
+        from stridegen.pipeline.track_precomputed import PrecomputedTracks
+
+        source = PrecomputedTracks(config.tracker.path)
+        detect = source.tracks  # the file's boxes are the frame's detections and its active tracks
+    else:
+        detect = make_build_detector(config).detect
     detections = []
     for frame in scene.frames:
-        boxes = detector.detect(frame)
+        boxes = detect(frame)
         if boxes.frame != "global":
             raise StrideGenError(f"detector {config.detector.name!r} returned boxes in {boxes.frame!r}, "
                                  "expected 'global'")
@@ -252,7 +258,10 @@ def _detect_and_track(scene, config: BuildConfig, times_s: np.ndarray, timings: 
     on_stage(scene.name, "detect")
 
     t0 = time.perf_counter()
-    tracked = track_scene(detections, times_s.tolist(), config.tracker.to_tracker_config())
+    if config.tracker.name == "precomputed":
+        tracked = detections
+    else:
+        tracked = track_scene(detections, times_s.tolist(), config.tracker.to_tracker_config())
     track_ids = []
     for det, trk in zip(detections, tracked, strict=True):
         ids = np.full(len(det), "", dtype=object)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stridegen.errors import ConfigError
 from stridegen.pipeline.keyframes import KeyframeConfig
@@ -44,9 +44,17 @@ class DetectorSection(_Section):
 
 
 class TrackerSection(_Section):
+    name: Literal["center", "precomputed"] = "center"
+    path: str | None = None  # nuScenes tracking-results JSON, for name: precomputed
     distance_gates_m: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_DISTANCE_GATES_M))
     max_age: int = Field(3, ge=1)
     matching: Literal["greedy", "hungarian"] = "greedy"
+
+    @model_validator(mode="after")
+    def _path_for_precomputed(self) -> TrackerSection:
+        if self.name == "precomputed" and not self.path:
+            raise ValueError("tracker.name=precomputed needs tracker.path (a nuScenes tracking-results JSON)")
+        return self
 
     def to_tracker_config(self) -> TrackerConfig:
         return TrackerConfig(distance_gates_m=dict(self.distance_gates_m), max_age=self.max_age,

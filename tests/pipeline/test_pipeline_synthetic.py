@@ -119,3 +119,41 @@ def test_detector_validation_perfect_and_bevfusion_profiles(synthetic_log):
     # the profile's noise levels show up as TP errors of the calibrated size (see benchmarks/calibrate_simulated.py)
     assert 0.09 < bev["mATE"] < 0.2 and 0.1 < bev["mASE"] < 0.25 and 0.05 < bev["mAOE"] < 0.3
     assert 0.8 < bev["mAVE"] < 1.8 and 0.4 < bev["mAP"] < 0.9
+
+
+def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
+    import json
+
+    from stridegen import open_dataset
+    from stridegen.build import run_build
+    from stridegen.config import load_build_config
+    from stridegen.errors import ConfigError
+
+    # A tracking-results file whose ids are the ground-truth instance tokens.
+    reader = open_log(synthetic_log)
+    oracle = make_detector("oracle")
+    results = {}
+    for scene in reader.scenes():
+        for frame in scene.frames:
+            boxes = oracle.detect(frame)
+            keep = np.isin(boxes.label, ["car", "truck", "bus", "pedestrian", "bicycle", "motorcycle", "trailer"])
+            results[frame.token] = [
+                {"sample_token": frame.token, "translation": boxes.center[i].tolist(),
+                 "size": boxes.size_lwh[i, [1, 0, 2]].tolist(), "rotation": geo.yaw_to_quat(boxes.yaw[i]).tolist(),
+                 "velocity": boxes.velocity[i, :2].tolist(), "tracking_id": str(boxes.track_id[i]),
+                 "tracking_name": str(boxes.label[i]), "tracking_score": 0.9}
+                for i in np.flatnonzero(keep)]
+    path = tmp_path / "tracks.json"
+    path.write_text(json.dumps({"meta": {}, "results": results}))
+    config = load_build_config(None, ["tracker.name=precomputed", f"tracker.path={path}", "keyframes.start_s=2",
+                                      "keyframes.end_s=5"])
+    result = run_build(synthetic_log, tmp_path / "ds", config, progress=False)
+    assert not result.failed
+    ds = open_dataset(tmp_path / "ds")
+    scene = ds.scene(ds.scenes[0])
+    track_ids = set(np.asarray(scene.tracks.track_id).astype(str).tolist())
+    expected = {r["tracking_id"] for s in results.values() for r in s
+                if r["sample_token"] in {f.token for f in reader.scenes()[0].frames}}
+    assert track_ids == expected
+    with pytest.raises(ConfigError, match=r"tracker\.path"):
+        load_build_config(None, ["tracker.name=precomputed"])

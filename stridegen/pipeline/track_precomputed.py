@@ -1,0 +1,42 @@
+"""The ``precomputed`` tracker: tracks from a nuScenes tracking-results JSON (global frame).
+
+Any tracker that writes the nuScenes tracking format ({"results": {sample_token: [{translation, size, rotation,
+velocity, tracking_id, tracking_name, tracking_score}]}}) can feed the build; the boxes serve as both the frame's
+detections and its active tracks. The file is validated once (stridegen/eval/tracking_results.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.boxes import Boxes
+from stridegen.errors import PredictionFormatError
+from stridegen.logs.base import Frame
+
+
+class PrecomputedTracks:
+    def __init__(self, path: str | Path) -> None:
+        from stridegen.eval.tracking_results import load_tracking_results
+
+        self.path = Path(path)
+        self.results = load_tracking_results(self.path)
+        rows: dict[str, list[int]] = {}
+        for i, token in enumerate(self.results.sample_token.tolist()):
+            rows.setdefault(str(token), []).append(i)
+        self._rows = {token: np.asarray(idx, dtype=np.int64) for token, idx in rows.items()}
+        self._known = set(self.results.sample_tokens)
+
+    def tracks(self, frame: Frame) -> Boxes:
+        """The active tracks of a frame, ``track_id`` = the file's tracking_id."""
+        if frame.token not in self._known:
+            raise PredictionFormatError(self.path, f"no entry for sample {frame.token} (every sample of the log needs "
+                                                   "one, possibly an empty list)")
+        r = self.results
+        rows = self._rows.get(frame.token, np.zeros(0, dtype=np.int64))
+        return Boxes(r.translation[rows], r.size_wlh[rows][:, [1, 0, 2]], geo.quat_to_yaw(r.rotation[rows]),
+                     np.c_[r.velocity[rows], np.zeros(rows.size)], label=r.tracking_name[rows],
+                     score=r.tracking_score[rows], track_id=r.tracking_id[rows].astype(str), frame="global",
+                     extras={"rotation_global": r.rotation[rows]})
