@@ -59,13 +59,14 @@ class TrackingGroundTruth:
 
 
 def tracking_classes(ann: Annotations) -> np.ndarray:
-    """Tracking class of each annotation ("" where none), from its category (from its label when the category is
-    unknown)."""
+    """Tracking class of each annotation ("" where none), from its nuScenes category, or from the reader's
+    detection label when the category is not a nuScenes tracking category (e.g. Argoverse 2 categories, which the
+    AV2 reader maps to detection classes)."""
+    tracking_values = set(CATEGORY_TO_TRACKING.values())
     out = np.empty(len(ann), dtype=object)
     for i, (category, label) in enumerate(zip(ann.category, ann.boxes.label, strict=True)):
-        category = str(category)
-        out[i] = CATEGORY_TO_TRACKING.get(category, "") if category else (
-            str(label) if str(label) in CATEGORY_TO_TRACKING.values() else "")
+        mapped = CATEGORY_TO_TRACKING.get(str(category))
+        out[i] = mapped if mapped is not None else (str(label) if str(label) in tracking_values else "")
     return out
 
 

@@ -132,3 +132,24 @@ def test_agrees_with_plain_reference(seed):
         got = sorted(zip(o.center[:, 0].round(9).tolist(), o.track_id.tolist(), strict=True))
         want = sorted((round(d["x"], 9), d["id"]) for d in ref)
         assert got == want
+
+
+AV2 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "av2" / "logs"
+
+
+@pytest.mark.skipif(not AV2.exists(), reason="needs ../shared/data/av2")
+def test_tracker_on_real_av2_tracks(tmp_path):
+    import json
+
+    from av2_tracking_report import tracking_results
+
+    from stridegen.eval.tracking_cli import evaluate_log
+    from stridegen.logs import open_log
+
+    log_dir = AV2 / "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
+    path = tmp_path / "tracks.json"
+    path.write_text(json.dumps({"meta": {}, "results": tracking_results(open_log(log_dir), max_age=3)}))
+    result = evaluate_log(log_dir, path).result
+    assert result.summary("gt") > 0  # AV2 categories reach the tracking classes
+    assert result.summary("recall") > 0.99
+    assert result.summary("ids") <= 5 and result.summary("frag") <= 5
