@@ -27,6 +27,7 @@ import numpy as np
 
 from stridegen.errors import PredictionFormatError
 from stridegen.eval.detection import ATTRIBUTE_NAMES, DETECTION_NAMES, DetectionBoxes
+from stridegen.eval.results_json import is_number, number_vector, read_results_json
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity",
                                     "detection_name", "detection_score", "attribute_name")
@@ -46,53 +47,15 @@ class LoadedResults:
     path: str
 
 
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKeyError(key)
-        seen[key] = value
-    return seen
-
-
 def _read_json(path: Path) -> dict:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise PredictionFormatError(path, "results file does not exist") from None
-    except OSError as exc:
-        raise PredictionFormatError(path, f"cannot read results file: {exc}") from exc
-    try:
-        data = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except _DuplicateKeyError as exc:
-        raise PredictionFormatError(path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last "
-                                          "one; merge the lists instead)") from None
-    except json.JSONDecodeError as exc:
-        raise PredictionFormatError(path, f"not valid JSON: {exc}") from None
+    data = read_results_json(path)
     if not isinstance(data, dict):
         raise PredictionFormatError(path, "top level must be an object with 'meta' and 'results'")
     return data
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
-    n = _VECTOR_FIELDS[name]
-    if not isinstance(value, (list, tuple)) or len(value) != n:
-        got = f"{len(value)} values" if isinstance(value, (list, tuple)) else type(value).__name__
-        raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {n} numbers, got {got}")
-    if not all(_is_number(v) for v in value):
-        raise PredictionFormatError(path, f"{where}: field {name!r} holds a non-number: {value!r}")
-    nan = [math.isnan(v) for v in value]
-    if any(math.isinf(v) for v in value) or (any(nan) and not allow_nan):
-        raise PredictionFormatError(path, f"{where}: field {name!r} is not finite: {value!r}")
-    return [float(v) for v in value]
+    return number_vector(path, where, name, value, _VECTOR_FIELDS[name], allow_nan)
 
 
 def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
@@ -121,7 +84,7 @@ def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
         raise PredictionFormatError(path, f"{where}: field 'detection_name' {name!r} is not one of "
                                           f"{list(DETECTION_NAMES)}")
     score = box["detection_score"]
-    if not _is_number(score) or not math.isfinite(score) or score < 0:
+    if not is_number(score) or not math.isfinite(score) or score < 0:
         raise PredictionFormatError(path, f"{where}: field 'detection_score' must be a finite number >= 0, "
                                           f"got {score!r}")
     attribute = box["attribute_name"]

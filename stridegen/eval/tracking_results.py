@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from stridegen.errors import PredictionFormatError
+from stridegen.eval.results_json import is_number, number_vector, read_results_json
 from stridegen.eval.tracking import TRACKING_CLASSES
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity", "tracking_id",
@@ -56,47 +57,8 @@ class TrackingResults:
         return self.translation.shape[0]
 
 
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
-def _read_json(path: Path) -> object:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise PredictionFormatError(path, "results file does not exist") from None
-    except OSError as exc:
-        raise PredictionFormatError(path, f"cannot read results file: {exc}") from exc
-    try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except _DuplicateKeyError as exc:
-        raise PredictionFormatError(path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last "
-                                          "one)") from None
-    except json.JSONDecodeError as exc:
-        raise PredictionFormatError(path, f"not valid JSON: {exc}") from None
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
-    n = _VECTOR_FIELDS[name]
-    if not isinstance(value, (list, tuple)) or len(value) != n or not all(_is_number(v) for v in value):
-        raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {n} numbers, got {value!r}")
-    out = [float(v) for v in value]
-    if not all(math.isfinite(v) or (allow_nan and math.isnan(v)) for v in out):
-        raise PredictionFormatError(path, f"{where}: field {name!r} has a non-finite value {out}")
-    return out
+    return number_vector(path, where, name, value, _VECTOR_FIELDS[name], allow_nan)
 
 
 def _check_box(path: Path, key: str, index: int, box: object, class_names: Collection[str]) -> tuple:
@@ -120,7 +82,7 @@ def _check_box(path: Path, key: str, index: int, box: object, class_names: Colle
     if name not in class_names:
         raise PredictionFormatError(path, f"{where}: tracking_name {name!r} is not one of {sorted(class_names)}")
     score = box["tracking_score"]
-    if not _is_number(score) or not math.isfinite(float(score)):
+    if not is_number(score) or not math.isfinite(float(score)):
         raise PredictionFormatError(path, f"{where}: field 'tracking_score' must be a finite number, "
                                           f"got {score!r}")
     num_pts = box.get("num_pts", -1)  # optional; the devkit drops boxes with num_pts == 0
@@ -204,7 +166,7 @@ def load_tracking_results(path: str | Path, class_names: Collection[str] = TRACK
                           known_sample_tokens: Collection[str] | None = None) -> TrackingResults:
     """Read and validate a tracking-results JSON file."""
     path = Path(path)
-    return parse_tracking_results(_read_json(path), path, class_names, max_boxes_per_sample, known_sample_tokens)
+    return parse_tracking_results(read_results_json(path), path, class_names, max_boxes_per_sample, known_sample_tokens)
 
 
 def write_tracking_results(path: str | Path, results: dict[str, list[dict]], meta: dict | None = None) -> None:
