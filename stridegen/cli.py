@@ -23,6 +23,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.build_cli", "build", "build"),
     ("stridegen.build_cli", "inspect", "inspect"),
     ("stridegen.augment.cli", "augment", "augment"),
+    ("stridegen.eval.validate", "validate", "validate"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stridegen.boxes import Boxes
 from stridegen.eval.detection import DetectionConfig, DetectionMetrics, evaluate_detection
 from stridegen.eval.detection_gt import filter_eval_boxes, gather_detection_gt
 from stridegen.logs.base import LogReader
@@ -13,6 +14,13 @@ from stridegen.pipeline.detect.results import to_detection_boxes
 
 def validate_detector(reader: LogReader, detector: Detector,
                       cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict[str, float]]:
+    """Run ``detector`` on every frame and score it: see ``score_detections``."""
+    samples = [(f.token, detector.detect(f)) for s in reader.scenes() for f in s.frames]
+    return score_detections(reader, samples, cfg)
+
+
+def score_detections(reader: LogReader, samples: list[tuple[str, Boxes]],
+                     cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict[str, float]]:
     """(devkit-identical metrics over all 10 classes, a Table-6 style row averaged over the classes with GT).
 
     Classes without any ground truth score AP 0 and error 1 in the devkit's means; a log that lacks some classes
@@ -20,7 +28,6 @@ def validate_detector(reader: LogReader, detector: Detector,
     row averaged over the classes it has.
     """
     cfg = cfg or DetectionConfig.cvpr_2019()
-    samples = [(f.token, detector.detect(f)) for s in reader.scenes() for f in s.frames]
     gt, context = gather_detection_gt(reader)
     gt_f, _ = filter_eval_boxes(gt, context, cfg.class_range)
     pred_f, _ = filter_eval_boxes(to_detection_boxes(samples), context, cfg.class_range)

@@ -157,3 +157,16 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
     assert track_ids == expected
     with pytest.raises(ConfigError, match=r"tracker\.path"):
         load_build_config(None, ["tracker.name=precomputed"])
+
+
+def test_validate_reports_perfect_detection_for_the_oracle(synthetic_log):
+    from stridegen.eval.validate import validate_log
+
+    reader = open_log(synthetic_log)
+    report = validate_log(reader, make_detector("oracle", min_lidar_points=1))
+    assert report.detection["mAP"] == pytest.approx(1.0)
+    assert all(report.detection[k] == pytest.approx(0.0, abs=1e-12) for k in ("mATE", "mASE", "mAOE", "mAVE"))
+    # Tracking on perfect detections: only occlusions longer than max_age cost anything.
+    assert report.tracking["AMOTA"] > 0.95 and report.tracking["recall"] > 0.97
+    noisy = validate_log(reader, make_detector("simulated", profile="bevfusion", seed=0))
+    assert noisy.tracking["AMOTA"] < report.tracking["AMOTA"] and noisy.detection["mAP"] < 0.95
