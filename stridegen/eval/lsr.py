@@ -516,7 +516,8 @@ class ItemBuilder:
                 "examples": {k: v for k, v in sorted(self.examples.items())}}
 
 
-def _finite_number(x: Any) -> float | None:
+def finite_number(x: Any) -> float | None:
+    """``x`` as a float if it is a finite JSON number (not a bool), else None."""
     if isinstance(x, bool) or not isinstance(x, int | float):
         return None
     try:
@@ -561,7 +562,7 @@ def _items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any
             builder.reject("unknown_dimension", where)
             continue
         kind = DIMENSION_KIND[r.dimension]
-        gt = _finite_number(r.gt_value)
+        gt = finite_number(r.gt_value)
         if gt is None:
             builder.reject("bad_gt_value", where)
             continue
@@ -605,7 +606,7 @@ def _read_prediction(pred: Any, dimension: str, kind: Kind, n_dims: int, convert
             entry = pred.get(dimension, pred.get(kind))
             return _read_prediction(entry, dimension, kind, 1, convert_unit)
         if "value" in pred:
-            v = _finite_number(pred["value"])
+            v = finite_number(pred["value"])
             if v is None:
                 return None, nan, "bad_prediction_value"
             try:
@@ -615,7 +616,7 @@ def _read_prediction(pred: Any, dimension: str, kind: Kind, n_dims: int, convert
         return None, nan, "prediction_lacks_dimension"
     if pred is None:
         return None, nan, "null_prediction"
-    v = _finite_number(pred)
+    v = finite_number(pred)
     if v is None:
         return None, nan, "bad_prediction_value"
     if n_dims > 1:
@@ -656,7 +657,7 @@ def read_records_jsonl(path: str) -> list[LsrRecord]:
             if obj["dimension"] not in _DIM_CODE:
                 raise PredictionFormatError(path, f"line {line_no}: unknown dimension {obj['dimension']!r}; "
                                                   f"expected one of {DIMENSIONS}")
-            if _finite_number(obj["gt_value"]) is None:
+            if finite_number(obj["gt_value"]) is None:
                 raise PredictionFormatError(path, f"line {line_no}: gt_value must be a finite number, "
                                                   f"got {obj['gt_value']!r}")
             out.append(LsrRecord(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable
 from operator import itemgetter
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.errors import MissingFileError, PredictionFormatError
-from stridegen.eval.lsr import ItemBuilder, LsrItems, gc_paused
+from stridegen.eval.lsr import ItemBuilder, LsrItems, finite_number, gc_paused
 from stridegen.eval.tolerance import ToleranceProfile
 
 # qa_category -> (horizon in seconds, subject). From the toolkit's TIME_BUCKET / EGO_TARGET_DISTINCTION tables:
@@ -157,16 +156,6 @@ def load_annotation_questions(bench_dir: str | Path) -> dict[str, dict[str, Any]
                 raise PredictionFormatError(path, f"record {i}: duplicate question_id {qid!r}")
             questions[qid] = rec
     return questions
-
-
-def _gt_number(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    try:
-        v = float(x)
-    except OverflowError:  # an integer beyond float range
-        return None
-    return v if math.isfinite(v) else None
 
 
 def build_items(
@@ -313,7 +302,7 @@ def _add_response(builder: ItemBuilder, rec: Any, where: str, sheet: dict[str, d
     parsed_gt: list[tuple[int, float]] = []
     for qa_type, raw in gt_values.items():
         dim = _DIMENSION_OF.get((subject, qa_type))
-        gt = _gt_number(raw)
+        gt = finite_number(raw)
         if dim is None:
             builder.reject("unknown_qa_type", where)
             return
