@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 setup: $(STAMP)
 
 demo: setup
-	$(BIN)/stridegen build --out $(DEMO_OUT)
+	$(BIN)/stridegen build --out $(DEMO_OUT) --overwrite
 
 lint: setup
 	$(BIN)/ruff check stridegen tests benchmarks
