@@ -15,32 +15,20 @@ import json
 import tempfile
 from pathlib import Path
 
-from stridegen import geometry as geo
-from stridegen.classes import TRACKING_CLASSES
 from stridegen.eval.tracking_cli import evaluate_log
+from stridegen.eval.validate import tracking_results as library_tracking_results
 from stridegen.logs import open_log
 from stridegen.pipeline.detect import make_detector
-from stridegen.pipeline.track import TrackerConfig, track_scene
+from stridegen.pipeline.track import TrackerConfig
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "av2" / "logs"
 
 
 def tracking_results(reader, max_age: int) -> dict:
+    """The tracker's output on the log's ground truth as detections (nuScenes tracking-results dict)."""
     oracle = make_detector("oracle")
-    results: dict[str, list[dict]] = {}
-    for scene in reader.scenes():
-        dets = [oracle.detect(f) for f in scene.frames]
-        tracked = track_scene(dets, scene.timestamps_s, TrackerConfig(max_age=max_age))
-        for frame, boxes in zip(scene.frames, tracked, strict=True):
-            quat = boxes.extras.get("rotation_global")
-            results[frame.token] = [
-                {"sample_token": frame.token, "translation": boxes.center[i].tolist(),
-                 "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
-                 "rotation": (quat[i] if quat is not None else geo.yaw_to_quat(boxes.yaw[i])).tolist(),
-                 "velocity": boxes.velocity[i, :2].tolist(), "tracking_id": f"{scene.name}-{boxes.track_id[i]}",
-                 "tracking_name": str(boxes.label[i]), "tracking_score": float(boxes.score[i])}
-                for i in range(len(boxes)) if boxes.label[i] in TRACKING_CLASSES]
-    return results
+    samples = {f.token: oracle.detect(f) for s in reader.scenes() for f in s.frames}
+    return library_tracking_results(reader, samples, TrackerConfig(max_age=max_age))
 
 
 def main() -> None:

@@ -27,7 +27,8 @@ class ValidationReport:
     n_frames: int
 
 
-def _tracking_results(reader: LogReader, samples: dict[str, object], tracker: TrackerConfig) -> dict:
+def tracking_results(reader: LogReader, samples: dict[str, object], tracker: TrackerConfig | None = None) -> dict:
+    """Track each scene's per-sample detections; the active tracks as a nuScenes tracking-results dict."""
     results: dict[str, list[dict]] = {}
     for scene in reader.scenes():
         tracked = track_scene([samples[f.token] for f in scene.frames], scene.timestamps_s, tracker)
@@ -57,7 +58,7 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
     det_metrics, det_row = score_detections(reader, list(samples.items()))
 
     gt = gather_tracking_gt(reader.scenes(), reader.root)
-    results = parse_tracking_results({"meta": {}, "results": _tracking_results(reader, samples, tracker)},
+    results = parse_tracking_results({"meta": {}, "results": tracking_results(reader, samples, tracker)},
                                      "<tracker output>", known_sample_tokens=gt.sample_tokens)
     result = evaluate_tracking(gt.boxes, results_to_boxes(results, gt), gt.timeline, TrackingConfig(), gt.racks)
     present = sorted(set(np.asarray(gt.boxes.class_name).astype(str).tolist()))
