@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,9 @@ from nuscenes.eval.detection.data_classes import DetectionBox  # noqa: E402
 from nuscenes.eval.detection.data_classes import DetectionConfig as DevkitConfig  # noqa: E402
 from nuscenes.eval.detection.evaluate import DetectionEval  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_detection import to_eval_boxes  # noqa: E402  (our boxes -> devkit EvalBoxes, shared with the benchmark)
+
 ATTRS_OF_CLASS = {
     "pedestrian": ATTRIBUTE_NAMES[0:3], "bicycle": ATTRIBUTE_NAMES[3:5], "motorcycle": ATTRIBUTE_NAMES[3:5],
     "barrier": (), "traffic_cone": (),
@@ -45,19 +49,6 @@ ATTRS_OF_CLASS = {
 
 
 # ---------------------------------------------------------------------------------------------- devkit reference
-
-
-def to_eval_boxes(boxes: DetectionBoxes) -> EvalBoxes:
-    """The same rows as devkit EvalBoxes (rows added one by one, so samples keep first-appearance order)."""
-    eb = EvalBoxes()
-    for i in range(len(boxes)):
-        eb.add_boxes(boxes.sample_token[i], [DetectionBox(
-            sample_token=boxes.sample_token[i], translation=tuple(boxes.translation[i].tolist()),
-            size=tuple(boxes.size[i].tolist()), rotation=tuple(boxes.rotation[i].tolist()),
-            velocity=tuple(boxes.velocity[i].tolist()), ego_translation=tuple(boxes.ego_translation[i].tolist()),
-            num_pts=int(boxes.num_pts[i]), detection_name=str(boxes.detection_name[i]),
-            detection_score=float(boxes.detection_score[i]), attribute_name=str(boxes.attribute_name[i]))])
-    return eb
 
 
 def devkit_evaluate(gt: DetectionBoxes, pred: DetectionBoxes, cfg_dict: dict = CVPR_2019):
