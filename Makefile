@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
-EXTRAS ?= dev
+# sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
+EXTRAS ?= dev,sam2
 DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test lint bench clean
@@ -21,6 +22,10 @@ $(STAMP): pyproject.toml Makefile
 	@# torch first, as the local CPU build, when an extra needs it (otherwise pip pulls a CUDA build).
 	@if echo "$(EXTRAS)" | grep -qE 'torch|sam2|mmdet3d'; then $(BIN)/pip install -q torch==2.13.0; fi
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	@# sam2 (a source package) requires torchvision, which has no CPU build: install sam2 without its requirements
+	@# (the rest come with the `sam2` extra) and without its optional CUDA extension, built against the torch above.
+	@if echo "$(EXTRAS)" | grep -qE 'sam2'; then \
+	  SAM2_BUILD_CUDA=0 $(BIN)/pip install -q --no-deps --no-build-isolation sam2==1.1.0; fi
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
 	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0; fi

@@ -1,10 +1,11 @@
 """The build: log -> per-scene pipeline -> one HDF5 shard per scene, resumable, on a local process pool.
 
 One scene runs these stages in order (``STAGES``): read (frames, calibration, ground truth), keyframes, detect,
-track, attributes, images, write. The executor runs scenes in-process (``workers=1``) or on a spawn-context
-process pool (``workers>1``); each worker writes its scene's shard itself (atomic rename) and returns the shard's
-manifest entry; the parent alone writes the journal, and writes the manifest at the end in scene order. Shard bytes
-depend only on (log, config), never on the executor or the order scenes finish in.
+track, attributes, images, segment (masks and the visibility filter), qa, write. The executor runs scenes
+in-process (``workers=1``) or on a spawn-context process pool (``workers>1``); each worker writes its scene's shard
+itself (atomic rename) and returns the shard's manifest entry; the parent alone writes the journal, and writes the
+manifest at the end in scene order. Shard bytes depend only on (log, config), never on the executor or the order
+scenes finish in.
 
 A scene that fails (a typed StrideGenError or any unexpected exception) is recorded in the journal and the
 summary with its reason; the build goes on with the other scenes, and ``BuildResult.ok`` is False.
@@ -27,7 +28,7 @@ import numpy as np
 from stridegen.config import BuildConfig, config_hash
 from stridegen.errors import ConfigError, LogFormatError, StrideGenError
 
-STAGES = ("read", "keyframes", "detect", "track", "attributes", "images", "write")
+STAGES = ("read", "keyframes", "detect", "track", "attributes", "images", "segment", "qa", "write")
 REPORT_NAME = "build_report.json"
 
 StageCallback = Callable[[str, str], None]  # (scene name, finished stage)
@@ -103,6 +104,26 @@ def make_build_detector(config: BuildConfig):
     except TypeError as exc:
         raise ConfigError(f"detector {config.detector.name!r}: bad options {config.detector.options}: {exc}") \
             from None
+
+
+_SEGMENTERS: dict[str, Any] = {}
+
+
+def make_build_segmenter(config: BuildConfig):
+    """The configured segmenter, built once per process (a SAM 2 model is expensive to load); None for "none"."""
+    from stridegen.config import canonical_json
+    from stridegen.pipeline.segment.registry import make_segmenter
+
+    if config.segmenter.name == "none":
+        return None
+    key = canonical_json([config.segmenter.name, config.segmenter.options])
+    if key not in _SEGMENTERS:
+        try:
+            _SEGMENTERS[key] = make_segmenter(config.segmenter.name, **dict(config.segmenter.options))
+        except TypeError as exc:
+            raise ConfigError(f"segmenter {config.segmenter.name!r}: bad options {config.segmenter.options}: "
+                              f"{exc}") from None
+    return _SEGMENTERS[key]
 
 
 def check_image_bytes(data: bytes, path: str | Path) -> None:
@@ -327,10 +348,64 @@ def build_scene_record(scene, config: BuildConfig, source_format: str = "", sour
     timings["images"] = time.perf_counter() - t0
     on_stage(scene.name, "images")
 
+    masks = regions = qa = None
+    segmenter = make_build_segmenter(config)
+    if segmenter is not None:
+        masks, regions = _segment_stage(scene, config, segmenter, keyframes, images, cameras, tracked, scene_tracks,
+                                        timings)
+        on_stage(scene.name, "segment")
+        t0 = time.perf_counter()
+        qa = _qa_stage(scene, config, keyframes, cameras, times_s, attrs, scene_tracks, regions)
+        timings["qa"] = time.perf_counter() - t0
+        on_stage(scene.name, "qa")
+
     meta = SceneMeta(token=scene.token, name=scene.name, description=scene.description, log_name=scene.log_name,
                      source_format=source_format, source_version=source_version)
     return SceneRecord(meta, frames, cameras, images, keyframes, skipped, detections, tracks, attributes,
-                       ground_truth)
+                       ground_truth, masks, regions, qa)
+
+
+def _segment_stage(scene, config: BuildConfig, segmenter, keyframes, images, cameras, tracked, scene_tracks,
+                   timings: dict[str, float]):
+    """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions."""
+    from stridegen.logs.base import decode_image
+    from stridegen.pipeline.segment.stage import assign_regions, context_frames, segment_images
+    from stridegen.pipeline.visibility import VisibilityThresholds
+
+    ctx = context_frames(keyframes.window, keyframes.offsets_s)
+    wanted = {int(f) for f in np.asarray(keyframes.frame_index)} | {int(f) for f in ctx.ravel() if f >= 0}
+    rows = [i for i, f in enumerate(np.asarray(images.frame_index).tolist()) if f in wanted]
+    thresholds = VisibilityThresholds(config.visibility.min_box_iou, config.visibility.min_coverage,
+                                      config.visibility.min_quality)
+    tracked_ok = [b[np.flatnonzero(np.asarray(b.track_id, dtype=object) != "")] if len(b) else b for b in tracked]
+
+    def decode(row: int) -> np.ndarray:
+        channel = str(cameras.channel[int(images.channel_index[row])])
+        return decode_image(images.data[row].tobytes(), f"{scene.name}:{channel}/frame {images.frame_index[row]}")
+
+    lidar = None
+    if getattr(segmenter, "needs_lidar", False):
+        def lidar(frame_index: int) -> np.ndarray | None:
+            from stridegen import geometry as geo
+
+            frame = scene.frames[frame_index]
+            if not frame.lidar_channels:
+                return None
+            sample = frame.sensor(frame.lidar_channels[0])
+            return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
+
+    masks = segment_images(rows, images, cameras, tracked_ok, scene_tracks.track_id, segmenter, thresholds, decode,
+                           lidar, timings)
+    return masks, assign_regions(np.asarray(keyframes.frame_index), images, masks)
+
+
+def _qa_stage(scene, config: BuildConfig, keyframes, cameras, times_s, attrs, scene_tracks, regions):
+    from stridegen.pipeline.qa.stage import generate_scene_qa
+    from stridegen.seeding import rng_for
+
+    rng = rng_for(config.seed, scene.token, "qa")
+    return generate_scene_qa(scene.name, keyframes, cameras, times_s, attrs, scene_tracks.label, regions, config.qa,
+                             rng).table
 
 
 def process_scene(log_root: str | Path, config: BuildConfig, scene_name: str, out_dir: str | Path,
@@ -512,6 +587,7 @@ def run_build(log_root: str | Path, out_dir: str | Path, config: BuildConfig | N
     cfg_hash = config_hash(config)
     _READERS.clear()  # a log may have changed since an earlier build in this process
     make_build_detector(config)  # a bad detector name or option fails now, not once per scene
+    make_build_segmenter(config)  # likewise for the segmenter (and a SAM 2 checkpoint is loaded once here)
     reader = open_log_cached(log_root, config.log.format, config.log.version)
     names = select_scenes(reader, config)
 

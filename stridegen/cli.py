@@ -24,6 +24,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.build_cli", "inspect", "inspect"),
     ("stridegen.augment.cli", "augment", "augment"),
     ("stridegen.eval.validate", "validate", "validate"),
+    ("stridegen.viz.render_qa", "render", "render"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

@@ -75,6 +75,33 @@ class OutputSection(_Section):
     ground_truth: bool = True  # store the log's ground-truth annotations when it has them
 
 
+class SegmenterSection(_Section):
+    """Mask generator (stridegen/pipeline/segment/; docs/segmenters.md)."""
+
+    name: str = "lidar"  # projected_box | grabcut | lidar | sam2 | none (no masks, no visibility filter, no QA)
+    options: dict[str, Any] = Field(default_factory=dict)  # keyword options of the backend, e.g. {checkpoint: ...}
+
+
+class VisibilitySection(_Section):
+    """The three rules of STRIDE-QA sec. 4.2 (strict lower bounds); definitions in docs/visibility.md."""
+
+    min_box_iou: float = Field(0.3, ge=0.0, le=1.0)
+    min_coverage: float = Field(0.8, ge=0.0, le=1.0)
+    min_quality: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class QASection(_Section):
+    """Template QA generator (stridegen/pipeline/qa/; docs/qa-spatial.md, docs/qa-spatiotemporal.md)."""
+
+    object_spatial: bool = True
+    ego_spatial: bool = True
+    spatiotemporal: bool = True
+    spatial_options: dict[str, Any] = Field(default_factory=dict)  # fields of SpatialQAConfig
+    temporal_options: dict[str, Any] = Field(default_factory=dict)  # fields of TemporalQAConfig
+    # Ego vehicle size (length, width, height) for "bigger than us" questions; nuScenes' Renault Zoe by default.
+    ego_size_lwh: tuple[float, float, float] = (4.084, 1.730, 1.562)
+
+
 class BuildConfig(_Section):
     seed: int = 0
     workers: int = Field(1, ge=1)
@@ -84,6 +111,9 @@ class BuildConfig(_Section):
     tracker: TrackerSection = Field(default_factory=TrackerSection)
     cameras: CameraSection = Field(default_factory=CameraSection)
     output: OutputSection = Field(default_factory=OutputSection)
+    segmenter: SegmenterSection = Field(default_factory=SegmenterSection)
+    visibility: VisibilitySection = Field(default_factory=VisibilitySection)
+    qa: QASection = Field(default_factory=QASection)
 
     @field_validator("seed")
     @classmethod
@@ -91,6 +121,13 @@ class BuildConfig(_Section):
         if not 0 <= value < 2**32:
             raise ValueError("seed must be in [0, 2**32)")
         return value
+
+    @model_validator(mode="after")
+    def _segmenter_needs_images(self) -> BuildConfig:
+        if self.segmenter.name != "none" and self.output.images == "none":
+            raise ValueError("segmenter needs the camera images: set output.images to windows, keyframes or all, "
+                             "or segmenter.name=none")
+        return self
 
     def hashed_dict(self) -> dict[str, Any]:
         """The fields that can change the output, as plain JSON data."""

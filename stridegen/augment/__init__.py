@@ -1,8 +1,7 @@
 """Augmenters: image corruptions for robustness splits (same QA on degraded images).
 
 ``stridegen.augment.corruptions`` holds the registry; ``stridegen.augment.preview`` draws a corruption x
-severity contact sheet. The split builder that rewrites a built dataset is not written yet (it needs the shard
-reader).
+severity contact sheet; ``stridegen.augment.split`` builds robustness splits of a built dataset (docs/augment.md).
 """
 
 from stridegen.augment.corruptions import (

@@ -1,4 +1,9 @@
-"""`stridegen augment`: robustness splits (not yet) and the corruption preview sheet."""
+"""`stridegen augment`: robustness splits of a built dataset, and the corruption preview sheet.
+
+- ``stridegen augment DIR --out DIR2 --corruptions NAMES|all --severity 1-5|all [--seed] [--workers] [--overwrite]``
+  writes one dataset per (corruption, severity) under DIR2 (stridegen.augment.split);
+- ``stridegen augment --preview IMAGE --out sheet.png`` draws a corruption x severity contact sheet.
+"""
 
 from __future__ import annotations
 
@@ -6,47 +11,75 @@ from pathlib import Path
 
 import typer
 
-SPLIT_NOT_AVAILABLE = (
-    "building a robustness split from a dataset needs the shard reader, which is not available yet; "
-    "for now `stridegen augment --preview IMAGE --out sheet.png` draws what each corruption and severity does"
-)
+
+def _preview(preview: Path, out: Path, corruptions: str, severity: str, seed: int, tile_width: int) -> None:
+    from stridegen.augment.corruptions import CAMERA_CORRUPTIONS, resolve_names, resolve_severities
+    from stridegen.augment.preview import contact_sheet, read_rgb, write_rgb
+
+    if tile_width < 32:
+        typer.echo("error: --tile-width must be at least 32", err=True)
+        raise typer.Exit(2)
+    names = resolve_names(corruptions)
+    levels = resolve_severities(severity)
+    skipped = [n for n in names if n in CAMERA_CORRUPTIONS]
+    sheet = contact_sheet(read_rgb(preview), names, levels, seed=seed, tile_width=tile_width)
+    path = write_rgb(out, sheet)
+    shown = len(names) - len(skipped)
+    typer.echo(f"wrote {path} ({sheet.shape[1]}x{sheet.shape[0]}): {shown} corruptions x {len(levels)} severities")
+    if skipped:
+        typer.echo(f"not shown (they act on the cameras of a frame, not on one image): {', '.join(skipped)}")
+
+
+def _split(dataset: Path, out: Path, corruptions: str, severity: str, seed: int, workers: int, overwrite: bool,
+           jpeg_quality: int) -> None:
+    from rich.console import Console
+
+    from stridegen.augment.split import build_robustness_split, summary_table
+
+    console = Console()
+    result = build_robustness_split(dataset, out, corruptions, severity, seed=seed, workers=workers,
+                                    overwrite=overwrite, progress=True, jpeg_quality=jpeg_quality, console=console)
+    console.print(summary_table(result))
+    console.print(f"index: {result.index_path}")
+    failed = [(s.spec.rel_path, r) for s in result.splits for r in s.failed]
+    if failed:
+        console.print(f"[red]{len(failed)} scene(s) failed:[/red]")
+        for rel, r in failed:
+            console.print(f"  {rel} {r.scene}: {r.reason}")
+        raise typer.Exit(1)
 
 
 def augment(
-    dataset: Path | None = typer.Argument(None, help="Built dataset folder (robustness split: not available yet)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output: the contact sheet file (.png / .jpg)."),
+    dataset: Path | None = typer.Argument(None, help="Built dataset folder to rewrite with degraded images."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output: the splits' folder (with DATASET) or the contact "
+                                                      "sheet file (with --preview: .png / .jpg)."),
     preview: Path | None = typer.Option(None, "--preview", help="Draw a corruption x severity sheet of this image."),
     corruptions: str = typer.Option("all", "--corruptions", "-c",
                                     help="Comma-separated names or groups (intellicockpit, nuscenes_c, drivebench, "
                                          "imagenet_c), or 'all'."),
     severity: str = typer.Option("all", "--severity", "-s", help="1-5, a list such as 1,3,5, a range 2-4, or 'all'."),
     seed: int = typer.Option(0, "--seed", help="Seed of every random draw."),
-    tile_width: int = typer.Option(320, "--tile-width", help="Width of one tile of the sheet in pixels."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene of one split each)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace splits in --out made from another source "
+                                                              "or with other arguments."),
+    jpeg_quality: int = typer.Option(95, "--jpeg-quality", min=1, max=100,
+                                     help="JPEG quality of the re-encoded images."),
+    tile_width: int = typer.Option(320, "--tile-width", help="Width of one tile of the sheet in pixels (--preview)."),
 ) -> None:
-    """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C)."""
-    from stridegen.augment.corruptions import CAMERA_CORRUPTIONS, resolve_names, resolve_severities
-    from stridegen.augment.preview import contact_sheet, read_rgb, write_rgb
-    from stridegen.errors import ConfigError
+    """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C): a
+    robustness split per (corruption, severity) of a built dataset, or a preview sheet of one image."""
+    from stridegen.errors import StrideGenError
 
-    if preview is None:
-        typer.echo(f"error: {SPLIT_NOT_AVAILABLE}", err=True)
-        raise typer.Exit(2)
-    if dataset is not None:
-        typer.echo("error: give either a DATASET folder or --preview IMAGE, not both", err=True)
-        raise typer.Exit(2)
-    if tile_width < 32:
-        typer.echo("error: --tile-width must be at least 32", err=True)
+    if (preview is None) == (dataset is None):
+        typer.echo("error: give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)",
+                   err=True)
         raise typer.Exit(2)
     try:
-        names = resolve_names(corruptions)
-        levels = resolve_severities(severity)
-        skipped = [n for n in names if n in CAMERA_CORRUPTIONS]
-        sheet = contact_sheet(read_rgb(preview), names, levels, seed=seed, tile_width=tile_width)
-        path = write_rgb(out, sheet)
-    except ConfigError as exc:
+        if preview is not None:
+            _preview(preview, out, corruptions, severity, seed, tile_width)
+        else:
+            assert dataset is not None
+            _split(dataset, out, corruptions, severity, seed, workers, overwrite, jpeg_quality)
+    except StrideGenError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    shown = len(names) - len(skipped)
-    typer.echo(f"wrote {path} ({sheet.shape[1]}x{sheet.shape[0]}): {shown} corruptions x {len(levels)} severities")
-    if skipped:
-        typer.echo(f"not shown (they act on the cameras of a frame, not on one image): {', '.join(skipped)}")

@@ -48,7 +48,9 @@ def eval_lsr(
                                           "(strideqa_bench*_t*.json, annotation_sheet.csv)."),
     responses: Path | None = typer.Option(None, "--responses", help="Official response file or folder (*_t*.json)."),
     records: Path | None = typer.Option(None, "--records", help="stridegen LsrRecord JSONL (dataset stand-in)."),
-    dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder (not wired yet)."),
+    dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder (its spatiotemporal QA)."),
+    sheet: Path | None = typer.Option(None, "--sheet", help="With --dataset: annotation sheet CSV (group_id, "
+                                      "object_type, relation) for the per-scenario breakdown."),
     pred: Path | None = typer.Option(None, "--pred", help="Predictions JSONL: {question_id, pred} per line."),
     profile: str | None = typer.Option(None, "--profile", help="paper | strideqa-bench | a YAML file. Default: "
                                        "strideqa-bench for official inputs, paper otherwise."),
@@ -71,14 +73,15 @@ def eval_lsr(
     if missing not in (None, "exclude", "fail"):
         _fail(f"--missing must be exclude or fail, got {missing!r}")
     official = bench_dir is not None or responses is not None
-    if dataset is not None:
-        _fail("--dataset is not wired to the HDF5 reader yet; export LsrRecord JSONL and pass --records")
-    if official and records is not None:
-        _fail("give either official inputs (--bench-dir/--responses) or --records, not both")
-    if not official and records is None:
-        _fail("give --responses [--bench-dir], --bench-dir --pred, or --records --pred")
-    if (records is not None or (bench_dir is not None and responses is None)) and pred is None:
-        _fail("--pred is required with --records and with --bench-dir alone")
+    if sum(x is not None for x in (records, dataset)) + official > 1:
+        _fail("give one input: official files (--bench-dir/--responses), --dataset or --records")
+    if not official and records is None and dataset is None:
+        _fail("give --responses [--bench-dir], --bench-dir --pred, --dataset --pred or --records --pred")
+    if sheet is not None and dataset is None:
+        _fail("--sheet goes with --dataset (official inputs read annotation_sheet.csv from --bench-dir)")
+    if (records is not None or dataset is not None or (bench_dir is not None and responses is None)) \
+            and pred is None:
+        _fail("--pred is required with --dataset, --records and --bench-dir alone")
     if responses is not None and pred is not None:
         _fail("--pred cannot be combined with --responses (responses already hold the answers)")
     try:
@@ -86,10 +89,18 @@ def eval_lsr(
         if official:
             items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
         else:
-            assert records is not None and pred is not None
+            assert pred is not None
             preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
-            items, report = items_from_records(read_records_jsonl(str(records)), preds, prof, on_invalid,
-                                               missing or "fail", str(pred))
+            if dataset is not None:
+                from stridegen.eval.lsr_dataset import records_from_dataset, scenarios_from_sheet
+
+                recs = records_from_dataset(dataset, scenarios_from_sheet(sheet) if sheet is not None else None)
+                if not recs:
+                    _fail(f"{dataset}: the dataset has no spatiotemporal QA to score")
+            else:
+                assert records is not None
+                recs = read_records_jsonl(str(records))
+            items, report = items_from_records(recs, preds, prof, on_invalid, missing or "fail", str(pred))
             report["dropped_prediction_lines"] = dropped
         result = evaluate(items, prof)
         paths = write_reports(result, out, report, plots=plots)

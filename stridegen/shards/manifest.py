@@ -20,7 +20,8 @@ from stridegen.shards.writer import ShardInfo, atomic_write_bytes
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "stridegen-dataset"
-COUNT_KEYS = ("frames", "keyframes", "detections", "tracks", "images", "skipped_keyframes", "ground_truth")
+COUNT_KEYS = ("frames", "keyframes", "detections", "tracks", "images", "skipped_keyframes", "ground_truth", "masks",
+              "visible_masks", "regions", "qa")
 
 
 def library_versions() -> dict[str, str]:
@@ -37,8 +38,9 @@ def build_manifest(config: BuildConfig, source: dict[str, Any], shards: Sequence
     """The manifest mapping. ``shards`` must already be in scene order; ``failed`` is (scene, reason)."""
     totals = {key: 0 for key in COUNT_KEYS}
     for shard in shards:
-        for key in COUNT_KEYS:
-            totals[key] += int(shard.counts.get(key, 0))
+        for key, value in shard.counts.items():
+            totals[key] = totals.get(key, 0) + int(value)
+    totals = dict(sorted(totals.items()))
     totals["scenes"] = sum(len(s.scenes) for s in shards)
     totals["shards"] = len(shards)
     totals["bytes"] = sum(s.bytes for s in shards)
@@ -52,8 +54,43 @@ def build_manifest(config: BuildConfig, source: dict[str, Any], shards: Sequence
         "source": dict(source),
         "shards": [s.to_json() for s in shards],
         "totals": totals,
+        "visibility": visibility_summary(totals, config),
+        "qa": qa_summary(totals),
         "failed_scenes": [{"scene": name, "reason": reason} for name, reason in failed],
     }
+
+
+def visibility_summary(totals: dict[str, int], config: BuildConfig) -> dict[str, Any]:
+    """Mask candidates, how many passed each visibility rule, and how many passed all (docs/visibility.md)."""
+    return {
+        "segmenter": config.segmenter.name,
+        "thresholds": config.visibility.model_dump(mode="json"),
+        "candidates": int(totals.get("masks", 0)),
+        "pass": {rule: int(totals.get(f"mask_pass_{rule}", 0)) for rule in ("box_iou", "coverage", "quality")},
+        "visible": int(totals.get("visible_masks", 0)),
+        "regions": int(totals.get("regions", 0)),
+    }
+
+
+def qa_summary(totals: dict[str, int]) -> dict[str, Any]:
+    """QA counts by category, by class, by category and class (the shape of STRIDE-QA tables 4-5), by predicate."""
+    by_category: dict[str, int] = {}
+    by_class: dict[str, int] = {}
+    by_predicate: dict[str, int] = {}
+    by_category_class: dict[str, dict[str, int]] = {}
+    for key, value in totals.items():
+        kind, _, rest = key.partition("/")
+        if kind == "qa_category":
+            by_category[rest] = value
+        elif kind == "qa_class":
+            by_class[rest] = value
+        elif kind == "qa_predicate":
+            by_predicate[rest] = value
+        elif kind == "qa_category_class":
+            cat, _, cls = rest.partition("/")
+            by_category_class.setdefault(cat, {})[cls] = value
+    return {"total": int(totals.get("qa", 0)), "by_category": by_category, "by_class": by_class,
+            "by_category_and_class": by_category_class, "by_predicate": by_predicate}
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:

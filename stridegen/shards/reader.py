@@ -26,6 +26,9 @@ from stridegen.shards.schema import (
     FramesTable,
     GroundTruthTable,
     KeyframesTable,
+    MasksTable,
+    QATable,
+    RegionsTable,
     SceneRecord,
     ShardError,
     SkippedKeyframesTable,
@@ -136,6 +139,29 @@ class SceneView:
     def ground_truth(self) -> GroundTruthTable | None:
         return self.table("ground_truth") if "ground_truth" in self.group else None  # type: ignore[return-value]
 
+    @cached_property
+    def masks(self) -> MasksTable | None:
+        return self.table("masks") if "masks" in self.group else None  # type: ignore[return-value]
+
+    @cached_property
+    def regions(self) -> RegionsTable | None:
+        return self.table("regions") if "regions" in self.group else None  # type: ignore[return-value]
+
+    @cached_property
+    def qa(self) -> QATable | None:
+        return self.table("qa") if "qa" in self.group else None  # type: ignore[return-value]
+
+    def mask(self, mask_index: int) -> np.ndarray:
+        """One mask decoded to [H, W] bool (the size of its image's camera)."""
+        from stridegen.pipeline.segment.rle import decode_rle
+
+        masks = self.masks
+        if masks is None:
+            raise KeyError(f"scene {self.name!r} stores no masks")
+        channel = int(self.group["images"]["channel_index"][int(masks.image_index[mask_index])])
+        h, w = int(self.cameras.height[channel]), int(self.cameras.width[channel])
+        return decode_rle(str(masks.rle_counts[mask_index]), h, w)
+
     # ------------------------------------------------------------------ images
     @cached_property
     def _image_index(self) -> dict[tuple[str, int], int]:
@@ -182,7 +208,7 @@ class SceneView:
         extra = {n: self.table(n) for n in self.table_names if n not in known}
         return SceneRecord(meta, self.frames, self.cameras, images, self.keyframes,  # type: ignore[arg-type]
                            self.skipped_keyframes, self.detections, self.tracks, self.attributes,
-                           self.ground_truth, extra)  # type: ignore[arg-type]
+                           self.ground_truth, self.masks, self.regions, self.qa, extra)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"SceneView({self.name!r}, {self.shard_file.name})"

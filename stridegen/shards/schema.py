@@ -1,12 +1,12 @@
-"""Shard schema v1: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
+"""Shard schema v2: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
 
-A shard file holds ``/scenes/<scene name>/`` groups (one scene per file in v1); each group holds one sub-group per
-table below, each table a set of datasets sharing their leading dimension. Later schema versions add tables (masks,
-QA) as new sub-groups: a reader of version N reads every table it knows and ignores the rest, and
-``SceneRecord.extra`` carries tables this module does not define yet.
+A shard file holds ``/scenes/<scene name>/`` groups (one scene per file); each group holds one sub-group per
+table below, each table a set of datasets sharing their leading dimension. Version 2 added the ``masks``,
+``regions`` and ``qa`` tables to version 1. A reader of version N reads every table it knows and ignores the rest,
+and ``SceneRecord.extra`` carries tables this module does not define.
 
 Dimensions: F frames of the scene, C cameras, I stored images, K keyframes, W window offsets, S skipped keyframe
-targets, D detections, T tracks, G ground-truth boxes.
+targets, D detections, T tracks, G ground-truth boxes, M mask candidates, R regions, Q question-answer pairs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from stridegen.errors import StrideGenError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SHARD_FORMAT = "stridegen-shard"
 SHARD_SUFFIX = ".h5"
 
@@ -190,12 +190,88 @@ class GroundTruthTable(Table):
     attribute: np.ndarray  # [G] str, first attribute name, "" where none
 
 
-# The tables of schema v1, in the order they are written.
+@dataclass
+class MasksTable(Table):
+    """One row per (stored image, track) whose projected box meets the image: the segmenter's mask and the
+    visibility filter's measurements (definitions in docs/visibility.md)."""
+
+    GROUP: ClassVar[str] = "masks"
+    ROWS: ClassVar[str] = "M"
+    image_index: np.ndarray  # [M] int32 into images
+    track_index: np.ndarray  # [M] int32 into tracks
+    rle_counts: np.ndarray  # [M] str, COCO compressed RLE counts of the mask (size = the camera's [height, width])
+    area_px: np.ndarray  # [M] int64, mask pixels
+    mask_box_xyxy: np.ndarray  # [M, 4] float64, the mask's bounding box (x0, y0, x1, y1), NaN for an empty mask
+    projected_box_xyxy: np.ndarray  # [M, 4] float64, the projected 3D box's 2D box clipped to the image
+    depth_m: np.ndarray  # [M] float64, camera-frame z of the box centre
+    quality: np.ndarray  # [M] float64 in [0, 1], the segmenter's own score
+    box_iou: np.ndarray  # [M] float64, IoU of mask_box_xyxy and projected_box_xyxy
+    coverage: np.ndarray  # [M] float64, share of the projected box hull inside the image and not hidden by nearer
+    pass_box_iou: np.ndarray  # [M] bool, box_iou > visibility.min_box_iou
+    pass_coverage: np.ndarray  # [M] bool, coverage > visibility.min_coverage
+    pass_quality: np.ndarray  # [M] bool, quality > visibility.min_quality
+    visible: np.ndarray  # [M] bool, all three rules pass
+
+
+@dataclass
+class RegionsTable(Table):
+    """The marked objects of each keyframe image: ``Region [region_id]`` in questions of that image."""
+
+    GROUP: ClassVar[str] = "regions"
+    ROWS: ClassVar[str] = "R"
+    keyframe_index: np.ndarray  # [R] int32 into keyframes
+    channel_index: np.ndarray  # [R] int32 into cameras
+    region_id: np.ndarray  # [R] int32, 0..n-1 within one (keyframe, channel)
+    track_index: np.ndarray  # [R] int32 into tracks
+    mask_index: np.ndarray  # [R] int32 into masks (the keyframe image's mask of the track)
+
+
+@dataclass
+class QATable(Table):
+    """Question-answer pairs (stridegen.pipeline.qa.base.QAItem), one row each."""
+
+    GROUP: ClassVar[str] = "qa"
+    ROWS: ClassVar[str] = "Q"
+    question_id: np.ndarray  # [Q] str, unique in the dataset
+    category: np.ndarray  # [Q] str: object_spatial | ego_spatial | spatiotemporal
+    predicate: np.ndarray  # [Q] str
+    keyframe_index: np.ndarray  # [Q] int32 into keyframes
+    channel_index: np.ndarray  # [Q] int32 into cameras
+    region_ids: np.ndarray  # [Q, 2] int32, regions named by the question in order, -1 padding
+    track_index: np.ndarray  # [Q, 2] int32 into tracks, same order, -1 padding
+    frame_indices: np.ndarray  # [Q, 4] int32 frames whose images the question shows (in time order), -1 padding
+    question: np.ndarray  # [Q] str
+    answer: np.ndarray  # [Q] str
+    gt_value: np.ndarray  # [Q] float64, canonical rounded number; NaN for qualitative
+    unit: np.ndarray  # [Q] str: m | deg | o'clock | m/s | "" (qualitative)
+    gt_label: np.ndarray  # [Q] str, qualitative truth ("yes", "no", ...); "" for quantitative
+    gt_extra: np.ndarray  # [Q] str, JSON object of further structured truth ("{}" when none)
+    group_id: np.ndarray  # [Q] str, spatiotemporal group ("" for spatial)
+    horizon_s: np.ndarray  # [Q] int32, prediction horizon in seconds (0 for spatial)
+    out_of_view: np.ndarray  # [Q] int8: 1 target outside the camera view at the horizon, 0 inside, -1 unknown
+    object_class: np.ndarray  # [Q] str, STRIDE-QA class of the first region
+    visual_evidence: np.ndarray  # [Q] bool, False where an augmentation removed the images the QA needs
+
+
+# The tables of the schema, in the order they are written.
 TABLES: tuple[type[Table], ...] = (
     FramesTable, CamerasTable, ImagesTable, KeyframesTable, SkippedKeyframesTable, DetectionsTable, TracksTable,
-    AttributesTable, GroundTruthTable,
+    AttributesTable, GroundTruthTable, MasksTable, RegionsTable, QATable,
 )
 TABLE_BY_GROUP: dict[str, type[Table]] = {t.GROUP: t for t in TABLES}
+
+
+def qa_breakdown(qa: QATable) -> dict[str, int]:
+    """QA counts per category, class, (category, class) and predicate, keyed ``qa_category/<c>`` and so on."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    for cat, cls, pred in zip(qa.category.tolist(), qa.object_class.tolist(), qa.predicate.tolist(), strict=True):
+        counts[f"qa_category/{cat}"] += 1
+        counts[f"qa_class/{cls}"] += 1
+        counts[f"qa_category_class/{cat}/{cls}"] += 1
+        counts[f"qa_predicate/{pred}"] += 1
+    return dict(sorted(counts.items()))
 
 
 @dataclass
@@ -227,20 +303,31 @@ class SceneRecord:
     tracks: TracksTable
     attributes: AttributesTable
     ground_truth: GroundTruthTable | None = None  # None when the log has no annotations (or not stored)
+    masks: MasksTable | None = None  # None when the build ran no segmenter (schema v1 shards)
+    regions: RegionsTable | None = None
+    qa: QATable | None = None
     extra: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # tables of later schema additions
 
     def tables(self) -> list[Table]:
         out: list[Table] = [self.frames, self.cameras, self.images, self.keyframes, self.skipped_keyframes,
                             self.detections, self.tracks, self.attributes]
-        if self.ground_truth is not None:
-            out.append(self.ground_truth)
+        out.extend(t for t in (self.ground_truth, self.masks, self.regions, self.qa) if t is not None)
         return out
 
     def counts(self) -> dict[str, int]:
         counts = {"frames": len(self.frames), "keyframes": len(self.keyframes),
                   "detections": len(self.detections), "tracks": len(self.tracks), "images": len(self.images),
                   "skipped_keyframes": len(self.skipped_keyframes),
-                  "ground_truth": len(self.ground_truth) if self.ground_truth is not None else 0}
+                  "ground_truth": len(self.ground_truth) if self.ground_truth is not None else 0,
+                  "masks": len(self.masks) if self.masks is not None else 0,
+                  "visible_masks": int(np.count_nonzero(self.masks.visible)) if self.masks is not None else 0,
+                  "regions": len(self.regions) if self.regions is not None else 0,
+                  "qa": len(self.qa) if self.qa is not None else 0}
+        if self.masks is not None:
+            for rule in ("box_iou", "coverage", "quality"):
+                counts[f"mask_pass_{rule}"] = int(np.count_nonzero(getattr(self.masks, f"pass_{rule}")))
+        if self.qa is not None:
+            counts.update(qa_breakdown(self.qa))
         return counts
 
     def validate(self) -> None:
@@ -260,7 +347,31 @@ class SceneRecord:
         for name, idx, bound in (("images/frame_index", self.images.frame_index, n_frames),
                                  ("images/channel_index", self.images.channel_index, n_cams),
                                  ("detections/frame_index", self.detections.frame_index, n_frames),
-                                 ("keyframes/frame_index", self.keyframes.frame_index, n_frames)):
+                                 ("keyframes/frame_index", self.keyframes.frame_index, n_frames),
+                                 *self._vision_indices(n_frames, n_cams, n_tracks)):
             idx = np.asarray(idx)
             if idx.size and (idx.min() < 0 or idx.max() >= bound):
                 raise ValueError(f"{name}: index out of range [0, {bound})")
+
+    def _vision_indices(self, n_frames: int, n_cams: int, n_tracks: int) -> list[tuple[str, np.ndarray, int]]:
+        """(name, indices, bound) of the masks, regions and QA tables' references into other tables."""
+        out: list[tuple[str, np.ndarray, int]] = []
+        n_masks = len(self.masks) if self.masks is not None else 0
+        if self.masks is not None:
+            out += [("masks/image_index", self.masks.image_index, len(self.images)),
+                    ("masks/track_index", self.masks.track_index, n_tracks)]
+        if self.regions is not None:
+            out += [("regions/keyframe_index", self.regions.keyframe_index, len(self.keyframes)),
+                    ("regions/channel_index", self.regions.channel_index, n_cams),
+                    ("regions/track_index", self.regions.track_index, n_tracks),
+                    ("regions/mask_index", self.regions.mask_index, n_masks)]
+        if self.qa is not None:
+            def valid(a: np.ndarray) -> np.ndarray:
+                a = np.asarray(a)
+                return a[a >= 0]
+
+            out += [("qa/keyframe_index", self.qa.keyframe_index, len(self.keyframes)),
+                    ("qa/channel_index", self.qa.channel_index, n_cams),
+                    ("qa/track_index", valid(self.qa.track_index), n_tracks),
+                    ("qa/frame_indices", valid(self.qa.frame_indices), n_frames)]
+        return out

@@ -120,7 +120,8 @@ def write_record(group, record: SceneRecord, compression: str = "gzip", level: i
     for key, value in record.meta.attrs().items():
         group.attrs[key] = value
     for key, value in record.counts().items():
-        group.attrs[f"count_{key}"] = np.int64(value)
+        if "/" not in key:  # the per-category QA breakdown lives in the manifest only
+            group.attrs[f"count_{key}"] = np.int64(value)
     for table in record.tables():
         _write_table(group, table, compression, level)
     for name in sorted(record.extra):

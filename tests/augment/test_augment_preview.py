@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.augment.cli import SPLIT_NOT_AVAILABLE, augment
+from stridegen.augment.cli import augment
 from stridegen.augment.corruptions import CORRUPTIONS, get_corruption
 from stridegen.augment.preview import contact_sheet, read_rgb, synthetic_road_scene, tile_rng, write_rgb
 from stridegen.errors import ConfigError
@@ -87,10 +87,10 @@ def test_cli_preview_writes_a_sheet(tmp_path, small_scene):
     assert read_rgb(out).shape[1] > 3 * 64
 
 
-def test_cli_without_preview_explains_that_splits_need_a_dataset(tmp_path):
+def test_cli_without_preview_needs_a_dataset_folder(tmp_path):
     result = CliRunner().invoke(_app(), [str(tmp_path), "--out", str(tmp_path / "split")])
     assert result.exit_code == 2
-    assert "shard reader" in SPLIT_NOT_AVAILABLE and "shard reader" in result.output
+    assert "manifest not found" in result.output
 
 
 def test_cli_reports_bad_names_and_severities(tmp_path, small_scene):

@@ -374,7 +374,7 @@ def test_overrides_are_coerced():
     cfg = load_build_config(None, ["workers=2", "keyframes.require_full_window=false", "keyframes.start_s=0",
                                    "detector.name=simulated", "detector.options.profile=bevfusion",
                                    "log.scenes=[scene-0000, scene-0002]", "tracker.distance_gates_m.car=2.5",
-                                   "output.images=none"])
+                                   "output.images=none", "segmenter.name=none"])
     assert cfg.workers == 2 and isinstance(cfg.workers, int)
     assert cfg.keyframes.require_full_window is False
     assert cfg.keyframes.start_s == 0.0
@@ -382,6 +382,8 @@ def test_overrides_are_coerced():
     assert cfg.log.scenes == ["scene-0000", "scene-0002"]
     assert cfg.tracker.distance_gates_m["car"] == 2.5 and cfg.tracker.distance_gates_m["bus"] == 5.5
     assert cfg.output.images == "none"
+    with pytest.raises(ConfigError, match="segmenter needs the camera images"):
+        load_build_config(None, ["output.images=none"])
 
 
 def test_overrides_on_top_of_a_file(tmp_path):

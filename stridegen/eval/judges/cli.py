@@ -21,8 +21,11 @@ judge_app = typer.Typer(name="judge", help="LLM-as-a-judge evaluation of free-fo
 def run_command(
     method: str = typer.Option(..., "--method", "-m",
                                help="intellicockpit | codalm | cee | general | pairwise"),
-    input_path: Path = typer.Option(..., "--input", "-i", help="items.jsonl (id, question, reference, answer, "
-                                                               "category, optional image / answer_b / meta)"),
+    input_path: Path | None = typer.Option(None, "--input", "-i", help="items.jsonl (id, question, reference, "
+                                           "answer, category, optional image / answer_b / meta)"),
+    dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder: judge --pred answers "
+                                        "to its QA (the templated answer is the reference)"),
+    pred: Path | None = typer.Option(None, "--pred", help="with --dataset: predictions JSONL {question_id, pred}"),
     out_dir: Path = typer.Option(Path("out/judge"), "--out", "-o", help="verdicts.jsonl and summary.json go here"),
     mode: str | None = typer.Option(None, "--mode", help="faithful | robust (default: config, else robust)"),
     config: Path | None = typer.Option(None, "--config", help="method YAML (default configs/judge/<method>.yaml)"),
@@ -54,7 +57,7 @@ def run_command(
     from stridegen.eval.judges.methods import MODES, JudgeContext, get_method
     from stridegen.eval.judges.records import JudgeError
     from stridegen.eval.judges.runner import dry_run as do_dry_run
-    from stridegen.eval.judges.runner import load_items, run_judge, write_outputs
+    from stridegen.eval.judges.runner import run_judge, write_outputs
     from stridegen.eval.judges.safety import load_or_create_key
 
     try:
@@ -71,10 +74,10 @@ def run_command(
         "max_retries": max_retries, "backoff_base_s": backoff_base_s, "budget_usd": budget_usd,
         "supports_images": images}.items() if v is not None}
     settings = apply_pricing(settings_from_sources(cfg.get("client"), overrides), load_pricing(pricing))
-    items = load_items(input_path)
+    items, base_dir = _load_input(input_path, dataset, pred, out_dir, judge.uses_images and settings.supports_images)
     cache = VerdictCache(cache_dir or out_dir / "cache")
     ctx = JudgeContext(nonce_key=load_or_create_key(cache.directory / "nonce.key"),
-                       send_images=settings.supports_images, base_dir=input_path.resolve().parent,
+                       send_images=settings.supports_images, base_dir=base_dir,
                        settings=cfg.get("settings") or {})
     if dry_run:
         from stridegen.eval.judges.runner import plan
@@ -92,6 +95,32 @@ def run_command(
         typer.echo(f"{result.summary['n_error']} item(s) failed; rerun to retry them (cached ones are kept)",
                    err=True)
         raise typer.Exit(code=2)
+
+
+def _load_input(input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path,
+                with_images: bool) -> tuple[list[Any], Path]:
+    """Judge items from --input, or from --dataset + --pred (images drawn into <out>/images when judged)."""
+    from stridegen.errors import StrideGenError
+    from stridegen.eval.judges.runner import load_items
+
+    if (input_path is None) == (dataset is None):
+        raise typer.BadParameter("give either --input items.jsonl or --dataset DIR --pred preds.jsonl")
+    if input_path is not None:
+        if pred is not None:
+            raise typer.BadParameter("--pred goes with --dataset", param_hint="--pred")
+        return load_items(input_path), input_path.resolve().parent
+    if pred is None:
+        raise typer.BadParameter("--dataset needs --pred (predictions JSONL)", param_hint="--pred")
+    from stridegen.eval.judges.dataset_items import items_from_dataset
+    from stridegen.eval.lsr import read_predictions_jsonl
+
+    try:
+        predictions, _ = read_predictions_jsonl(str(pred), "error")
+        items = items_from_dataset(dataset, predictions, out_dir / "images" if with_images else None, str(pred))
+    except StrideGenError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    return items, dataset.resolve()
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

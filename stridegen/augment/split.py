@@ -1,0 +1,634 @@
+"""Robustness splits: a built dataset rewritten once per (corruption, severity) with degraded images.
+
+``build_robustness_split(src_dir, out_dir, corruptions, severities)`` writes, for each pair,
+``out_dir/<corruption>/s<severity>/`` as a complete stridegen dataset (manifest.json, shards/, journal.jsonl, read by
+``open_dataset``) and ``out_dir/index.json`` listing them. Each scene's tables are copied from the source except:
+
+- **images**: decoded, corrupted, re-encoded as JPEG at ``jpeg_quality`` (OpenCV, deterministic). Image row ``i``
+  of scene ``s`` draws from ``rng_for(seed, corruption, severity, s, i)``, so every image has its own stream,
+  independent of the executor and of the other images.
+- **masks** of corruptions that move pixels (``Corruption.moves_pixels``: lens distortion, elastic): each mask of
+  an image is decoded, sampled through the very ``PixelMap`` the image went through, re-encoded, and its
+  ``area_px`` and ``mask_box_xyxy`` recomputed. The other mask columns (projected box, visibility measurements
+  and flags) stay those of the clean image: the visibility filter and the QA were decided on it.
+- **camera-set corruptions** (camera crash, frame lost): a dropped camera's image becomes a black JPEG of the same
+  size (nuScenes-C convention), kept images keep their bytes unchanged, and every QA row that shows a dropped image
+  gets ``visual_evidence = False``. Camera crash draws the failed cameras once per scene (they stay down for the
+  clip: ``rng_for(seed, corruption, severity, scene, "cameras")``); frame lost draws each frame's lost cameras
+  independently (``rng_for(seed, corruption, severity, scene, "frame", frame_index)``).
+- an extra table ``augmentation`` with ``image_dropped`` ([I] bool) records which images were blacked out.
+
+Everything else (frames, cameras, keyframes, detections, tracks, attributes, ground truth, regions, the QA text and
+ground truth) is identical to the source. Each sub-dataset's manifest keeps the source's build ``config`` and log
+``source``; its ``config_hash`` is the hash of the split (source config hash and shard digests, corruption,
+severity, its parameters, seed, JPEG quality), and ``augmentation`` records the source dataset (path, config hash),
+the corruption, severity and its parameters at that severity (``level(severity)``).
+
+Resume and determinism follow the build (stridegen.build): one journal per sub-dataset, a finished scene (``done``
+with its shard intact) is skipped on a rerun, shards are written atomically, manifests and index have no times. The
+same source and arguments give the same bytes with any number of workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stridegen.build import SceneResult
+from stridegen.errors import ConfigError, StrideGenError
+
+SPLIT_FORMAT = "stridegen-robustness-split"
+SPLIT_VERSION = 1
+INDEX_NAME = "index.json"
+INDEX_FORMAT = "stridegen-robustness-index"
+AUGMENTATION_TABLE = "augmentation"
+# Draw scope of the camera-set corruptions (module docstring); unknown ones draw per frame.
+CAMERA_SCOPE: dict[str, str] = {"camera_crash": "scene", "frame_lost": "frame"}
+
+# ---------------------------------------------------------------------------------------------------------- specs
+def _jsonable(value: Any) -> Any:
+    """Severity parameters as plain JSON (tuples and arrays to lists, numpy scalars to Python numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def _sha256_json(data: Any) -> str:
+    from stridegen.config import canonical_json
+
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """The source dataset as the splits record it."""
+
+    path: str  # absolute
+    config_hash: str
+    shards_digest: str  # SHA-256 of the canonical JSON of [[file, sha256], ...] of the source manifest
+    scenes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, dataset) -> SourceInfo:
+        shards = [[s["file"], s["sha256"]] for s in dataset.manifest["shards"]]
+        return cls(str(Path(dataset.root).resolve()), str(dataset.manifest["config_hash"]), _sha256_json(shards),
+                   tuple(dataset.scenes))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "config_hash": self.config_hash, "shards_digest": self.shards_digest}
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """One (corruption, severity) sub-dataset and the arguments that shape its bytes."""
+
+    corruption: str  # canonical name
+    severity: int
+    seed: int = 0
+    jpeg_quality: int = 95
+
+    @property
+    def camera_set(self) -> bool:
+        from stridegen.augment.corruptions import CAMERA_CORRUPTIONS
+
+        return self.corruption in CAMERA_CORRUPTIONS
+
+    def corruption_object(self):
+        from stridegen.augment.corruptions import get_camera_corruption, get_corruption
+
+        return get_camera_corruption(self.corruption) if self.camera_set else get_corruption(self.corruption)
+
+    @property
+    def rel_path(self) -> str:
+        return f"{self.corruption}/s{self.severity}"
+
+    def params(self) -> Any:
+        return _jsonable(self.corruption_object().level(self.severity))
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest and the index record about the corruption."""
+        c = self.corruption_object()
+        kind = "camera_set" if self.camera_set else ("warp" if c.moves_pixels else "image")
+        out = {"corruption": self.corruption, "severity": self.severity, "params": self.params(), "kind": kind,
+               "seed": self.seed, "jpeg_quality": self.jpeg_quality, "description": c.description,
+               "sources": list(c.sources)}
+        if self.camera_set:
+            out["draw_scope"] = CAMERA_SCOPE.get(self.corruption, "frame")
+        return out
+
+    def split_hash(self, source: SourceInfo) -> str:
+        """The sub-dataset's config hash: changes with anything that changes its bytes."""
+        return _sha256_json({"format": SPLIT_FORMAT, "version": SPLIT_VERSION, "source_config_hash":
+                             source.config_hash, "source_shards": source.shards_digest, "corruption":
+                             self.corruption, "severity": self.severity, "params": self.params(), "seed": self.seed,
+                             "jpeg_quality": self.jpeg_quality})
+
+    def to_task(self) -> dict[str, Any]:
+        return {"corruption": self.corruption, "severity": self.severity, "seed": self.seed,
+                "jpeg_quality": self.jpeg_quality}
+
+
+def resolve_corruptions(corruptions: str | Sequence[str]) -> list[str]:
+    """Canonical corruption names from ``"fog,snow"``, ``"all"``, a group name or a list of names."""
+    from stridegen.augment.corruptions import resolve_names
+
+    spec = corruptions if isinstance(corruptions, str) else ",".join(str(c) for c in corruptions)
+    return resolve_names(spec)
+
+
+def resolve_levels(severities: str | int | Sequence[int]) -> list[int]:
+    """Sorted severities from ``"all"``, ``"1-3"``, ``"2,5"``, an int or a list of ints (ConfigError otherwise)."""
+    from stridegen.augment.corruptions import check_severity, resolve_severities
+
+    if isinstance(severities, str):
+        return resolve_severities(severities)
+    if isinstance(severities, (int, np.integer)) and not isinstance(severities, bool):
+        return [check_severity(int(severities))]
+    levels = sorted({check_severity(s) for s in severities})
+    if not levels:
+        raise ConfigError("no severity given")
+    return levels
+
+
+# ---------------------------------------------------------------------------------------------------------- one scene
+def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:
+    """RGB uint8 -> JPEG bytes (uint8 array) at ``quality`` with OpenCV's libjpeg (baseline, deterministic)."""
+    import cv2
+
+    bgr = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise StrideGenError("OpenCV could not encode a JPEG")
+    return np.asarray(buf, dtype=np.uint8).reshape(-1)
+
+
+def dropped_images(record, spec: SplitSpec) -> np.ndarray:
+    """[I] bool: the images a camera-set corruption removes (all False for image corruptions)."""
+    from stridegen.seeding import rng_for
+
+    images = record.images
+    n = len(images)
+    if not spec.camera_set or n == 0:
+        return np.zeros(n, dtype=bool)
+    corruption = spec.corruption_object()
+    channels = [str(c) for c in record.cameras.channel]
+    channel_of_row = np.asarray(images.channel_index, dtype=np.int64)
+    frame_of_row = np.asarray(images.frame_index, dtype=np.int64)
+    name, sev, scene = spec.corruption, spec.severity, record.meta.name
+    if CAMERA_SCOPE.get(name, "frame") == "scene":
+        gone = set(corruption.dropped(channels, sev, rng_for(spec.seed, name, sev, scene, "cameras")))
+        return np.array([channels[c] in gone for c in channel_of_row], dtype=bool)
+    out = np.zeros(n, dtype=bool)
+    for frame in np.unique(frame_of_row):
+        gone = set(corruption.dropped(channels, sev, rng_for(spec.seed, name, sev, scene, "frame", int(frame))))
+        rows = np.flatnonzero(frame_of_row == frame)
+        out[rows] = [channels[channel_of_row[r]] in gone for r in rows]
+    return out
+
+
+def qa_visual_evidence(record, dropped: np.ndarray) -> np.ndarray | None:
+    """The QA table's ``visual_evidence`` once ``dropped`` images are gone: False for every question that shows
+    at least one dropped image (its ``frame_indices`` of its camera, or its keyframe image when it has none)."""
+    qa = record.qa
+    if qa is None:
+        return None
+    evidence = np.asarray(qa.visual_evidence, dtype=bool).copy()
+    if not dropped.any():
+        return evidence
+    gone = {(int(f), int(c)) for f, c, d in zip(record.images.frame_index, record.images.channel_index, dropped,
+                                                strict=True) if d}
+    keyframe_frames = np.asarray(record.keyframes.frame_index, dtype=np.int64)
+    for q in range(len(qa)):
+        channel = int(qa.channel_index[q])
+        frames = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
+        frames = frames or [int(keyframe_frames[int(qa.keyframe_index[q])])]
+        if any((f, channel) in gone for f in frames):
+            evidence[q] = False
+    return evidence
+
+
+def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], columns: dict[str, np.ndarray]) \
+        -> None:
+    """Sample the masks ``rows`` through ``pixel_map``; write counts, area and box into ``columns`` in place."""
+    from stridegen.pipeline.segment.rle import decode_rle, encode_rle
+    from stridegen.pipeline.visibility import mask_boxes
+
+    h, w = shape_hw
+    warped = np.stack([pixel_map.apply_mask(decode_rle(str(masks.rle_counts[m]), h, w)) for m in rows])
+    boxes, area = mask_boxes(warped)
+    for k, m in enumerate(rows):
+        columns["rle_counts"][m] = encode_rle(warped[k])
+        columns["area_px"][m] = area[k]
+        columns["mask_box_xyxy"][m] = boxes[k]
+
+
+def corrupt_record(record, spec: SplitSpec):
+    """The scene ``record`` (a SceneRecord with image bytes) as the split stores it (module docstring)."""
+    from stridegen.logs.base import decode_image
+    from stridegen.seeding import rng_for
+    from stridegen.shards.schema import bytes_array
+
+    images, masks = record.images, record.masks
+    dropped = dropped_images(record, spec)
+    corruption = spec.corruption_object()
+    moves = not spec.camera_set and corruption.moves_pixels
+    mask_rows: dict[int, list[int]] = {}
+    if moves and masks is not None:
+        for m, i in enumerate(np.asarray(masks.image_index, dtype=np.int64)):
+            mask_rows.setdefault(int(i), []).append(m)
+    columns = {"rle_counts": np.array(masks.rle_counts, dtype=object, copy=True),
+               "area_px": np.array(masks.area_px, dtype=np.int64, copy=True),
+               "mask_box_xyxy": np.array(masks.mask_box_xyxy, dtype=np.float64, copy=True)} \
+        if masks is not None else {}
+    data = []
+    for i in range(len(images)):
+        raw = np.asarray(images.data[i], dtype=np.uint8)
+        if spec.camera_set and not dropped[i]:
+            data.append(raw.copy())  # a camera that still delivers keeps its bytes
+            continue
+        rgb = decode_image(raw.tobytes(), f"{record.meta.name}:images/{i}")
+        if spec.camera_set:
+            data.append(encode_jpeg(np.zeros_like(rgb), spec.jpeg_quality))
+            continue
+        rng = rng_for(spec.seed, spec.corruption, spec.severity, record.meta.name, i)
+        if moves:
+            pixel_map = corruption.warp(rgb.shape[:2], spec.severity, rng)
+            out = pixel_map.apply_image(rgb)
+            if i in mask_rows:
+                _check_mask_size(record, i, rgb.shape[:2])
+                _warp_masks(masks, np.array(mask_rows[i]), pixel_map, rgb.shape[:2], columns)
+        else:
+            out = corruption.apply(rgb, spec.severity, rng)
+        data.append(encode_jpeg(out, spec.jpeg_quality))
+    new_images = replace(images, data=bytes_array(data))
+    new_masks = replace(masks, **columns) if masks is not None and moves else masks
+    evidence = qa_visual_evidence(record, dropped)
+    new_qa = replace(record.qa, visual_evidence=evidence) if record.qa is not None else None
+    extra = {k: dict(v) for k, v in record.extra.items()}
+    previous = extra.get(AUGMENTATION_TABLE, {}).get("image_dropped")
+    if previous is not None and np.shape(previous) == dropped.shape:
+        dropped = dropped | np.asarray(previous, dtype=bool)  # a split of a split keeps the earlier drops
+    extra[AUGMENTATION_TABLE] = {"image_dropped": dropped}
+    return replace(record, images=new_images, masks=new_masks, qa=new_qa, extra=extra)
+
+
+def _check_mask_size(record, image_row: int, shape_hw: tuple[int, int]) -> None:
+    """Masks are stored at the camera's size; refuse to warp them through a map of another size."""
+    from stridegen.shards.schema import ShardError
+
+    c = int(record.images.channel_index[image_row])
+    h, w = int(record.cameras.height[c]), int(record.cameras.width[c])
+    if (h, w) != (0, 0) and (h, w) != tuple(shape_hw):
+        raise ShardError(record.meta.name, f"image {image_row} is {shape_hw[1]}x{shape_hw[0]} but its camera "
+                                           f"{record.cameras.channel[c]} says {w}x{h}")
+
+
+def _compression(source_manifest: dict[str, Any]) -> tuple[str, int]:
+    output = source_manifest.get("config", {}).get("output", {})
+    return str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
+
+
+def process_split_scene(src_dir: str | Path, spec: SplitSpec, scene_name: str, sub_dir: str | Path,
+                        split_hash: str) -> SceneResult:
+    """Corrupt one scene of the source into one sub-dataset. Never raises for a bad scene: the failure comes back
+    in the result."""
+    from stridegen.shards.reader import open_dataset
+    from stridegen.shards.writer import write_shard
+
+    timings: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        with open_dataset(src_dir) as source:
+            source.verify([scene_name])  # never degrade a shard that no longer matches its manifest
+            record = source.scene(scene_name).record()
+            compression, level = _compression(source.manifest)
+        timings["read"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = corrupt_record(record, spec)
+        timings["corrupt"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        info = write_shard(out, sub_dir, split_hash, compression, level)
+        timings["write"] = time.perf_counter() - t0
+        return SceneResult(scene_name, "built", info, timings_s=timings)
+    except Exception as exc:  # one scene's failure is recorded; the others go on
+        reason = str(exc) if isinstance(exc, StrideGenError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, StrideGenError):
+            tb = traceback.extract_tb(exc.__traceback__)
+            if tb:
+                reason += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+        return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
+
+
+def _worker_task(task: tuple[str, dict[str, Any], str, str, str]) -> SceneResult:
+    src_dir, spec_data, scene_name, sub_dir, split_hash = task
+    return process_split_scene(src_dir, SplitSpec(**spec_data), scene_name, sub_dir, split_hash)
+
+
+# ---------------------------------------------------------------------------------------------------------- the run
+@dataclass
+class SplitOutcome:
+    """One sub-dataset of a run."""
+
+    spec: SplitSpec
+    path: Path
+    config_hash: str
+    manifest_path: Path | None = None
+    results: list[SceneResult] = field(default_factory=list)  # in scene order
+
+    @property
+    def failed(self) -> list[SceneResult]:
+        return [r for r in self.results if not r.ok]
+
+
+@dataclass
+class RobustnessResult:
+    out_dir: Path
+    index_path: Path
+    splits: list[SplitOutcome]
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return not any(s.failed for s in self.splits)
+
+
+class _SplitProgress:
+    """Rich bars: one per corruption (scenes over its severities) and one overall."""
+
+    def __init__(self, totals: dict[str, int], enabled: bool, console=None) -> None:
+        self.enabled = enabled and sum(totals.values()) > 0
+        self.done = self.failed = 0
+        if not self.enabled:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=False)
+        self.overall = self.progress.add_task(self._text(), total=sum(totals.values()))
+        self.tasks = {name: self.progress.add_task(f"  {name}", total=n) for name, n in totals.items() if n}
+
+    def _text(self) -> str:
+        return f"scenes (done {self.done}, failed {self.failed})"
+
+    def __enter__(self) -> _SplitProgress:
+        if self.enabled:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.progress.stop()
+
+    def finished(self, corruption: str, result: SceneResult) -> None:
+        if result.ok:
+            self.done += 1
+        else:
+            self.failed += 1
+        if self.enabled:
+            self.progress.advance(self.tasks[corruption])
+            self.progress.update(self.overall, advance=1, description=self._text())
+
+
+Task = tuple[int, str]  # (split number, scene name)
+
+
+def _execute(src_dir: Path, splits: list[SplitOutcome], tasks: list[Task], workers: int,
+             finish: Callable[[int, SceneResult], None], journals: list) -> None:
+    """Run the tasks in-process (workers == 1) or on a spawn-context process pool; ``finish`` is called in the
+    parent, in task order for the in-process path and in completion order (ties by task order) for the pool."""
+    def payload(task: Task) -> tuple[str, dict[str, Any], str, str, str]:
+        split = splits[task[0]]
+        return str(src_dir), split.spec.to_task(), task[1], str(split.path), split.config_hash
+
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            journals[task[0]].scene_started(task[1])
+            finish(task[0], _worker_task(payload(task)))
+        return
+
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    order = {task: k for k, task in enumerate(tasks)}
+    # concurrent.futures (as in stridegen.build): a worker that dies fails its future instead of hanging the run.
+    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=mp.get_context("spawn")) as pool:
+        futures = {}
+        for task in tasks:
+            journals[task[0]].scene_started(task[1])
+            futures[pool.submit(_worker_task, payload(task))] = task
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: order[futures[f]]):
+                task = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:  # the worker process itself failed
+                    result = SceneResult(task[1], "failed", reason=f"worker process failed: {type(exc).__name__}: "
+                                                                   f"{exc}", error_type=type(exc).__name__)
+                finish(task[0], result)
+
+
+def _read_source(src_dir: str | Path):
+    from stridegen.config import BuildConfig
+    from stridegen.shards.reader import open_dataset
+    from stridegen.shards.schema import ShardError
+
+    source = open_dataset(src_dir)
+    try:
+        config = BuildConfig.model_validate(source.manifest.get("config", {}))
+    except Exception as exc:  # pydantic's ValidationError or a non-mapping config
+        raise ShardError(Path(src_dir) / "manifest.json", f"its build config does not validate: {exc}") from None
+    return source, config
+
+
+def _check_index(out: Path, source: SourceInfo, overwrite: bool) -> list[dict[str, Any]]:
+    """The previous index's entries worth keeping (same source); ConfigError for another source unless
+    ``overwrite``."""
+    path = out / INDEX_NAME
+    if not path.is_file():
+        return []
+    try:
+        previous = json.loads(path.read_text())
+        prev_source = previous["source"]
+        entries = list(previous["splits"])
+    except (OSError, ValueError, KeyError, TypeError):
+        if overwrite:
+            return []
+        raise ConfigError(f"{path} is unreadable; pass --overwrite to replace it") from None
+    same = (prev_source.get("config_hash"), prev_source.get("shards_digest")) == \
+        (source.config_hash, source.shards_digest)
+    if not same:
+        if overwrite:
+            return []
+        raise ConfigError(f"{out} holds robustness splits of another source dataset (config "
+                          f"{str(prev_source.get('config_hash'))[:12]}...); pass --overwrite or choose another --out")
+    return entries
+
+
+def _augmentation_totals(sub_dir: Path, shards) -> dict[str, int]:
+    """Images blacked out and QA rows without visual evidence, read back from the written shards."""
+    import h5py
+
+    dropped = no_evidence = 0
+    for shard in shards:
+        with h5py.File(sub_dir / shard.file, "r") as f:
+            for name in shard.scenes:
+                group = f["scenes"][name]
+                if AUGMENTATION_TABLE in group:
+                    dropped += int(np.count_nonzero(group[AUGMENTATION_TABLE]["image_dropped"][()]))
+                if "qa" in group:
+                    no_evidence += int(np.count_nonzero(~group["qa"]["visual_evidence"][()].astype(bool)))
+    return {"images_dropped": dropped, "qa_without_visual_evidence": no_evidence}
+
+
+def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, config) -> Path:
+    import cv2
+
+    from stridegen.shards.manifest import build_manifest, write_manifest
+
+    shards = [r.shard for r in split.results if r.ok]
+    manifest = build_manifest(config, source_ds.manifest.get("source", {}), shards,
+                              [(r.scene, r.reason) for r in split.results if not r.ok])
+    manifest["config"] = source_ds.manifest.get("config", {})  # the source build's config, verbatim
+    manifest["config_hash"] = split.config_hash
+    manifest["augmentation"] = {
+        "format": SPLIT_FORMAT, "version": SPLIT_VERSION, **split.spec.describe(),
+        "source_dataset": source.to_json(), "versions": {"opencv": cv2.__version__},
+        "totals": _augmentation_totals(split.path, shards),
+    }
+    return write_manifest(split.path, manifest)
+
+
+def _index_entry(split: SplitOutcome) -> dict[str, Any]:
+    desc = split.spec.describe()
+    return {"corruption": desc["corruption"], "severity": desc["severity"], "kind": desc["kind"],
+            "params": desc["params"], "seed": desc["seed"], "jpeg_quality": desc["jpeg_quality"],
+            "path": split.spec.rel_path, "config_hash": split.config_hash,
+            "scenes": sum(r.ok for r in split.results), "failed_scenes": len(split.failed)}
+
+
+def _write_index(out: Path, source: SourceInfo, kept: list[dict[str, Any]], splits: list[SplitOutcome]) -> Path:
+    """index.json: every sub-dataset of this source in ``out`` (earlier runs' ones whose manifest still holds the
+    recorded hash, plus this run's), sorted by (registry order of the corruption, severity)."""
+    from stridegen.augment.corruptions import all_names
+    from stridegen.shards.manifest import manifest_bytes
+    from stridegen.shards.writer import atomic_write_bytes
+
+    entries = {(e["corruption"], int(e["severity"])): e for e in kept if _still_there(out, e)}
+    entries.update({(s.spec.corruption, s.spec.severity): _index_entry(s) for s in splits})
+    order = {name: k for k, name in enumerate(all_names())}
+    ordered = [entries[k] for k in sorted(entries, key=lambda k: (order.get(k[0], len(order)), k[0], k[1]))]
+    index = {"format": INDEX_FORMAT, "version": SPLIT_VERSION, "source": source.to_json(), "splits": ordered}
+    path = out / INDEX_NAME
+    atomic_write_bytes(path, manifest_bytes(index))
+    return path
+
+
+def _still_there(out: Path, entry: dict[str, Any]) -> bool:
+    try:
+        manifest = json.loads((out / entry["path"] / "manifest.json").read_text())
+        return manifest.get("config_hash") == entry["config_hash"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions: str | Sequence[str],
+                           severities: str | int | Sequence[int], seed: int = 0, workers: int = 1,
+                           overwrite: bool = False, progress: bool = True, jpeg_quality: int = 95,
+                           console=None) -> RobustnessResult:
+    """Write ``out_dir/<corruption>/s<severity>/`` for every pair and ``out_dir/index.json`` (module docstring).
+
+    Config errors (unknown corruption, bad severity, an output folder holding another split) raise ConfigError
+    before anything is written; a scene that fails is recorded in its sub-dataset's manifest and the run goes on.
+    """
+    from stridegen.shards.journal import Journal, check_output_folder
+    from stridegen.shards.schema import SCHEMA_VERSION
+    from stridegen.shards.writer import remove_stale_temporaries
+
+    start = time.perf_counter()
+    names = resolve_corruptions(corruptions)
+    levels = resolve_levels(severities)
+    if not 1 <= int(jpeg_quality) <= 100:
+        raise ConfigError(f"jpeg_quality must be in 1..100, got {jpeg_quality}")
+    if not 0 <= int(seed) < 2**32:
+        raise ConfigError(f"seed must be in [0, 2**32), got {seed}")
+    if int(workers) < 1:
+        raise ConfigError(f"workers must be at least 1, got {workers}")
+    src = Path(src_dir)
+    out = Path(out_dir)
+    source_ds, config = _read_source(src)
+    try:
+        source = SourceInfo.of(source_ds)
+        if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
+            raise ConfigError(f"--out {out} must lie outside the source dataset {src}")
+        kept = _check_index(out, source, overwrite)
+        splits = [SplitOutcome(SplitSpec(n, s, int(seed), int(jpeg_quality)), out / n / f"s{s}", "")
+                  for n in names for s in levels]
+        journals, completed, tasks = [], [], []
+        for k, split in enumerate(splits):
+            split.config_hash = split.spec.split_hash(source)
+            split.path.mkdir(parents=True, exist_ok=True)
+            check_output_folder(split.path, split.config_hash, overwrite)
+            remove_stale_temporaries(split.path / "shards")
+            remove_stale_temporaries(split.path)
+            journal = Journal(split.path)
+            journal.build_started(split.config_hash, SCHEMA_VERSION, list(source.scenes))
+            done = journal.completed()
+            journals.append(journal)
+            completed.append(done)
+            tasks.extend((k, scene) for scene in source.scenes if scene not in done)
+        built: list[dict[str, SceneResult]] = [{} for _ in splits]
+        totals: dict[str, int] = {}
+        for k, _ in tasks:
+            totals[splits[k].spec.corruption] = totals.get(splits[k].spec.corruption, 0) + 1
+
+        with _SplitProgress(totals, progress, console) as prog:
+            def finish(k: int, result: SceneResult) -> None:
+                if result.ok:
+                    journals[k].scene_done(result.scene, result.shard)
+                else:
+                    journals[k].scene_failed(result.scene, result.reason, result.error_type)
+                built[k][result.scene] = result
+                prog.finished(splits[k].spec.corruption, result)
+
+            _execute(src, splits, tasks, int(workers), finish, journals)
+
+        for k, split in enumerate(splits):
+            split.results = [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n]
+                             for n in source.scenes]
+            split.manifest_path = _write_split_manifest(split, source_ds, source, config)
+        index_path = _write_index(out, source, kept, splits)
+    finally:
+        source_ds.close()
+    return RobustnessResult(out, index_path, splits, time.perf_counter() - start)
+
+
+def summary_table(result: RobustnessResult):
+    """A rich Table: one row per sub-dataset with its scene statuses."""
+    from rich.table import Table
+
+    table = Table(title=f"robustness splits {result.out_dir}  ({result.wall_s:.1f} s)")
+    for name, justify in (("corruption", "left"), ("severity", "right"), ("built", "right"), ("resumed", "right"),
+                          ("failed", "right"), ("path", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "path", overflow="fold")  # type: ignore[arg-type]
+    for split in result.splits:
+        n = {s: sum(r.status == s for r in split.results) for s in ("built", "resumed", "failed")}
+        failed = f"[red]{n['failed']}[/red]" if n["failed"] else "0"
+        table.add_row(split.spec.corruption, str(split.spec.severity), str(n["built"]), str(n["resumed"]), failed,
+                      split.spec.rel_path)
+    return table

@@ -1,0 +1,41 @@
+"""LSR records of a stridegen dataset: the spatiotemporal QA rows of every shard, as ``LsrRecord``s.
+
+The question ids are the dataset's own (``<scene>/k<keyframe>/<channel>/<n>``), so a predictions JSONL
+``{question_id, pred}`` written against the dataset joins directly. Scenario relations are not part of a built
+dataset; pass an annotation sheet (``group_id, object_type, relation[, out_of_view]`` CSV, the official
+STRIDE-QA-Bench layout) to break results down by scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from stridegen.eval.lsr import LsrRecord
+
+
+def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str | None] | None = None
+                         ) -> list[LsrRecord]:
+    """Every spatiotemporal QA of the dataset as LSR records (scenes in manifest order)."""
+    from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL
+    from stridegen.pipeline.qa.spatiotemporal import lsr_records
+    from stridegen.pipeline.qa.stage import items_from_table
+    from stridegen.shards.reader import open_dataset
+
+    records: list[LsrRecord] = []
+    with open_dataset(dataset_dir) as ds:
+        for scene in ds:
+            table = scene.qa
+            if table is None:
+                continue
+            rows = [(qid, item) for qid, item in items_from_table(table) if item.category == CATEGORY_SPATIOTEMPORAL]
+            ids = {id(item): qid for qid, item in rows}
+            records += lsr_records([item for _, item in rows], scenario_of, question_id=lambda it, ids=ids: ids[id(it)])
+    return records
+
+
+def scenarios_from_sheet(path: str | Path) -> dict[str, str | None]:
+    """group_id -> scenario relation from an annotation sheet CSV (missing cells -> None)."""
+    from stridegen.eval.strideqa_bench import read_annotation_sheet
+
+    return {gid: row.get("relation") for gid, row in read_annotation_sheet(path).items()}

@@ -1,0 +1,1 @@
+"""Template QA generators (spatial, spatiotemporal) and the scene-level QA stage."""

@@ -1,0 +1,478 @@
+"""Spatial QA generator: object-centric pair questions and ego-centric questions about the regions of one image.
+
+Input is a ``QAContext`` (visible regions of one keyframe camera image): box centres in the keyframe ego frame
+(x forward, y left, z up; metres) and in the camera frame (x right, y down, z forward; metres), box sizes
+(length, width, height; metres). Definitions (docs/qa-spatial.md has the full table):
+
+- object-centric, ordered pair (A, B), yes/no: ``left_of`` / ``right_of`` compare camera x (the viewer's left is
+  smaller x), ``in_front_of`` / ``behind`` camera z (nearer / farther from the camera), ``bigger`` / ``smaller``
+  box volume l*w*h, ``taller`` / ``shorter`` height h, ``wider`` / ``thinner`` width w;
+- object-centric numbers (m): ``direct_distance`` (3-D centre distance), ``horizontal_distance`` (distance in the
+  ego xy plane), ``vertical_distance`` (``|z_A - z_B|`` of the centres in the ego frame), ``width`` and ``height``
+  of one region;
+- ego-centric: ``ego_distance`` (BEV distance ``hypot(x, y)`` from the ego origin, m), ``ego_heading_angle``
+  (``polar_angle_deg``, integer degrees), ``ego_clock_direction`` (hour 1..12), ``ego_left_right`` (sign of y,
+  "left"/"right"), sizes ``region_length`` / ``region_width`` / ``region_height`` (m) and yes/no comparisons with
+  the ego vehicle's size (``bigger_than_ego`` / ``smaller_than_ego`` volume, ``taller_than_ego`` /
+  ``shorter_than_ego`` height, ``wider_than_ego`` / ``thinner_than_ego`` width).
+
+Ambiguous comparisons (near-equal positions or sizes, thresholds in ``SpatialQAConfig``) produce no item. Yes/no
+balance: the pair order and the predicate polarity are drawn uniformly and independently, and polarity flips the
+truth, so every qualitative item is "yes" with probability exactly 1/2 whatever the geometry.
+
+Speed: geometry is vectorised over all pairs and regions, random choices come from at most four generator calls
+per image, and strings are built with ``str.format`` on precomputed Python values (benchmarks/bench_qa.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.errors import ConfigError, GeometryError
+from stridegen.pipeline.qa.base import (
+    CATEGORY_EGO_SPATIAL,
+    CATEGORY_OBJECT_SPATIAL,
+    UNIT_CLOCK,
+    UNIT_DEGREE,
+    UNIT_METRE,
+    QAContext,
+    QAItem,
+    region_name,
+)
+from stridegen.pipeline.qa.templates_spatial import SPATIAL_PHRASEBOOK
+
+# Families of yes/no pair predicates: (positive, negative) where negative(A, B) == not positive(A, B) whenever the
+# pair is unambiguous. Order matters: it is the row order of the vectorised arrays below.
+PAIR_YES_NO_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("left_of", "right_of"),
+    ("in_front_of", "behind"),
+    ("bigger", "smaller"),
+    ("taller", "shorter"),
+    ("wider", "thinner"),
+)
+PAIR_NUMBER_PREDICATES: tuple[str, ...] = ("direct_distance", "horizontal_distance", "vertical_distance")
+OBJECT_SINGLE_PREDICATES: tuple[str, ...] = ("width", "height")
+EGO_NUMBER_PREDICATES: tuple[str, ...] = ("ego_distance", "ego_heading_angle", "ego_clock_direction")
+EGO_SIZE_PREDICATES: tuple[str, ...] = ("region_length", "region_width", "region_height")
+EGO_YES_NO_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("bigger_than_ego", "smaller_than_ego"),
+    ("taller_than_ego", "shorter_than_ego"),
+    ("wider_than_ego", "thinner_than_ego"),
+)
+
+OBJECT_SPATIAL_PREDICATES: tuple[str, ...] = (
+    *(p for fam in PAIR_YES_NO_FAMILIES for p in fam), *PAIR_NUMBER_PREDICATES, *OBJECT_SINGLE_PREDICATES,
+)
+EGO_SPATIAL_PREDICATES: tuple[str, ...] = (
+    *EGO_NUMBER_PREDICATES, "ego_left_right", *EGO_SIZE_PREDICATES, *(p for fam in EGO_YES_NO_FAMILIES for p in fam),
+)
+SPATIAL_PREDICATES: tuple[str, ...] = OBJECT_SPATIAL_PREDICATES + EGO_SPATIAL_PREDICATES
+
+# region_width / region_height ask the same as the object-centric width / height; off unless asked for.
+DEFAULT_PREDICATES: frozenset[str] = frozenset(SPATIAL_PREDICATES) - {"region_width", "region_height"}
+
+
+@dataclass
+class SpatialQAConfig:
+    """Ambiguity thresholds, predicate switches and per-image caps of the spatial QA generator.
+
+    A comparison is ambiguous (no item) when: ``|x_cam_A - x_cam_B| < lateral_min_m`` (left/right);
+    ``|z_cam_A - z_cam_B| < depth_min_m`` (front/behind); ``|s_A - s_B| < size_rel_min * max(s_A, s_B)`` for volume,
+    height and width (bigger/taller/wider); ``|y_ego| < ego_lateral_min_m`` (ego left/right);
+    ``|s - s_ego| < ego_size_rel_min * max(s, s_ego)`` (size versus the ego vehicle); the BEV distance is below
+    ``heading_min_distance_m`` (heading angle and clock direction); the heading lies within ``clock_margin_deg`` of a
+    half-hour boundary (clock direction only). Equal values are always ambiguous.
+    """
+
+    lateral_min_m: float = 0.5
+    depth_min_m: float = 1.0
+    size_rel_min: float = 0.10
+    ego_lateral_min_m: float = 0.5
+    ego_size_rel_min: float = 0.10
+    heading_min_distance_m: float = 1.0
+    clock_margin_deg: float = 1.0
+    max_pairs_per_image: int = 24  # unordered region pairs drawn per image (all when fewer); 0 = no pair items
+    max_qa_per_image: int = 256  # items kept per image, drawn uniformly when more qualify; 0 = no cap
+    predicates: frozenset[str] = field(default_factory=lambda: DEFAULT_PREDICATES)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.predicates, str):  # one name, e.g. from a YAML scalar
+            self.predicates = frozenset({self.predicates})
+        self.predicates = frozenset(self.predicates)
+        unknown = sorted(self.predicates - set(SPATIAL_PREDICATES))
+        if unknown:
+            raise ConfigError(f"unknown spatial QA predicates {unknown}; known: {list(SPATIAL_PREDICATES)}")
+        for name in ("lateral_min_m", "depth_min_m", "size_rel_min", "ego_lateral_min_m", "ego_size_rel_min",
+                     "heading_min_distance_m", "clock_margin_deg"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0.0:
+                raise ConfigError(f"SpatialQAConfig.{name} must be a finite number >= 0, got {value}")
+        if self.clock_margin_deg >= 15.0:
+            raise ConfigError(f"SpatialQAConfig.clock_margin_deg must be < 15 (half an hour), got "
+                              f"{self.clock_margin_deg}")
+        for name in ("max_pairs_per_image", "max_qa_per_image"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"SpatialQAConfig.{name} must be >= 0, got {getattr(self, name)}")
+
+
+# ---------------------------------------------------------------------------------------------- predicate table
+
+# Value kinds (how gt_value is rounded and written).
+_NONE, _METRE, _DEGREE, _CLOCK = 0, 1, 2, 3
+# Labels (gt_label) by code.
+_LABELS = ("", "yes", "no", "left", "right")
+_YES, _NO, _LEFT, _RIGHT = 1, 2, 3, 4
+_PRED_INDEX = {name: i for i, name in enumerate(SPATIAL_PREDICATES)}
+
+
+def _value_kind(name: str) -> int:
+    if name == "ego_heading_angle":
+        return _DEGREE
+    if name == "ego_clock_direction":
+        return _CLOCK
+    if name in PAIR_NUMBER_PREDICATES or name in OBJECT_SINGLE_PREDICATES or name in EGO_SIZE_PREDICATES \
+            or name == "ego_distance":
+        return _METRE
+    return _NONE
+
+
+def _positional(template: str) -> str:
+    """``{a}``, ``{b}``, ``{value}`` -> ``{0}``, ``{1}``, ``{2}`` (positional str.format is the faster call)."""
+    return template.replace("{a}", "{0}").replace("{b}", "{1}").replace("{value}", "{2}")
+
+
+_UNIT_OF_KIND = {_NONE: "", _METRE: UNIT_METRE, _DEGREE: UNIT_DEGREE, _CLOCK: UNIT_CLOCK}
+_PRED_CATEGORY = tuple(CATEGORY_OBJECT_SPATIAL if p in OBJECT_SPATIAL_PREDICATES else CATEGORY_EGO_SPATIAL
+                       for p in SPATIAL_PREDICATES)
+_PRED_KIND = tuple(_value_kind(p) for p in SPATIAL_PREDICATES)
+_PRED_UNIT = tuple(_UNIT_OF_KIND[k] for k in _PRED_KIND)
+_PRED_QUESTIONS = tuple(tuple(_positional(t) for t in SPATIAL_PHRASEBOOK.questions[p]) for p in SPATIAL_PREDICATES)
+_N_QUESTIONS = np.array([len(q) for q in _PRED_QUESTIONS], dtype=np.float64)
+
+
+def _answer_set_name(pred: str, label: int) -> str:
+    return pred if label == 0 else f"{pred}:{_LABELS[label]}"
+
+
+# Answer sets indexed by pred * len(_LABELS) + label; () where that combination never occurs.
+_ANSWER_SETS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(_positional(t) for t in SPATIAL_PHRASEBOOK.answers.get(_answer_set_name(p, lab), ()))
+    for p in SPATIAL_PREDICATES for lab in range(len(_LABELS))
+)
+_N_ANSWERS = np.array([max(len(a), 1) for a in _ANSWER_SETS], dtype=np.float64)
+
+
+def _check_phrasebook() -> None:
+    """Every predicate has its question templates and every (predicate, label) it can emit an answer set."""
+    for p in SPATIAL_PREDICATES:
+        if p == "ego_left_right":
+            labels = (_LEFT, _RIGHT)
+        elif _PRED_KIND[_PRED_INDEX[p]] == _NONE:
+            labels = (_YES, _NO)
+        else:
+            labels = (0,)
+        for lab in labels:
+            if not _ANSWER_SETS[_PRED_INDEX[p] * len(_LABELS) + lab]:
+                raise KeyError(f"templates_spatial lacks answer set {_answer_set_name(p, lab)!r}")
+
+
+_check_phrasebook()
+
+# Rows of the vectorised arrays: (positive, negative) predicate per row; single predicates repeat themselves.
+_PAIR_ROWS: tuple[tuple[str, str], ...] = PAIR_YES_NO_FAMILIES + tuple((p, p) for p in PAIR_NUMBER_PREDICATES)
+_REGION_SINGLE = (*OBJECT_SINGLE_PREDICATES, *EGO_NUMBER_PREDICATES, "ego_left_right", *EGO_SIZE_PREDICATES)
+_REGION_ROWS: tuple[tuple[str, str], ...] = tuple((p, p) for p in _REGION_SINGLE) + EGO_YES_NO_FAMILIES
+_N_PAIR_YES_NO = len(PAIR_YES_NO_FAMILIES)
+_N_REGION_SINGLE = len(_REGION_SINGLE)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Per-row constants derived from a config ([rows, 1] arrays broadcasting over pairs / regions)."""
+
+    pair_pos: np.ndarray
+    pair_neg: np.ndarray
+    pair_mode: np.ndarray  # -1 off, 0 positive only, 1 negative only, 2 polarity drawn
+    pair_abs_min: np.ndarray  # [5, 1] yes/no rows only
+    pair_rel_min: np.ndarray
+    pair_sign: np.ndarray  # +1: positive(A, B) means q_A > q_B; -1: q_A < q_B
+    region_pos: np.ndarray
+    region_neg: np.ndarray
+    region_mode: np.ndarray
+
+
+def _mode(config: SpatialQAConfig, row: tuple[str, str]) -> int:
+    pos_on, neg_on = row[0] in config.predicates, row[1] in config.predicates
+    if row[0] == row[1]:
+        return 0 if pos_on else -1
+    if pos_on and neg_on:
+        return 2
+    if pos_on:
+        return 0
+    return 1 if neg_on else -1
+
+
+def _column(values: list) -> np.ndarray:
+    return np.asarray(values)[:, None]
+
+
+@lru_cache(maxsize=64)
+def _plan(predicates: frozenset[str], lateral_min_m: float, depth_min_m: float, size_rel_min: float) -> _Plan:
+    cfg = SpatialQAConfig(lateral_min_m=lateral_min_m, depth_min_m=depth_min_m, size_rel_min=size_rel_min,
+                          predicates=predicates)
+    return _Plan(
+        pair_pos=_column([_PRED_INDEX[r[0]] for r in _PAIR_ROWS]),
+        pair_neg=_column([_PRED_INDEX[r[1]] for r in _PAIR_ROWS]),
+        pair_mode=_column([_mode(cfg, r) for r in _PAIR_ROWS]),
+        pair_abs_min=_column([lateral_min_m, depth_min_m, 0.0, 0.0, 0.0]),
+        pair_rel_min=_column([0.0, 0.0, size_rel_min, size_rel_min, size_rel_min]),
+        pair_sign=_column([-1.0, -1.0, 1.0, 1.0, 1.0]),  # left of: smaller camera x; in front of: smaller camera z
+        region_pos=_column([_PRED_INDEX[r[0]] for r in _REGION_ROWS]),
+        region_neg=_column([_PRED_INDEX[r[1]] for r in _REGION_ROWS]),
+        region_mode=_column([_mode(cfg, r) for r in _REGION_ROWS]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- geometry
+
+
+@dataclass
+class _Geometry:
+    """The context's arrays as float64, with the derived per-region quantities (metres, cubic metres)."""
+
+    n: int
+    center_ego: np.ndarray  # [N, 3]
+    compared: np.ndarray  # [5, N]: camera x, camera z, volume, height, width (the yes/no pair rows' quantities)
+    size_lwh: np.ndarray  # [N, 3], NaN where an extent is not positive
+    ego_size_lwh: tuple[float, float, float]
+
+    @staticmethod
+    def from_context(ctx: QAContext) -> _Geometry:
+        n = len(ctx)
+        where = f"QAContext of scene {ctx.scene!r} keyframe {ctx.keyframe_index} channel {ctx.channel!r}"
+        arrays = {}
+        for name, shape in (("center_ego", (n, 3)), ("center_cam", (n, 3)), ("size_lwh", (n, 3)),
+                            ("track_index", (n,)), ("object_class", (n,))):
+            arr = np.asarray(getattr(ctx, name))
+            if arr.shape != shape:
+                raise GeometryError(f"{where}: {name} has shape {arr.shape}, expected {shape}")
+            arrays[name] = arr
+        ego = tuple(float(v) for v in ctx.ego_size_lwh)
+        if len(ego) != 3 or not all(math.isfinite(v) and v > 0.0 for v in ego):
+            raise GeometryError(f"{where}: ego_size_lwh must be three positive lengths, got {ctx.ego_size_lwh}")
+        center_cam = arrays["center_cam"].astype(np.float64)
+        size = arrays["size_lwh"].astype(np.float64)
+        size = np.where(size > 0.0, size, np.nan)  # a zero or negative extent cannot be compared
+        compared = np.stack([center_cam[:, 0], center_cam[:, 2], size[:, 0] * size[:, 1] * size[:, 2],
+                             size[:, 2], size[:, 1]])
+        return _Geometry(n, arrays["center_ego"].astype(np.float64), compared, size, (ego[0], ego[1], ego[2]))
+
+
+# ---------------------------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class _Candidates:
+    """Items that qualify, before phrasing: parallel arrays (one entry per item)."""
+
+    pred: np.ndarray  # int, index into SPATIAL_PREDICATES
+    a: np.ndarray  # int, position of the first region in the context arrays
+    b: np.ndarray  # int, position of the second region, -1 for one-region items
+    value: np.ndarray  # float, unrounded truth (NaN for qualitative items)
+    label: np.ndarray  # int, index into _LABELS (0 for quantitative items)
+
+    @staticmethod
+    def from_rows(keep: np.ndarray, pred: np.ndarray, a: np.ndarray, b: np.ndarray, value: np.ndarray,
+                  label: np.ndarray) -> _Candidates:
+        """[rows, M] arrays -> the kept entries in column-major order (all rows of column 0, then column 1, ...)."""
+        k = keep.T
+        return _Candidates(pred.T[k], a.T[k], b.T[k], value.T[k], label.T[k])
+
+    @staticmethod
+    def concat(first: _Candidates, second: _Candidates) -> _Candidates:
+        return _Candidates(*(np.concatenate([getattr(first, k), getattr(second, k)])
+                             for k in ("pred", "a", "b", "value", "label")))
+
+    def take(self, idx: np.ndarray) -> _Candidates:
+        return _Candidates(self.pred[idx], self.a[idx], self.b[idx], self.value[idx], self.label[idx])
+
+    def __len__(self) -> int:
+        return int(self.pred.shape[0])
+
+
+def _ambiguous(q_first: np.ndarray, q_second: np.ndarray, abs_min: np.ndarray | float,
+               rel_min: np.ndarray | float) -> np.ndarray:
+    """Comparisons closer than ``abs_min + rel_min * max(|q1|, |q2|)``, equal ones, or with non-finite values."""
+    diff = q_first - q_second
+    with np.errstate(invalid="ignore"):
+        close = np.abs(diff) < abs_min + rel_min * np.maximum(np.abs(q_first), np.abs(q_second))
+    return close | (diff == 0.0) | ~np.isfinite(diff)
+
+
+def _negative(mode: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """Whether each row asks its negative predicate: drawn where both polarities are on, else fixed by the mode."""
+    return np.where(mode == 2, drawn, mode == 1)
+
+
+def _pair_candidates(g: _Geometry, plan: _Plan, first: np.ndarray, second: np.ndarray,
+                     bits: np.ndarray) -> _Candidates:
+    """Object-centric items of the unordered pairs (first[p] < second[p]), pair by pair; ``bits`` [8, P] in 0..3."""
+    n_rows, n_pairs = bits.shape
+    swap = (bits & 1).astype(bool)  # name the pair as (second, first)
+    negative = _negative(plan.pair_mode, (bits >> 1).astype(bool))
+    a = np.where(swap, second, first)
+    b = np.where(swap, first, second)
+    keep = np.empty((n_rows, n_pairs), dtype=bool)
+    label = np.zeros((n_rows, n_pairs), dtype=np.int64)
+    value = np.full((n_rows, n_pairs), np.nan)
+    y = _N_PAIR_YES_NO
+    # Yes/no rows: positive(first, second) from the sign of the difference, flipped by the order and the polarity.
+    q1, q2 = g.compared[:, first], g.compared[:, second]
+    keep[:y] = ~_ambiguous(q1, q2, plan.pair_abs_min, plan.pair_rel_min)
+    truth = (plan.pair_sign * (q1 - q2) > 0.0) ^ swap[:y] ^ negative[:y]
+    label[:y] = np.where(truth, _YES, _NO)
+    # Number rows: distances between the centres in the keyframe ego frame (metres).
+    delta = g.center_ego[first] - g.center_ego[second]
+    horizontal = np.hypot(delta[:, 0], delta[:, 1])
+    distances = {"direct_distance": np.hypot(horizontal, delta[:, 2]), "horizontal_distance": horizontal,
+                 "vertical_distance": np.abs(delta[:, 2])}
+    value[y:] = [distances[name] for name in PAIR_NUMBER_PREDICATES]
+    keep[y:] = np.isfinite(value[y:])
+    keep &= plan.pair_mode >= 0
+    pred = np.where(negative, plan.pair_neg, plan.pair_pos)
+    return _Candidates.from_rows(keep, pred, a, b, value, label)
+
+
+def _region_candidates(g: _Geometry, config: SpatialQAConfig, plan: _Plan, bits: np.ndarray) -> _Candidates:
+    """One-region items (object sizes and ego-centric questions), region by region; ``bits`` [3, N] booleans."""
+    n = g.n
+    rows = len(_REGION_ROWS)
+    value = np.full((rows, n), np.nan)
+    label = np.zeros((rows, n), dtype=np.int64)
+    keep = np.empty((rows, n), dtype=bool)
+    length, width, height = g.size_lwh.T
+    x, y = g.center_ego[:, 0], g.center_ego[:, 1]
+    finite_xy = np.isfinite(x) & np.isfinite(y)
+    x1, y0 = np.where(finite_xy, x, 1.0), np.where(finite_xy, y, 0.0)
+    distance = np.hypot(x, y)  # BEV distance, as attributes.distance_m
+    heading = geo.polar_angle_deg(x1, y0)
+    far_enough = finite_xy & (distance >= config.heading_min_distance_m)
+    offset = np.mod(-heading - 15.0, 30.0)  # clock boundaries lie at clockwise angles 15 + 30 k degrees
+    clear = np.minimum(offset, 30.0 - offset) >= config.clock_margin_deg
+    # One-region rows (_REGION_SINGLE order), then the three comparisons with the ego vehicle.
+    nan_row = np.full(n, np.nan)
+    single_value = {"width": width, "height": height, "ego_distance": distance, "ego_heading_angle": heading,
+                    "ego_clock_direction": geo.clock_direction(x1, y0), "ego_left_right": nan_row,
+                    "region_length": length, "region_width": width, "region_height": height}
+    single_keep = {"width": np.isfinite(width), "height": np.isfinite(height), "ego_distance": finite_xy,
+                   "ego_heading_angle": far_enough, "ego_clock_direction": far_enough & clear,
+                   "ego_left_right": finite_xy & (np.abs(y) >= config.ego_lateral_min_m) & (y != 0.0),
+                   "region_length": np.isfinite(length), "region_width": np.isfinite(width),
+                   "region_height": np.isfinite(height)}
+    s = _N_REGION_SINGLE
+    value[:s] = [single_value[name] for name in _REGION_SINGLE]
+    keep[:s] = [single_keep[name] for name in _REGION_SINGLE]
+    label[_REGION_SINGLE.index("ego_left_right")] = np.where(y > 0.0, _LEFT, _RIGHT)
+    ego_l, ego_w, ego_h = g.ego_size_lwh
+    q = np.stack([g.compared[2], height, width])  # volume, height, width
+    q_ego = np.array([[ego_l * ego_w * ego_h], [ego_h], [ego_w]])
+    keep[s:] = ~_ambiguous(q, q_ego, 0.0, config.ego_size_rel_min)
+    negative = np.zeros((rows, n), dtype=bool)
+    negative[s:] = _negative(plan.region_mode[s:], bits)
+    label[s:] = np.where((q > q_ego) ^ negative[s:], _YES, _NO)
+    keep &= plan.region_mode >= 0
+    pred = np.where(negative, plan.region_neg, plan.region_pos)
+    a = np.broadcast_to(np.arange(n), (rows, n))
+    return _Candidates.from_rows(keep, pred, a, np.full((rows, n), -1), value, label)
+
+
+# ---------------------------------------------------------------------------------------------- phrasing
+
+
+def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> list[QAItem]:
+    """QA items from the candidates: template choice from one generator call, canonical numbers, plain format."""
+    n = len(cands)
+    if n == 0:
+        return []
+    answer_set = cands.pred * len(_LABELS) + cands.label
+    u = rng.random((2, n))
+    q_pick = (u[0] * _N_QUESTIONS[cands.pred]).astype(np.int64).tolist()
+    a_pick = (u[1] * _N_ANSWERS[answer_set]).astype(np.int64).tolist()
+    rid = [int(r) for r in np.asarray(ctx.region_id).tolist()]
+    tid = [int(t) for t in np.asarray(ctx.track_index).tolist()]
+    names = [region_name(r) for r in rid]
+    classes = [str(c) for c in np.asarray(ctx.object_class).tolist()]
+    kinds, categories, units, labels = _PRED_KIND, _PRED_CATEGORY, _PRED_UNIT, _LABELS
+    questions, answer_sets, predicates = _PRED_QUESTIONS, _ANSWER_SETS, SPATIAL_PREDICATES
+    nan = math.nan
+    out: list[QAItem] = []
+    append = out.append
+    for p, a, b, v, lab, aset, qi, ai in zip(cands.pred.tolist(), cands.a.tolist(), cands.b.tolist(),
+                                             cands.value.tolist(), cands.label.tolist(), answer_set.tolist(),
+                                             q_pick, a_pick, strict=True):
+        kind = kinds[p]
+        if kind == _METRE:  # base.round_metres / fmt_metres
+            gt = round(v, 2)
+            text = f"{gt:.2f} m"
+        elif kind == _NONE:
+            gt, text = nan, ""
+        elif kind == _DEGREE:  # base.round_degrees / fmt_degrees: integer degrees in (-180, 180]
+            gt = float(round(v))
+            if gt <= -180.0:
+                gt = 180.0
+            text = f"{gt:.0f} degrees"
+        else:  # base.fmt_clock
+            gt = v
+            text = f"{int(v)} o'clock"
+        name_a = names[a]
+        if b >= 0:
+            name_b = names[b]
+            regions, tracks = (rid[a], rid[b]), (tid[a], tid[b])
+        else:
+            name_b = ""
+            regions, tracks = (rid[a],), (tid[a],)
+        append(QAItem(categories[p], predicates[p], questions[p][qi].format(name_a, name_b),
+                      answer_sets[aset][ai].format(name_a, name_b, text), regions, tracks, gt, units[p], labels[lab],
+                      {}, "", 0, (), -1, classes[a]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+
+
+def generate_spatial_qa(ctx: QAContext, rng: np.random.Generator,
+                        config: SpatialQAConfig | None = None) -> list[QAItem]:
+    """Spatial QA items (object-centric pairs and ego-centric) of one keyframe image.
+
+    Random draws, in order: the pair subset (only when more than ``max_pairs_per_image`` pairs exist), one block of
+    order / polarity bits for the whole image, the item subset (only when more than ``max_qa_per_image`` qualify),
+    one block of template choices. Same context + same generator state -> identical items. Items come pair by pair
+    (pairs in region order), then region by region; regions with non-finite geometry take part in no comparison that
+    needs the missing values.
+    """
+    cfg = config if config is not None else SpatialQAConfig()
+    g = _Geometry.from_context(ctx)
+    n = g.n
+    if n == 0:
+        return []
+    plan = _plan(cfg.predicates, float(cfg.lateral_min_m), float(cfg.depth_min_m), float(cfg.size_rel_min))
+    first, second = np.triu_indices(n, 1)
+    max_pairs = int(cfg.max_pairs_per_image)
+    if first.size > max_pairs:
+        chosen = np.sort(rng.choice(first.size, size=max_pairs, replace=False))
+        first, second = first[chosen], second[chosen]
+    n_pair_rows, n_ego_rows = len(_PAIR_ROWS), len(EGO_YES_NO_FAMILIES)
+    bits = rng.integers(0, 4, size=n_pair_rows * first.size + n_ego_rows * n, dtype=np.int64)
+    pair_bits = bits[: n_pair_rows * first.size].reshape(n_pair_rows, first.size)
+    ego_bits = (bits[n_pair_rows * first.size:].reshape(n_ego_rows, n) & 1).astype(bool)
+    cands = _Candidates.concat(_pair_candidates(g, plan, first, second, pair_bits),
+                               _region_candidates(g, cfg, plan, ego_bits))
+    cap = int(cfg.max_qa_per_image)
+    if cap and len(cands) > cap:
+        cands = cands.take(np.sort(rng.choice(len(cands), size=cap, replace=False)))
+    return _phrase(ctx, cands, rng)

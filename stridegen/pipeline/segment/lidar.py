@@ -1,0 +1,168 @@
+"""``lidar``: LiDAR points inside an object's 3D box, projected into the image, seed a GrabCut refinement.
+
+Algorithm, per object (nearest first):
+
+1. Evidence: the request's points owned by this object (``lidar_object == i``; ``make_request`` gives each point
+   to the 3D box holding it, leaving out returns near the box bottom, which are mostly road). Points landing on a
+   nearer object's hull or mask (the occlusion rule) are hidden from this camera and are not used as seeds.
+2. GrabCut in mask mode on the crop around the projected box (the ``grabcut`` backend's crop, resampled to
+   ``work_side`` pixels). Initial labels: outside the hull -> sure background; inside the hull, the *point region*
+   (the convex hull of the visible points grown by ``grow_frac * image height`` pixels) -> probable foreground
+   and the rest of the hull -> probable background (``hull_prior="probable"``; ``"sure"`` makes it sure
+   background, which bounds the mask to the point region); discs of ``bg_radius_px`` around other points inside
+   the hull (LiDAR saw something else there: ground, background or an occluder) -> probable background; discs of
+   ``seed_radius_px`` around the object's visible points -> sure foreground; nearer hulls and masks -> sure
+   background. OpenCV's RNG is seeded with ``seed`` before every call. The mask is kept inside the hull.
+   The growth radius is a fraction of the image height because a spinning LiDAR's beams are a fixed angle apart,
+   so the gap between two beams' rows is a fixed number of pixels for a given camera whatever the distance
+   (32 beams 1.33 deg apart seen by a 1266 px focal length: about 29 px in a 900 px image).
+3. Fewer than ``min_points`` visible points: the points cannot shape a mask, the mask is the hull (the geometric
+   prior) and the quality below is low. No point at all: the hull with quality ``fallback_quality`` (0).
+4. Morphology instead of GrabCut when the projected box is narrower than ``min_box_px`` or the crop has too few
+   pixels of a label class for GrabCut's GMMs: the point region closed with the same disc, inside the hull.
+
+Quality: ``inside_share * (1 - exp(-n_inside / points_scale))`` where ``n_inside`` is the number of the object's
+projected points whose pixel lies in the final mask and ``inside_share = n_inside / n_projected``. The first
+factor falls when the object's own points land on nearer objects or off the mask (occlusion, calibration or
+timing errors); the second saturates with the amount of evidence (``points_scale`` = 10: 16 points give 0.80,
+30 give 0.95). An empty mask scores 0.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from stridegen.errors import ConfigError
+from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.grabcut import Crop, run_grabcut
+from stridegen.pipeline.segment.request import (
+    check_occlusion_mode,
+    convex_hull_2d,
+    polygon_mask,
+    segment_in_depth_order,
+)
+
+
+def point_pixels(uv: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the pixels holding image points [P, 2] (nearest pixel centre, clipped to the image)."""
+    uv = np.asarray(uv, dtype=np.float64).reshape(-1, 2)
+    cols = np.clip(np.floor(uv[:, 0] + 0.5), 0, width - 1).astype(np.int64)
+    rows = np.clip(np.floor(uv[:, 1] + 0.5), 0, height - 1).astype(np.int64)
+    return rows, cols
+
+
+def disc_kernel(radius: float) -> np.ndarray:
+    r = max(int(np.rint(radius)), 0)
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+
+
+def point_discs(uv: np.ndarray, radius: float, height: int, width: int) -> np.ndarray:
+    """[H, W] bool: discs of ``radius`` pixels around image points [P, 2]."""
+    marks = np.zeros((height, width), dtype=np.uint8)
+    if len(uv):
+        rows, cols = point_pixels(uv, height, width)
+        marks[rows, cols] = 1
+    if radius >= 0.5:
+        marks = cv2.dilate(marks, disc_kernel(radius))
+    return marks.astype(bool)
+
+
+class LidarSegmenter:
+    """LiDAR-seeded GrabCut per object. Options (config keywords) as in ``__init__``."""
+
+    name = "lidar"
+    needs_lidar = True  # the build loads each frame's LiDAR sweep only for backends that need it
+
+    def __init__(self, iterations: int = 3, work_side: int = 96, pad_frac: float = 0.15, pad_px: float = 4.0,
+                 seed_radius_px: float = 2.0, bg_radius_px: float = 1.0, min_points: int = 3,
+                 min_box_px: float = 6.0, grow_frac: float = 0.02, points_scale: float = 10.0,
+                 seed: int = 0, occlusion: str = "hull", fallback_quality: float = 0.0,
+                 hull_prior: str = "probable") -> None:
+        if hull_prior not in ("probable", "sure"):
+            raise ConfigError(f"hull_prior must be 'probable' or 'sure', got {hull_prior!r}")
+        self.hull_prior = hull_prior
+        self.iterations = int(iterations)
+        self.work_side = int(work_side)
+        self.pad_frac = float(pad_frac)
+        self.pad_px = float(pad_px)
+        self.seed_radius_px = float(seed_radius_px)
+        self.bg_radius_px = float(bg_radius_px)
+        self.min_points = int(min_points)
+        self.min_box_px = float(min_box_px)
+        self.grow_frac = float(grow_frac)
+        self.points_scale = float(points_scale)
+        self.seed = int(seed)
+        self.occlusion = check_occlusion_mode(occlusion)
+        self.fallback_quality = float(fallback_quality)
+
+    def segment(self, request: SegmentRequest) -> SegmentResult:
+        image = np.asarray(request.image_rgb, dtype=np.uint8)
+        h, w = request.height, request.width
+        uv = np.asarray(request.lidar_uv, dtype=np.float64).reshape(-1, 2)
+        owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
+        rows, cols = point_pixels(uv, h, w)
+
+        def one(i: int, hull: np.ndarray, occluder: np.ndarray) -> tuple[np.ndarray, float]:
+            own = owner == i
+            if not own.any():
+                return hull, self.fallback_quality
+            visible = own & ~occluder[rows, cols]
+            box = np.asarray(request.box_xyxy[i], dtype=np.float64)
+            tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
+            if np.count_nonzero(visible) < self.min_points:
+                mask = hull.copy()  # too few points to shape a mask: keep the geometric prior (low quality)
+            else:
+                mask = None
+                if not tiny:
+                    others = (owner != i) & hull[rows, cols]
+                    mask = self._grabcut(image, box, hull, occluder, uv[visible], uv[others])
+                if mask is None:
+                    mask = self._morphology(hull, uv[visible])
+            mask &= ~occluder
+            n_inside = int(np.count_nonzero(mask[rows[own], cols[own]]))
+            share = n_inside / int(np.count_nonzero(own))
+            return mask, share * (1.0 - np.exp(-n_inside / self.points_scale))
+
+        return segment_in_depth_order(request, one, self.occlusion)
+
+    def _grabcut(self, image: np.ndarray, box: np.ndarray, hull: np.ndarray, occluder: np.ndarray,
+                 seeds_uv: np.ndarray, others_uv: np.ndarray) -> np.ndarray | None:
+        h, w = hull.shape
+        crop = Crop.around(box, h, w, self.pad_frac, self.pad_px, self.work_side)
+        scale = crop.ws / (crop.c1 - crop.c0)
+        labels = np.full((crop.hs, crop.ws), cv2.GC_BGD, dtype=np.uint8)
+        hull_c = crop.mask(hull)
+        labels[hull_c] = cv2.GC_PR_BGD if self.hull_prior == "probable" else cv2.GC_BGD
+        labels[self._point_region(crop, seeds_uv, self._grow_px(h), scale) & hull_c] = cv2.GC_PR_FGD
+        if len(others_uv):
+            labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws)
+                   & hull_c] = cv2.GC_PR_BGD
+        labels[point_discs(crop.to_crop(seeds_uv), self.seed_radius_px * scale, crop.hs, crop.ws)
+               & hull_c] = cv2.GC_FGD
+        labels[crop.mask(occluder)] = cv2.GC_BGD
+        result = run_grabcut(crop.image(image), labels, self.iterations, self.seed)
+        if result is None:
+            return None
+        return crop.paste(result[0], h, w) & hull
+
+    def _grow_px(self, image_height: int) -> float:
+        return max(self.seed_radius_px, self.grow_frac * image_height)
+
+    def _point_region(self, crop: Crop, seeds_uv: np.ndarray, grow_px: float, scale: float) -> np.ndarray:
+        """[hs, ws] crop raster of the seeds' convex hull grown by ``grow_px`` image pixels (the likely object)."""
+        radius = grow_px * scale
+        region = crop.polygon(convex_hull_2d(seeds_uv)).astype(np.uint8)
+        region[point_discs(crop.to_crop(seeds_uv), 0.0, crop.hs, crop.ws)] = 1
+        return cv2.dilate(region, disc_kernel(radius)).astype(bool)
+
+    def _morphology(self, hull: np.ndarray, seeds_uv: np.ndarray) -> np.ndarray:
+        """The point region (seeds' convex hull grown by the growth radius), closed, inside the hull."""
+        h, w = hull.shape
+        if len(seeds_uv) == 0:
+            return np.zeros_like(hull)
+        radius = self._grow_px(h)
+        region = polygon_mask(convex_hull_2d(seeds_uv), h, w).astype(np.uint8)
+        region[point_discs(seeds_uv, 0.0, h, w)] = 1
+        region = cv2.dilate(region, disc_kernel(radius))
+        return cv2.morphologyEx(region, cv2.MORPH_CLOSE, disc_kernel(radius)).astype(bool) & hull

@@ -1,0 +1,271 @@
+"""Build a ``SegmentRequest`` from 3D boxes, rasterise projected hulls, and apply the depth-order occlusion rule.
+
+Pixel convention (shared by every segmenter backend and the visibility filter): pixel (row ``r``, column ``c``)
+has its centre at image coordinates (u, v) = (c, r) and covers [c - 0.5, c + 0.5] x [r - 0.5, r + 0.5], as OpenCV
+and the pinhole intrinsics assume; the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]. A polygon's raster mask holds
+exactly the pixels whose centre lies in the closed polygon (boundary included), up to floating-point rounding of
+centres that lie on an edge.
+
+Occlusion rule: objects are z-ordered by ``depth_m`` (camera-frame z of the box centre; ties by request index,
+the lower index counting as nearer). With ``occlusion="hull"`` (the default) an object's mask never holds a pixel
+of a nearer object's hull or of a nearer object's final mask; with ``"mask"`` only nearer final masks are removed.
+Either way masks never overlap. ``"none"`` switches the rule off (masks may overlap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.boxes import Boxes
+from stridegen.errors import ConfigError, GeometryError
+from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+
+OCCLUSION_MODES = ("hull", "mask", "none")
+
+
+# ---------------------------------------------------------------------------------------------- polygons
+
+
+def convex_hull_2d(points: np.ndarray) -> np.ndarray:
+    """Convex hull [V, 2] of [P, 2] points, counter-clockwise in (u, v) maths orientation, no repeated vertex.
+
+    Andrew's monotone chain (A. M. Andrew, Inf. Proc. Letters 9(5), 1979) in float64. Collinear points are dropped;
+    fewer than three distinct points give those points (a degenerate hull of area 0).
+    """
+    pts = np.unique(np.asarray(points, dtype=np.float64).reshape(-1, 2), axis=0)  # sorted by u, then v
+    if pts.shape[0] < 3:
+        return pts
+
+    def cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+
+    lower: list[np.ndarray] = []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    upper: list[np.ndarray] = []
+    for p in pts[::-1]:
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return np.asarray(lower[:-1] + upper[:-1], dtype=np.float64)
+
+
+def _area(poly: np.ndarray) -> float:
+    from stridegen.pipeline.visibility import polygon_area  # lazy: visibility imports this package
+
+    return polygon_area(poly)
+
+
+def image_rect(height: int, width: int) -> tuple[float, float, float, float]:
+    """(u0, v0, u1, v1) of the image in continuous pixel coordinates (pixel centres at integers)."""
+    return -0.5, -0.5, width - 0.5, height - 0.5
+
+
+def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
+    """[H, W] bool: pixels whose centre lies in the closed convex polygon ``poly_uv`` [V, 2] (image pixels).
+
+    Scan-line rasterisation: for every pixel row v the polygon's x-extent at y = v is the min / max over the
+    crossings of its edges with that line (plus its vertices on the line, which covers horizontal edges). Exact for
+    convex polygons; a polygon of fewer than three vertices or zero area gives an empty mask.
+    """
+    mask = np.zeros((height, width), dtype=bool)
+    poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
+    if poly.shape[0] < 3 or _area(poly) <= 0.0 or not np.all(np.isfinite(poly)):
+        return mask
+    r0 = max(int(np.ceil(poly[:, 1].min())), 0)
+    r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
+    if r1 < r0:
+        return mask
+    rows = np.arange(r0, r1 + 1, dtype=np.float64)[:, None]  # [R, 1]
+    a, b = poly, np.roll(poly, -1, axis=0)
+    lo, hi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
+    dy = b[:, 1] - a[:, 1]
+    slanted = dy != 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (rows - a[:, 1]) / np.where(slanted, dy, 1.0)
+    x_edge = a[:, 0] + t * (b[:, 0] - a[:, 0])  # [R, E]
+    on_edge = slanted & (rows >= lo) & (rows <= hi)
+    on_vertex = rows == poly[:, 1]  # [R, V]
+    inf = np.inf
+    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=1), np.where(on_vertex, poly[:, 0], inf).min(axis=1))
+    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=1), np.where(on_vertex, poly[:, 0], -inf).max(axis=1))
+    c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)
+    c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # exclusive
+    cols = np.arange(width)
+    mask[r0:r1 + 1] = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
+    return mask
+
+
+def hull_masks(hulls: Sequence[np.ndarray], height: int, width: int) -> np.ndarray:
+    """[N, H, W] bool raster masks of N convex hulls (pixel-centre rule, see the module docstring)."""
+    out = np.zeros((len(hulls), height, width), dtype=bool)
+    for i, hull in enumerate(hulls):
+        out[i] = polygon_mask(hull, height, width)
+    return out
+
+
+def projected_hulls(corners_cam: np.ndarray, intrinsic: np.ndarray, near_m: float = 0.1) -> list[np.ndarray]:
+    """Convex hulls (image pixels) of [N, 8, 3] camera-frame box corners, edges clipped to ``z >= near_m``.
+
+    The 12 box edges are clipped at the near plane and their surviving end points projected; the hull of those
+    points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array.
+    """
+    corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
+    p0 = corners_cam[:, geo.BOX_EDGES[:, 0]]
+    p1 = corners_cam[:, geo.BOX_EDGES[:, 1]]
+    q0, q1, keep = geo.clip_segments_near(p0, p1, near_m)
+    pts = np.concatenate([q0, q1], axis=1)  # [N, 24, 3]
+    keep2 = np.concatenate([keep, keep], axis=1)
+    k = np.asarray(intrinsic, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        homog = pts @ k.T
+        uv = homog[..., :2] / homog[..., 2:3]
+    return [convex_hull_2d(uv[i][keep2[i]]) if keep2[i].any() else np.zeros((0, 2))
+            for i in range(corners_cam.shape[0])]
+
+
+# ---------------------------------------------------------------------------------------------- request
+
+
+def make_request(image_rgb: np.ndarray, intrinsic: np.ndarray, T_cam_from_global: np.ndarray, boxes: Boxes,
+                 lidar_points_global: np.ndarray | None = None, near_m: float = 0.1,
+                 ground_margin_m: float = 0.2) -> tuple[SegmentRequest, np.ndarray]:
+    """The segment request of one camera image and the indices (into ``boxes``) of the objects it holds.
+
+    ``boxes`` are in the global frame; ``T_cam_from_global`` maps global points into the camera frame (x right,
+    y down, z forward, metres); ``intrinsic`` is the 3x3 pinhole matrix of the undistorted ``image_rgb`` [H, W, 3].
+    A box is kept when part of it is in front of the near plane and its near-clipped hull overlaps the image with
+    positive area. ``box_xyxy`` is the bounding box of (hull ∩ image), ``depth_m`` the camera z of the box centre.
+
+    LiDAR (``lidar_points_global`` [P, >= 3], metres): points in front of the near plane that project into the
+    image are kept; ``lidar_object`` names the kept box whose 3D box holds the point (the nearest box centre when
+    several do), -1 for none. Points less than ``ground_margin_m`` above a box's bottom face are not given to it:
+    boxes stand on the road, and returns from the road surface inside a box's footprint (between the wheels, under
+    a bumper, ground noise) would otherwise seed the road as the object.
+    """
+    from stridegen.pipeline.visibility import clip_polygon_to_rect, polygon_area  # lazy: it imports this package
+
+    if boxes.frame != "global":
+        raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
+    image_rgb = np.asarray(image_rgb)
+    height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+    rect = image_rect(height, width)
+    T = np.asarray(T_cam_from_global, dtype=np.float64)
+    hulls = projected_hulls(geo.transform_points(T, boxes.corners()), intrinsic, near_m) if len(boxes) else []
+    kept: list[int] = []
+    kept_hulls: list[np.ndarray] = []
+    xyxy: list[np.ndarray] = []
+    for i, hull in enumerate(hulls):
+        inside = clip_polygon_to_rect(hull, *rect) if hull.shape[0] >= 3 else np.zeros((0, 2))
+        if inside.shape[0] < 3 or polygon_area(inside) <= 0.0:
+            continue
+        kept.append(i)
+        kept_hulls.append(hull)
+        xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
+    keep = np.asarray(kept, dtype=np.int64)
+    depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
+    request = SegmentRequest(image_rgb=image_rgb, box_xyxy=np.asarray(xyxy, dtype=np.float64).reshape(-1, 4),
+                             hull_uv=kept_hulls, depth_m=np.asarray(depth, dtype=np.float64))
+    if lidar_points_global is not None:
+        uv, z, owner = _lidar_evidence(lidar_points_global, boxes[keep], T, intrinsic, near_m, rect,
+                                       ground_margin_m)
+        request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
+    return request, keep
+
+
+def _lidar_evidence(points_global: np.ndarray, boxes: Boxes, T_cam_from_global: np.ndarray, intrinsic: np.ndarray,
+                    near_m: float, rect: tuple[float, float, float, float], ground_margin_m: float = 0.0
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(uv [P, 2], camera z [P], owning box [P] or -1) of the LiDAR points that project into the image."""
+    pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
+    uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
+    u0, v0, u1, v1 = rect
+    with np.errstate(invalid="ignore"):
+        ok = in_front & (uv[:, 0] >= u0) & (uv[:, 0] <= u1) & (uv[:, 1] >= v0) & (uv[:, 1] <= v1)
+    pts_global, uv, z = pts_global[ok], uv[ok], z[ok]
+    owner = np.full(pts_global.shape[0], -1, dtype=np.int64)
+    if len(boxes) and pts_global.shape[0]:
+        # Raise each box's bottom by the ground margin (global z is up; boxes are yaw-only).
+        margin = np.minimum(max(float(ground_margin_m), 0.0), 0.5 * boxes.size_lwh[:, 2])
+        center = boxes.center + np.stack([np.zeros_like(margin), np.zeros_like(margin), 0.5 * margin], axis=1)
+        size = boxes.size_lwh - np.stack([np.zeros_like(margin), np.zeros_like(margin), margin], axis=1)
+        inside = geo.points_in_boxes(pts_global, center, size, boxes.yaw)  # [K, P]
+        any_inside = inside.any(axis=0)
+        if any_inside.any():
+            sub = pts_global[any_inside]
+            dist = np.linalg.norm(sub[None, :, :] - boxes.center[:, None, :], axis=-1)  # [K, P']
+            dist = np.where(inside[:, any_inside], dist, np.inf)
+            owner[any_inside] = np.argmin(dist, axis=0)
+    return uv, z, owner
+
+
+def frame_request(frame, channel: str, boxes_global: Boxes, lidar_channel: str | None = "auto",
+                  near_m: float = 0.1, ground_margin_m: float = 0.2) -> tuple[SegmentRequest, np.ndarray]:
+    """``make_request`` for one camera of a ``stridegen.logs.Frame`` (reads the image and, unless
+    ``lidar_channel`` is None, the frame's key LiDAR sweep, moved into the global frame with its own pose)."""
+    sample = frame.sensor(channel)
+    calib = sample.calibration
+    T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
+    points = None
+    if lidar_channel is not None and frame.lidar_channels:
+        lidar_sample = frame.sensor(frame.lidar_channels[0] if lidar_channel == "auto" else lidar_channel)
+        points_lidar = frame.reader.load_points(lidar_sample)[:, :3]
+        points = geo.transform_points(lidar_sample.T_global_from_sensor, points_lidar)
+    return make_request(frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m,
+                        ground_margin_m)
+
+
+# ---------------------------------------------------------------------------------------------- occlusion
+
+
+def check_occlusion_mode(mode: str) -> str:
+    if mode not in OCCLUSION_MODES:
+        raise ConfigError(f"unknown occlusion mode {mode!r}; expected one of {OCCLUSION_MODES}")
+    return mode
+
+
+def nearest_first(depth_m: np.ndarray) -> np.ndarray:
+    """Request indices sorted nearest first (stable: equal depths keep request order)."""
+    return np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable")
+
+
+ObjectSegmenter = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, float]]
+
+
+def segment_in_depth_order(request: SegmentRequest, segment_one: ObjectSegmenter,
+                           occlusion: str = "hull") -> SegmentResult:
+    """Run ``segment_one(i, hull_mask_i, occluder_i) -> (mask_i, quality_i)`` for every object, nearest first.
+
+    ``hull_mask_i`` is object i's raster hull [H, W]; ``occluder_i`` [H, W] the union of the nearer objects' hulls
+    and final masks (``"hull"``), final masks only (``"mask"``) or nothing (``"none"``). The returned mask is
+    intersected with ``~occluder_i`` here, so masks never overlap; an empty final mask gets quality 0. Qualities
+    are clipped to [0, 1].
+    """
+    check_occlusion_mode(occlusion)
+    n, height, width = len(request), request.height, request.width
+    masks = np.zeros((n, height, width), dtype=bool)
+    quality = np.zeros(n, dtype=np.float64)
+    occluder = np.zeros((height, width), dtype=bool)
+    for i in nearest_first(request.depth_m).tolist():
+        hull = polygon_mask(request.hull_uv[i], height, width)
+        mask, q = segment_one(i, hull, occluder)
+        mask = np.asarray(mask, dtype=bool) & ~occluder
+        masks[i] = mask
+        quality[i] = float(np.clip(q, 0.0, 1.0)) if mask.any() and np.isfinite(q) else 0.0
+        if occlusion == "hull":
+            occluder |= hull | mask  # a mask may reach beyond its hull (grabcut): it still claims its pixels
+        elif occlusion == "mask":
+            occluder |= mask
+    return SegmentResult(masks=masks, quality=quality)
+
+
+def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of two [H, W] bool masks (0 when both are empty)."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    union = int(np.count_nonzero(a | b))
+    return int(np.count_nonzero(a & b)) / union if union else 0.0

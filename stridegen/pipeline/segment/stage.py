@@ -1,0 +1,164 @@
+"""The segment stage of a scene: masks of every tracked object in the images QA will show, plus the visibility
+filter's measurements, and the marked regions of each keyframe image.
+
+Which images: every camera's image at each keyframe and at its spatiotemporal context frames (t = -1.5, -1.0,
+-0.5 s; ``CONTEXT_OFFSETS_S``), so that the QA generator can mark a target in all four frames it shows. Which
+objects: the tracker's boxes of that frame (global frame) whose projection meets the image.
+
+Regions: in each keyframe image the objects passing all three visibility rules are numbered 0..n-1 from left to
+right (mask box left edge, then track index), and questions about that image call them ``Region [i]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.boxes import Boxes
+from stridegen.pipeline.segment.base import Segmenter
+from stridegen.pipeline.visibility import VisibilityThresholds, measure_visibility
+
+CONTEXT_OFFSETS_S = (-1.5, -1.0, -0.5, 0.0)  # STRIDE-QA-Bench: four context frames at 2 Hz ending at the keyframe
+
+
+def context_frames(window: np.ndarray, window_offsets_s: np.ndarray,
+                   offsets_s: Sequence[float] = CONTEXT_OFFSETS_S) -> np.ndarray:
+    """[K, len(offsets_s)] frame indices of each keyframe's context frames (-1 where the window has none)."""
+    window = np.asarray(window, dtype=np.int64).reshape(-1, np.size(window_offsets_s))
+    offs = np.asarray(window_offsets_s, dtype=np.float64)
+    out = np.full((window.shape[0], len(offsets_s)), -1, dtype=np.int64)
+    for j, want in enumerate(offsets_s):
+        hit = np.flatnonzero(np.isclose(offs, want, atol=1e-6))
+        if hit.size:
+            out[:, j] = window[:, hit[0]]
+    return out
+
+
+@dataclass
+class MaskRows:
+    """Columns of the masks table (see stridegen.shards.schema.MasksTable), gathered image by image."""
+
+    image_index: list[np.ndarray]
+    track_index: list[np.ndarray]
+    rle_counts: list[str]
+    area_px: list[np.ndarray]
+    mask_box_xyxy: list[np.ndarray]
+    projected_box_xyxy: list[np.ndarray]
+    depth_m: list[np.ndarray]
+    quality: list[np.ndarray]
+    box_iou: list[np.ndarray]
+    coverage: list[np.ndarray]
+    pass_box_iou: list[np.ndarray]
+    pass_coverage: list[np.ndarray]
+    pass_quality: list[np.ndarray]
+
+    @classmethod
+    def empty(cls) -> MaskRows:
+        return cls(*([] for _ in range(13)))
+
+    def table(self):
+        from stridegen.shards.schema import MasksTable, str_array
+
+        def cat(parts: list[np.ndarray], dtype, width: int = 0) -> np.ndarray:
+            if not parts:
+                return np.zeros((0, width) if width else 0, dtype=dtype)
+            return np.concatenate(parts).astype(dtype)
+
+        passes = [cat(p, bool) for p in (self.pass_box_iou, self.pass_coverage, self.pass_quality)]
+        return MasksTable(
+            image_index=cat(self.image_index, np.int32), track_index=cat(self.track_index, np.int32),
+            rle_counts=str_array(self.rle_counts), area_px=cat(self.area_px, np.int64),
+            mask_box_xyxy=cat(self.mask_box_xyxy, np.float64, 4),
+            projected_box_xyxy=cat(self.projected_box_xyxy, np.float64, 4),
+            depth_m=cat(self.depth_m, np.float64), quality=cat(self.quality, np.float64),
+            box_iou=cat(self.box_iou, np.float64), coverage=cat(self.coverage, np.float64),
+            pass_box_iou=passes[0], pass_coverage=passes[1], pass_quality=passes[2],
+            visible=passes[0] & passes[1] & passes[2],
+        )
+
+
+LidarSource = Callable[[int], np.ndarray | None]  # frame index -> LiDAR points [P, 3] in the global frame
+
+
+def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence[Boxes], track_ids: np.ndarray,
+                   segmenter: Segmenter, thresholds: VisibilityThresholds, decode: Callable[[int], np.ndarray],
+                   lidar_global: LidarSource | None = None, timings: dict[str, float] | None = None):
+    """Segment the objects of the given rows of the images table; returns the masks table.
+
+    ``tracked[f]`` are the tracker's boxes of frame f (global frame, ``track_id`` set); ``track_ids`` the scene's
+    tracks table ids (sorted, as ``dense_tracks`` makes them); ``decode(row)`` gives an image's RGB pixels.
+    """
+    import time
+
+    from stridegen.pipeline.segment.request import make_request
+    from stridegen.pipeline.segment.rle import encode_rle_batch
+
+    timings = timings if timings is not None else {}
+    timings.setdefault("segment", 0.0)
+    timings.setdefault("visibility", 0.0)
+    rows = MaskRows.empty()
+    track_ids = np.asarray(track_ids, dtype=object)
+    for row in image_rows:
+        f = int(images.frame_index[row])
+        c = int(images.channel_index[row])
+        boxes = tracked[f]
+        if len(boxes) == 0:
+            continue
+        t0 = time.perf_counter()
+        T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
+        points = lidar_global(f) if lidar_global is not None else None
+        request, keep = make_request(decode(row), cameras.intrinsic[c], geo.invert_transform(T_global_from_cam),
+                                     boxes, points)
+        if len(request) == 0:
+            timings["segment"] += time.perf_counter() - t0
+            continue
+        result = segmenter.segment(request)
+        timings["segment"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        vis = measure_visibility(request, result, thresholds)
+        tracks_of_boxes = np.searchsorted(track_ids, np.asarray(boxes.track_id, dtype=object)[keep])
+        order = np.argsort(tracks_of_boxes, kind="stable")
+        rows.image_index.append(np.full(order.size, row))
+        rows.track_index.append(tracks_of_boxes[order])
+        rows.rle_counts.extend(encode_rle_batch(np.asarray(result.masks, dtype=bool)[order]))
+        rows.area_px.append(vis.area_px[order])
+        rows.mask_box_xyxy.append(vis.mask_box_xyxy[order])
+        rows.projected_box_xyxy.append(np.asarray(request.box_xyxy, dtype=np.float64)[order])
+        rows.depth_m.append(np.asarray(request.depth_m, dtype=np.float64)[order])
+        rows.quality.append(vis.quality[order])
+        rows.box_iou.append(vis.box_iou[order])
+        rows.coverage.append(vis.coverage[order])
+        rows.pass_box_iou.append(vis.pass_box_iou[order])
+        rows.pass_coverage.append(vis.pass_coverage[order])
+        rows.pass_quality.append(vis.pass_quality[order])
+        timings["visibility"] += time.perf_counter() - t0
+    return rows.table()
+
+
+def assign_regions(keyframe_frames: np.ndarray, images, masks):
+    """The regions table: visible objects of each keyframe image numbered left to right."""
+    from stridegen.shards.schema import RegionsTable
+
+    image_of = {(int(f), int(c)): i for i, (f, c) in enumerate(zip(images.frame_index, images.channel_index,
+                                                                    strict=True))}
+    visible = np.flatnonzero(np.asarray(masks.visible, dtype=bool))
+    by_image: dict[int, list[int]] = {}
+    for m in visible.tolist():
+        by_image.setdefault(int(masks.image_index[m]), []).append(m)
+    n_channels = int(np.max(images.channel_index)) + 1 if len(images.channel_index) else 0
+    cols: dict[str, list[int]] = {k: [] for k in ("keyframe_index", "channel_index", "region_id", "track_index",
+                                                  "mask_index")}
+    for k, f in enumerate(np.asarray(keyframe_frames).tolist()):
+        for c in range(n_channels):
+            members = by_image.get(image_of.get((int(f), c), -1), [])
+            members = sorted(members, key=lambda m: (float(masks.mask_box_xyxy[m][0]), int(masks.track_index[m])))
+            for region, m in enumerate(members):
+                cols["keyframe_index"].append(k)
+                cols["channel_index"].append(c)
+                cols["region_id"].append(region)
+                cols["track_index"].append(int(masks.track_index[m]))
+                cols["mask_index"].append(m)
+    return RegionsTable(**{k: np.asarray(v, dtype=np.int32) for k, v in cols.items()})

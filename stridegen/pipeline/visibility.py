@@ -1,0 +1,156 @@
+"""Visibility filter: which segmented objects are clearly visible in their image (STRIDE-QA sec. 4.2, rules 1-3).
+
+The paper keeps an object in an image when box IoU > 0.3, coverage > 0.8 and mask quality > 0.8 but does not
+define the first two. Our definitions (docs/visibility.md), all in pixels of one undistorted image:
+
+- **box IoU**: IoU of the mask's bounding box with the projected 3D box's 2D box clipped to the image
+  (``SegmentRequest.box_xyxy``). Low when the mask found something else than what the box outlines (or nothing).
+  The mask box spans whole pixels: pixel (i, j) covers [i - 0.5, i + 0.5] x [j - 0.5, j + 0.5] (pixel centres at
+  integer coordinates, as OpenCV draws). An empty mask has IoU 0.
+- **coverage**: the share of the object's projected silhouette (the convex hull of its projected box, which may
+  reach beyond the image) that is inside the image *and* not hidden behind a nearer object's silhouette:
+  ``coverage = inside * unoccluded`` with ``inside = area(hull ∩ image) / area(hull)`` computed exactly on
+  polygons and ``unoccluded`` the share of the hull's in-image pixels not covered by the hull of any object of the
+  request whose box centre is nearer to the camera (smaller camera-frame z). Objects the detector missed cannot
+  occlude.
+- **mask quality**: the segmenter's own score (``SegmentResult.quality``; SAM 2's predicted IoU, or the offline
+  backends' documented scores).
+
+Each rule has its own pass flag, so the manifest can report how many candidates each rule removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stridegen import geometry as geo
+from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+
+
+@dataclass(frozen=True)
+class VisibilityThresholds:
+    """Strict lower bounds of the three rules (STRIDE-QA sec. 4.2 values by default)."""
+
+    min_box_iou: float = 0.3
+    min_coverage: float = 0.8
+    min_quality: float = 0.8
+
+
+@dataclass
+class Visibility:
+    """Per-object measurements and rule outcomes, arrays of length N (request order)."""
+
+    area_px: np.ndarray  # int64
+    mask_box_xyxy: np.ndarray  # [N, 4] float64, NaN rows for empty masks
+    box_iou: np.ndarray
+    coverage: np.ndarray
+    quality: np.ndarray
+    pass_box_iou: np.ndarray
+    pass_coverage: np.ndarray
+    pass_quality: np.ndarray
+
+    @property
+    def visible(self) -> np.ndarray:
+        return self.pass_box_iou & self.pass_coverage & self.pass_quality
+
+
+def mask_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([N, 4] pixel-edge bounding boxes, NaN for empty masks; [N] pixel counts) of [N, H, W] bool masks."""
+    masks = np.asarray(masks, dtype=bool)
+    n = masks.shape[0]
+    boxes = np.full((n, 4), np.nan)
+    rows = masks.any(axis=2)  # [N, H]
+    cols = masks.any(axis=1)  # [N, W]
+    area = masks.reshape(n, -1).sum(axis=1).astype(np.int64)
+    nonempty = area > 0
+    if nonempty.any():
+        h, w = masks.shape[1:]
+        y0 = rows.argmax(axis=1)
+        y1 = h - 1 - rows[:, ::-1].argmax(axis=1)
+        x0 = cols.argmax(axis=1)
+        x1 = w - 1 - cols[:, ::-1].argmax(axis=1)
+        edges = np.stack([x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5], axis=1).astype(np.float64)
+        boxes[nonempty] = edges[nonempty]
+    return boxes, area
+
+
+def polygon_area(poly: np.ndarray) -> float:
+    """Area of a simple polygon [V, 2] (shoelace)."""
+    p = np.asarray(poly, dtype=np.float64).reshape(-1, 2)
+    if p.shape[0] < 3:
+        return 0.0
+    x, y = p[:, 0], p[:, 1]
+    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2.0)
+
+
+def clip_polygon_to_rect(poly: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+    """Sutherland-Hodgman clipping of a polygon [V, 2] to the rectangle [x0, x1] x [y0, y1] (exact for convex
+    polygons)."""
+    pts = [tuple(p) for p in np.asarray(poly, dtype=np.float64).reshape(-1, 2)]
+    for axis, bound, keep_above in ((0, x0, True), (0, x1, False), (1, y0, True), (1, y1, False)):
+        if not pts:
+            break
+        out: list[tuple[float, float]] = []
+        for i, cur in enumerate(pts):
+            prev = pts[i - 1]
+            cur_in = cur[axis] >= bound if keep_above else cur[axis] <= bound
+            prev_in = prev[axis] >= bound if keep_above else prev[axis] <= bound
+            if cur_in != prev_in:
+                t = (bound - prev[axis]) / (cur[axis] - prev[axis])
+                out.append((prev[0] + t * (cur[0] - prev[0]), prev[1] + t * (cur[1] - prev[1])))
+            if cur_in:
+                out.append(cur)
+        pts = out
+    return np.asarray(pts, dtype=np.float64).reshape(-1, 2)
+
+
+def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
+    """area(hull ∩ image) / area(hull); the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]."""
+    total = polygon_area(hull_uv)
+    if total <= 0.0:
+        return 0.0
+    inter = polygon_area(clip_polygon_to_rect(hull_uv, -0.5, -0.5, width - 0.5, height - 0.5))
+    return min(max(inter / total, 0.0), 1.0)
+
+
+def unoccluded_share(hull_pixels: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
+    """[N] share of each hull's in-image pixels not inside a nearer object's hull (``hull_pixels`` [N, H, W])."""
+    hull_pixels = np.asarray(hull_pixels, dtype=bool)
+    n = hull_pixels.shape[0]
+    out = np.zeros(n)
+    if n == 0:
+        return out
+    order = np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable")
+    nearer = np.zeros(hull_pixels.shape[1:], dtype=bool)  # union of the hulls seen so far (nearest first)
+    for i in order:
+        own = hull_pixels[i]
+        count = int(np.count_nonzero(own))
+        if count:
+            out[i] = 1.0 - np.count_nonzero(own & nearer) / count
+        nearer |= own
+    return out
+
+
+def measure_visibility(request: SegmentRequest, result: SegmentResult,
+                       thresholds: VisibilityThresholds | None = None) -> Visibility:
+    """Measure the three rules for every object of one segmented image."""
+    from stridegen.pipeline.segment.request import hull_masks
+
+    t = thresholds or VisibilityThresholds()
+    n = len(request)
+    masks = np.asarray(result.masks, dtype=bool).reshape(n, request.height, request.width)
+    quality = np.asarray(result.quality, dtype=np.float64).reshape(n)
+    box, area = mask_boxes(masks)
+    projected = np.asarray(request.box_xyxy, dtype=np.float64).reshape(n, 4)
+    box_iou = np.zeros(n)
+    nonempty = area > 0
+    if nonempty.any():
+        box_iou[nonempty] = geo.iou_2d(box[nonempty], projected[nonempty]).diagonal()
+    inside = np.array([inside_share(h, request.width, request.height) for h in request.hull_uv], dtype=np.float64)
+    hulls = hull_masks(request.hull_uv, request.height, request.width) if n else np.zeros((0,), dtype=bool)
+    coverage = inside * unoccluded_share(hulls, request.depth_m) if n else np.zeros(0)
+    return Visibility(area_px=area, mask_box_xyxy=box, box_iou=box_iou, coverage=coverage, quality=quality,
+                      pass_box_iou=box_iou > t.min_box_iou, pass_coverage=coverage > t.min_coverage,
+                      pass_quality=quality > t.min_quality)

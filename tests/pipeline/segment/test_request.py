@@ -1,0 +1,193 @@
+"""Request building (projection of 3D boxes and LiDAR into one image) and hull rasterisation, on hand-built cameras."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stridegen import geometry as geo
+from stridegen.boxes import Boxes
+from stridegen.errors import ConfigError, GeometryError
+from stridegen.pipeline.segment.request import (
+    check_occlusion_mode,
+    convex_hull_2d,
+    hull_masks,
+    make_request,
+    mask_iou,
+    nearest_first,
+    polygon_mask,
+)
+
+W, H = 160, 90
+K = np.array([[100.0, 0.0, 80.0], [0.0, 100.0, 45.0], [0.0, 0.0, 1.0]])
+# Camera at the global origin looking along global +x: cam x right = -y, cam y down = -z, cam z forward = +x.
+R_CAM_FROM_GLOBAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
+T_CAM_FROM_GLOBAL = geo.make_transform(R_CAM_FROM_GLOBAL, np.zeros(3))
+IMAGE = np.zeros((H, W, 3), dtype=np.uint8)
+
+
+def _boxes(centers, sizes, yaws=None) -> Boxes:
+    centers = np.asarray(centers, dtype=np.float64).reshape(-1, 3)
+    yaws = np.zeros(len(centers)) if yaws is None else yaws
+    return Boxes(centers, np.asarray(sizes, dtype=np.float64).reshape(-1, 3), yaws, frame="global")
+
+
+# ---------------------------------------------------------------------------------------------- polygons
+
+
+def test_convex_hull_drops_interior_and_collinear_points() -> None:
+    pts = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=np.float64)
+    hull = convex_hull_2d(pts)
+    assert hull.shape == (4, 2)
+    assert {tuple(p) for p in hull} == {(0, 0), (2, 0), (2, 2), (0, 2)}
+    x, y = hull[:, 0], hull[:, 1]
+    assert np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)) > 0  # counter-clockwise (maths orientation)
+    assert convex_hull_2d(np.array([[1.0, 1.0], [1.0, 1.0]])).shape == (1, 2)
+
+
+def test_polygon_mask_pixel_centre_rule() -> None:
+    # Pixel centres at integers: [0.5, 3.5]^2 holds centres 1..3; the closed square [1, 3]^2 holds the same.
+    expected = np.zeros((5, 6), dtype=bool)
+    expected[1:4, 1:4] = True
+    for lo, hi in ((0.5, 3.5), (1.0, 3.0), (0.6, 3.4)):
+        square = np.array([[lo, lo], [hi, lo], [hi, hi], [lo, hi]])
+        assert np.array_equal(polygon_mask(square, 5, 6), expected)
+    # A triangle: right-angled at (0, 0) with legs of 4 px -> centres with u + v <= 4, u, v >= 0.
+    tri = polygon_mask(np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]]), 6, 6)
+    vv, uu = np.mgrid[0:6, 0:6]
+    assert np.array_equal(tri, (uu + vv <= 4))
+    # Off-image parts are cut, degenerate polygons give nothing.
+    assert polygon_mask(np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]]), 4, 5).all()
+    assert not polygon_mask(np.array([[0.0, 0.0], [3.0, 3.0], [1.0, 1.0]]), 5, 5).any()
+    assert not polygon_mask(np.zeros((0, 2)), 5, 5).any()
+
+
+def test_polygon_mask_agrees_with_fillpoly_on_integer_rectangles() -> None:
+    rect = np.array([[3, 2], [11, 2], [11, 7], [3, 7]])
+    ours = polygon_mask(rect.astype(np.float64), 10, 15)
+    cv = cv2.fillPoly(np.zeros((10, 15), np.uint8), [rect.astype(np.int32)], 1).astype(bool)
+    assert np.array_equal(ours, cv)
+    assert hull_masks([rect.astype(np.float64), np.zeros((0, 2))], 10, 15).shape == (2, 10, 15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-5, 25), st.floats(-5, 20)), min_size=3, max_size=12))
+def test_polygon_mask_equals_brute_force_half_planes(points) -> None:
+    hull = convex_hull_2d(np.array(points))
+    mask = polygon_mask(hull, 16, 22)
+    vv, uu = np.mgrid[0:16, 0:22].astype(np.float64)
+    if hull.shape[0] < 3:
+        assert not mask.any()
+        return
+    a, b = hull, np.roll(hull, -1, axis=0)
+    edge = b - a
+    # signed distance of every pixel centre to every edge (> 0 inside a counter-clockwise polygon)
+    cross = edge[:, None, None, 0] * (vv - a[:, None, None, 1]) - edge[:, None, None, 1] * (uu - a[:, None, None, 0])
+    dist = cross / np.linalg.norm(edge, axis=1)[:, None, None]
+    inside = (dist >= 0).all(axis=0)
+    unsure = (np.abs(dist) < 1e-7).any(axis=0)  # centres on an edge: floating-point rounding may go either way
+    if geo_area(hull) < 1e-9:
+        return
+    assert np.array_equal(mask[~unsure], inside[~unsure])
+
+
+def geo_area(poly: np.ndarray) -> float:
+    x, y = poly[:, 0], poly[:, 1]
+    return 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+
+def test_mask_iou_and_depth_order() -> None:
+    a = np.zeros((4, 4), bool)
+    b = np.zeros((4, 4), bool)
+    assert mask_iou(a, b) == 0.0
+    a[:2] = True
+    b[1:3] = True
+    assert mask_iou(a, b) == pytest.approx(4 / 12)
+    assert nearest_first(np.array([5.0, 2.0, 5.0, 1.0])).tolist() == [3, 1, 0, 2]
+    with pytest.raises(ConfigError):
+        check_occlusion_mode("z-buffer")
+
+
+# ---------------------------------------------------------------------------------------------- make_request
+
+
+def test_object_straight_ahead_projects_to_the_image_centre() -> None:
+    boxes = _boxes([[10.0, 0.0, 0.0]], [[2.0, 2.0, 2.0]])
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes)
+    assert keep.tolist() == [0] and len(request) == 1
+    half = 100.0 / 9.0  # the near face (z = 9 m) is the silhouette: +-1 m at 9 m, f = 100 px
+    np.testing.assert_allclose(request.box_xyxy[0], [80 - half, 45 - half, 80 + half, 45 + half], atol=1e-9)
+    np.testing.assert_allclose(request.hull_uv[0].mean(axis=0), [80.0, 45.0], atol=1e-9)
+    assert request.hull_uv[0].shape == (4, 2)
+    assert request.depth_m[0] == pytest.approx(10.0)
+    mask = hull_masks(request.hull_uv, H, W)[0]
+    rows, cols = np.nonzero(mask)
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (34, 56, 69, 91)  # centres within 45/80 +- 11.1
+
+
+def test_boxes_behind_or_outside_are_dropped_and_order_is_kept() -> None:
+    boxes = _boxes([[-10.0, 0.0, 0.0], [20.0, 1.0, 0.0], [10.0, 40.0, 0.0], [8.0, -1.0, 0.5]],
+                   [[2.0, 2.0, 2.0]] * 4)
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes)
+    assert keep.tolist() == [1, 3]
+    np.testing.assert_allclose(request.depth_m, [20.0, 8.0])
+    # box 1 at y = +1 (left of the camera) projects left of the centre, box 3 (y = -1) right of it
+    assert np.mean(request.hull_uv[0][:, 0]) < 80.0 < np.mean(request.hull_uv[1][:, 0])
+
+
+def test_partly_behind_box_is_near_clipped() -> None:
+    near = 0.1
+    boxes = _boxes([[0.5, 0.0, 0.0]], [[4.0, 2.0, 2.0]])  # spans x = -1.5 .. 2.5 m: crosses the camera plane
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, near_m=near)
+    assert keep.tolist() == [0]
+    hull = request.hull_uv[0]
+    # the cut at z = near is a 2 x 2 m square: +-1 m at 0.1 m -> +-1000 px around the principal point
+    np.testing.assert_allclose(hull.min(axis=0), [80 - 1000.0, 45 - 1000.0], atol=1e-6)
+    np.testing.assert_allclose(hull.max(axis=0), [80 + 1000.0, 45 + 1000.0], atol=1e-6)
+    np.testing.assert_allclose(request.box_xyxy[0], [-0.5, -0.5, W - 0.5, H - 0.5])  # clipped to the image
+    assert hull_masks(request.hull_uv, H, W)[0].all()
+    # the same box with a near plane beyond its far end is dropped
+    _, keep_far = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, near_m=3.0)
+    assert keep_far.size == 0
+
+
+def test_empty_boxes_and_wrong_frame() -> None:
+    points = np.array([[0.0, 0.0, 0.0], [10.0, 0.0, 0.0], [10.0, 0.5, 0.2]])  # the first is on the camera
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, Boxes.empty(), points)
+    assert len(request) == 0 and keep.size == 0 and request.box_xyxy.shape == (0, 4)
+    assert request.lidar_object.tolist() == [-1, -1] and request.lidar_uv.shape == (2, 2)
+    with pytest.raises(GeometryError):
+        make_request(IMAGE, K, T_CAM_FROM_GLOBAL, _boxes([[10.0, 0, 0]], [[1, 1, 1]]).replace(frame="ego"))
+
+
+def test_lidar_points_are_assigned_projected_and_filtered() -> None:
+    # Two overlapping boxes ahead (centres 10 and 11 m) and one far box; a box behind the camera is dropped.
+    boxes = _boxes([[10.0, 0.0, 1.0], [11.0, 0.0, 1.0], [30.0, 5.0, 1.0], [-5.0, 0.0, 1.0]],
+                   [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
+    points = np.array([
+        [9.5, 0.0, 1.0],     # inside box 0 only
+        [10.4, 0.2, 1.0],    # inside boxes 0 and 1, nearer box 0's centre
+        [10.6, -0.2, 1.5],   # inside boxes 0 and 1, nearer box 1's centre
+        [30.0, 5.0, 1.5],    # inside box 2
+        [10.0, 0.0, 0.05],   # inside box 0 but within the ground margin (0.2 m above its bottom at z = 0)
+        [20.0, 0.0, 1.0],    # in front, in the image, in no box
+        [-5.0, 0.0, 1.0],    # behind the camera (inside the dropped box)
+        [10.0, 30.0, 1.0],   # in front but far outside the image
+    ])
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points)
+    assert keep.tolist() == [0, 1, 2]
+    assert request.lidar_object.tolist() == [0, 0, 1, 2, -1, -1]
+    expected_uv, expected_z, _ = geo.project_points(geo.transform_points(T_CAM_FROM_GLOBAL, points[:6]), K)
+    np.testing.assert_allclose(request.lidar_uv, expected_uv)
+    np.testing.assert_allclose(request.lidar_depth_m, expected_z)
+    # without the ground margin the low point belongs to box 0
+    request0, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points, ground_margin_m=0.0)
+    assert request0.lidar_object.tolist() == [0, 0, 1, 2, 0, -1]
+    # every owned point projects inside its object's hull
+    masks = hull_masks(request.hull_uv, H, W)
+    for (u, v), owner in zip(request.lidar_uv, request.lidar_object, strict=True):
+        if owner >= 0:
+            assert masks[owner][int(np.floor(v + 0.5)), int(np.floor(u + 0.5))]

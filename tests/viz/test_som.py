@@ -1,0 +1,155 @@
+"""Set-of-Mark overlays (stridegen.viz.som)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stridegen.errors import ConfigError
+from stridegen.viz.som import (
+    PALETTE,
+    PALETTE_SIZE,
+    draw_set_of_marks,
+    font_scale_for,
+    label_anchor,
+    region_color,
+    relative_luminance,
+    text_color_on,
+)
+
+
+def _grey(h: int = 200, w: int = 300, value: int = 100) -> np.ndarray:
+    return np.full((h, w, 3), value, dtype=np.uint8)
+
+
+def _rect_mask(h: int, w: int, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+    mask = np.zeros((h, w), dtype=bool)
+    mask[y0:y1, x0:x1] = True
+    return mask
+
+
+def test_palette_is_fixed_and_distinct():
+    assert len(PALETTE) == PALETTE_SIZE and len(set(PALETTE)) == PALETTE_SIZE
+    assert region_color(2) == PALETTE[2] == region_color(2 + PALETTE_SIZE)
+    # neighbouring ids are far apart in colour (at least 60 grey levels on some channel)
+    for i in range(PALETTE_SIZE - 1):
+        assert max(abs(a - b) for a, b in zip(PALETTE[i], PALETTE[i + 1], strict=True)) >= 60
+    with pytest.raises(ConfigError):
+        region_color(-1)
+
+
+def test_contrast_colours():
+    assert text_color_on((255, 255, 0)) == (0, 0, 0)  # yellow box: black text
+    assert text_color_on((0, 0, 128)) == (255, 255, 255)  # navy box: white text
+    assert relative_luminance((255, 255, 255)) == pytest.approx(1.0)
+    assert relative_luminance((0, 0, 0)) == 0.0
+    # WCAG: (255, 0, 0) has luminance 0.2126
+    assert relative_luminance((255, 0, 0)) == pytest.approx(0.2126)
+
+
+def test_font_scale_follows_the_image():
+    assert font_scale_for(900, 1600) == pytest.approx(1.2)
+    assert font_scale_for(1800, 3200) == pytest.approx(2.4)
+    assert font_scale_for(50, 80) == pytest.approx(0.4)
+
+
+def test_fill_is_the_alpha_blend_and_outside_is_untouched():
+    image = _grey()
+    mask = _rect_mask(200, 300, 40, 50, 200, 170)
+    out = draw_set_of_marks(image, mask[None], [3], alpha=0.4)
+    colour = np.array(region_color(3), dtype=np.float64)
+    expected = np.rint(100 * 0.6 + colour * 0.4).astype(np.uint8)
+    # inside the mask, away from the contour (edge) and from the label (at the centre)
+    np.testing.assert_array_equal(out[60, 50], expected)
+    np.testing.assert_array_equal(out[160, 190], expected)
+    # outside the mask and beyond the contour's width: the image as it was
+    far = np.ones((200, 300), dtype=bool)
+    far[44:177, 34:207] = False
+    np.testing.assert_array_equal(out[far], image[far])
+    # the contour is drawn opaque in the region's colour on the mask's edge
+    np.testing.assert_array_equal(out[110, 40], np.array(region_color(3), np.uint8))
+    assert not np.shares_memory(out, image) and (image == 100).all()
+
+
+def test_label_sits_at_the_interior_maximum_on_a_box_of_the_region_colour():
+    image = _grey(300, 400)
+    mask = _rect_mask(300, 400, 100, 80, 301, 221)  # centre (200, 150)
+    assert label_anchor(mask) == (200, 150)
+    out = draw_set_of_marks(image, mask[None], [7], alpha=0.0, contour_thickness=1)
+    colour = np.array(region_color(7), np.uint8)
+    text = np.array(text_color_on(region_color(7)), np.uint8)
+    patch = out[135:166, 185:216].reshape(-1, 3)
+    assert (patch == colour).all(axis=1).sum() > 100  # the box
+    assert (np.abs(patch.astype(int) - text.astype(int)).sum(axis=1) < 30).sum() > 10  # the digit
+    # with alpha 0 and the label elsewhere, the mask's inside keeps the image
+    np.testing.assert_array_equal(out[100, 120], image[100, 120])
+
+
+def test_label_format_and_size_scale_with_the_image():
+    mask_small = _rect_mask(90, 160, 20, 20, 140, 80)
+    mask_big = _rect_mask(900, 1600, 200, 200, 1400, 800)
+
+    def label_area(image: np.ndarray, mask: np.ndarray, fmt: str) -> int:
+        out = draw_set_of_marks(image, mask[None], [1], alpha=0.0, label_format=fmt)
+        return int((out != image).any(axis=2).sum())
+
+    small, big = label_area(_grey(90, 160), mask_small, "{id}"), label_area(_grey(900, 1600), mask_big, "{id}")
+    assert big > 20 * small  # roughly the square of the 10x scale, less the contour
+    assert label_area(_grey(900, 1600), mask_big, "[{id}]") > label_area(_grey(900, 1600), mask_big, "{id}")
+
+
+def test_empty_mask_and_no_masks_leave_the_image():
+    image = _grey(60, 80)
+    out = draw_set_of_marks(image, np.zeros((1, 60, 80), bool), [0])
+    np.testing.assert_array_equal(out, image)
+    np.testing.assert_array_equal(draw_set_of_marks(image, np.zeros((0, 60, 80), bool), []), image)
+    assert label_anchor(np.zeros((5, 5), bool)) is None
+
+
+def test_label_of_a_mask_cut_by_the_image_edge_stays_away_from_the_edge():
+    mask = _rect_mask(100, 200, 0, 0, 60, 100)  # the left strip, cut by three image edges
+    x, y = label_anchor(mask)
+    assert abs(x - 29.5) <= 1 and abs(y - 49.5) <= 1  # the middle of the strip's ridge of maxima
+
+
+def test_labels_are_drawn_over_every_fill():
+    image = _grey(120, 200)
+    a = _rect_mask(120, 200, 10, 10, 110, 110)
+    b = _rect_mask(120, 200, 40, 40, 190, 110)  # overlaps a's centre, drawn after it
+    out = draw_set_of_marks(image, np.stack([a, b]), [0, 1], alpha=0.6)
+    ax, ay = label_anchor(a)
+    # a's label box keeps its pure colour although b's fill covers that spot
+    assert (out[ay - 3:ay + 4, ax - 3:ax + 4].reshape(-1, 3) == np.array(region_color(0), np.uint8)).all(
+        axis=1).any()
+
+
+def test_bad_inputs_raise_config_error():
+    image = _grey(20, 30)
+    with pytest.raises(ConfigError, match="masks"):
+        draw_set_of_marks(image, np.zeros((1, 20, 31), bool), [0])
+    with pytest.raises(ConfigError, match="region ids"):
+        draw_set_of_marks(image, np.zeros((2, 20, 30), bool), [0])
+    with pytest.raises(ConfigError, match="RGB"):
+        draw_set_of_marks(image[..., 0], np.zeros((1, 20, 30), bool), [0])
+    with pytest.raises(ConfigError, match="alpha"):
+        draw_set_of_marks(image, np.zeros((1, 20, 30), bool), [0], alpha=1.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rects=st.lists(st.tuples(st.integers(0, 70), st.integers(0, 50), st.integers(1, 40), st.integers(1, 30)),
+                      min_size=1, max_size=4))
+def test_anchor_is_inside_the_mask_and_farthest_from_its_boundary(rects):
+    mask = np.zeros((60, 90), dtype=bool)
+    for x, y, w, h in rects:
+        mask[y:y + h, x:x + w] = True
+    x, y = label_anchor(mask)
+    assert mask[y, x]
+    # independent check: brute-force distance from (x, y) to the nearest non-mask pixel (the padded border counts)
+    padded = np.pad(mask, 1)
+    ys, xs = np.nonzero(~padded)
+    dist = cv2.distanceTransform(padded.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
+    nearest = np.min(np.hypot(xs - (x + 1), ys - (y + 1)))
+    assert nearest == pytest.approx(dist.max(), abs=1e-3)
