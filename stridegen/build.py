@@ -643,7 +643,7 @@ def summary_table(result: BuildResult):
     table.add_column("scene", overflow="fold")
     table.add_column("status", no_wrap=True, min_width=7)
     columns = (("frames", "frames"), ("kf", "keyframes"), ("dets", "detections"), ("tracks", "tracks"),
-               ("images", "images"))
+               ("images", "images"), ("vis", "visible_masks"), ("qa", "qa"))
     for header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("s", justify="right", no_wrap=True)
@@ -654,5 +654,5 @@ def summary_table(result: BuildResult):
                       f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "")
     n = {status: sum(r.status == status for r in result.results) for status in ("built", "resumed", "failed")}
     table.caption = (f"{len(result.results)} scenes: {n['built']} built, {n['resumed']} resumed, "
-                     f"{n['failed']} failed (kf = keyframes, s = seconds of work)")
+                     f"{n['failed']} failed (kf = keyframes, vis = visible masks, s = seconds of work)")
     return table

@@ -130,9 +130,9 @@ def inspect(
         src = m.get("source", {})
         console.print(f"source: {src.get('format', '?')} {src.get('version', '')} {src.get('root', '')}")
         table = Table(title=f"{len(ds)} scene(s)", caption="kf = keyframes, dets = detections, gt = ground-truth "
-                                                           "boxes; classes: tracks per class")
+                                                           "boxes, vis = visible masks; classes: tracks per class")
         table.add_column("scene", overflow="fold")
-        for col in ("frames", "kf", "dets", "tracks", "images", "gt"):
+        for col in ("frames", "kf", "dets", "tracks", "images", "gt", "masks", "vis", "qa"):
             table.add_column(col, justify="right", no_wrap=True)
         table.add_column("classes", overflow="fold", ratio=1)
         table.add_column("MB", justify="right", no_wrap=True)
@@ -143,11 +143,13 @@ def inspect(
                 classes = " ".join(f"{c}:{int((labels == c).sum())}" for c in sorted(set(labels.tolist())))
                 c = shard["counts"]
                 table.add_row(name, *(str(c.get(k, 0)) for k in ("frames", "keyframes", "detections", "tracks",
-                                                                   "images", "ground_truth")),
+                                                                   "images", "ground_truth", "masks",
+                                                                   "visible_masks", "qa")),
                               classes, f"{shard['bytes'] / 1e6:.1f}")
         console.print(table)
         totals = m["totals"]
-        console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+        console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items() if "/" not in k))
+        _print_vision_summary(console, m)
         if ds.scenes:
             first = ds.scene(ds.scenes[0])
             console.print(f"tables of {first.name}: {', '.join(first.table_names)}")
@@ -159,6 +161,30 @@ def inspect(
     except StrideGenError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(code=2) from None
+
+
+def _print_vision_summary(console, manifest: dict) -> None:
+    """The visibility filter's rule counts and QA per category and class (schema v2 manifests)."""
+    from rich.table import Table
+
+    vis = manifest.get("visibility")
+    if vis and vis.get("candidates"):
+        passed = ", ".join(f"{rule} {n}" for rule, n in vis["pass"].items())
+        console.print(f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passed {passed}; "
+                      f"visible {vis['visible']}; regions {vis['regions']}")
+    qa = manifest.get("qa")
+    if not qa or not qa.get("total"):
+        return
+    by = qa["by_category_and_class"]
+    classes = sorted({c for row in by.values() for c in row})
+    table = Table(title=f"QA per category and class ({qa['total']} in all)")
+    table.add_column("category")
+    for c in classes:
+        table.add_column(c, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", no_wrap=True)
+    for cat, row in sorted(by.items()):
+        table.add_row(cat, *(str(row.get(c, 0)) for c in classes), str(qa["by_category"].get(cat, 0)))
+    console.print(table)
 
 
 def _standalone_app() -> typer.Typer:
