@@ -408,6 +408,17 @@ def _qa_stage(scene, config: BuildConfig, keyframes, cameras, times_s, attrs, sc
                              rng).table
 
 
+def failed_scene(scene_name: str, exc: Exception, timings: dict[str, float]) -> SceneResult:
+    """The failed SceneResult of a scene that raised ``exc``: a StrideGenError's message as it is, any other
+    exception's type and message with the file and line it was raised at."""
+    reason = str(exc) if isinstance(exc, StrideGenError) else f"{type(exc).__name__}: {exc}"
+    if not isinstance(exc, StrideGenError):
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb:
+            reason += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
+
+
 def process_scene(log_root: str | Path, config: BuildConfig, scene_name: str, out_dir: str | Path,
                   cfg_hash: str, on_stage: StageCallback | None = None) -> SceneResult:
     """Build and write one scene. Never raises for a bad scene: the failure comes back in the result."""
@@ -426,12 +437,7 @@ def process_scene(log_root: str | Path, config: BuildConfig, scene_name: str, ou
         on_stage(scene_name, "write")
         return SceneResult(scene_name, "built", info, timings_s=timings)
     except Exception as exc:  # any failure of one scene is recorded; the build goes on
-        reason = str(exc) if isinstance(exc, StrideGenError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, StrideGenError):
-            tb = traceback.extract_tb(exc.__traceback__)
-            if tb:
-                reason += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
-        return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
+        return failed_scene(scene_name, exc, timings)
 
 
 # ---------------------------------------------------------------------------------------------------------- executor
@@ -468,10 +474,11 @@ def select_scenes(reader, config: BuildConfig) -> list[str]:
     return [s.name for s in scenes if s.name in wanted or s.token in wanted]
 
 
-class _Progress:
-    """Per-stage rich progress bars (scenes that finished each stage) plus a scenes done / failed line."""
+class SceneProgress:
+    """Rich progress bars of a scene executor: an overall "scenes (done n, failed m)" bar and one bar per name in
+    ``bars`` (name -> total; names with a total of 0 get none). Does nothing when disabled or ``total`` is 0."""
 
-    def __init__(self, total: int, enabled: bool, console=None) -> None:
+    def __init__(self, total: int, bars: dict[str, int], enabled: bool, console=None, label_width: int = 28) -> None:
         self.enabled = enabled and total > 0
         self.done = 0
         self.failed = 0
@@ -480,15 +487,15 @@ class _Progress:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console, transient=False)
+        self.progress = Progress(TextColumn(f"{{task.description:<{label_width}}}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
         self.overall = self.progress.add_task(self._overall_text(), total=total)
-        self.tasks = {stage: self.progress.add_task(f"  {stage}", total=total) for stage in STAGES}
+        self.tasks = {name: self.progress.add_task(f"  {name}", total=n) for name, n in bars.items() if n}
 
     def _overall_text(self) -> str:
         return f"scenes (done {self.done}, failed {self.failed})"
 
-    def __enter__(self) -> _Progress:
+    def __enter__(self) -> SceneProgress:
         if self.enabled:
             self.progress.start()
         return self
@@ -497,21 +504,61 @@ class _Progress:
         if self.enabled:
             self.progress.stop()
 
-    def stage(self, scene_name: str, stage: str) -> None:
-        if self.enabled and stage in self.tasks:
-            self.progress.advance(self.tasks[stage])
+    def advance(self, bar: str) -> None:
+        """One more done on the bar ``bar`` (ignored for names without a bar)."""
+        if self.enabled and bar in self.tasks:
+            self.progress.advance(self.tasks[bar])
 
-    def finished(self, result: SceneResult) -> None:
+    def stage(self, scene_name: str, stage: str) -> None:
+        """A ``StageCallback``: a scene finished ``stage`` (the build's bars are its stages)."""
+        self.advance(stage)
+
+    def finished(self, result: SceneResult, bar: str | None = None) -> None:
+        """A scene ended (counted as done or failed); advances ``bar`` too when given."""
         if result.ok:
             self.done += 1
         else:
             self.failed += 1
         if self.enabled:
+            if bar is not None:
+                self.advance(bar)
             self.progress.update(self.overall, advance=1, description=self._overall_text())
 
 
+def run_on_process_pool(worker: Callable[[Any], SceneResult], tasks: list[tuple[str, Any]], workers: int,
+                        finish: Callable[[int, SceneResult], None], poll: Callable[[], None] = lambda: None,
+                        initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> None:
+    """Run ``worker(payload)`` for every ``(scene name, payload)`` of ``tasks`` on a spawn-context process pool of
+    ``min(workers, len(tasks))`` processes; ``finish(task index, result)`` is called in the parent in completion
+    order (ties by task order). A worker process that dies gives its scene a failed SceneResult. ``poll`` is called
+    in the parent around every wait (0.05 s at most), e.g. to drain a queue the workers write to."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # concurrent.futures rather than multiprocessing.Pool: a worker that dies (OOM kill, segfault) breaks the
+    # pool and fails its futures instead of leaving the parent waiting forever.
+    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=mp.get_context("spawn"), initializer=initializer,
+                             initargs=initargs) as pool:
+        futures = {pool.submit(worker, payload): k for k, (_, payload) in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            poll()
+            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
+            poll()
+            for future in sorted(done, key=futures.__getitem__):
+                k = futures[future]
+                try:
+                    result = future.result()
+                except Exception as exc:  # the worker process itself failed
+                    result = SceneResult(tasks[k][0], "failed",
+                                         reason=f"worker process failed: {type(exc).__name__}: {exc}",
+                                         error_type=type(exc).__name__)
+                finish(k, result)
+        poll()
+
+
 def _execute(log_root: Path, config: BuildConfig, names: list[str], out_dir: Path, cfg_hash: str, workers: int,
-             journal, progress: _Progress) -> dict[str, SceneResult]:
+             journal, progress: SceneProgress) -> dict[str, SceneResult]:
     results: dict[str, SceneResult] = {}
 
     def finish(result: SceneResult) -> None:
@@ -531,15 +578,13 @@ def _execute(log_root: Path, config: BuildConfig, names: list[str], out_dir: Pat
     import multiprocessing as mp
     import queue as queue_mod
 
-    ctx = mp.get_context("spawn")
-    stage_queue = ctx.Queue()
+    stage_queue = mp.get_context("spawn").Queue()
     config_data = config.model_dump(mode="json")
 
-    def drain(timeout: float) -> None:
+    def drain() -> None:
         try:
             while True:
-                scene_name, stage = stage_queue.get(timeout=timeout)
-                timeout = 0.0
+                scene_name, stage = stage_queue.get(timeout=0.0)
                 if stage == "start":
                     journal.scene_started(scene_name)
                 else:
@@ -547,28 +592,9 @@ def _execute(log_root: Path, config: BuildConfig, names: list[str], out_dir: Pat
         except queue_mod.Empty:
             return
 
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    # concurrent.futures rather than multiprocessing.Pool: a worker that dies (OOM kill, segfault) breaks the
-    # pool and fails its futures instead of leaving the parent waiting forever.
-    with ProcessPoolExecutor(min(workers, len(names)), mp_context=ctx, initializer=_init_worker,
-                             initargs=(stage_queue,)) as pool:
-        futures = {pool.submit(_worker_task, (str(log_root), config_data, name, str(out_dir), cfg_hash)): name
-                   for name in names}
-        pending = set(futures)
-        while pending:
-            drain(0.0)
-            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
-            drain(0.0)
-            for future in sorted(done, key=lambda f: names.index(futures[f])):
-                try:
-                    result = future.result()
-                except Exception as exc:  # the worker process itself failed
-                    result = SceneResult(futures[future], "failed",
-                                         reason=f"worker process failed: {type(exc).__name__}: {exc}",
-                                         error_type=type(exc).__name__)
-                finish(result)
-        drain(0.0)
+    tasks = [(name, (str(log_root), config_data, name, str(out_dir), cfg_hash)) for name in names]
+    run_on_process_pool(_worker_task, tasks, workers, lambda _, result: finish(result), drain, _init_worker,
+                        (stage_queue,))
     return results
 
 
@@ -600,7 +626,7 @@ def run_build(log_root: str | Path, out_dir: str | Path, config: BuildConfig | N
     completed = journal.completed()
     todo = [n for n in names if n not in completed]
 
-    with _Progress(len(todo), progress, console) as prog:
+    with SceneProgress(len(todo), dict.fromkeys(STAGES, len(todo)), progress, console) as prog:
         built = _execute(log_root, config, todo, out, cfg_hash, config.workers, journal, prog)
     results = [SceneResult(n, "resumed", completed[n]) if n in completed else built[n] for n in names]
 

@@ -292,13 +292,14 @@ def clip_segments_near(p0: np.ndarray, p1: np.ndarray, near: float) -> tuple[np.
     return q0, q1, in0 | in1
 
 
-def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int] | None = None,
-                     near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    """2D boxes [N, 4] (x0, y0, x1, y1) of projected 3D boxes, edges clipped at the near plane.
+def project_clipped_edges(corners_cam: np.ndarray, intrinsic: np.ndarray,
+                          near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """End points of the 12 edges of each 3D box, clipped at the near plane ``z >= near`` and projected to pixels.
 
-    ``corners_cam`` is [N, 8, 3] in the camera frame. With ``image_size = (width, height)`` the boxes are also
-    clipped to the image. Returns (boxes_xyxy, valid): ``valid`` is False for boxes wholly behind the near plane
-    or (with an image size) wholly outside the image; their rows are NaN.
+    ``corners_cam`` is [N, 8, 3] in the camera frame (metres), ``intrinsic`` the 3x3 pinhole matrix. Returns
+    (uv [N, 24, 2] pixels: the first end point of each edge, then the second; NaN for edges wholly behind the near
+    plane, keep [N, 24] bool). Every vertex of the near-clipped box is among the kept points, so their extent is
+    the box's 2D box and their convex hull its silhouette.
     """
     corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
     p0 = corners_cam[:, BOX_EDGES[:, 0]]
@@ -311,8 +312,20 @@ def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size:
         homog = pts @ k.T
         uv = homog[..., :2] / homog[..., 2:3]
     uv[~keep2] = np.nan
+    return uv, keep2
+
+
+def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int] | None = None,
+                     near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """2D boxes [N, 4] (x0, y0, x1, y1) of projected 3D boxes, edges clipped at the near plane.
+
+    ``corners_cam`` is [N, 8, 3] in the camera frame. With ``image_size = (width, height)`` the boxes are also
+    clipped to the image. Returns (boxes_xyxy, valid): ``valid`` is False for boxes wholly behind the near plane
+    or (with an image size) wholly outside the image; their rows are NaN.
+    """
+    uv, keep = project_clipped_edges(corners_cam, intrinsic, near)
     valid = keep.any(axis=1)
-    out = np.full((corners_cam.shape[0], 4), np.nan)
+    out = np.full((uv.shape[0], 4), np.nan)
     if np.any(valid):
         out[valid, 0] = np.nanmin(uv[valid, :, 0], axis=1)
         out[valid, 1] = np.nanmin(uv[valid, :, 1], axis=1)

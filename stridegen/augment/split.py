@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.build import SceneResult
+from stridegen.build import SceneProgress, SceneResult, failed_scene, run_on_process_pool
 from stridegen.errors import ConfigError, StrideGenError
 
 SPLIT_FORMAT = "stridegen-robustness-split"
@@ -325,12 +324,7 @@ def process_split_scene(src_dir: str | Path, spec: SplitSpec, scene_name: str, s
         timings["write"] = time.perf_counter() - t0
         return SceneResult(scene_name, "built", info, timings_s=timings)
     except Exception as exc:  # one scene's failure is recorded; the others go on
-        reason = str(exc) if isinstance(exc, StrideGenError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, StrideGenError):
-            tb = traceback.extract_tb(exc.__traceback__)
-            if tb:
-                reason += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
-        return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
+        return failed_scene(scene_name, exc, timings)
 
 
 def _worker_task(task: tuple[str, dict[str, Any], str, str, str]) -> SceneResult:
@@ -366,43 +360,6 @@ class RobustnessResult:
         return not any(s.failed for s in self.splits)
 
 
-class _SplitProgress:
-    """Rich bars: one per corruption (scenes over its severities) and one overall."""
-
-    def __init__(self, totals: dict[str, int], enabled: bool, console=None) -> None:
-        self.enabled = enabled and sum(totals.values()) > 0
-        self.done = self.failed = 0
-        if not self.enabled:
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=console, transient=False)
-        self.overall = self.progress.add_task(self._text(), total=sum(totals.values()))
-        self.tasks = {name: self.progress.add_task(f"  {name}", total=n) for name, n in totals.items() if n}
-
-    def _text(self) -> str:
-        return f"scenes (done {self.done}, failed {self.failed})"
-
-    def __enter__(self) -> _SplitProgress:
-        if self.enabled:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self.progress.stop()
-
-    def finished(self, corruption: str, result: SceneResult) -> None:
-        if result.ok:
-            self.done += 1
-        else:
-            self.failed += 1
-        if self.enabled:
-            self.progress.advance(self.tasks[corruption])
-            self.progress.update(self.overall, advance=1, description=self._text())
-
-
 Task = tuple[int, str]  # (split number, scene name)
 
 
@@ -419,28 +376,10 @@ def _execute(src_dir: Path, splits: list[SplitOutcome], tasks: list[Task], worke
             journals[task[0]].scene_started(task[1])
             finish(task[0], _worker_task(payload(task)))
         return
-
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    order = {task: k for k, task in enumerate(tasks)}
-    # concurrent.futures (as in stridegen.build): a worker that dies fails its future instead of hanging the run.
-    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=mp.get_context("spawn")) as pool:
-        futures = {}
-        for task in tasks:
-            journals[task[0]].scene_started(task[1])
-            futures[pool.submit(_worker_task, payload(task))] = task
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: order[futures[f]]):
-                task = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:  # the worker process itself failed
-                    result = SceneResult(task[1], "failed", reason=f"worker process failed: {type(exc).__name__}: "
-                                                                   f"{exc}", error_type=type(exc).__name__)
-                finish(task[0], result)
+    for task in tasks:
+        journals[task[0]].scene_started(task[1])
+    run_on_process_pool(_worker_task, [(task[1], payload(task)) for task in tasks], workers,
+                        lambda k, result: finish(tasks[k][0], result))
 
 
 def _read_source(src_dir: str | Path):
@@ -597,14 +536,14 @@ def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions
         for k, _ in tasks:
             totals[splits[k].spec.corruption] = totals.get(splits[k].spec.corruption, 0) + 1
 
-        with _SplitProgress(totals, progress, console) as prog:
+        with SceneProgress(len(tasks), totals, progress, console, label_width=32) as prog:
             def finish(k: int, result: SceneResult) -> None:
                 if result.ok:
                     journals[k].scene_done(result.scene, result.shard)
                 else:
                     journals[k].scene_failed(result.scene, result.reason, result.error_type)
                 built[k][result.scene] = result
-                prog.finished(splits[k].spec.corruption, result)
+                prog.finished(result, splits[k].spec.corruption)
 
             _execute(src, splits, tasks, int(workers), finish, journals)
 

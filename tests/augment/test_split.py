@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -22,30 +23,22 @@ from stridegen.augment.split import (
     dropped_images,
     resolve_levels,
 )
-from stridegen.config import BuildConfig, config_hash
 from stridegen.errors import ConfigError
-from stridegen.pipeline.segment.rle import decode_rle, encode_rle
+from stridegen.pipeline.segment.rle import decode_rle
 from stridegen.pipeline.visibility import mask_boxes
-from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
-    AttributesTable,
-    CamerasTable,
     DetectionsTable,
-    FramesTable,
-    ImagesTable,
-    KeyframesTable,
-    MasksTable,
     QATable,
     RegionsTable,
     SceneMeta,
     SceneRecord,
-    SkippedKeyframesTable,
     TracksTable,
-    bytes_array,
     str_array,
 )
-from stridegen.shards.writer import write_shard
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 64, 96
 CHANNELS = ("CAM_FRONT", "CAM_BACK")
@@ -64,9 +57,7 @@ def _image_and_masks(rng: np.random.Generator, frame: int, channel: int) -> tupl
     masks = []
     for (x0, y0, side), value in zip(_squares(frame, channel), (BRIGHT, GREY), strict=True):
         image[y0:y0 + side, x0:x0 + side] = value
-        mask = np.zeros((H, W), dtype=bool)
-        mask[y0:y0 + side, x0:x0 + side] = True
-        masks.append(mask)
+        masks.append(hand.rect_mask(H, W, x0, y0, x0 + side, y0 + side))
     return image, masks
 
 
@@ -81,11 +72,8 @@ def make_scene(name: str, seed: int) -> SceneRecord:
     (frame 3) in both cameras, two spatial QA and one spatiotemporal QA."""
     rng = np.random.default_rng(seed)
     n_cams, n_tracks = len(CHANNELS), 2
-    frames = FramesTable(str_array(f"{name}-f{i}" for i in range(N_FRAMES)),
-                         np.arange(N_FRAMES, dtype=np.int64) * 500_000, np.tile(np.eye(4), (N_FRAMES, 1, 1)))
-    intrinsic = np.array([[50.0, 0, W / 2], [0, 50.0, H / 2], [0, 0, 1]])
-    cameras = CamerasTable(str_array(CHANNELS), np.tile(intrinsic, (n_cams, 1, 1)), np.tile(np.eye(4), (n_cams, 1, 1)),
-                           np.full(n_cams, W, np.int32), np.full(n_cams, H, np.int32))
+    frames = hand.frames_table([f"{name}-f{i}" for i in range(N_FRAMES)])
+    cameras = hand.cameras_table(CHANNELS, np.array([[50.0, 0, W / 2], [0, 50.0, H / 2], [0, 0, 1]]), W, H)
     rows, data, mask_rows = [], [], []
     for f in range(N_FRAMES):
         for c in range(n_cams):
@@ -93,27 +81,14 @@ def make_scene(name: str, seed: int) -> SceneRecord:
             rows.append((f, c))
             data.append(_jpeg(image))
             mask_rows.extend((len(rows) - 1, t, m) for t, m in enumerate(masks))
-    n_img = len(rows)
-    images = ImagesTable(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.int32),
-                         str_array(f"{name}-sd{i}" for i in range(n_img)), np.arange(n_img, dtype=np.int64) * 10,
-                         np.tile(np.eye(4), (n_img, 1, 1)), bytes_array(data))
-    keyframes = KeyframesTable(np.array([3], np.int32), np.array([1.5]), np.array([[0, 1, 2, 3]], np.int32),
-                               np.array([-1.5, -1.0, -0.5, 0.0]))
-    skipped = SkippedKeyframesTable(np.zeros(0), str_array([]))
+    images = hand.images_table(rows, data, token_prefix=f"{name}-", timestamp_step_us=10)
     dets = DetectionsTable(np.zeros(2, np.int32), rng.normal(size=(2, 3)), np.ones((2, 3)), np.zeros(2),
                            np.zeros((2, 3)), str_array(["car", "car"]), np.ones(2), str_array(["1", "2"]))
     present = np.ones((n_tracks, N_FRAMES), dtype=bool)
     tracks = TracksTable(str_array(["1", "2"]), str_array(["car", "pedestrian"]), present,
                          rng.normal(size=(n_tracks, N_FRAMES, 3)), np.full((n_tracks, N_FRAMES, 3), 2.0),
                          np.zeros((n_tracks, N_FRAMES)), np.ones((n_tracks, N_FRAMES)))
-    attributes = AttributesTable(np.zeros((n_tracks, N_FRAMES, 3)), np.zeros((N_FRAMES, 3)))
-    all_masks = np.stack([m for _, _, m in mask_rows])
-    boxes, area = mask_boxes(all_masks)
-    n_m = len(mask_rows)
-    masks = MasksTable(np.array([r[0] for r in mask_rows], np.int32), np.array([r[1] for r in mask_rows], np.int32),
-                       str_array(encode_rle(m) for m in all_masks), area, boxes, boxes.copy(),
-                       np.linspace(5, 20, n_m), np.full(n_m, 0.95), np.ones(n_m), np.full(n_m, 0.9),
-                       np.ones(n_m, bool), np.ones(n_m, bool), np.ones(n_m, bool), np.ones(n_m, bool))
+    masks = hand.masks_table(mask_rows, np.linspace(5, 20, len(mask_rows)), quality=0.95, box_iou=1.0, coverage=0.9)
     key_rows = {(r[0], r[1]): m for m, r in enumerate(mask_rows) if rows[r[0]][0] == 3}
     regions = RegionsTable(np.zeros(4, np.int32), np.array([0, 0, 1, 1], np.int32), np.array([0, 1, 0, 1], np.int32),
                            np.array([0, 1, 0, 1], np.int32),
@@ -135,21 +110,13 @@ def make_scene(name: str, seed: int) -> SceneRecord:
         object_class=str_array(["vehicle", "vehicle", "vehicle"]), visual_evidence=np.ones(3, bool))
     meta = SceneMeta(token=f"tok-{name}", name=name, description="hand-built", log_name="log",
                      source_format="nuscenes", source_version="v-test")
-    return SceneRecord(meta, frames, cameras, images, keyframes, skipped, dets, tracks, attributes, None, masks,
-                       regions, qa)
-
-
-def write_dataset(root: Path, records: list[SceneRecord]) -> Path:
-    cfg = BuildConfig()
-    infos = [write_shard(r, root, config_hash(cfg)) for r in records]
-    write_manifest(root, build_manifest(cfg, {"root": "/hand-built", "format": "nuscenes", "version": "v-test"},
-                                        infos))
-    return root
+    return SceneRecord(meta, frames, cameras, images, hand.keyframes_table(3), hand.no_skipped_keyframes(), dets,
+                       tracks, hand.still_attributes(n_tracks, N_FRAMES), None, masks, regions, qa)
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
-    return write_dataset(tmp_path_factory.mktemp("src"), [make_scene("scene-a", 1), make_scene("scene-b", 2)])
+    return hand.write_dataset(tmp_path_factory.mktemp("src"), [make_scene("scene-a", 1), make_scene("scene-b", 2)])
 
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import cv2
@@ -10,32 +11,22 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.config import BuildConfig, config_hash
 from stridegen.errors import StrideGenError
-from stridegen.pipeline.segment.rle import encode_rle
-from stridegen.pipeline.visibility import mask_boxes
-from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
-    AttributesTable,
-    CamerasTable,
     DetectionsTable,
-    FramesTable,
-    ImagesTable,
-    KeyframesTable,
-    MasksTable,
     QATable,
     RegionsTable,
     SceneMeta,
     SceneRecord,
-    SkippedKeyframesTable,
     TracksTable,
-    bytes_array,
     str_array,
 )
-from stridegen.shards.writer import write_shard
 from stridegen.viz.render_qa import QuestionNotFoundError, render, render_qa, safe_file_stem
 from stridegen.viz.som import draw_set_of_marks
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 90, 160
 N_FRAMES = 4
@@ -50,10 +41,8 @@ def _box(track: int, frame: int) -> tuple[int, int, int, int]:
 
 def _record() -> SceneRecord:
     rng = np.random.default_rng(0)
-    frames = FramesTable(str_array(f"f{i}" for i in range(N_FRAMES)), np.arange(N_FRAMES, dtype=np.int64) * 500_000,
-                         np.tile(np.eye(4), (N_FRAMES, 1, 1)))
-    cameras = CamerasTable(str_array(["CAM_FRONT", "CAM_BACK"]), np.tile(np.eye(3), (2, 1, 1)),
-                           np.tile(np.eye(4), (2, 1, 1)), np.full(2, W, np.int32), np.full(2, H, np.int32))
+    frames = hand.frames_table([f"f{i}" for i in range(N_FRAMES)])
+    cameras = hand.cameras_table(["CAM_FRONT", "CAM_BACK"], np.eye(3), W, H)
     rows, data, mask_rows = [], [], []
     for f in range(N_FRAMES):
         for c in range(2):
@@ -66,19 +55,9 @@ def _record() -> SceneRecord:
             for t in (0, 1):
                 if c == 0 and t == 0 and f == ST_MISSING_FRAME:
                     continue
-                x0, y0, x1, y1 = _box(t, f)
-                mask = np.zeros((H, W), bool)
-                mask[y0:y1, x0:x1] = True
-                mask_rows.append((len(rows) - 1, t, mask))
-    n_img, n_m = len(rows), len(mask_rows)
-    images = ImagesTable(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.int32),
-                         str_array(f"sd{i}" for i in range(n_img)), np.arange(n_img, dtype=np.int64),
-                         np.tile(np.eye(4), (n_img, 1, 1)), bytes_array(data))
-    masks_arr = np.stack([m for _, _, m in mask_rows])
-    boxes, area = mask_boxes(masks_arr)
-    masks = MasksTable(np.array([r[0] for r in mask_rows], np.int32), np.array([r[1] for r in mask_rows], np.int32),
-                       str_array(encode_rle(m) for m in masks_arr), area, boxes, boxes.copy(), np.full(n_m, 10.0),
-                       np.full(n_m, 0.9), np.ones(n_m), np.ones(n_m), *(np.ones(n_m, bool) for _ in range(4)))
+                mask_rows.append((len(rows) - 1, t, _square(t, f)))
+    images = hand.images_table(rows, data)
+    masks = hand.masks_table(mask_rows, depth_m=10.0, quality=0.9, box_iou=1.0, coverage=1.0)
     key_image = rows.index((KEYFRAME, 0))
     mask_of = {(r[0], r[1]): m for m, r in enumerate(mask_rows)}
     # region ids deliberately differ from track indices: region 0 is track 1, region 1 is track 0
@@ -97,25 +76,19 @@ def _record() -> SceneRecord:
         gt_extra=str_array(["{}", "{}"]), group_id=str_array(["", "g0"]), horizon_s=np.array([0, 1], np.int32),
         out_of_view=np.array([-1, 0], np.int8), object_class=str_array(["vehicle", "vehicle"]),
         visual_evidence=np.ones(2, bool))
-    return SceneRecord(SceneMeta(token="t", name="scene-r"), frames, cameras, images,
-                       KeyframesTable(np.array([KEYFRAME], np.int32), np.array([1.5]),
-                                      np.array([[0, 1, 2, 3]], np.int32), np.array([-1.5, -1.0, -0.5, 0.0])),
-                       SkippedKeyframesTable(np.zeros(0), str_array([])),
+    return SceneRecord(SceneMeta(token="t", name="scene-r"), frames, cameras, images, hand.keyframes_table(KEYFRAME),
+                       hand.no_skipped_keyframes(),
                        DetectionsTable(np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
                                        np.zeros((0, 3)), str_array([]), np.zeros(0), str_array([])),
                        TracksTable(str_array(["a", "b"]), str_array(["car", "car"]), np.ones((2, N_FRAMES), bool),
                                    np.zeros((2, N_FRAMES, 3)), np.ones((2, N_FRAMES, 3)), np.zeros((2, N_FRAMES)),
                                    np.ones((2, N_FRAMES))),
-                       AttributesTable(np.zeros((2, N_FRAMES, 3)), np.zeros((N_FRAMES, 3))), None, masks, regions, qa)
+                       hand.still_attributes(2, N_FRAMES), None, masks, regions, qa)
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("ds")
-    cfg = BuildConfig()
-    info = write_shard(_record(), root, config_hash(cfg))
-    write_manifest(root, build_manifest(cfg, {"root": "/x", "format": "nuscenes", "version": "v"}, [info]))
-    return root
+    return hand.write_dataset(tmp_path_factory.mktemp("ds"), [_record()])
 
 
 def _read_png(path: Path) -> np.ndarray:
@@ -123,10 +96,7 @@ def _read_png(path: Path) -> np.ndarray:
 
 
 def _square(track: int, frame: int) -> np.ndarray:
-    x0, y0, x1, y1 = _box(track, frame)
-    mask = np.zeros((H, W), bool)
-    mask[y0:y1, x0:x1] = True
-    return mask
+    return hand.rect_mask(H, W, *_box(track, frame))
 
 
 def test_spatial_question_draws_its_regions_on_the_keyframe_image(dataset, tmp_path):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from stridegen.boxes import Boxes
-from stridegen.errors import ConfigError
 from stridegen.logs.base import Frame
+from stridegen.pipeline.registry import make_registered
 
 
 class Detector(Protocol):
@@ -33,10 +31,5 @@ def register_detector(name: str, target: str) -> None:
 
 
 def make_detector(name: str, **options: Any) -> Detector:
-    try:
-        target = DETECTORS[name]
-    except KeyError:
-        raise ConfigError(f"unknown detector {name!r}; available: {sorted(DETECTORS)}") from None
-    module, attr = target.split(":")
-    factory: Callable[..., Detector] = getattr(importlib.import_module(module), attr)
-    return factory(**options)
+    """The backend registered as ``name``, built with the config's keyword ``options``."""
+    return make_registered("detector", DETECTORS, name, options)

@@ -101,8 +101,14 @@ def generate_scene_qa(scene_name: str, keyframes, cameras, times_s: np.ndarray, 
 def _padded(values: list[tuple[int, ...]], width: int) -> np.ndarray:
     out = np.full((len(values), width), -1, dtype=np.int32)
     for i, v in enumerate(values):
-        out[i, :len(v)] = v[:width]
+        if len(v) > width:
+            raise ValueError(f"a QA row names {len(v)} entries, the table holds {width}")
+        out[i, :len(v)] = v
     return out
+
+
+def _extra_json(extra: dict) -> str:
+    return json.dumps(extra, sort_keys=True) if extra else "{}"
 
 
 def qa_table(rows: list[tuple[str, int, int, QAItem]]):
@@ -124,7 +130,7 @@ def qa_table(rows: list[tuple[str, int, int, QAItem]]):
         gt_value=np.array([it.gt_value for it in items], dtype=np.float64),
         unit=str_array(it.unit for it in items),
         gt_label=str_array(it.gt_label for it in items),
-        gt_extra=str_array(json.dumps(it.gt_extra, sort_keys=True) for it in items),
+        gt_extra=str_array(_extra_json(it.gt_extra) for it in items),
         group_id=str_array(it.group_id for it in items),
         horizon_s=np.array([it.horizon_s for it in items], dtype=np.int32),
         out_of_view=np.array([it.out_of_view for it in items], dtype=np.int8),

@@ -31,6 +31,7 @@ of either label for GrabCut's GMMs (``MIN_SAMPLES``), the mask is the hull (as `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -176,13 +177,48 @@ def run_grabcut(image_rgb: np.ndarray, labels: np.ndarray, iterations: int,
     return fg, post
 
 
+class CropGrabCut:
+    """What the GrabCut-based backends (``grabcut``, ``lidar``) share: the crop, GrabCut and occlusion options and
+    one object's crop -> labels -> cut -> paste routine (``_cut``)."""
+
+    def __init__(self, iterations: int, work_side: int, pad_frac: float, pad_px: float, seed: int, occlusion: str,
+                 fallback_quality: float) -> None:
+        self.iterations = int(iterations)
+        self.work_side = int(work_side)
+        self.pad_frac = float(pad_frac)
+        self.pad_px = float(pad_px)
+        self.seed = int(seed)
+        self.occlusion = check_occlusion_mode(occlusion)
+        self.fallback_quality = float(fallback_quality)
+
+    def _cut(self, image_rgb: np.ndarray, box_xyxy: np.ndarray, occluder: np.ndarray,
+             paint: Callable[[Crop, np.ndarray], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """GrabCut of one object on the crop around its projected box ``box_xyxy`` (image pixels).
+
+        The crop's labels start as sure background; ``paint(crop, labels)`` writes the backend's initial labels
+        into that [hs, ws] uint8 array, then the pixels of ``occluder`` ([H, W] bool: nearer objects) are set to
+        sure background. Returns (the crop's foreground pasted back into the image [H, W] bool, the crop's
+        foreground [hs, ws] bool, P(fg | colour) of every crop pixel [hs, ws]); None where ``run_grabcut`` is.
+        """
+        h, w = occluder.shape
+        crop = Crop.around(box_xyxy, h, w, self.pad_frac, self.pad_px, self.work_side)
+        labels = np.full((crop.hs, crop.ws), cv2.GC_BGD, dtype=np.uint8)
+        paint(crop, labels)
+        labels[crop.mask(occluder)] = cv2.GC_BGD
+        result = run_grabcut(crop.image(image_rgb), labels, self.iterations, self.seed)
+        if result is None:
+            return None
+        fg, post = result
+        return crop.paste(fg, h, w), fg, post
+
+
 def hull_precision(mask: np.ndarray, hull: np.ndarray) -> float:
     """|mask ∩ hull| / |mask| (0 for an empty mask)."""
     area = int(np.count_nonzero(mask))
     return int(np.count_nonzero(mask & hull)) / area if area else 0.0
 
 
-class GrabCutSegmenter:
+class GrabCutSegmenter(CropGrabCut):
     """GrabCut per object on a padded, size-bounded crop. Options (config keywords) as in ``__init__``."""
 
     name = "grabcut"
@@ -191,38 +227,31 @@ class GrabCutSegmenter:
     def __init__(self, iterations: int = 3, work_side: int = 96, pad_frac: float = 0.15, pad_px: float = 4.0,
                  min_box_px: float = 6.0, core_frac: float = 0.5, fill_min: float = 0.5, seed: int = 0,
                  occlusion: str = "hull", fallback_quality: float = 0.0) -> None:
+        super().__init__(iterations, work_side, pad_frac, pad_px, seed, occlusion, fallback_quality)
         self.core_frac = float(core_frac)
         self.fill_min = float(fill_min)
-        self.iterations = int(iterations)
-        self.work_side = int(work_side)
-        self.pad_frac = float(pad_frac)
-        self.pad_px = float(pad_px)
         self.min_box_px = float(min_box_px)
-        self.seed = int(seed)
-        self.occlusion = check_occlusion_mode(occlusion)
-        self.fallback_quality = float(fallback_quality)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
         image = np.asarray(request.image_rgb, dtype=np.uint8)
-        h, w = request.height, request.width
 
         def one(i: int, hull: np.ndarray, occluder: np.ndarray) -> tuple[np.ndarray, float]:
             box = np.asarray(request.box_xyxy[i], dtype=np.float64)
             if min(box[2] - box[0], box[3] - box[1]) < self.min_box_px:
                 return hull, self.fallback_quality
-            crop = Crop.around(box, h, w, self.pad_frac, self.pad_px, self.work_side)
-            labels = np.full((crop.hs, crop.ws), cv2.GC_BGD, dtype=np.uint8)
-            labels[crop.polygon(rect_polygon(box))] = cv2.GC_PR_BGD
             hull_uv = np.asarray(request.hull_uv[i], dtype=np.float64)
-            labels[crop.polygon(hull_uv)] = cv2.GC_PR_FGD
-            if self.core_frac > 0:
-                labels[crop.polygon(shrink_polygon(hull_uv, self.core_frac))] = cv2.GC_FGD
-            labels[crop.mask(occluder)] = cv2.GC_BGD
-            result = run_grabcut(crop.image(image), labels, self.iterations, self.seed)
+
+            def paint(crop: Crop, labels: np.ndarray) -> None:
+                labels[crop.polygon(rect_polygon(box))] = cv2.GC_PR_BGD
+                labels[crop.polygon(hull_uv)] = cv2.GC_PR_FGD
+                if self.core_frac > 0:
+                    labels[crop.polygon(shrink_polygon(hull_uv, self.core_frac))] = cv2.GC_FGD
+
+            result = self._cut(image, box, occluder, paint)
             if result is None:
                 return hull, self.fallback_quality
-            fg, post = result
-            mask = crop.paste(fg, h, w) & ~occluder
+            pasted, fg, post = result
+            mask = pasted & ~occluder
             if not mask.any():
                 return mask, 0.0
             fg_post = float(np.mean(post[fg])) if fg.any() else 0.0

@@ -35,13 +35,8 @@ import numpy as np
 
 from stridegen.errors import ConfigError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
-from stridegen.pipeline.segment.grabcut import Crop, run_grabcut
-from stridegen.pipeline.segment.request import (
-    check_occlusion_mode,
-    convex_hull_2d,
-    polygon_mask,
-    segment_in_depth_order,
-)
+from stridegen.pipeline.segment.grabcut import Crop, CropGrabCut
+from stridegen.pipeline.segment.request import convex_hull_2d, polygon_mask, segment_in_depth_order
 
 
 def point_pixels(uv: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +63,7 @@ def point_discs(uv: np.ndarray, radius: float, height: int, width: int) -> np.nd
     return marks.astype(bool)
 
 
-class LidarSegmenter:
+class LidarSegmenter(CropGrabCut):
     """LiDAR-seeded GrabCut per object. Options (config keywords) as in ``__init__``."""
 
     name = "lidar"
@@ -81,20 +76,14 @@ class LidarSegmenter:
                  hull_prior: str = "probable") -> None:
         if hull_prior not in ("probable", "sure"):
             raise ConfigError(f"hull_prior must be 'probable' or 'sure', got {hull_prior!r}")
+        super().__init__(iterations, work_side, pad_frac, pad_px, seed, occlusion, fallback_quality)
         self.hull_prior = hull_prior
-        self.iterations = int(iterations)
-        self.work_side = int(work_side)
-        self.pad_frac = float(pad_frac)
-        self.pad_px = float(pad_px)
         self.seed_radius_px = float(seed_radius_px)
         self.bg_radius_px = float(bg_radius_px)
         self.min_points = int(min_points)
         self.min_box_px = float(min_box_px)
         self.grow_frac = float(grow_frac)
         self.points_scale = float(points_scale)
-        self.seed = int(seed)
-        self.occlusion = check_occlusion_mode(occlusion)
-        self.fallback_quality = float(fallback_quality)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
         image = np.asarray(request.image_rgb, dtype=np.uint8)
@@ -128,23 +117,19 @@ class LidarSegmenter:
 
     def _grabcut(self, image: np.ndarray, box: np.ndarray, hull: np.ndarray, occluder: np.ndarray,
                  seeds_uv: np.ndarray, others_uv: np.ndarray) -> np.ndarray | None:
-        h, w = hull.shape
-        crop = Crop.around(box, h, w, self.pad_frac, self.pad_px, self.work_side)
-        scale = crop.ws / (crop.c1 - crop.c0)
-        labels = np.full((crop.hs, crop.ws), cv2.GC_BGD, dtype=np.uint8)
-        hull_c = crop.mask(hull)
-        labels[hull_c] = cv2.GC_PR_BGD if self.hull_prior == "probable" else cv2.GC_BGD
-        labels[self._point_region(crop, seeds_uv, self._grow_px(h), scale) & hull_c] = cv2.GC_PR_FGD
-        if len(others_uv):
-            labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws)
-                   & hull_c] = cv2.GC_PR_BGD
-        labels[point_discs(crop.to_crop(seeds_uv), self.seed_radius_px * scale, crop.hs, crop.ws)
-               & hull_c] = cv2.GC_FGD
-        labels[crop.mask(occluder)] = cv2.GC_BGD
-        result = run_grabcut(crop.image(image), labels, self.iterations, self.seed)
-        if result is None:
-            return None
-        return crop.paste(result[0], h, w) & hull
+        def paint(crop: Crop, labels: np.ndarray) -> None:
+            scale = crop.ws / (crop.c1 - crop.c0)
+            hull_c = crop.mask(hull)
+            labels[hull_c] = cv2.GC_PR_BGD if self.hull_prior == "probable" else cv2.GC_BGD
+            labels[self._point_region(crop, seeds_uv, self._grow_px(hull.shape[0]), scale) & hull_c] = cv2.GC_PR_FGD
+            if len(others_uv):
+                labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws)
+                       & hull_c] = cv2.GC_PR_BGD
+            labels[point_discs(crop.to_crop(seeds_uv), self.seed_radius_px * scale, crop.hs, crop.ws)
+                   & hull_c] = cv2.GC_FGD
+
+        result = self._cut(image, box, occluder, paint)
+        return None if result is None else result[0] & hull
 
     def _grow_px(self, image_height: int) -> float:
         return max(self.seed_radius_px, self.grow_frac * image_height)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 from stridegen.errors import ConfigError
+from stridegen.pipeline.registry import make_registered
 from stridegen.pipeline.segment.base import Segmenter
 
 # name -> "module:factory"; factories take keyword options from the config (``segment.options``).
@@ -27,10 +26,4 @@ def register_segmenter(name: str, target: str) -> None:
 
 def make_segmenter(name: str, **options: Any) -> Segmenter:
     """The backend registered as ``name``, built with the config's keyword ``options``."""
-    try:
-        target = SEGMENTERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown segmenter {name!r}; available: {sorted(SEGMENTERS)}") from None
-    module, attr = target.split(":")
-    factory: Callable[..., Segmenter] = getattr(importlib.import_module(module), attr)
-    return factory(**options)
+    return make_registered("segmenter", SEGMENTERS, name, options)

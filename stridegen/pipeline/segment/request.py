@@ -115,18 +115,8 @@ def projected_hulls(corners_cam: np.ndarray, intrinsic: np.ndarray, near_m: floa
     The 12 box edges are clipped at the near plane and their surviving end points projected; the hull of those
     points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array.
     """
-    corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
-    p0 = corners_cam[:, geo.BOX_EDGES[:, 0]]
-    p1 = corners_cam[:, geo.BOX_EDGES[:, 1]]
-    q0, q1, keep = geo.clip_segments_near(p0, p1, near_m)
-    pts = np.concatenate([q0, q1], axis=1)  # [N, 24, 3]
-    keep2 = np.concatenate([keep, keep], axis=1)
-    k = np.asarray(intrinsic, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        homog = pts @ k.T
-        uv = homog[..., :2] / homog[..., 2:3]
-    return [convex_hull_2d(uv[i][keep2[i]]) if keep2[i].any() else np.zeros((0, 2))
-            for i in range(corners_cam.shape[0])]
+    uv, keep = geo.project_clipped_edges(corners_cam, intrinsic, near_m)
+    return [convex_hull_2d(uv[i][keep[i]]) if keep[i].any() else np.zeros((0, 2)) for i in range(uv.shape[0])]
 
 
 # ---------------------------------------------------------------------------------------------- request

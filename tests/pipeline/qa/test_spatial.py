@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -31,6 +32,9 @@ from stridegen.pipeline.qa.spatial import (
     generate_spatial_qa,
 )
 from stridegen.pipeline.qa.templates_spatial import ANSWERS, QUESTIONS, SPATIAL_PHRASEBOOK
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from bench_qa import DEMO, demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
 
 EGO_LWH = (4.084, 1.730, 1.562)
 ALL = SpatialQAConfig(max_pairs_per_image=10_000, max_qa_per_image=0, predicates=frozenset(SPATIAL_PREDICATES))
@@ -534,37 +538,6 @@ def test_balance_of_answers_and_orders():
 
 
 # ---------------------------------------------------------------------------------------------- real geometry
-
-DEMO = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "nuscenes-demo"
-
-
-def demo_contexts() -> list[QAContext]:
-    """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera's image."""
-    from stridegen import geometry as geo
-    from stridegen.classes import stride_class
-    from stridegen.logs import open_log
-
-    reader = open_log(DEMO)
-    frame = reader.scenes()[0].frames[0]
-    ann = reader.load_annotations(frame)
-    out = []
-    for channel in sorted(frame.camera_channels):
-        cam = frame.sensors[channel]
-        T_ego_from_global = geo.invert_transform(cam.T_global_from_ego)
-        center_ego = geo.transform_points(T_ego_from_global, ann.boxes.center)
-        center_cam = geo.transform_points(geo.invert_transform(cam.calibration.T_ego_from_sensor), center_ego)
-        uv, _, in_front = geo.project_points(center_cam, cam.calibration.intrinsic, near=1.0)
-        with np.errstate(invalid="ignore"):
-            inside = in_front & (uv[:, 0] >= 0) & (uv[:, 0] < cam.calibration.width) & (uv[:, 1] >= 0) \
-                & (uv[:, 1] < cam.calibration.height)
-        idx = np.flatnonzero(inside)
-        out.append(QAContext(
-            scene="demo", keyframe_index=0, frame_index=0, channel=channel, region_id=np.arange(idx.size),
-            track_index=idx, object_class=np.array([stride_class(c) for c in ann.category[idx]], dtype=object),
-            center_ego=center_ego[idx], size_lwh=ann.boxes.size_lwh[idx], yaw_ego=np.zeros(idx.size),
-            center_cam=center_cam[idx], ego_size_lwh=EGO_LWH))
-    return out
-
 
 @pytest.mark.skipif(not DEMO.is_dir(), reason="shared nuScenes demo fixture not present")
 def test_real_nuscenes_keyframe_rederived():
