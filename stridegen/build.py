@@ -349,20 +349,21 @@ def build_scene_record(scene, config: BuildConfig, source_format: str = "", sour
     on_stage(scene.name, "images")
 
     masks = regions = qa = None
+    qa_skipped: dict[str, int] = {}
     segmenter = make_build_segmenter(config)
     if segmenter is not None:
         masks, regions = _segment_stage(scene, config, segmenter, keyframes, images, cameras, tracked, scene_tracks,
                                         timings)
         on_stage(scene.name, "segment")
         t0 = time.perf_counter()
-        qa = _qa_stage(scene, config, keyframes, cameras, times_s, attrs, scene_tracks, regions)
+        qa, qa_skipped = _qa_stage(scene, config, keyframes, cameras, times_s, attrs, scene_tracks, regions)
         timings["qa"] = time.perf_counter() - t0
         on_stage(scene.name, "qa")
 
     meta = SceneMeta(token=scene.token, name=scene.name, description=scene.description, log_name=scene.log_name,
                      source_format=source_format, source_version=source_version)
     return SceneRecord(meta, frames, cameras, images, keyframes, skipped, detections, tracks, attributes,
-                       ground_truth, masks, regions, qa)
+                       ground_truth, masks, regions, qa, qa_skipped)
 
 
 def _segment_stage(scene, config: BuildConfig, segmenter, keyframes, images, cameras, tracked, scene_tracks,
@@ -404,8 +405,9 @@ def _qa_stage(scene, config: BuildConfig, keyframes, cameras, times_s, attrs, sc
     from stridegen.seeding import rng_for
 
     rng = rng_for(config.seed, scene.token, "qa")
-    return generate_scene_qa(scene.name, keyframes, cameras, times_s, attrs, scene_tracks.label, regions, config.qa,
-                             rng).table
+    result = generate_scene_qa(scene.name, keyframes, cameras, times_s, attrs, scene_tracks.label, regions,
+                               config.qa, rng)
+    return result.table, dict(result.skipped)
 
 
 def failed_scene(scene_name: str, exc: Exception, timings: dict[str, float]) -> SceneResult:

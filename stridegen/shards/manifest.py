@@ -78,6 +78,7 @@ def qa_summary(totals: dict[str, int]) -> dict[str, Any]:
     by_class: dict[str, int] = {}
     by_predicate: dict[str, int] = {}
     by_category_class: dict[str, dict[str, int]] = {}
+    skipped: dict[str, int] = {}
     for key, value in totals.items():
         kind, _, rest = key.partition("/")
         if kind == "qa_category":
@@ -86,11 +87,14 @@ def qa_summary(totals: dict[str, int]) -> dict[str, Any]:
             by_class[rest] = value
         elif kind == "qa_predicate":
             by_predicate[rest] = value
+        elif kind == "qa_skipped_group":
+            skipped[rest] = value
         elif kind == "qa_category_class":
             cat, _, cls = rest.partition("/")
             by_category_class.setdefault(cat, {})[cls] = value
     return {"total": int(totals.get("qa", 0)), "by_category": by_category, "by_class": by_class,
-            "by_category_and_class": by_category_class, "by_predicate": by_predicate}
+            "by_category_and_class": by_category_class, "by_predicate": by_predicate,
+            "spatiotemporal_groups_skipped": skipped}
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:

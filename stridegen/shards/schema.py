@@ -306,6 +306,7 @@ class SceneRecord:
     masks: MasksTable | None = None  # None when the build ran no segmenter (schema v1 shards)
     regions: RegionsTable | None = None
     qa: QATable | None = None
+    qa_skipped: dict[str, int] = field(default_factory=dict)  # spatiotemporal groups not made, by reason (manifest)
     extra: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # tables of later schema additions
 
     def tables(self) -> list[Table]:
@@ -328,6 +329,7 @@ class SceneRecord:
                 counts[f"mask_pass_{rule}"] = int(np.count_nonzero(getattr(self.masks, f"pass_{rule}")))
         if self.qa is not None:
             counts.update(qa_breakdown(self.qa))
+        counts.update({f"qa_skipped_group/{reason}": int(n) for reason, n in sorted(self.qa_skipped.items()) if n})
         return counts
 
     def validate(self) -> None:
