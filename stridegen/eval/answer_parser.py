@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Literal
 
 import numpy as np
@@ -103,86 +106,149 @@ _OFFICIAL_VELOCITY_UNITS: tuple[tuple[float, tuple[str, ...]], ...] = (
 # 4. Many answers are scanned in one call over one string, joined with NUL: no pattern element matches NUL,
 #    so no match crosses from one answer into the next, and NUL is neither a word character, a slash, a sign
 #    nor a blank, so the boundary and look-ahead tests at an answer's ends see what they see at a string's end.
+# 5. The number and the blanks (and the angle's optional dash) are matched possessively (``*+``, ``?+``, Python
+#    3.11+): giving any of them back would leave a digit, a dot, a blank or a dash where the unit must start,
+#    and every unit starts with a letter or a degree sign, so backtracking there never finds a match; not
+#    trying it halves the scan time. The unit alternatives still backtrack ("inch" before "inches"). Python 3.10
+#    has no possessive quantifiers; there the patterns use the plain ones (same matches, slower).
 _SEP = "\x00"
+
+
+def _possessive(pattern: str) -> str:
+    """``pattern`` as written (possessive ``*+`` / ``?+``) on Python 3.11+, else with plain quantifiers."""
+    return pattern if sys.version_info >= (3, 11) else pattern.replace("*+", "*").replace("?+", "?")
+
+
 _DISTANCE_FACTORS = tuple(factor for factor, _ in _OFFICIAL_DISTANCE_UNITS)
 _DISTANCE_ALL = re.compile(
-    r"(\d(?<!\d\d)\d*\.?\d*)\s*(?:"
+    _possessive(r"(\d(?<!\d\d)\d*+\.?+\d*+)\s*+(?:")
     + "|".join("(" + "|".join(map(re.escape, terms)) + ")" for _, terms in _OFFICIAL_DISTANCE_UNITS)
     + r")\b(?!/)", re.IGNORECASE)
 _VELOCITY_FACTORS = tuple(factor for factor, terms in _OFFICIAL_VELOCITY_UNITS for _ in terms)
 _VELOCITY_ALL = re.compile(
-    r"(\d(?<!\d\d)\d*\.?\d*)\s*\b(?:" + "|".join("(" + re.escape(term).replace("\\ ", "\\s+") + ")"
+    _possessive(r"(\d(?<!\d\d)\d*+\.?+\d*+)\s*+\b(?:") + "|".join("(" + re.escape(term).replace("\\ ", "\\s+") + ")"
                                   for _, terms in _OFFICIAL_VELOCITY_UNITS for term in terms)
     + r")\b", re.IGNORECASE)
 # Where a speed match can start: a number, blanks, a word boundary and the first letter of every speed term
 # (m or k; re.IGNORECASE also takes the Kelvin sign).
-_VELOCITY_START = re.compile(r"\d(?<!\d\d)\d*\.?\d*\s*\b[mk]", re.IGNORECASE)
-_DIRECTION_UNSIGNED = re.compile(r"(\d(?<!\d\d)\d*(?:\.\d+)?)\s*-?\s*(°|deg(?:ree)?s?)", re.IGNORECASE)
+_VELOCITY_START = re.compile(_possessive(r"\d(?<!\d\d)\d*+\.?+\d*+\s*+\b[mk]"), re.IGNORECASE)
+_DIRECTION_UNSIGNED = re.compile(_possessive(r"(\d(?<!\d\d)\d*+(?:\.\d+)?+)\s*+-?+\s*+(°|deg(?:ree)?s?)"),
+                                 re.IGNORECASE)
+_MATCH_START = re.Match.start
+_MATCH_LASTINDEX = attrgetter("lastindex")
+_GROUP_1 = itemgetter(1)
 
 
-def _official_batch(texts: Sequence[str], kind: str) -> tuple[list[float], list[str]]:
-    """Values (NaN where nothing matched) and unit texts of ``texts`` read as ``kind`` by the toolkit's rules."""
+def _answer_ends(texts: Sequence[str]) -> np.ndarray:
+    """Offset of the NUL that ends each answer in ``_SEP + _SEP.join(texts)`` (the buffer the scans read)."""
+    return np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)) + 1)
+
+
+def _first_per_answer(answer: np.ndarray) -> np.ndarray:
+    """Indices of the first entry of each run of equal values in the non-decreasing ``answer``."""
+    if len(answer) == 0:
+        return answer
+    return np.flatnonzero(np.concatenate(([True], answer[1:] != answer[:-1])))
+
+
+def _official_scan(texts: Sequence[str], kind: str, want_units: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``texts`` read as ``kind`` by the toolkit's rules: values float64 [N] (NaN where nothing matched), a
+    matched flag per answer, and (``want_units``) the unit text per answer ("" where nothing matched).
+
+    All answers are scanned in one regex pass over one buffer (see the notes above); the per-match work (which
+    answer a match belongs to, which match an answer keeps) is done with numpy on the match offsets.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}; expected one of {KINDS}")
     n = len(texts)
-    values = [math.nan] * n
-    units = [""] * n
+    values = np.full(n, np.nan)
+    matched = np.zeros(n, dtype=bool)
+    units = [""] * n if want_units else []
     if n == 0:
-        return values, units
-    buf = _SEP.join(texts)
-    ends: list[int] = []  # end offset of each answer in buf
-    pos = -1
-    for t in texts:
-        pos += len(t) + 1
-        ends.append(pos)
-    i = 0  # answer of the current match: matches come in increasing order
-    if kind == "direction":
-        for m in _DIRECTION_UNSIGNED.finditer(buf):
-            start = m.start()
-            while ends[i] < start:
-                i += 1
-            if units[i]:
-                continue  # not the answer's leftmost match
-            sign = buf[start - 1] if start > 0 and buf[start - 1] in "+-" else ""
-            angle = float(sign + m.group(1))
-            if angle < -180 or angle > 180:
-                angle = ((angle + 180) % 360) - 180
-            values[i], units[i] = angle, m.group(2)
-        return values, units
-    best = [len(_DISTANCE_FACTORS if kind == "distance" else _VELOCITY_FACTORS)] * n
-    matches: list[re.Match[str] | None] = [None] * n
-    if kind == "distance":
-        found = _DISTANCE_ALL.finditer(buf)
+        return values, matched, units
+    # A leading NUL too, so the character before any match start exists (the sign test below).
+    buf = _SEP + _SEP.join(texts)
+    if kind == "velocity":
+        starts_of = map(_MATCH_START, _VELOCITY_START.finditer(buf))
+        found = list(filter(None, map(_VELOCITY_ALL.match, repeat(buf), starts_of)))
     else:
-        found = (_VELOCITY_ALL.match(buf, c.start()) for c in _VELOCITY_START.finditer(buf))
-    for m in found:
-        if m is None:
-            continue
-        start = m.start()
-        while ends[i] < start:
-            i += 1
-        unit = m.lastindex - 2  # type: ignore[operator]  # group 1 is the number, then one group per unit
-        if unit < best[i]:
-            best[i], matches[i] = unit, m
-    factors = _DISTANCE_FACTORS if kind == "distance" else _VELOCITY_FACTORS
-    for j, m in enumerate(matches):
-        if m is not None:
-            values[j], units[j] = float(m.group(1)) * factors[best[j]], m.group(best[j] + 2)
-    return values, units
+        found = list((_DIRECTION_UNSIGNED if kind == "direction" else _DISTANCE_ALL).finditer(buf))
+    if not found:
+        return values, matched, units
+    start = np.fromiter(map(_MATCH_START, found), np.int64, len(found))
+    answer = np.searchsorted(_answer_ends(texts), start)  # first answer whose end lies at or after the start
+    if kind == "direction":
+        keep = _first_per_answer(answer)  # the leftmost match of each answer
+        unit_group = np.full(len(keep), 2)
+        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64,
+                              len(keep))
+        # the toolkit's match starts at a sign just before the number: float("-x") is exactly -float("x")
+        minus = np.fromiter(map("-".__eq__, map(buf.__getitem__, (start[keep] - 1).tolist())), bool, len(keep))
+        numbers[minus] = -numbers[minus]
+        out = np.flatnonzero((numbers < -180) | (numbers > 180))
+        for j in out.tolist():  # rare: wrap with Python's float modulo, as the toolkit does
+            numbers[j] = ((float(numbers[j]) + 180) % 360) - 180
+    else:
+        unit = np.fromiter(map(_MATCH_LASTINDEX, found), np.int64, len(found)) - 2  # group 1 is the number
+        factors = np.asarray(_DISTANCE_FACTORS if kind == "distance" else _VELOCITY_FACTORS)
+        # per answer the unit with the lowest priority index, and of its matches the leftmost
+        order = np.lexsort((unit, answer))
+        keep = order[_first_per_answer(answer[order])]
+        unit_group = unit[keep] + 2
+        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64,
+                              len(keep))
+        numbers = numbers * factors[unit[keep]]
+    answer = answer[keep]
+    values[answer] = numbers
+    matched[answer] = True
+    if want_units:
+        for a, j, g in zip(answer.tolist(), keep.tolist(), unit_group.tolist(), strict=True):
+            units[a] = found[j][g]
+    return values, matched, units
 
 
 def parse_official(text: str, kind: Kind) -> ParseOutcome:
     """Parse like the STRIDE-QA-Bench toolkit (see module docstring)."""
-    values, units = _official_batch([text], kind)
-    if not units[0]:
+    values, matched, units = _official_scan([text], kind, want_units=True)
+    if not matched[0]:
         return _why_not(text)
-    return Parsed(values[0], units[0])
+    return Parsed(float(values[0]), units[0])
 
 
 def _why_not(text: str) -> Failure:
+    return Failure(_failure_reason(text))
+
+
+_FIRST_NON_BLANK = re.compile(r"[^\s\x00][^\x00]*")  # from an answer's first non-blank to its end (or a NUL)
+_FIRST_DIGIT = re.compile(r"\d[^\x00]*")
+
+
+def _failure_reasons(texts: Sequence[str]) -> list[str]:
+    r"""``_failure_reason`` of each text, with two regex passes over the texts joined with NUL: a match starts at
+    an answer's first non-blank / first digit and runs to the answer's end. ``\s`` is ``str.isspace`` (what
+    ``strip`` removes) and ``\d`` is ``_ANY_NUMBER``'s class. Texts that hold a NUL themselves are done one by one."""
+    if not texts:
+        return []
+    buf = _SEP + _SEP.join(texts)
+    if buf.count(_SEP) != len(texts):
+        return [_failure_reason(t) for t in texts]
+    ends = _answer_ends(texts)
+    flags = []
+    for pattern in (_FIRST_NON_BLANK, _FIRST_DIGIT):
+        found = np.zeros(len(texts), dtype=bool)
+        starts = np.fromiter(map(_MATCH_START, pattern.finditer(buf)), np.int64)
+        found[np.searchsorted(ends, starts)] = True
+        flags.append(found)
+    code = np.where(flags[0], np.where(flags[1], 1, 2), 0)
+    return np.asarray(["empty", "no_unit", "no_number"], dtype=object)[code].tolist()
+
+
+def _failure_reason(text: str) -> str:
+    """Why an answer with no value of the asked kind failed: ``empty``, ``no_unit`` or ``no_number``."""
     if not text.strip():
-        return Failure("empty")
-    return Failure("no_unit" if _ANY_NUMBER.search(text) else "no_number")
+        return "empty"
+    return "no_unit" if _ANY_NUMBER.search(text) else "no_number"
 
 
 # ============================================================================================ robust grammar
@@ -382,32 +448,52 @@ def parse_many(texts: Iterable[str], kinds: Iterable[Kind], mode: ParserMode) ->
 
 def parse_grouped(texts: Sequence[str], kind_code: np.ndarray, kind_names: Sequence[str], mode: ParserMode
                   ) -> tuple[np.ndarray, list[str]]:
-    """``parse_many`` with kinds given as integer codes into ``kind_names`` (no per-item string compares)."""
+    """``parse_many`` with kinds given as integer codes into ``kind_names`` (no per-item string compares).
+
+    The distinct texts are found once (a dict over all items); each kind then reads only the distinct texts its
+    items use, and the values and failure reasons are spread back to the items with numpy."""
     if mode not in PARSER_MODES:
         raise ValueError(f"unknown parser mode {mode!r}; expected one of {PARSER_MODES}")
     n = len(texts)
     values = np.full(n, np.nan)
-    reasons = [""] * n
-    # Items of one answer kind share one batch (e.g. ego and target speeds), each distinct text parsed once.
-    kind_of_item = np.asarray([KINDS.index(k) for k in kind_names], dtype=np.int64)[kind_code] if n else kind_code
+    if n == 0:
+        return values, []
+    kind_of_item = np.asarray([KINDS.index(k) for k in kind_names], dtype=np.int64)[kind_code]
+    uniq_texts = list(dict.fromkeys(texts))
+    position = dict(zip(uniq_texts, range(len(uniq_texts)), strict=True))
+    codes = np.fromiter(map(position.__getitem__, texts), np.int64, n)
+    reason_table: dict[str, int] = {"": 0}
+    reason_code = np.zeros(n, dtype=np.int64)
+    scans: dict[int, dict[Kind, ParseOutcome]] = {}  # robust: one scan per distinct text serves every kind
     for k in np.unique(kind_of_item).tolist():
         kind = KINDS[k]
-        idx = np.flatnonzero(kind_of_item == k)
-        subset = [texts[i] for i in idx.tolist()] if len(idx) < n else list(texts)
-        uniq_texts = list(dict.fromkeys(subset))
-        position = {t: j for j, t in enumerate(uniq_texts)}
-        codes = np.fromiter(map(position.__getitem__, subset), np.int64, len(subset))
+        sel: np.ndarray | None = kind_of_item == k
+        if sel.all():  # type: ignore[union-attr]
+            sel = None
+        item_codes = codes if sel is None else codes[sel]
+        used, local = np.unique(item_codes, return_inverse=True)
+        used_list = used.tolist()
+        subset = uniq_texts if len(used_list) == len(uniq_texts) else list(map(uniq_texts.__getitem__, used_list))
         if mode == "official":
-            got, units = _official_batch(uniq_texts, kind)
-            why = [_why_not(t).reason if not u else "" for t, u in zip(uniq_texts, units, strict=True)]
+            got, ok, _ = _official_scan(subset, kind)
+            failed = np.flatnonzero(~ok).tolist()
+            why = _failure_reasons(list(map(subset.__getitem__, failed)))
         else:
-            outcomes = [_scan_robust(t)[kind] for t in uniq_texts]
-            got = [o.value if type(o) is Parsed else math.nan for o in outcomes]  # type: ignore[union-attr]
-            why = ["" if type(o) is Parsed else o.reason for o in outcomes]  # type: ignore[union-attr]
-        values[idx] = np.asarray(got, dtype=np.float64)[codes]
-        failed = np.flatnonzero(np.asarray([bool(w) for w in why], dtype=bool)[codes])
-        for j in failed.tolist():
-            reasons[int(idx[j])] = why[codes[j]]
+            outcomes = [(scans[j] if j in scans else scans.setdefault(j, _scan_robust(t)))[kind]
+                        for j, t in zip(used_list, subset, strict=True)]
+            got = np.asarray([o.value if type(o) is Parsed else math.nan for o in outcomes],  # type: ignore[union-attr]
+                             dtype=np.float64)
+            failed = [j for j, o in enumerate(outcomes) if type(o) is not Parsed]
+            why = [outcomes[j].reason for j in failed]  # type: ignore[union-attr]
+        why_code = np.zeros(len(used_list), dtype=np.int64)
+        why_code[failed] = [reason_table.setdefault(w, len(reason_table)) for w in why]
+        if sel is None:
+            values[:] = got[local]
+            reason_code[:] = why_code[local]
+        else:
+            values[sel] = got[local]
+            reason_code[sel] = why_code[local]
+    reasons = np.asarray(list(reason_table), dtype=object)[reason_code].tolist()
     return values, reasons
 
 

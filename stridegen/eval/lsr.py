@@ -21,6 +21,7 @@ Everything is computed with numpy on integer codes; no per-record Python loop af
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -103,7 +104,11 @@ class LsrItems:
         if self.horizon.min() < 0:
             raise ValueError("horizons must be >= 0 seconds")
         key = _slot_key(self.group, self.horizon, self.horizon.max() + 1) * len(DIMENSIONS) + self.dimension
-        uniq, counts = np.unique(key, return_counts=True)
+        counts = _key_counts(key)
+        if counts is None:
+            uniq, counts = np.unique(key, return_counts=True)
+        else:
+            uniq = np.arange(len(counts))
         if counts.max(initial=0) > 1:
             dup = uniq[counts > 1][0]
             i = int(np.flatnonzero(key == dup)[0])
@@ -130,6 +135,28 @@ def gc_paused() -> Iterator[None]:
 
 def _slot_key(group: np.ndarray, horizon: np.ndarray, n_horizons: int) -> np.ndarray:
     return group.astype(np.int64) * int(n_horizons) + horizon.astype(np.int64)
+
+
+def _is_dense(key: np.ndarray) -> bool:
+    """True when ``key`` is non-negative with a range small enough for counting arrays (a few times its size)."""
+    return len(key) > 0 and int(key.min()) >= 0 and int(key.max()) < 4 * len(key) + 1024
+
+
+def _key_counts(key: np.ndarray) -> np.ndarray | None:
+    """Occurrences of each value 0..max of a dense integer ``key`` (one counting pass), or None if not dense."""
+    return np.bincount(key) if _is_dense(key) else None
+
+
+def unique_inverse(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for integer keys: the same arrays, found without sorting (a
+    presence mask and its running count) when the keys are dense (see ``_is_dense``)."""
+    if not _is_dense(key):
+        uniq, inverse = np.unique(key, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    present = np.zeros(int(key.max()) + 1, dtype=bool)
+    present[key] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present).astype(key.dtype, copy=False), rank[key]
 
 
 def dimension_codes(names: Sequence[str]) -> np.ndarray:
@@ -219,7 +246,7 @@ def build_slots(items: LsrItems, success: np.ndarray) -> Slots:
     loc = np.flatnonzero((items.dimension == _DIST) | (items.dimension == _DIR))
     n_h = int(items.horizon.max()) + 1 if len(items) else 1
     key = _slot_key(items.group[loc], items.horizon[loc], n_h)
-    uniq, inverse = np.unique(key, return_inverse=True)
+    uniq, inverse = unique_inverse(key)
     m = len(uniq)
     is_dist = items.dimension[loc] == _DIST
     ok_dist = np.zeros(m, dtype=bool)
@@ -251,7 +278,7 @@ def temporal_consistency(slots: Slots, group_scenario: Sequence[str | None], req
         return []
     scen = np.array([s is not None for s in group_scenario], dtype=bool)
     keep = scen[slots.group] if requires_relation else np.ones(len(slots.group), dtype=bool)
-    groups, g_inv = np.unique(slots.group[keep], return_inverse=True)
+    groups, g_inv = unique_inverse(slots.group[keep])
     if len(groups) == 0:
         return []
     horizon = slots.horizon[keep]
@@ -283,16 +310,18 @@ def temporal_consistency(slots: Slots, group_scenario: Sequence[str | None], req
 
 def _label_breakdown(items: LsrItems, success: np.ndarray, slots: Slots, group_label: Sequence[str | None]
                      ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    labels = np.array(list(group_label), dtype=object)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     values = sorted({x for x in group_label if x is not None})
     if not values:
         return out
-    item_label = labels[items.group]
-    slot_label = labels[slots.group]
-    for value in values:
-        rates = _dimension_rates(items, success, item_label == value)
-        sel = slot_label == value
+    # integer label codes per group (-1: no label), so the per-value masks are integer compares
+    code_of = {value: i for i, value in enumerate(values)}
+    group_code = np.fromiter((-1 if x is None else code_of[x] for x in group_label), np.int64, len(group_label))
+    item_label = group_code[items.group]
+    slot_label = group_code[slots.group]
+    for code, value in enumerate(values):
+        rates = _dimension_rates(items, success, item_label == code)
+        sel = slot_label == code
         if sel.any():
             rates["lsr"] = _rate_table(slots.success[sel], slots.horizon[sel])
         out[value] = rates
@@ -336,11 +365,9 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
         "object_class": _label_breakdown(items, success, slots, items.group_object_class),
         "out_of_view": _view_breakdown(items, success, slots),
     }
-    unparsed: dict[str, int] = {}
-    for reason in items.pred_reason:
-        if reason:
-            unparsed[reason] = unparsed.get(reason, 0) + 1
-    slot_groups = np.unique(slots.group).tolist()
+    unparsed = Counter(items.pred_reason)  # counted in C; "" (a value was read) is not a reason
+    unparsed.pop("", None)
+    slot_groups = unique_inverse(slots.group)[0].tolist()
     if profile.consistency_requires_relation:
         slot_groups = [g for g in slot_groups if items.group_scenario[g] is not None]
     counts = {
@@ -393,6 +420,9 @@ class ItemBuilder:
         self.skipped: dict[str, int] = {}
         self.forced_failures: dict[str, int] = {}
         self.examples: dict[str, list[str]] = {}
+        # Numeric columns of items added earlier: (group, horizon, dimension, gt) array blocks, in item order;
+        # the lists above hold only the items added one by one since the last block.
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def _note(self, table: dict[str, int], reason: str, where: str) -> None:
         table[reason] = table.get(reason, 0) + 1
@@ -423,6 +453,35 @@ class ItemBuilder:
             self.group_ids.append(group_id)
         return code
 
+    def extend(self, question_id: list[str], group: np.ndarray, horizon: np.ndarray, dimension: np.ndarray,
+               gt: np.ndarray, text: list[str]) -> None:
+        """Add a block of items whose predictions are all answer texts (group codes from ``group_code``)."""
+        n = len(question_id)
+        if not len(group) == len(horizon) == len(dimension) == len(gt) == len(text) == n:
+            raise ValueError("ItemBuilder.extend: columns of different lengths")
+        self._flush()
+        self.question_id.extend(question_id)
+        self.text.extend(text)
+        self._blocks.append((np.asarray(group, dtype=np.int64), np.asarray(horizon, dtype=np.int64),
+                             np.asarray(dimension, dtype=np.int64), np.asarray(gt, dtype=np.float64)))
+
+    def _flush(self) -> None:
+        """Move the items added one by one into an array block."""
+        if self.group:
+            self._blocks.append((np.asarray(self.group, dtype=np.int64), np.asarray(self.horizon, dtype=np.int64),
+                                 np.asarray(self.dimension, dtype=np.int64), np.asarray(self.gt, dtype=np.float64)))
+            self.group, self.horizon, self.dimension, self.gt = [], [], [], []
+
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(group, horizon, dimension, gt) of every item so far."""
+        self._flush()
+        if not self._blocks:
+            return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                    np.zeros(0, dtype=np.float64))
+        if len(self._blocks) > 1:
+            self._blocks = [tuple(np.concatenate(cols) for cols in zip(*self._blocks, strict=True))]  # type: ignore[list-item]
+        return self._blocks[0]
+
     def add(self, question_id: str, group_id: str, horizon: int, dimension: int, gt: float,
             text: str | None, value: float = float("nan"), out_of_view: int = -1, where: str = "",
             reason: str = "invalid_prediction") -> None:
@@ -449,6 +508,9 @@ class ItemBuilder:
         if n == 0:
             return keep
         key = (group * (int(horizon.max()) + 1) + horizon) * len(DIMENSIONS) + dimension
+        counts = _key_counts(key)
+        if counts is not None and counts.max() <= 1:
+            return keep  # no repeated slot (the common case), found with one counting pass
         _, first = np.unique(key, return_index=True)
         if len(first) == n:
             return keep
@@ -456,17 +518,15 @@ class ItemBuilder:
         keep[first] = True
         for i in np.flatnonzero(~keep).tolist():
             self.reject("duplicate_slot", self.where.get(i, f"question {self.question_id[i]!r}") +
-                        f" ({DIMENSIONS[self.dimension[i]]} at {self.horizon[i]} s repeats an earlier question)")
+                        f" ({DIMENSIONS[dimension[i]]} at {horizon[i]} s repeats an earlier question)")
         return keep
 
     def finish(self, profile: ToleranceProfile, group_labels: dict[str, tuple[str | None, str | None]]
                ) -> LsrItems:
         """Drop repeated slots, parse the answer texts with the profile's grammar, return the items."""
         n = len(self.question_id)
-        qids, gts, all_texts = self.question_id, self.gt, self.text
-        group = np.asarray(self.group, dtype=np.int64)
-        horizon = np.asarray(self.horizon, dtype=np.int64)
-        dimension = np.asarray(self.dimension, dtype=np.int64)
+        qids, all_texts = self.question_id, self.text
+        group, horizon, dimension, gt = self._columns()
         keep = self._duplicate_mask(group, horizon, dimension)
         pred = np.full(n, np.nan)
         reasons = [""] * n
@@ -495,7 +555,6 @@ class ItemBuilder:
         for i, flag in self.item_out_of_view.items():
             out_of_view[i] = flag
         question_id = qids
-        gt = np.asarray(gts, dtype=np.float64)
         if not keep.all():
             idx = np.flatnonzero(keep)
             question_id = [question_id[i] for i in idx.tolist()]

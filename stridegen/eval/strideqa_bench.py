@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,24 @@ _DIMENSION_OF: dict[tuple[str, str], int] = {
     ("target", "velocity"): 2,
     ("ego", "velocity"): 3,
 }
-# qa_category -> (horizon, {qa_type: dimension code}) for the fast path.
-_CATEGORY_DIMS: dict[str, tuple[int, dict[str, int]]] = {
-    cat: (h, {qa: d for (subj, qa), d in _DIMENSION_OF.items() if subj == subject})
-    for cat, (h, subject) in QA_CATEGORIES.items()
-}
+# Tables for the column-wise fast path: qa_category -> code; per category code its horizon and subject code;
+# qa_type -> code; [subject code, qa_type code] -> dimension code (-1: no such dimension).
+_SUBJECTS: tuple[str, ...] = ("target", "ego")
+_QA_TYPES: tuple[str, ...] = ("distance", "direction", "velocity")
+_CATEGORY_CODE: dict[str, int] = {cat: i for i, cat in enumerate(QA_CATEGORIES)}
+_CATEGORY_HORIZON = np.array([h for h, _ in QA_CATEGORIES.values()], dtype=np.int64)
+_CATEGORY_SUBJECT = np.array([_SUBJECTS.index(s) for _, s in QA_CATEGORIES.values()], dtype=np.int64)
+_QA_TYPE_CODE: dict[str, int] = {qa: i for i, qa in enumerate(_QA_TYPES)}
+_DIMENSION_TABLE = np.full((len(_SUBJECTS), len(_QA_TYPES)), -1, dtype=np.int64)
+for (_subject, _qa_type), _dim in _DIMENSION_OF.items():
+    _DIMENSION_TABLE[_SUBJECTS.index(_subject), _QA_TYPE_CODE[_qa_type]] = _dim
 # Strings pandas.read_csv reads as missing by default (pandas docs, ``na_values``): the toolkit reads the sheet
 # with pandas and drops groups whose relation is missing from TLC / MLSR, so the same cells must count as missing.
 PANDAS_NA_STRINGS = frozenset({
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
     "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 })
+_NUL = "\x00"
 _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f"}
 
@@ -222,17 +230,20 @@ def _add_records(builder: ItemBuilder, records: list[Any], sheet: dict[str, dict
 
 def _add_columnwise(builder: ItemBuilder, records: list[Any], annotations: dict[str, dict[str, Any]] | None,
                     seen: set[str]) -> bool:
-    """All-or-nothing fast path: False (nothing added) as soon as any record needs the careful path."""
+    """All-or-nothing fast path: False (nothing added) as soon as any record needs the careful path.
+
+    Every per-record step is a C-level ``map`` over a column (no Python-level loop body per record); the
+    dimension of each value comes from a (subject, qa_type) table indexed with numpy."""
     try:
         qids = list(map(itemgetter("question_id"), records))
         categories = list(map(itemgetter("qa_category"), records))
         gt_dicts = list(map(itemgetter("gt_value"), records))
         preds = list(map(itemgetter("pred"), records))
-        infos = list(map(_CATEGORY_DIMS.get, categories))
+        category_codes = list(map(_CATEGORY_CODE.get, categories))
     except (KeyError, TypeError):  # a missing field, a record that is not an object, an unhashable category
         return False
     if not records or set(map(type, qids)) != {str} or set(map(type, preds)) != {str} \
-            or set(map(type, gt_dicts)) != {dict} or None in infos:
+            or set(map(type, gt_dicts)) != {dict} or None in category_codes:
         return False
     unique_qids = set(qids)
     if len(unique_qids) != len(qids) or "" in unique_qids or not unique_qids.isdisjoint(seen):
@@ -242,34 +253,43 @@ def _add_columnwise(builder: ItemBuilder, records: list[Any], annotations: dict[
             ann = annotations.get(qid)
             if ann is None or ann.get("gt_value") != gt:
                 return False
-    sizes = list(map(len, gt_dicts))
-    raw = [v for d in gt_dicts for v in d.values()]
-    dims = [info[1].get(k) for info, d in zip(infos, gt_dicts, strict=True) for k in d]
-    if 0 in sizes or None in dims or not set(map(type, raw)) <= {float, int}:
+    sizes = np.fromiter(map(len, gt_dicts), np.int64, len(gt_dicts))
+    raw = list(chain.from_iterable(map(dict.values, gt_dicts)))  # every value, in record then key order
+    qa_codes = list(map(_QA_TYPE_CODE.get, chain.from_iterable(gt_dicts)))  # their keys, same order
+    if not sizes.all() or None in qa_codes or not set(map(type, raw)) <= {float, int}:
         return False
     try:
-        if not np.isfinite(np.asarray(raw, dtype=np.float64)).all():
-            return False
-    except OverflowError:
+        gt = np.asarray(raw, dtype=np.float64)
+    except OverflowError:  # an integer beyond float range
         return False
-    gids = ["g" + q.split("_g")[1] if "_g" in q else q for q in qids]
-    for gid in dict.fromkeys(gids):  # new groups get codes in order of first appearance, as record by record
-        builder.group_code(gid)
-    groups = np.fromiter(map(builder.group_index.__getitem__, gids), np.int64, len(gids))
-    horizons = np.fromiter((info[0] for info in infos), np.int64, len(infos))
-    if max(sizes) > 1:  # records with two values (distance and direction): repeat the per-record columns
+    category = np.asarray(category_codes, dtype=np.int64)
+    dims = _DIMENSION_TABLE[np.repeat(_CATEGORY_SUBJECT[category], sizes), qa_codes]
+    if not np.isfinite(gt).all() or (dims < 0).any():
+        return False
+    groups = _group_codes(builder, qids)
+    horizons = _CATEGORY_HORIZON[category]
+    if len(raw) > len(records):  # records with two values (distance and direction): repeat the per-record columns
         per_item = np.repeat(np.arange(len(records)), sizes)
         qids = np.asarray(qids, dtype=object)[per_item].tolist()
         preds = np.asarray(preds, dtype=object)[per_item].tolist()
         groups, horizons = groups[per_item], horizons[per_item]
-    builder.question_id.extend(qids)
-    builder.group.extend(groups.tolist())
-    builder.horizon.extend(horizons.tolist())
-    builder.dimension.extend(dims)  # type: ignore[arg-type]
-    builder.gt.extend(raw)
-    builder.text.extend(preds)
+    builder.extend(qids, groups, horizons, dims, gt, preds)
     seen.update(unique_qids)
     return True
+
+
+def _group_codes(builder: ItemBuilder, qids: list[str]) -> np.ndarray:
+    """Group code of each question id (``extract_group_id``), new groups coded in order of first appearance."""
+    # Common case: exactly one "_g" in every id, so the group id is "g" + the text after it. The texts after
+    # "_g" are coded first (one dict), and only the distinct ones become group ids.
+    tails = [q.partition("_g")[2] for q in qids]
+    if "" in tails or "_g" in _NUL.join(tails):  # an id without "_g", ending in it, or with a second one
+        gids = [extract_group_id(q) for q in qids]
+        for gid in dict.fromkeys(gids):
+            builder.group_code(gid)
+        return np.fromiter(map(builder.group_index.__getitem__, gids), np.int64, len(gids))
+    code_of_tail = {tail: builder.group_code("g" + tail) for tail in dict.fromkeys(tails)}
+    return np.fromiter(map(code_of_tail.__getitem__, tails), np.int64, len(tails))
 
 
 def _add_response(builder: ItemBuilder, rec: Any, where: str, sheet: dict[str, dict[str, Any]],
