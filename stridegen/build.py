@@ -386,6 +386,11 @@ def _segment_stage(scene, config: BuildConfig, segmenter, keyframes, images, cam
 
     lidar = None
     if getattr(segmenter, "needs_lidar", False):
+        import functools
+
+        # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
+        # instead of once per camera.
+        @functools.lru_cache(maxsize=1)
         def lidar(frame_index: int) -> np.ndarray | None:
             from stridegen import geometry as geo
 
