@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stridegen.build import STAGES, run_build
-from stridegen.build_cli import DEFAULT_SYNTHETIC, ensure_default_log
-from stridegen.config import load_build_config
+from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
+from stridegen.run.build import STAGES, run_build
+from stridegen.run.config import load_build_config
 
 QUICK = {"scenes": 2, "seconds": 8.0, "seed": 0, "width": 320, "height": 180, "rig": "nuscenes", "sweeps": False}
 
@@ -40,7 +40,7 @@ def bench(log: Path, workers: int, repeat: int) -> dict[str, object]:
             out = Path(tmp) / "ds"
             cfg = load_build_config(None, [f"workers={workers}", "detector.name=oracle"])
             t0 = time.perf_counter()
-            result = run_build(log, out, cfg, progress=False)
+            result = run_build(log, out, cfg)
             wall = time.perf_counter() - t0
             if not result.ok:
                 raise SystemExit(f"build failed: {[(r.scene, r.reason) for r in result.failed]}")
@@ -68,7 +68,7 @@ def main() -> None:
 
     params = QUICK if args.quick else DEFAULT_SYNTHETIC
     t0 = time.perf_counter()
-    log = ensure_default_log(params, progress=False)
+    log = ensure_default_log(params)
     print(f"log {log} ({', '.join(f'{k}={v}' for k, v in params.items())}); ready in "
           f"{time.perf_counter() - t0:.1f} s")
     rows = [bench(log, w, args.repeat) for w in args.workers]

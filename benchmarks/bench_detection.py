@@ -18,17 +18,11 @@ import time
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.eval.detection import (
-    ATTRIBUTE_NAMES,
-    CVPR_2019,
-    DETECTION_NAMES,
-    TP_METRICS,
-    DetectionBoxes,
-    DetectionConfig,
-    evaluate_detection,
-)
+from stridegen.core import geometry as geo
+from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
+from stridegen.eval.detection import CVPR_2019, TP_METRICS, DetectionConfig, evaluate_detection
 from stridegen.eval.detection_gt import SampleContext, filter_eval_boxes
+from stridegen.formats.detection_boxes import DetectionBoxes
 
 
 def make_inputs(n_samples: int, n_boxes: int, seed: int) -> tuple[DetectionBoxes, DetectionBoxes, SampleContext]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
 from stridegen.pipeline.qa.base import QAContext, QAItem
 from stridegen.pipeline.qa.spatial import (
     EGO_YES_NO_FAMILIES,
@@ -52,7 +52,7 @@ def synthetic_contexts(rng: np.random.Generator, images: int, regions: int) -> l
 
 def demo_contexts() -> list[QAContext]:
     """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera image."""
-    from stridegen.classes import stride_class
+    from stridegen.core.vocabulary import stride_class
     from stridegen.logs import open_log
 
     reader = open_log(DEMO)

@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from plain_tracker import PlainTracker
 
-from stridegen.boxes import Boxes
+from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import track_scene
 
 CLASSES = ["car", "pedestrian", "bicycle", "truck", "bus", "motorcycle", "barrier"]

@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.eval.tracking import (
-    TRACKING_CLASSES,
     TRACKING_METRICS,
     RackBoxes,
     Timeline,

@@ -34,7 +34,7 @@ def main() -> None:
     args = ap.parse_args()
     root = args.log_root
     if root is None:
-        from stridegen.build_cli import ensure_default_log
+        from stridegen.logs.synthetic.default import ensure_default_log
 
         root = ensure_default_log(progress=False)
     rows = [evaluate_profile(root, args.profile, s) for s in args.seeds]

@@ -1,6 +1,6 @@
 """stridegen: spatiotemporal VQA datasets from driving logs."""
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version source: pyproject.toml reads it ([tool.setuptools.dynamic])
 
 
 def __getattr__(name: str):

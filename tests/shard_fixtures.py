@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.config import BuildConfig, config_hash
-from stridegen.pipeline.segment.rle import encode_rle
+from stridegen.formats.rle import encode_rle
 from stridegen.pipeline.visibility import mask_boxes
+from stridegen.run.config import BuildConfig, config_hash
 from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.schema import (
     AttributesTable,

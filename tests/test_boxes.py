@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import GeometryError
 
 
 def _boxes(n=3, seed=0):

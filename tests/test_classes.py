@@ -1,4 +1,4 @@
-from stridegen import classes
+from stridegen.core import vocabulary as classes
 
 
 def test_every_detection_class_has_a_stride_class():

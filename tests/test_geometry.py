@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.errors import GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import GeometryError
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 angles = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stridegen import geometry as geo
 from stridegen.calibration import load_rig, rig_names
-from stridegen.errors import ConfigError, MissingFileError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import ConfigError, MissingFileError
 
 
 def test_known_rigs():

@@ -1,4 +1,5 @@
-"""Sensor-rig calibration: rig definitions (calibration/*.yaml) and their loader."""
+"""Sensor-rig calibration: rig definitions (stridegen/resources/rigs/*.yaml, user rigs in ./calibration) and their
+loader."""
 
 from stridegen.calibration.rig import CameraSpec, LidarSpec, Rig, load_rig, rig_names
 

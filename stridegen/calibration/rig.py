@@ -1,4 +1,8 @@
-"""Sensor rigs: cameras and LiDARs with their mounting on the ego vehicle, loaded from calibration/<name>.yaml."""
+"""Sensor rigs: cameras and LiDARs with their mounting on the ego vehicle, loaded from <name>.yaml rig files.
+
+Built-in rigs ship in the package (stridegen/resources/rigs/); user rigs in $STRIDEGEN_CALIBRATION_DIR or
+./calibration take precedence over them.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from stridegen.errors import ConfigError, MissingFileError
-from stridegen.geometry import make_transform
+from stridegen.core.errors import ConfigError, MissingFileError
+from stridegen.core.geometry import make_transform
+from stridegen.core.resources import resource_path
 
 # Camera axes (x right, y down, z forward) expressed in a forward-looking ego frame (x forward, y left, z up).
 _R_EGO_FROM_CAM_FORWARD = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
@@ -110,12 +115,13 @@ class Rig(BaseModel):
 
 
 def calibration_dirs() -> list[Path]:
-    """Where rig YAMLs are looked up: $STRIDEGEN_CALIBRATION_DIR, ./calibration, the project's calibration/."""
+    """Where rig YAMLs are looked up, first match wins: $STRIDEGEN_CALIBRATION_DIR, ./calibration, then the rigs
+    shipped in the package (stridegen/resources/rigs)."""
     dirs = []
     if env := os.environ.get("STRIDEGEN_CALIBRATION_DIR"):
         dirs.append(Path(env))
     dirs.append(Path.cwd() / "calibration")
-    dirs.append(Path(__file__).resolve().parents[2] / "calibration")
+    dirs.append(resource_path("rigs"))
     return dirs
 
 
@@ -128,7 +134,7 @@ def rig_names() -> list[str]:
 
 
 def load_rig(name_or_path: str | Path) -> Rig:
-    """Load a rig by name (calibration/<name>.yaml) or from a YAML path."""
+    """Load a rig by name (<name>.yaml in one of ``calibration_dirs()``) or from a YAML path."""
     path = Path(name_or_path)
     if not path.suffix:
         for d in calibration_dirs():

@@ -26,15 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core.errors import ConfigError
+from stridegen.core.vocabulary import DETECTION_NAMES
+from stridegen.formats.detection_boxes import DetectionBoxes, factorize
 
-# nuscenes-devkit 1.2.0 nuscenes/eval/detection/constants.py
-DETECTION_NAMES: tuple[str, ...] = ("car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian",
-                                    "motorcycle", "bicycle", "traffic_cone", "barrier")
-ATTRIBUTE_NAMES: tuple[str, ...] = ("pedestrian.moving", "pedestrian.sitting_lying_down", "pedestrian.standing",
-                                    "cycle.with_rider", "cycle.without_rider", "vehicle.moving", "vehicle.parked",
-                                    "vehicle.stopped")
 TP_METRICS: tuple[str, ...] = ("trans_err", "scale_err", "orient_err", "vel_err", "attr_err")
 TP_METRIC_SHORT = {"trans_err": "mATE", "scale_err": "mASE", "orient_err": "mAOE", "vel_err": "mAVE",
                    "attr_err": "mAAE"}
@@ -155,127 +150,6 @@ class DetectionConfig:
 # ============================================================================================== boxes
 
 
-def _str_array(values: Sequence[str] | np.ndarray, n: int, name: str) -> np.ndarray:
-    if isinstance(values, np.ndarray) and values.dtype == object and values.shape == (n,):
-        return values  # already an object array (e.g. a selection of one): keep it
-    out = np.empty(n, dtype=object)
-    values = list(values)
-    if len(values) != n:
-        raise GeometryError(f"{name} must have {n} entries, got {len(values)}")
-    out[:] = [str(v) for v in values]
-    return out
-
-
-@dataclass
-class DetectionBoxes:
-    """Ground-truth or predicted boxes of many samples as flat arrays (one row per box).
-
-    sample_token     [N] object array of str
-    translation      [N, 3] box centre, global frame, metres
-    size             [N, 3] (w, l, h) metres, as in nuScenes tables and results files
-    rotation         [N, 4] quaternion [w, x, y, z], global frame
-    velocity         [N, 2] (vx, vy) global frame, m/s; NaN where unknown
-    detection_name   [N] one of DETECTION_NAMES
-    detection_score  [N] confidence (-1 for ground truth, as in the devkit)
-    attribute_name   [N] one of ATTRIBUTE_NAMES or ""
-    num_pts          [N] lidar + radar points inside a ground-truth box; -1 where unknown (predictions)
-    ego_translation  [N, 3] translation minus the ego position of the sample (global axes); zeros until set
-
-    The row order matters exactly as the order of boxes in the devkit's ``EvalBoxes`` does: rows are grouped by
-    sample in order of first appearance (``canonical_order``), and inside a sample the row order breaks ties.
-    """
-
-    sample_token: np.ndarray
-    translation: np.ndarray
-    size: np.ndarray
-    rotation: np.ndarray
-    velocity: np.ndarray
-    detection_name: np.ndarray
-    detection_score: np.ndarray | None = None
-    attribute_name: np.ndarray | None = None
-    num_pts: np.ndarray | None = None
-    ego_translation: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        n = len(self.sample_token)
-        self.sample_token = _str_array(self.sample_token, n, "sample_token")
-        self.translation = np.asarray(self.translation, dtype=np.float64).reshape(n, 3)
-        self.size = np.asarray(self.size, dtype=np.float64).reshape(n, 3)
-        self.rotation = np.asarray(self.rotation, dtype=np.float64).reshape(n, 4)
-        self.velocity = np.asarray(self.velocity, dtype=np.float64).reshape(n, 2)
-        self.detection_name = _str_array(self.detection_name, n, "detection_name")
-        self.detection_score = (np.full(n, -1.0) if self.detection_score is None
-                                else np.asarray(self.detection_score, dtype=np.float64).reshape(n))
-        self.attribute_name = (np.full(n, "", dtype=object) if self.attribute_name is None
-                               else _str_array(self.attribute_name, n, "attribute_name"))
-        self.num_pts = (np.full(n, -1, dtype=np.int64) if self.num_pts is None
-                        else np.asarray(self.num_pts, dtype=np.int64).reshape(n))
-        self.ego_translation = (np.zeros((n, 3)) if self.ego_translation is None
-                                else np.asarray(self.ego_translation, dtype=np.float64).reshape(n, 3))
-
-    def __len__(self) -> int:
-        return len(self.sample_token)
-
-    @classmethod
-    def empty(cls) -> DetectionBoxes:
-        return cls(np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)),
-                   np.zeros((0, 2)), np.empty(0, dtype=object))
-
-    @classmethod
-    def concat(cls, parts: Sequence[DetectionBoxes]) -> DetectionBoxes:
-        if not parts:
-            return cls.empty()
-        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in _FIELDS))
-
-    def select(self, index: np.ndarray) -> DetectionBoxes:
-        """Rows by integer index or boolean mask."""
-        return DetectionBoxes(*(getattr(self, name)[index] for name in _FIELDS))
-
-    def validate(self, what: str = "boxes") -> None:
-        """Raise GeometryError for values the devkit rejects (NaN geometry, sizes <= 0, unknown names)."""
-        checks = [("translation", self.translation), ("size", self.size), ("rotation", self.rotation),
-                  ("detection_score", self.detection_score), ("ego_translation", self.ego_translation)]
-        for name, values in checks:
-            bad = ~np.isfinite(values if values.ndim == 2 else values[:, None]).all(axis=1)
-            if bad.any():
-                raise GeometryError(f"{what}: {bad.sum()} rows have non-finite {name} "
-                                    f"(first in sample {self.sample_token[np.argmax(bad)]})")
-        if np.isinf(self.velocity).any():
-            raise GeometryError(f"{what}: infinite velocity (NaN marks an unknown velocity)")
-        if (self.size <= 0).any():
-            raise GeometryError(f"{what}: sizes must be > 0 (the devkit's scale_iou asserts it)")
-        if (np.linalg.norm(self.rotation, axis=1) < 1e-12).any():
-            raise GeometryError(f"{what}: zero rotation quaternion")
-        unknown = sorted(set(self.detection_name) - set(DETECTION_NAMES))
-        if unknown:
-            raise GeometryError(f"{what}: unknown detection_name {unknown}")
-        unknown = sorted(set(self.attribute_name) - set(ATTRIBUTE_NAMES) - {""})
-        if unknown:
-            raise GeometryError(f"{what}: unknown attribute_name {unknown}")
-
-    def canonical_order(self) -> np.ndarray:
-        """Row order grouped by sample in order of first appearance, stable inside a sample (EvalBoxes.all)."""
-        return np.argsort(factorize(self.sample_token), kind="stable")
-
-    @property
-    def ego_dist(self) -> np.ndarray:
-        """BEV distance to the ego vehicle (devkit EvalBox.ego_dist: sqrt(sum(ego_translation[:2] ** 2)))."""
-        return np.sqrt(self.ego_translation[:, 0] ** 2 + self.ego_translation[:, 1] ** 2)
-
-    @property
-    def yaw(self) -> np.ndarray:
-        """Heading of the rotated x axis in the xy plane (devkit quaternion_yaw)."""
-        return geo.quat_to_yaw(self.rotation)
-
-
-def factorize(tokens: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Integer code of each token, numbered in order of first appearance."""
-    codes: dict[str, int] = {}
-    return np.fromiter((codes.setdefault(t, len(codes)) for t in tokens), dtype=np.int64, count=len(tokens))
-
-
-_FIELDS = ("sample_token", "translation", "size", "rotation", "velocity", "detection_name", "detection_score",
-           "attribute_name", "num_pts", "ego_translation")
 
 
 # ============================================================================================== metric data

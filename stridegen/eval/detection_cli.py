@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.errors import StrideGenError
+from stridegen.core.errors import StrideGenError
 from stridegen.eval.detection import (
     TP_METRIC_SHORT,
     TP_METRICS,
@@ -19,7 +19,7 @@ from stridegen.eval.detection import (
     evaluate_detection,
 )
 from stridegen.eval.detection_gt import FilterCounts, filter_eval_boxes, load_detection_gt
-from stridegen.eval.nuscenes_results import load_results
+from stridegen.formats.nuscenes_results import load_results
 
 
 @dataclass

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.errors import LogFormatError, PredictionFormatError
-from stridegen.eval.detection import DETECTION_NAMES, DetectionBoxes
+from stridegen.core import geometry as geo
+from stridegen.core.errors import LogFormatError, PredictionFormatError
+from stridegen.core.vocabulary import DETECTION_NAMES
+from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.logs.base import LogReader
 
 BIKE_RACK_CATEGORY = "static_object.bicycle_rack"

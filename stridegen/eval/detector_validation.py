@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.boxes import Boxes
+from stridegen.core.boxes import Boxes
 from stridegen.eval.detection import DetectionConfig, DetectionMetrics, evaluate_detection
 from stridegen.eval.detection_gt import filter_eval_boxes, gather_detection_gt
+from stridegen.formats.detection_boxes import to_detection_boxes
 from stridegen.logs.base import LogReader
 from stridegen.pipeline.detect.base import Detector
-from stridegen.pipeline.detect.results import to_detection_boxes
 
 
 def validate_detector(reader: LogReader, detector: Detector,

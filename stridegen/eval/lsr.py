@@ -31,6 +31,7 @@ import numpy as np
 
 from stridegen.eval.answer_parser import Kind, parse_grouped
 from stridegen.eval.tolerance import ToleranceProfile
+from stridegen.formats.lsr_record import LsrRecord
 
 DIMENSIONS: tuple[str, ...] = ("target_distance", "target_direction", "target_velocity", "ego_velocity")
 DIMENSION_KIND: dict[str, Kind] = {
@@ -43,26 +44,6 @@ _DIM_CODE = {name: i for i, name in enumerate(DIMENSIONS)}
 _DIST, _DIR = _DIM_CODE["target_distance"], _DIM_CODE["target_direction"]
 # Order of the success-rate tables in reports (the toolkit's order).
 REPORT_ORDER: tuple[str, ...] = ("target_distance", "target_direction", "ego_velocity", "target_velocity", "lsr")
-
-
-@dataclass(frozen=True)
-class LsrRecord:
-    """One scored question-dimension of a dataset (what the evaluator needs from a stridegen dataset).
-
-    ``horizon_s`` is the prediction horizon in whole seconds (0 = the current frame). ``gt_value`` is in the
-    canonical unit of the dimension (m, degrees ego-frame counter-clockwise, m/s) unless ``unit`` says otherwise.
-    A question that asks two dimensions (distance and direction) is two records with the same ``question_id``.
-    """
-
-    question_id: str
-    group_id: str
-    horizon_s: int
-    dimension: str
-    gt_value: float
-    unit: str | None = None
-    scenario: str | None = None
-    object_class: str | None = None
-    out_of_view: bool | None = None
 
 
 @dataclass
@@ -433,7 +414,7 @@ class ItemBuilder:
     def reject(self, reason: str, where: str) -> None:
         """A record that cannot be scored: raise (``error``) or count as skipped."""
         if self.on_invalid == "error":
-            from stridegen.errors import PredictionFormatError
+            from stridegen.core.errors import PredictionFormatError
 
             raise PredictionFormatError(self.source, f"{where}: {reason.replace('_', ' ')}")
         self._note(self.skipped, reason, where)
@@ -691,7 +672,7 @@ def read_records_jsonl(path: str) -> list[LsrRecord]:
     PredictionFormatError naming the line (the dataset itself is wrong: no skip policy)."""
     import json
 
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
 
     required = ("question_id", "group_id", "horizon_s", "dimension", "gt_value")
     optional = ("unit", "scenario", "object_class", "out_of_view")
@@ -733,7 +714,7 @@ def read_predictions_jsonl(path: str, on_invalid: str = "error") -> tuple[dict[s
     (``error`` raises; otherwise the later duplicate / the bad line is dropped and counted)."""
     import json
 
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
 
     preds: dict[str, Any] = {}
     dropped: dict[str, int] = {}

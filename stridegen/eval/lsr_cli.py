@@ -61,7 +61,7 @@ def eval_lsr(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
     from stridegen.eval.lsr import evaluate, items_from_records, read_predictions_jsonl, read_records_jsonl
     from stridegen.eval.lsr_report import write_reports
     from stridegen.eval.tolerance import load_profile

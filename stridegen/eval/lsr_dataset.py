@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from stridegen.eval.lsr import LsrRecord
+from stridegen.formats.lsr_record import LsrRecord
 
 
 def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str | None] | None = None
@@ -19,7 +19,7 @@ def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str 
     """Every spatiotemporal QA of the dataset as LSR records (scenes in manifest order)."""
     from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL
     from stridegen.pipeline.qa.spatiotemporal import lsr_records
-    from stridegen.pipeline.qa.stage import items_from_table
+    from stridegen.shards.adapters import items_from_table
     from stridegen.shards.reader import open_dataset
 
     records: list[LsrRecord] = []

@@ -103,7 +103,7 @@ def write_reports(result: LsrResult, out_dir: str | Path, inputs: dict[str, Any]
 
 
 def _pyplot() -> Any:
-    from stridegen.errors import require
+    from stridegen.core.errors import require
 
     mpl = require("matplotlib", "plots")
     mpl.use("Agg")

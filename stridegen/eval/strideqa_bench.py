@@ -25,21 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.errors import MissingFileError, PredictionFormatError
+from stridegen.core.errors import MissingFileError, PredictionFormatError
+from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.eval.lsr import ItemBuilder, LsrItems, finite_number, gc_paused
 from stridegen.eval.tolerance import ToleranceProfile
 
-# qa_category -> (horizon in seconds, subject). From the toolkit's TIME_BUCKET / EGO_TARGET_DISTINCTION tables:
-# "ego_distance_data" asks the distance from the ego to the target, so its subject is the target.
-QA_CATEGORIES: dict[str, tuple[int, str]] = {
-    "ego_distance_data": (0, "target"),
-    "ego_speed_data": (0, "ego"),
-    "target_speed_data": (0, "target"),
-    "target_bearing_angle_data": (0, "target"),
-    **{f"ego_distance_data_4d_t{t}": (t, "target") for t in (1, 2, 3)},
-    **{f"ego_speed_data_4d_t{t}": (t, "ego") for t in (1, 2, 3)},
-    **{f"target_speed_data_4d_t{t}": (t, "target") for t in (1, 2, 3)},
-}
 # (subject, qa_type) -> our dimension code (index into lsr.DIMENSIONS).
 _DIMENSION_OF: dict[tuple[str, str], int] = {
     ("target", "distance"): 0,

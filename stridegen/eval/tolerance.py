@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 from stridegen.eval.answer_parser import PARSER_MODES, Kind, ParserMode
 
 RuleFn = Literal["relative", "absolute", "angular_absolute"]

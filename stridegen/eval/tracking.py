@@ -32,12 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------- configuration
 
 # Values of nuscenes-devkit 1.2.0 ``nuscenes/eval/tracking/configs/tracking_nips_2019.json``.
-TRACKING_CLASSES: tuple[str, ...] = ("bicycle", "bus", "car", "motorcycle", "pedestrian", "trailer", "truck")
 _CLASS_RANGE_M: dict[str, float] = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "pedestrian": 40,
                                     "motorcycle": 40, "bicycle": 40}
 _METRIC_WORST: dict[str, float] = {
@@ -45,13 +44,6 @@ _METRIC_WORST: dict[str, float] = {
     "faf": 500, "gt": -1, "tp": 0.0, "fp": -1.0, "fn": -1.0, "ids": -1.0, "frag": -1.0, "tid": 20, "lgd": 20,
 }
 
-# nuscenes-devkit ``nuscenes/eval/tracking/utils.py::category_to_tracking_name``.
-CATEGORY_TO_TRACKING: dict[str, str] = {
-    "vehicle.bicycle": "bicycle", "vehicle.bus.bendy": "bus", "vehicle.bus.rigid": "bus", "vehicle.car": "car",
-    "vehicle.motorcycle": "motorcycle", "human.pedestrian.adult": "pedestrian",
-    "human.pedestrian.child": "pedestrian", "human.pedestrian.construction_worker": "pedestrian",
-    "human.pedestrian.police_officer": "pedestrian", "vehicle.trailer": "trailer", "vehicle.truck": "truck",
-}
 BIKE_RACK_CATEGORY = "static_object.bicycle_rack"
 BIKE_RACK_CLASSES = ("bicycle", "motorcycle")
 
@@ -310,7 +302,7 @@ def _in_bike_rack(boxes: TrackBoxes, racks: RackBoxes) -> np.ndarray:
 
     devkit ``points_in_box``: the centre projected on the rack's three (fully rotated) axes lies within the box.
     """
-    from stridegen.geometry import quat_to_rotmat
+    from stridegen.core.geometry import quat_to_rotmat
 
     inside = np.zeros(len(boxes), dtype=bool)
     candidates = np.flatnonzero(np.isin(boxes.class_name, np.array(BIKE_RACK_CLASSES, dtype=object)))

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from stridegen.errors import PredictionFormatError, StrideGenError
+from stridegen.core.errors import PredictionFormatError, StrideGenError
 from stridegen.eval.tracking import (
     TrackBoxes,
     TrackingConfig,
@@ -19,7 +19,7 @@ from stridegen.eval.tracking import (
     evaluate_tracking,
 )
 from stridegen.eval.tracking_gt import TrackingGroundTruth, load_tracking_gt
-from stridegen.eval.tracking_results import TrackingResults, load_tracking_results
+from stridegen.formats.tracking_results import TrackingResults, load_tracking_results
 
 # Two per-class tables (the devkit prints all of TRACKING_METRICS in one row; split to fit 80 columns) and the
 # number formats of devkit ``metric_name_to_print_format``.

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.errors import LogFormatError
-from stridegen.eval.tracking import BIKE_RACK_CATEGORY, CATEGORY_TO_TRACKING, RackBoxes, Timeline, TrackBoxes
+from stridegen.core.errors import LogFormatError
+from stridegen.core.vocabulary import CATEGORY_TO_TRACKING
+from stridegen.eval.tracking import BIKE_RACK_CATEGORY, RackBoxes, Timeline, TrackBoxes
 from stridegen.logs.base import Annotations, Scene
 
 _ROTATION_EXTRA = "rotation_global"  # Boxes extra the log readers fill with the full [w, x, y, z] rotation
@@ -74,7 +75,7 @@ def _rotation_wxyz(ann: Annotations) -> np.ndarray:
     rotation = ann.boxes.extras.get(_ROTATION_EXTRA)
     if rotation is not None:
         return np.asarray(rotation, dtype=np.float64).reshape(-1, 4)
-    from stridegen.geometry import yaw_to_quat
+    from stridegen.core.geometry import yaw_to_quat
 
     return np.asarray(yaw_to_quat(ann.boxes.yaw), dtype=np.float64).reshape(-1, 4)
 

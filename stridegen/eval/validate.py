@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.classes import TRACKING_CLASSES
+from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.eval.detector_validation import score_detections
 from stridegen.logs.base import LogReader
 from stridegen.pipeline.detect.base import Detector
@@ -51,7 +51,7 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
     from stridegen.eval.tracking import TrackingConfig, evaluate_tracking
     from stridegen.eval.tracking_cli import results_to_boxes
     from stridegen.eval.tracking_gt import gather_tracking_gt
-    from stridegen.eval.tracking_results import parse_tracking_results
+    from stridegen.formats.tracking_results import parse_tracking_results
 
     frames = [f for s in reader.scenes() for f in s.frames]
     samples = {f.token: detector.detect(f) for f in frames}
@@ -88,13 +88,13 @@ def validate(
     from rich.console import Console
     from rich.table import Table
 
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
     from stridegen.logs import open_log
     from stridegen.pipeline.detect import make_detector
 
     try:
         if log_root is None:
-            from stridegen.build_cli import ensure_default_log
+            from stridegen.logs.synthetic.default import ensure_default_log
 
             log_root = ensure_default_log()
         # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point.

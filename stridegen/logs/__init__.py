@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stridegen.errors import ConfigError, LogFormatError, MissingFileError
+from stridegen.core import registry
+from stridegen.core.errors import LogFormatError, MissingFileError
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 FORMATS = ("nuscenes", "av2")
@@ -35,22 +36,12 @@ def detect_format(path: str | Path) -> str:
 
 
 def open_log(path: str | Path, format: str | None = None, version: str | None = None) -> LogReader:
-    """Open a driving log. ``format`` ("nuscenes" | "av2") is detected when left out; ``version`` picks the
-    nuScenes table folder (needed only when the root holds several). A nuScenes version folder itself may be
-    passed as ``path``.
+    """Open a driving log with the ``log_reader`` backend ``format`` (stridegen.core.registry: "nuscenes", "av2",
+    or a plugin), detected from the folder when left out; ``version`` picks the nuScenes table folder (needed only
+    when the root holds several). A nuScenes version folder itself may be passed as ``path``.
     """
     root = Path(path)
     fmt = format or detect_format(root)
-    if fmt == "nuscenes":
-        from stridegen.logs.nuscenes import NuScenesReader
-
-        if version is None and (root / "scene.json").is_file():  # the version folder itself
-            return NuScenesReader(root.parent, version=root.name)
-        return NuScenesReader(root, version=version)
-    if fmt == "av2":
-        if version is not None:
-            raise ConfigError(f"version={version!r} applies to nuScenes logs only")
-        from stridegen.logs.av2 import AV2Reader
-
-        return AV2Reader(root)
-    raise ConfigError(f"unknown log format {fmt!r}; expected one of {FORMATS}")
+    opener = registry.resolve("log_reader", fmt)
+    reader: LogReader = opener(root, version)
+    return reader

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import GeometryError, InvalidPoseError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import GeometryError, InvalidPoseError
 
 # Extra of ``Boxes`` that readers fill with each annotation's full rotation ([N, 4] quaternion [w, x, y, z]) in
 # the global frame. Boxes are yaw-only, but logged cuboids can carry a small pitch/roll (every nuScenes

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import InvalidPoseError, LogFormatError, MissingFileError, require
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
 from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose_table
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -315,3 +315,10 @@ def _str_array(values: list[str]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
+
+
+def open_av2(root: Path, version: str | None = None) -> AV2Reader:
+    """The ``av2`` log reader (AV2 logs have no table versions)."""
+    if version is not None:
+        raise ConfigError(f"version={version!r} applies to nuScenes logs only")
+    return AV2Reader(root)

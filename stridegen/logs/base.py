@@ -11,11 +11,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cv2
 import numpy as np
 
-from stridegen.boxes import Boxes
-from stridegen.errors import LogFormatError, MissingFileError, UnknownChannelError
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChannelError
+from stridegen.formats.images import decode_image
 
 
 @dataclass(frozen=True)
@@ -208,15 +208,3 @@ class LogReader(ABC):
             if name_or_token in (s.name, s.token):
                 return s
         raise LogFormatError(self.root, f"no scene named {name_or_token!r}")
-
-
-def decode_image(data: bytes, path: str | Path) -> np.ndarray:
-    """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files."""
-    if not data:
-        raise LogFormatError(path, "image file is empty")
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
-    if image is None:
-        raise LogFormatError(path, "image could not be decoded (truncated or not an image)")
-    if data[:2] == b"\xff\xd8" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
-        raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)

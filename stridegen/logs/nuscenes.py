@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import LogFormatError, MissingFileError, PointCloudSizeError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import LogFormatError, MissingFileError, PointCloudSizeError
+from stridegen.core.vocabulary import detection_class
 from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose, validate_pose_table
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -25,34 +26,9 @@ REQUIRED_TABLES = (
 )
 OPTIONAL_TABLES = ("map",)
 
-# nuScenes category -> detection class. Same table as nuscenes-devkit
-# python-sdk/nuscenes/eval/detection/utils.py ``category_to_detection_name``; categories not listed (animals,
-# personal mobility, strollers, wheelchairs, emergency vehicles, debris, ...) have no detection class ("").
-CATEGORY_TO_DETECTION: dict[str, str] = {
-    "movable_object.barrier": "barrier",
-    "vehicle.bicycle": "bicycle",
-    "vehicle.bus.bendy": "bus",
-    "vehicle.bus.rigid": "bus",
-    "vehicle.car": "car",
-    "vehicle.construction": "construction_vehicle",
-    "vehicle.motorcycle": "motorcycle",
-    "human.pedestrian.adult": "pedestrian",
-    "human.pedestrian.child": "pedestrian",
-    "human.pedestrian.construction_worker": "pedestrian",
-    "human.pedestrian.police_officer": "pedestrian",
-    "movable_object.trafficcone": "traffic_cone",
-    "vehicle.trailer": "trailer",
-    "vehicle.truck": "truck",
-}
-
 # 5 float32 per LiDAR point: x, y, z, intensity, ring index (nuscenes-devkit LidarPointCloud.from_file).
 LIDAR_VALUES_PER_POINT = 5
 LIDAR_POINT_BYTES = 4 * LIDAR_VALUES_PER_POINT
-
-
-def category_to_detection(category: str) -> str:
-    """Detection class of a nuScenes category, "" when it has none."""
-    return CATEGORY_TO_DETECTION.get(category, "")
 
 
 def find_version_dirs(root: Path) -> list[Path]:
@@ -294,7 +270,7 @@ class NuScenesReader(LogReader):
             center=center, size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
             yaw=geo.quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
             velocity=self.annotation_velocities()[rows] if rows else np.zeros((0, 3)),
-            label=[category_to_detection(c) for c in category],
+            label=[detection_class(c) for c in category],
             track_id=[r.get("instance_token", "") for r in records],
             frame="global", extras={ROTATION_GLOBAL: rotation},
         )
@@ -397,3 +373,10 @@ def _str_array(values: list[str]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
+
+
+def open_nuscenes(root: Path, version: str | None = None) -> NuScenesReader:
+    """The ``nuscenes`` log reader: ``root`` holds version folders, or is one (then ``version`` is its name)."""
+    if version is None and (root / "scene.json").is_file():  # the version folder itself
+        return NuScenesReader(root.parent, version=root.name)
+    return NuScenesReader(root, version=version)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
 
 
 @dataclass

@@ -24,13 +24,14 @@ Departures from the reference, each fixing a known fault:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
-from stridegen.boxes import Boxes
-from stridegen.classes import TRACKING_CLASSES
+from stridegen.core.boxes import Boxes
+from stridegen.core.vocabulary import TRACKING_CLASSES
 
 # CenterPoint NUSCENE_CLS_VELOCITY_ERROR (metres per 0.5 s).
 _CLASS_INDEX = {c: i for i, c in enumerate(TRACKING_CLASSES)}
@@ -40,17 +41,14 @@ DEFAULT_DISTANCE_GATES_M = {
 }
 
 
-@dataclass(frozen=True)
-class TrackerConfig:
-    distance_gates_m: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_DISTANCE_GATES_M))
-    max_age: int = 3
-    matching: str = "greedy"  # "greedy" | "hungarian"
+class TrackerConfig(BaseModel):
+    """The center tracker's parameters (the build config's ``tracker`` section extends it)."""
 
-    def __post_init__(self) -> None:
-        if self.matching not in ("greedy", "hungarian"):
-            raise ValueError(f"matching must be 'greedy' or 'hungarian', got {self.matching!r}")
-        if self.max_age < 1:
-            raise ValueError(f"max_age must be >= 1, got {self.max_age}")
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    distance_gates_m: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_DISTANCE_GATES_M))
+    max_age: int = Field(3, ge=1)
+    matching: Literal["greedy", "hungarian"] = "greedy"
 
 
 def greedy_match(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -145,6 +143,18 @@ class CenterTracker:
         self.track_id = np.concatenate([ids, self.track_id[coast]])
         self.track_age = np.concatenate([np.ones(n_dets, dtype=np.int64), self.track_age[coast] + 1])
         return dets.replace(track_id=ids)
+
+
+class SceneTracker:
+    """The ``center`` tracker backend: a fresh ``CenterTracker`` per scene (``track_scene``)."""
+
+    provides_detections = False  # it tracks the configured detector's boxes
+
+    def __init__(self, config: TrackerConfig | None = None) -> None:
+        self.config = config or TrackerConfig()
+
+    def track(self, detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float]) -> list[Boxes]:
+        return track_scene(detections_per_frame, timestamps_s, self.config)
 
 
 def track_scene(detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float],

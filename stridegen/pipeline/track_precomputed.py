@@ -2,24 +2,30 @@
 
 Any tracker that writes the nuScenes tracking format ({"results": {sample_token: [{translation, size, rotation,
 velocity, tracking_id, tracking_name, tracking_score}]}}) can feed the build; the boxes serve as both the frame's
-detections and its active tracks. The file is validated once (stridegen/eval/tracking_results.py).
+detections and its active tracks. The file is validated once (stridegen/formats/tracking_results.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import PredictionFormatError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import PredictionFormatError
 from stridegen.logs.base import Frame
 
 
 class PrecomputedTracks:
+    """The ``precomputed`` tracker backend. It provides the detections too: the file's boxes of a frame are its
+    detections and its active tracks, so the build's detect stage reads them here and ``track`` keeps them."""
+
+    provides_detections = True
+
     def __init__(self, path: str | Path) -> None:
-        from stridegen.eval.tracking_results import load_tracking_results
+        from stridegen.formats.tracking_results import load_tracking_results
 
         self.path = Path(path)
         self.results = load_tracking_results(self.path)
@@ -28,6 +34,12 @@ class PrecomputedTracks:
             rows.setdefault(str(token), []).append(i)
         self._rows = {token: np.asarray(idx, dtype=np.int64) for token, idx in rows.items()}
         self._known = set(self.results.sample_tokens)
+
+    def track(self, detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float]) -> list[Boxes]:
+        return list(detections_per_frame)
+
+    def detect(self, frame: Frame) -> Boxes:
+        return self.tracks(frame)
 
     def tracks(self, frame: Frame) -> Boxes:
         """The active tracks of a frame, ``track_id`` = the file's tracking_id."""

@@ -24,18 +24,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
+from stridegen.core.geometry import clip_polygon_to_rect, polygon_area
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 
 
-@dataclass(frozen=True)
-class VisibilityThresholds:
-    """Strict lower bounds of the three rules (STRIDE-QA sec. 4.2 values by default)."""
+class VisibilityThresholds(BaseModel):
+    """Strict lower bounds of the three rules (STRIDE-QA sec. 4.2 values by default; docs/visibility.md). The
+    build config's ``visibility`` section."""
 
-    min_box_iou: float = 0.3
-    min_coverage: float = 0.8
-    min_quality: float = 0.8
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_box_iou: float = Field(0.3, ge=0.0, le=1.0)
+    min_coverage: float = Field(0.8, ge=0.0, le=1.0)
+    min_quality: float = Field(0.8, ge=0.0, le=1.0)
 
 
 @dataclass
@@ -74,36 +78,6 @@ def mask_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         edges = np.stack([x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5], axis=1).astype(np.float64)
         boxes[nonempty] = edges[nonempty]
     return boxes, area
-
-
-def polygon_area(poly: np.ndarray) -> float:
-    """Area of a simple polygon [V, 2] (shoelace)."""
-    p = np.asarray(poly, dtype=np.float64).reshape(-1, 2)
-    if p.shape[0] < 3:
-        return 0.0
-    x, y = p[:, 0], p[:, 1]
-    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2.0)
-
-
-def clip_polygon_to_rect(poly: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
-    """Sutherland-Hodgman clipping of a polygon [V, 2] to the rectangle [x0, x1] x [y0, y1] (exact for convex
-    polygons)."""
-    pts = [tuple(p) for p in np.asarray(poly, dtype=np.float64).reshape(-1, 2)]
-    for axis, bound, keep_above in ((0, x0, True), (0, x1, False), (1, y0, True), (1, y1, False)):
-        if not pts:
-            break
-        out: list[tuple[float, float]] = []
-        for i, cur in enumerate(pts):
-            prev = pts[i - 1]
-            cur_in = cur[axis] >= bound if keep_above else cur[axis] <= bound
-            prev_in = prev[axis] >= bound if keep_above else prev[axis] <= bound
-            if cur_in != prev_in:
-                t = (bound - prev[axis]) / (cur[axis] - prev[axis])
-                out.append((prev[0] + t * (cur[0] - prev[0]), prev[1] + t * (cur[1] - prev[1])))
-            if cur_in:
-                out.append(cur)
-        pts = out
-    return np.asarray(pts, dtype=np.float64).reshape(-1, 2)
 
 
 def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 from stridegen.shards.writer import ShardInfo, sha256_file
 
 JOURNAL_NAME = "journal.jsonl"

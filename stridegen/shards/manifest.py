@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stridegen import __version__
-from stridegen.config import BuildConfig, canonical_json, config_hash
+from stridegen.core.canonical import canonical_json, sha256_canonical
 from stridegen.shards.schema import SCHEMA_VERSION, SHARD_FORMAT, ShardError
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes
 
@@ -33,9 +33,16 @@ def library_versions() -> dict[str, str]:
             "numpy": np.__version__}
 
 
-def build_manifest(config: BuildConfig, source: dict[str, Any], shards: Sequence[ShardInfo],
+class HashedConfig(Protocol):
+    """What the manifest needs of a build config: the fields that can change the output, as plain JSON data."""
+
+    def hashed_dict(self) -> dict[str, Any]: ...
+
+
+def build_manifest(config: HashedConfig, source: dict[str, Any], shards: Sequence[ShardInfo],
                    failed: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """The manifest mapping. ``shards`` must already be in scene order; ``failed`` is (scene, reason)."""
+    config_data = config.hashed_dict()
     totals = {key: 0 for key in COUNT_KEYS}
     for shard in shards:
         for key, value in shard.counts.items():
@@ -49,22 +56,22 @@ def build_manifest(config: BuildConfig, source: dict[str, Any], shards: Sequence
         "shard_format": SHARD_FORMAT,
         "schema_version": SCHEMA_VERSION,
         "versions": library_versions(),
-        "config_hash": config_hash(config),
-        "config": config.hashed_dict(),
+        "config_hash": sha256_canonical(config_data),
+        "config": config_data,
         "source": dict(source),
         "shards": [s.to_json() for s in shards],
         "totals": totals,
-        "visibility": visibility_summary(totals, config),
+        "visibility": visibility_summary(totals, config_data),
         "qa": qa_summary(totals),
         "failed_scenes": [{"scene": name, "reason": reason} for name, reason in failed],
     }
 
 
-def visibility_summary(totals: dict[str, int], config: BuildConfig) -> dict[str, Any]:
+def visibility_summary(totals: dict[str, int], config_data: dict[str, Any]) -> dict[str, Any]:
     """Mask candidates, how many passed each visibility rule, and how many passed all (docs/visibility.md)."""
     return {
-        "segmenter": config.segmenter.name,
-        "thresholds": config.visibility.model_dump(mode="json"),
+        "segmenter": config_data["segmenter"]["name"],
+        "thresholds": config_data["visibility"],
         "candidates": int(totals.get("masks", 0)),
         "pass": {rule: int(totals.get(f"mask_pass_{rule}", 0)) for rule in ("box_iou", "coverage", "quality")},
         "visible": int(totals.get("visible_masks", 0)),

@@ -153,7 +153,7 @@ class SceneView:
 
     def mask(self, mask_index: int) -> np.ndarray:
         """One mask decoded to [H, W] bool (the size of its image's camera)."""
-        from stridegen.pipeline.segment.rle import decode_rle
+        from stridegen.formats.rle import decode_rle
 
         masks = self.masks
         if masks is None:
@@ -186,7 +186,7 @@ class SceneView:
 
     def image(self, channel: str, frame_index: int) -> np.ndarray:
         """Decoded RGB [H, W, 3] uint8."""
-        from stridegen.logs.base import decode_image
+        from stridegen.formats.images import decode_image
 
         return decode_image(self.image_bytes(channel, frame_index), f"{self.shard_file}:{channel}/{frame_index}")
 

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from stridegen.errors import StrideGenError
+from stridegen.core.errors import StrideGenError
 
 SCHEMA_VERSION = 2
 SHARD_FORMAT = "stridegen-shard"

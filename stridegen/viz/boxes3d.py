@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
 from stridegen.logs._common import corners_global
 from stridegen.logs.base import Annotations, Frame, SensorSample
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from stridegen.errors import StrideGenError
+from stridegen.core.errors import StrideGenError
 
 
 class QuestionNotFoundError(StrideGenError, KeyError):
@@ -122,7 +122,7 @@ def question_frames(view, row: int) -> tuple[int, list[int]]:
 
 
 def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, alpha: float) -> RenderedImage:
-    from stridegen.augment.preview import write_rgb
+    from stridegen.formats.images import write_rgb
     from stridegen.viz.som import draw_set_of_marks
 
     qa = view.qa

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
 PALETTE_SIZE = 24

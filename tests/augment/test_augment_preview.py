@@ -9,10 +9,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.augment.cli import augment
 from stridegen.augment.corruptions import CORRUPTIONS, get_corruption
-from stridegen.augment.preview import contact_sheet, read_rgb, synthetic_road_scene, tile_rng, write_rgb
-from stridegen.errors import ConfigError
+from stridegen.cli.augment import augment
+from stridegen.core.errors import ConfigError
+from stridegen.formats.images import read_rgb, write_rgb
+from stridegen.viz.contact_sheet import contact_sheet, synthetic_road_scene, tile_rng
 
 REPO = Path(__file__).resolve().parents[2]
 NUSCENES_CAM_FRONT = REPO.parent / "shared" / "data" / "nuscenes-demo" / "samples" / "CAM_FRONT"

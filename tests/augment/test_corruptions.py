@@ -26,8 +26,8 @@ from stridegen.augment.corruptions import (
 from stridegen.augment.corruptions.base import PixelMap, to_uint8
 from stridegen.augment.corruptions.blur import disk_kernel, motion_blur_array, motion_blur_kernel, sparse_filter2d
 from stridegen.augment.corruptions.weather import fog_layer, plasma_fractal
-from stridegen.augment.preview import synthetic_road_scene
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
+from stridegen.viz.contact_sheet import synthetic_road_scene
 
 NAMES = list(CORRUPTIONS)
 RANDOM_NAMES = [n for n, c in CORRUPTIONS.items() if c.random]

@@ -1,4 +1,4 @@
-"""Robustness splits (stridegen.augment.split) on a hand-built 2-scene dataset with masks, regions and QA."""
+"""Robustness splits (stridegen.run.augment) on a hand-built 2-scene dataset with masks, regions and QA."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.augment import split as split_mod
-from stridegen.augment.cli import augment
-from stridegen.augment.split import (
+from stridegen.run import augment as split_mod
+from stridegen.cli.augment import augment
+from stridegen.core.errors import ConfigError
+from stridegen.formats.rle import decode_rle
+from stridegen.pipeline.visibility import mask_boxes
+from stridegen.run.augment import (
     INDEX_NAME,
     SplitSpec,
     build_robustness_split,
@@ -23,9 +26,6 @@ from stridegen.augment.split import (
     dropped_images,
     resolve_levels,
 )
-from stridegen.errors import ConfigError
-from stridegen.pipeline.segment.rle import decode_rle
-from stridegen.pipeline.visibility import mask_boxes
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
     DetectionsTable,
@@ -142,7 +142,7 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 
 # ------------------------------------------------------------------------------------------------------ outputs
 def test_split_is_readable_keeps_qa_and_truth_and_changes_images(source, tmp_path):
-    result = build_robustness_split(source, tmp_path, "gaussian_noise,fog", "1,3", seed=7, progress=False)
+    result = build_robustness_split(source, tmp_path, "gaussian_noise,fog", "1,3", seed=7)
     assert result.ok and len(result.splits) == 4
     index = json.loads((tmp_path / INDEX_NAME).read_text())
     assert [(e["corruption"], e["severity"]) for e in index["splits"]] == [
@@ -176,7 +176,7 @@ def test_split_is_readable_keeps_qa_and_truth_and_changes_images(source, tmp_pat
 
 
 def test_manifest_counts_and_totals(source, tmp_path):
-    build_robustness_split(source, tmp_path, ["brightness"], [2], progress=False)
+    build_robustness_split(source, tmp_path, ["brightness"], [2])
     m = open_dataset(tmp_path / "brightness" / "s2").manifest
     assert m["totals"]["scenes"] == 2 and m["totals"]["qa"] == 6 and m["totals"]["masks"] == 32
     assert m["augmentation"]["totals"] == {"images_dropped": 0, "qa_without_visual_evidence": 0}
@@ -185,7 +185,7 @@ def test_manifest_counts_and_totals(source, tmp_path):
 
 @pytest.mark.parametrize(("name", "severity"), [("lens_distortion", 5), ("elastic", 5)])
 def test_warping_corruption_moves_masks_with_the_image(source, tmp_path, name, severity):
-    build_robustness_split(source, tmp_path, name, severity, progress=False)
+    build_robustness_split(source, tmp_path, name, severity)
     src, ds = open_dataset(source), open_dataset(tmp_path / name / f"s{severity}")
     moved, gain = [], []
     for scene in src.scenes:
@@ -225,7 +225,7 @@ def test_corrupt_record_warps_masks_with_the_same_map_as_the_image(source):
 
 # ------------------------------------------------------------------------------------------------------ camera sets
 def test_camera_crash_blacks_out_a_camera_and_marks_its_questions(source, tmp_path):
-    build_robustness_split(source, tmp_path, "camera_crash", 1, seed=3, progress=False)
+    build_robustness_split(source, tmp_path, "camera_crash", 1, seed=3)
     src, ds = open_dataset(source), open_dataset(tmp_path / "camera_crash" / "s1")
     total_dropped = 0
     for scene in src.scenes:
@@ -254,7 +254,7 @@ def test_camera_crash_blacks_out_a_camera_and_marks_its_questions(source, tmp_pa
 
 
 def test_camera_crash_at_severity_five_leaves_no_evidence(source, tmp_path):
-    build_robustness_split(source, tmp_path, "camera_crash", 5, progress=False)
+    build_robustness_split(source, tmp_path, "camera_crash", 5)
     ds = open_dataset(tmp_path / "camera_crash" / "s5")
     for scene in ds:
         assert not scene.qa.visual_evidence.any()
@@ -278,16 +278,16 @@ def test_frame_lost_marks_exactly_the_questions_that_show_a_lost_image(source):
 
 # ------------------------------------------------------------------------------------------------------ resume, bytes
 def test_rerun_skips_finished_scenes_and_keeps_the_bytes(source, tmp_path):
-    first = build_robustness_split(source, tmp_path, "snow", 2, progress=False)
+    first = build_robustness_split(source, tmp_path, "snow", 2)
     before = _tree_bytes(tmp_path)
     assert [r.status for r in first.splits[0].results] == ["built", "built"]
-    again = build_robustness_split(source, tmp_path, "snow", 2, progress=False)
+    again = build_robustness_split(source, tmp_path, "snow", 2)
     assert [r.status for r in again.splits[0].results] == ["resumed", "resumed"]
     assert _tree_bytes(tmp_path) == before
 
 
 def test_same_arguments_give_identical_bytes(source, tmp_path):
-    args = dict(corruptions="lens_distortion,gaussian_noise,frame_lost", severities=[2, 4], seed=11, progress=False)
+    args = dict(corruptions="lens_distortion,gaussian_noise,frame_lost", severities=[2, 4], seed=11)
     build_robustness_split(source, tmp_path / "a", **args)
     build_robustness_split(source, tmp_path / "b", **args)
     a, b = _tree_bytes(tmp_path / "a"), _tree_bytes(tmp_path / "b")
@@ -304,7 +304,7 @@ def test_same_arguments_give_identical_bytes(source, tmp_path):
 
 
 def test_killed_run_resumes_to_the_same_bytes(source, tmp_path, monkeypatch):
-    args = dict(corruptions="fog,camera_crash", severities=[3], seed=5, progress=False)
+    args = dict(corruptions="fog,camera_crash", severities=[3], seed=5)
     build_robustness_split(source, tmp_path / "clean", **args)
     real = split_mod.process_split_scene
     calls = {"n": 0}
@@ -327,7 +327,7 @@ def test_killed_run_resumes_to_the_same_bytes(source, tmp_path, monkeypatch):
 
 
 def test_workers_do_not_change_the_bytes(source, tmp_path):
-    args = dict(corruptions="motion_blur", severities="1-2", seed=2, progress=False)
+    args = dict(corruptions="motion_blur", severities="1-2", seed=2)
     build_robustness_split(source, tmp_path / "one", **args, workers=1)
     build_robustness_split(source, tmp_path / "two", **args, workers=2)
     assert _tree_bytes(tmp_path / "one") == _tree_bytes(tmp_path / "two")
@@ -336,25 +336,25 @@ def test_workers_do_not_change_the_bytes(source, tmp_path):
 # ------------------------------------------------------------------------------------------------------ errors
 def test_bad_arguments_raise_config_errors(source, tmp_path):
     with pytest.raises(ConfigError, match="unknown corruption 'hail'"):
-        build_robustness_split(source, tmp_path, "fog,hail", 1, progress=False)
+        build_robustness_split(source, tmp_path, "fog,hail", 1)
     with pytest.raises(ConfigError, match="severity"):
-        build_robustness_split(source, tmp_path, "fog", 6, progress=False)
+        build_robustness_split(source, tmp_path, "fog", 6)
     with pytest.raises(ConfigError, match="jpeg_quality"):
-        build_robustness_split(source, tmp_path, "fog", 1, jpeg_quality=0, progress=False)
+        build_robustness_split(source, tmp_path, "fog", 1, jpeg_quality=0)
     with pytest.raises(ConfigError, match="outside the source"):
-        build_robustness_split(source, source / "splits", "fog", 1, progress=False)
+        build_robustness_split(source, source / "splits", "fog", 1)
     assert not any(tmp_path.iterdir())  # nothing written before the arguments are checked
     assert resolve_levels("all") == [1, 2, 3, 4, 5] and resolve_levels(3) == [3]
 
 
 def test_other_arguments_in_the_same_folder_need_overwrite(source, tmp_path):
-    build_robustness_split(source, tmp_path, "contrast", 1, seed=0, progress=False)
+    build_robustness_split(source, tmp_path, "contrast", 1, seed=0)
     with pytest.raises(ConfigError, match="overwrite"):
-        build_robustness_split(source, tmp_path, "contrast", 1, seed=1, progress=False)
-    result = build_robustness_split(source, tmp_path, "contrast", 1, seed=1, overwrite=True, progress=False)
+        build_robustness_split(source, tmp_path, "contrast", 1, seed=1)
+    result = build_robustness_split(source, tmp_path, "contrast", 1, seed=1, overwrite=True)
     assert [r.status for r in result.splits[0].results] == ["built", "built"]
     # a second run with another corruption adds to the index
-    build_robustness_split(source, tmp_path, "grayscale", 2, seed=1, progress=False)
+    build_robustness_split(source, tmp_path, "grayscale", 2, seed=1)
     index = json.loads((tmp_path / INDEX_NAME).read_text())
     assert [(e["corruption"], e["severity"], e["seed"]) for e in index["splits"]] == [
         ("contrast", 1, 1), ("grayscale", 2, 1)]
@@ -364,7 +364,7 @@ def test_missing_source_is_a_clear_error(tmp_path):
     from stridegen.shards.schema import ShardError
 
     with pytest.raises(ShardError, match="manifest not found"):
-        build_robustness_split(tmp_path / "nothing", tmp_path / "out", "fog", 1, progress=False)
+        build_robustness_split(tmp_path / "nothing", tmp_path / "out", "fog", 1)
 
 
 # ------------------------------------------------------------------------------------------------------ CLI

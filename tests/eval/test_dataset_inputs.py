@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stridegen.build import run_build
-from stridegen.config import load_build_config
 from stridegen.eval.lsr_cli import eval_lsr
 from stridegen.logs.synthetic import generate_dataset
+from stridegen.run.build import run_build
+from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
 runner = CliRunner()
@@ -20,9 +20,9 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("dsin")
-    generate_dataset(root / "log", scenes=1, seconds=8.0, seed=5, width=320, height=180, progress=False)
+    generate_dataset(root / "log", scenes=1, seconds=8.0, seed=5, width=320, height=180)
     config = load_build_config(None, ["segmenter.name=projected_box"])
-    result = run_build(root / "log", root / "ds", config, progress=False)
+    result = run_build(root / "log", root / "ds", config)
     assert result.ok
     return root / "ds"
 
@@ -85,7 +85,7 @@ def test_lsr_dataset_rejects_unknown_question_ids(dataset, tmp_path):
 
 
 def test_judge_items_from_dataset_carry_question_reference_truth_and_marked_image(dataset, tmp_path):
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.judges.dataset_items import items_from_dataset
 
     rows = _qa_rows(dataset)
@@ -125,7 +125,7 @@ def test_judge_run_dry_run_on_a_dataset(dataset, tmp_path):
 
 
 def test_inspect_prints_visibility_and_qa_tables(dataset):
-    from stridegen.build_cli import _standalone_app
+    from stridegen.cli.build import _standalone_app
 
     result = runner.invoke(_standalone_app(), ["inspect", str(dataset)])
     assert result.exit_code == 0, result.output

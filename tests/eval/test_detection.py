@@ -13,14 +13,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import ConfigError, GeometryError
+from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.eval.detection import (
-    ATTRIBUTE_NAMES,
     CVPR_2019,
-    DETECTION_NAMES,
     TP_METRICS,
-    DetectionBoxes,
     DetectionConfig,
     calc_ap,
     calc_tp,
@@ -28,6 +26,7 @@ from stridegen.eval.detection import (
     evaluate_detection,
 )
 from stridegen.eval.detection_gt import SampleContext, centers_in_boxes, filter_eval_boxes
+from stridegen.formats.detection_boxes import DetectionBoxes
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
@@ -453,7 +452,7 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
 
     from stridegen.eval.detection_cli import evaluate_log
     from stridegen.eval.detection_gt import load_detection_gt
-    from stridegen.eval.nuscenes_results import load_results, write_results
+    from stridegen.formats.nuscenes_results import load_results, write_results
 
     gt, context = load_detection_gt(DEMO)
     nusc = NuScenes(version="v1.0-demo", dataroot=str(DEMO), verbose=False)
@@ -501,7 +500,7 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
 
     from stridegen.eval.detection_cli import eval_detection
     from stridegen.eval.detection_gt import load_detection_gt
-    from stridegen.eval.nuscenes_results import write_results
+    from stridegen.formats.nuscenes_results import write_results
 
     gt, context = load_detection_gt(DEMO)
     kept, _ = filter_eval_boxes(gt, context, CVPR_2019["class_range"])

@@ -23,19 +23,19 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from stridegen.errors import ConfigError, PredictionFormatError
+from stridegen.core.errors import ConfigError, PredictionFormatError
 from stridegen.eval import strideqa_bench as sb
 from stridegen.eval.answer_parser import parse_many, parse_official
 from stridegen.eval.lsr import (
     DIMENSIONS,
     ItemBuilder,
-    LsrRecord,
     evaluate,
     items_from_records,
     read_predictions_jsonl,
     read_records_jsonl,
 )
 from stridegen.eval.tolerance import PAPER, STRIDEQA_BENCH, Rule, load_profile, profile_from_mapping
+from stridegen.formats.lsr_record import LsrRecord
 
 FIXTURE = Path(__file__).parent / "fixtures" / "strideqa_bench_mini"
 REPO = Path(__file__).resolve().parents[2]

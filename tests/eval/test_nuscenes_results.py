@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen import geometry as geo
-from stridegen.errors import PredictionFormatError
-from stridegen.eval.detection import DetectionBoxes
-from stridegen.eval.nuscenes_results import load_results, results_dict, write_results
+from stridegen.core import geometry as geo
+from stridegen.core.errors import PredictionFormatError
+from stridegen.formats.detection_boxes import DetectionBoxes
+from stridegen.formats.nuscenes_results import load_results, results_dict, write_results
 
 TOKENS = ["tok-a", "tok-b", "tok-c"]
 

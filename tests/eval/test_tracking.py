@@ -121,7 +121,7 @@ def test_config_yaml_code_and_devkit_json_agree():
 
 
 def test_config_rejects_unknown_distance():
-    from stridegen.errors import ConfigError
+    from stridegen.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="center_distance"):
         TrackingConfig(dist_fcn="iou")
@@ -475,7 +475,7 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
 
 
 def test_cli_skips_uncovered_scenes_and_rejects_partial_ones(tmp_path):
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.tracking_cli import evaluate_log
 
     data = bench.make_synthetic(12, 3, 6, 6)
@@ -494,7 +494,7 @@ def test_cli_skips_uncovered_scenes_and_rejects_partial_ones(tmp_path):
 
 @pytest.mark.skipif(not DEMO.is_dir(), reason="real fixture ../shared/data/nuscenes-demo not present")
 def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
-    from stridegen.eval.tracking import CATEGORY_TO_TRACKING
+    from stridegen.core.vocabulary import CATEGORY_TO_TRACKING
     from stridegen.eval.tracking_cli import evaluate_log
     from stridegen.eval.tracking_gt import load_tracking_gt
 
@@ -527,7 +527,7 @@ def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
 
 
 def test_config_file_errors_are_config_errors(tmp_path):
-    from stridegen.errors import ConfigError
+    from stridegen.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="cannot read"):
         TrackingConfig.from_yaml(tmp_path / "missing.yaml")

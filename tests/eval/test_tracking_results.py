@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.errors import PredictionFormatError
-from stridegen.eval.tracking_results import (
+from stridegen.core.errors import PredictionFormatError
+from stridegen.formats.tracking_results import (
     load_tracking_results,
     parse_tracking_results,
     write_tracking_results,

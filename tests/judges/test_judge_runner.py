@@ -108,7 +108,7 @@ def test_unexpected_exception_loses_one_request_not_the_run(tmp_path: Path):
 
 
 def test_load_items_validates(tmp_path: Path):
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
 
     good = tmp_path / "good.jsonl"
     good.write_text('{"id": 1, "answer": "a"}\n\n{"id": "2", "answer": "b", "extra_field": 3}\n')

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.errors import InvalidPoseError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import InvalidPoseError
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.av2 import AV2_TO_DETECTION, AV2Reader, slerp

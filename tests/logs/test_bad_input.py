@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.errors import (
+from stridegen.core.errors import (
     ConfigError,
     InvalidPoseError,
     LogFormatError,

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
+from stridegen.core.vocabulary import CATEGORY_TO_DETECTION
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import neighbour_velocity
-from stridegen.logs.nuscenes import CATEGORY_TO_DETECTION, NuScenesReader
+from stridegen.logs.nuscenes import NuScenesReader
 from stridegen.viz.boxes3d import boxes_in_image, corners_in_camera, render_annotations, save_rgb
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
 from stridegen.calibration.rig import CameraSpec, LidarSpec, load_rig
+from stridegen.core import geometry as geo
 from stridegen.logs.synthetic.lidar import (
     BOX_REFLECTIVITY,
     GROUND_REFLECTIVITY,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
 from stridegen.logs.synthetic import (
     OutputExistsError,
     compose_scene,
@@ -444,7 +444,7 @@ def test_refuses_non_empty_output_unless_overwrite(tmp_path: Path) -> None:
 
 
 def test_load_synthetic_truth_errors(small_ds: Path, tmp_path: Path) -> None:
-    from stridegen.errors import LogFormatError, MissingFileError
+    from stridegen.core.errors import LogFormatError, MissingFileError
 
     with pytest.raises(LogFormatError, match="no scene named"):
         load_synthetic_truth(small_ds, "scene-9999")
@@ -512,7 +512,7 @@ def test_cli_synth(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from stridegen.logs.synthetic.cli import synth
+    from stridegen.cli.synth import synth
 
     app = typer.Typer()
     app.command("synth")(synth)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes, finite_difference_velocity
 
 

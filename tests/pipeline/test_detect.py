@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import ConfigError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError
 from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.detect.simulated import ClassErrorModel, SimulatedProfile, load_profiles, perturb
 
@@ -96,7 +96,7 @@ def test_oracle_and_simulated_on_nuscenes_demo():
 def test_precomputed_round_trips_a_results_file(tmp_path):
     import json
 
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
     from stridegen.logs import open_log
 
     frame = open_log(DEMO).scenes()[0].frames[0]

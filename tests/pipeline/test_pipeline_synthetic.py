@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
 from stridegen.logs import open_log
 from stridegen.logs.synthetic import generate_dataset, load_synthetic_truth
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
@@ -18,7 +18,7 @@ STEP_S = 0.5  # synthetic key frames are at 2 Hz
 @pytest.fixture(scope="module")
 def synthetic_log(tmp_path_factory):
     root = tmp_path_factory.mktemp("synth") / "log"
-    generate_dataset(root, scenes=2, seconds=10.0, seed=11, width=160, height=90, progress=False)
+    generate_dataset(root, scenes=2, seconds=10.0, seed=11, width=160, height=90)
     return root
 
 
@@ -125,9 +125,9 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
     import json
 
     from stridegen import open_dataset
-    from stridegen.build import run_build
-    from stridegen.config import load_build_config
-    from stridegen.errors import ConfigError
+    from stridegen.core.errors import ConfigError
+    from stridegen.run.build import run_build
+    from stridegen.run.config import load_build_config
 
     # A tracking-results file whose ids are the ground-truth instance tokens.
     reader = open_log(synthetic_log)
@@ -147,7 +147,7 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
     path.write_text(json.dumps({"meta": {}, "results": results}))
     config = load_build_config(None, ["tracker.name=precomputed", f"tracker.path={path}", "keyframes.start_s=2",
                                       "keyframes.end_s=5"])
-    result = run_build(synthetic_log, tmp_path / "ds", config, progress=False)
+    result = run_build(synthetic_log, tmp_path / "ds", config)
     assert not result.failed
     ds = open_dataset(tmp_path / "ds")
     scene = ds.scene(ds.scenes[0])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.boxes import Boxes
+from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import CenterTracker, TrackerConfig, greedy_match, track_scene
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -7,14 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stridegen.core.geometry import clip_polygon_to_rect, polygon_area
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.visibility import (
     VisibilityThresholds,
-    clip_polygon_to_rect,
     inside_share,
     mask_boxes,
     measure_visibility,
-    polygon_area,
     unoccluded_share,
 )
 

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stridegen.build import check_image_bytes, image_frame_indices, run_build
-from stridegen.build_cli import _split_arguments, _standalone_app, synthetic_cache_dir
-from stridegen.config import load_build_config
-from stridegen.errors import ConfigError, LogFormatError
+from stridegen.cli.build import _split_arguments, _standalone_app
+from stridegen.core.errors import ConfigError, LogFormatError
+from stridegen.formats.images import check_image_bytes
+from stridegen.logs.synthetic.default import synthetic_cache_dir
+from stridegen.run.build import image_frame_indices, run_build
+from stridegen.run.config import load_build_config
 from stridegen.shards.journal import Journal
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import KeyframesTable
@@ -49,7 +51,7 @@ def synth_log(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def reference_build(synth_log, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ref") / "ds"
-    result = run_build(synth_log, out, load_build_config(None), progress=False)
+    result = run_build(synth_log, out, load_build_config(None))
     assert result.ok, [r.reason for r in result.failed]
     return out
 
@@ -109,7 +111,7 @@ def test_reference_build_content(reference_build, synth_log):
 def test_demo_fixture_with_single_frame_overrides(tmp_path):
     cfg = load_build_config(None, ["keyframes.start_s=0", "keyframes.require_full_window=false",
                                    "cameras.channels=[CAM_FRONT, CAM_BACK]"])
-    result = run_build(DEMO, tmp_path, cfg, progress=False)
+    result = run_build(DEMO, tmp_path, cfg)
     assert result.ok
     view = open_dataset(tmp_path)["scene-0061"]
     assert len(view.frames) == 1 and len(view.keyframes) == 1
@@ -122,7 +124,7 @@ def test_demo_fixture_with_single_frame_overrides(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------ determinism
 def test_one_and_two_workers_are_byte_identical(reference_build, synth_log, tmp_path):
-    result = run_build(synth_log, tmp_path / "w2", load_build_config(None, ["workers=2"]), progress=False)
+    result = run_build(synth_log, tmp_path / "w2", load_build_config(None, ["workers=2"]))
     assert result.ok
     assert _tree_bytes(tmp_path / "w2") == _tree_bytes(reference_build)
     report = json.loads((tmp_path / "w2" / "build_report.json").read_text())
@@ -133,19 +135,19 @@ def test_rerun_skips_finished_scenes_and_keeps_bytes(reference_build, synth_log,
     out = tmp_path / "ds"
     shutil.copytree(reference_build, out)
     before = _tree_bytes(out)
-    result = run_build(synth_log, out, load_build_config(None), progress=False)
+    result = run_build(synth_log, out, load_build_config(None))
     assert [r.status for r in result.results] == ["resumed", "resumed"]
     assert _tree_bytes(out) == before
     # A shard changed on disk is rebuilt.
     (out / "shards" / "scene-0001.h5").write_bytes(b"garbage")
-    result = run_build(synth_log, out, load_build_config(None), progress=False)
+    result = run_build(synth_log, out, load_build_config(None))
     assert [r.status for r in result.results] == ["resumed", "built"]
     assert _tree_bytes(out) == before
 
 
 def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_path):
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "stridegen.build_cli", "build", str(synth_log), "--out", str(out)]
+    cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(synth_log), "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = Journal(out)
     deadline = time.monotonic() + 120
@@ -163,7 +165,7 @@ def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_pa
     assert not (out / "manifest.json").exists()
     assert "scene-0001" not in journal.completed()
 
-    result = run_build(synth_log, out, load_build_config(None), progress=False)
+    result = run_build(synth_log, out, load_build_config(None))
     assert [r.status for r in result.results] == ["resumed", "built"]
     assert _tree_bytes(out) == _tree_bytes(reference_build)
     assert not [p for p in (out / "shards").iterdir() if p.name.startswith(".")]
@@ -205,7 +207,7 @@ def test_config_errors_exit_2(synth_log, tmp_path):
                                             "detector.name=nope"])
     assert res.exit_code == 2 and "unknown detector" in res.output
     with pytest.raises(ConfigError, match="not in the log"):
-        run_build(synth_log, tmp_path / "x", load_build_config(None, ["log.scenes=[scene-9]"]), progress=False)
+        run_build(synth_log, tmp_path / "x", load_build_config(None, ["log.scenes=[scene-9]"]))
     res = runner.invoke(_standalone_app(), ["inspect", str(tmp_path / "nothing")])
     assert res.exit_code == 2 and "manifest not found" in res.output
 
@@ -215,8 +217,8 @@ def test_config_change_needs_overwrite(reference_build, synth_log, tmp_path):
     shutil.copytree(reference_build, out)
     cfg = load_build_config(None, ["log.scenes=[scene-0001]", "seed=3"])
     with pytest.raises(ConfigError, match="another config"):
-        run_build(synth_log, out, cfg, progress=False)
-    result = run_build(synth_log, out, cfg, overwrite=True, progress=False)
+        run_build(synth_log, out, cfg)
+    result = run_build(synth_log, out, cfg, overwrite=True)
     assert [r.scene for r in result.results] == ["scene-0001"]
     assert sorted(p.name for p in (out / "shards").iterdir()) == ["scene-0001.h5"]
 
@@ -253,7 +255,7 @@ def test_synthetic_cache_dir_depends_on_parameters(monkeypatch, tmp_path):
 
 
 def test_default_log_is_generated_once_and_reused(monkeypatch, tmp_path):
-    from stridegen import build_cli
+    from stridegen.cli import build as build_cli
 
     monkeypatch.setenv("STRIDEGEN_CACHE_DIR", str(tmp_path))
     calls = []
@@ -271,7 +273,7 @@ def test_default_log_is_generated_once_and_reused(monkeypatch, tmp_path):
 
 
 def test_build_without_log_root_uses_the_default_log(synth_log, tmp_path, monkeypatch):
-    from stridegen import build_cli
+    from stridegen.cli import build as build_cli
 
     monkeypatch.setattr(build_cli, "ensure_default_log", lambda: synth_log)
     out = tmp_path / "ds"

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stridegen
-from stridegen.config import (
+from stridegen.core.canonical import canonical_json
+from stridegen.core.errors import ConfigError
+from stridegen.run.config import (
     BuildConfig,
     apply_overrides,
-    canonical_json,
     config_hash,
     load_build_config,
     parse_override,
 )
-from stridegen.errors import ConfigError
 from stridegen.shards import journal as jr
 from stridegen.shards.manifest import build_manifest, manifest_bytes, read_manifest, write_manifest
 from stridegen.shards.reader import open_dataset

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
+from stridegen.core import geometry as geo
 from stridegen.logs._common import box_corners_quat
 from stridegen.viz.boxes3d import CLASS_COLORS, DEFAULT_COLOR, boxes_in_image, color_for_label, draw_boxes3d
 

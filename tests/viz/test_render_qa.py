@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.errors import StrideGenError
+from stridegen.core.errors import StrideGenError
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
     DetectionsTable,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 from stridegen.viz.som import (
     PALETTE,
     PALETTE_SIZE,

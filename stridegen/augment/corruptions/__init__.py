@@ -23,7 +23,7 @@ from stridegen.augment.corruptions.geometric import GEOMETRIC
 from stridegen.augment.corruptions.noise import NOISE
 from stridegen.augment.corruptions.photometric import PHOTOMETRIC
 from stridegen.augment.corruptions.weather import WEATHER
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 
 CORRUPTIONS: dict[str, Corruption] = {c.name: c for c in (*PHOTOMETRIC, *NOISE, *BLUR, *WEATHER, *GEOMETRIC)}
 CAMERA_CORRUPTIONS: dict[str, CameraSetCorruption] = {c.name: c for c in CAMERA_SET}

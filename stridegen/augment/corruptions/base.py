@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 
 SEVERITIES: tuple[int, ...] = (1, 2, 3, 4, 5)
 

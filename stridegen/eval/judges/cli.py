@@ -100,7 +100,7 @@ def run_command(
 def _load_input(input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path,
                 with_images: bool) -> tuple[list[Any], Path]:
     """Judge items from --input, or from --dataset + --pred (images drawn into <out>/images when judged)."""
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
     from stridegen.eval.judges.runner import load_items
 
     if (input_path is None) == (dataset is None):
@@ -146,7 +146,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
 
     if not path.exists():
         raise PredictionFormatError(path, "file does not exist")
@@ -172,7 +172,7 @@ def agreement_command(
     out: Path | None = typer.Option(None, "--out", help="write the report as JSON here"),
 ) -> None:
     """Judge-human agreement: Pearson (sample/system level), pairwise w/o ties, Spearman, Kendall, kappa."""
-    from stridegen.errors import PredictionFormatError
+    from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.judges.agreement import agreement_report
 
     judged = {str(r["id"]): r for r in _read_jsonl(judge_path) if r.get("status", "ok") == "ok"}

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from stridegen.errors import require
+from stridegen.core.errors import require
 from stridegen.eval.judges.ratelimit import RateLimiter
 from stridegen.eval.judges.records import BudgetExceededError, Completion, JudgeRequestError
 

@@ -1,4 +1,4 @@
-"""Judge configuration files: configs/judge/<method>.yaml and configs/judge/pricing.yaml.
+"""Judge configuration files: <method>.yaml and pricing.yaml, by default those shipped in stridegen/resources/judges.
 
 A method file has three optional sections: ``mode`` (faithful | robust), ``client`` (ClientSettings fields)
 and ``settings`` (the method's own settings: dimension tables, sampling overrides, vote thresholds).
@@ -11,10 +11,11 @@ from typing import Any
 
 import yaml
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
+from stridegen.core.resources import resource_path
 
-# The repository's configs/judge folder (present in a source checkout / editable install).
-DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs" / "judge"
+# The judge configs shipped in the package (any install, any working directory).
+DEFAULT_CONFIG_DIR = resource_path("judges")
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stridegen.errors import PredictionFormatError
+from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.records import JudgeItem
 
 
 def items_from_dataset(dataset_dir: str | Path, predictions: dict[str, Any], image_dir: str | Path | None = None,
                        source: str = "<predictions>") -> list[JudgeItem]:
     """JudgeItems for every prediction, in the dataset's QA order; an unknown question id is an error."""
-    from stridegen.pipeline.qa.stage import items_from_table
+    from stridegen.shards.adapters import items_from_table
     from stridegen.shards.reader import open_dataset
 
     items: list[JudgeItem] = []

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stridegen.errors import StrideGenError
+from stridegen.core.errors import StrideGenError
 
 
 class JudgeError(StrideGenError):

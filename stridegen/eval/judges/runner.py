@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from stridegen.errors import PredictionFormatError
+from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.cache import VerdictCache
 from stridegen.eval.judges.client import ChatClient, CostMeter, estimate_prompt_tokens
 from stridegen.eval.judges.methods import JudgeContext, JudgeMethod

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.errors import LogFormatError, MissingFileError, StrideGenError
+from stridegen.core.errors import LogFormatError, MissingFileError, StrideGenError
 from stridegen.logs.synthetic import writer as wr
 from stridegen.logs.synthetic.scenario import (
     GENERATOR_VERSION,

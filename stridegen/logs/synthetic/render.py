@@ -43,7 +43,7 @@ from typing import Protocol
 import numpy as np
 
 from stridegen.calibration.rig import CameraSpec
-from stridegen.geometry import (
+from stridegen.core.geometry import (
     box_corners,
     clip_segments_near,
     invert_transform,

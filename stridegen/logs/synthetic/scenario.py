@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
 from stridegen.logs.synthetic import world as W
 from stridegen.logs.synthetic.agents import (
     AGENT_CLASSES,

@@ -26,7 +26,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from stridegen.geometry import rotmat_to_quat, yaw_to_quat
+from stridegen.core.geometry import rotmat_to_quat, yaw_to_quat
 from stridegen.logs.synthetic.agents import AGENT_CLASSES, ATTRIBUTES
 from stridegen.logs.synthetic.scenario import SyntheticScene, make_token
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.boxes import Boxes
+from stridegen.core.boxes import Boxes
 from stridegen.logs.base import Annotations, Frame
 
 

@@ -1,7 +1,7 @@
 """The ``precomputed`` detector: boxes from a nuScenes detection-results JSON (global frame).
 
 This is the format every nuScenes detector writes (BEVFusion's test script included), so any detector's output can
-feed the build. The file is read and validated once (stridegen/eval/nuscenes_results.py: unknown class names, wrong
+feed the build. The file is read and validated once (stridegen/formats/nuscenes_results.py: unknown class names, wrong
 array lengths, NaN, duplicates raise PredictionFormatError naming the file, sample and field).
 """
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import PredictionFormatError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import PredictionFormatError
 from stridegen.logs.base import Frame
 
 
@@ -21,7 +21,7 @@ class PrecomputedDetector:
     name = "precomputed"
 
     def __init__(self, path: str | Path, min_score: float = 0.0) -> None:
-        from stridegen.eval.nuscenes_results import load_results
+        from stridegen.formats.nuscenes_results import load_results
 
         self.path = Path(path)
         loaded = load_results(self.path)

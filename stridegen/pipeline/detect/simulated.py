@@ -11,8 +11,9 @@ It answers "how does detector error propagate into QA answers?" without a GPU. P
 - scores: ``sigmoid(score_bias + score_per_logit * detection logit + noise)`` for true positives and
   ``sigmoid(fp_score_bias + noise)`` for false positives, so that confident detections are the easy ones.
 
-Profiles live in configs/detector/simulated.yaml; ``bevfusion`` is calibrated so that our own detection validation
-on the synthetic default reports figures close to STRIDE-QA table 6 (see docs and the calibration benchmark).
+Profiles live in stridegen/resources/detector_profiles/simulated.yaml (shipped in the package); ``bevfusion`` is
+calibrated so that our own detection validation on the synthetic default reports figures close to STRIDE-QA table 6
+(see docs and the calibration benchmark).
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import ConfigError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError
+from stridegen.core.resources import resource_path
+from stridegen.core.seeding import rng_for
 from stridegen.logs.base import Frame
 from stridegen.pipeline.detect.oracle import gt_detections
-from stridegen.seeding import rng_for
 
-PROFILES_PATH = Path(__file__).resolve().parents[3] / "configs" / "detector" / "simulated.yaml"
+PROFILES_PATH = resource_path("detector_profiles", "simulated.yaml")
 
 # Typical sizes (l, w, h) in metres for false positives, roughly the nuScenes class means.
 TYPICAL_SIZE_LWH = {

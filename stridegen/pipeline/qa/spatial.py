@@ -32,8 +32,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.qa.base import (
     CATEGORY_EGO_SPATIAL,
     CATEGORY_OBJECT_SPATIAL,

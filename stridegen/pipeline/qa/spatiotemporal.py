@@ -3,7 +3,7 @@
 A *group* is one target (a region visible in the keyframe image of one camera), shown to the model as four
 context frames at 2 Hz (t = -1.5, -1.0, -0.5, 0 s relative to the keyframe) and asked about horizons
 t = 0, +1, +2, +3 s. The 13 questions carry the official ``qa_category`` names of STRIDE-QA-Bench as predicate
-(``stridegen.eval.strideqa_bench.QA_CATEGORIES``):
+(``stridegen.core.vocabulary.QA_CATEGORIES``):
 
 - t = 0: ``ego_distance_data`` (target distance, m), ``target_bearing_angle_data`` (target direction, integer
   degrees), ``target_speed_data`` and ``ego_speed_data`` (m/s);
@@ -34,10 +34,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.errors import ConfigError
-from stridegen.eval.lsr import LsrRecord
-from stridegen.eval.strideqa_bench import QA_CATEGORIES
+from stridegen.core import geometry as geo
+from stridegen.core.errors import ConfigError
+from stridegen.core.vocabulary import QA_CATEGORIES
+from stridegen.formats.lsr_record import LsrRecord
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import (
     CATEGORY_SPATIOTEMPORAL,
@@ -396,7 +396,7 @@ def _dimensions(predicate: str) -> tuple[str, ...]:
 def lsr_records(items: Iterable[QAItem],
                 scenario_of: Callable[[str], str | None] | Mapping[str, str | None] | None = None,
                 question_id: Callable[[QAItem], str] = question_id_of) -> list[LsrRecord]:
-    """The evaluator's records (``stridegen.eval.lsr.LsrRecord``) of spatiotemporal items; other items are
+    """The evaluator's records (``stridegen.formats.lsr_record.LsrRecord``) of spatiotemporal items; other items are
     ignored. A distance-and-direction item gives two records with one question id (target distance from
     ``gt_value``, target direction from ``gt_extra["direction"]``); a t = 0 distance item without a direction
     gives one. ``scenario_of`` maps a group id to its scenario relation (callable or mapping; None: unknown)."""

@@ -9,21 +9,22 @@ and order choice in a fixed order (keyframes, then cameras), so the table is rep
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.classes import stride_class
+from stridegen.core import geometry as geo
+from stridegen.core.vocabulary import stride_class
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAContext, QAItem
+
+QARow = tuple[str, int, int, QAItem]  # (question id, keyframe index, channel index, item)
 
 
 @dataclass
 class QAStageResult:
-    table: object  # stridegen.shards.schema.QATable
+    rows: list[QARow]  # (question id, keyframe index, channel index, item), in question order
     skipped: Counter = field(default_factory=Counter)  # spatiotemporal groups not made, by reason
 
 
@@ -66,7 +67,7 @@ def generate_scene_qa(scene_name: str, keyframes, cameras, times_s: np.ndarray, 
     if wanted_spatial and dropped:
         spatial_cfg = dataclasses.replace(spatial_cfg, predicates=remaining)
     temporal_cfg = TemporalQAConfig(**dict(config.temporal_options))
-    rows: list[tuple[str, int, int, QAItem]] = []
+    rows: list[QARow] = []
     skipped: Counter = Counter()
     region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(len(cameras.channel), 1) + \
         np.asarray(regions.channel_index, dtype=np.int64)
@@ -95,67 +96,7 @@ def generate_scene_qa(scene_name: str, keyframes, cameras, times_s: np.ndarray, 
                 items += temporal
                 skipped.update(skips)
             rows += [(f"{scene_name}/k{k:03d}/{channel}/{n:04d}", k, c, it) for n, it in enumerate(items)]
-    return QAStageResult(qa_table(rows), skipped)
+    return QAStageResult(rows, skipped)
 
 
-def _padded(values: list[tuple[int, ...]], width: int) -> np.ndarray:
-    out = np.full((len(values), width), -1, dtype=np.int32)
-    for i, v in enumerate(values):
-        if len(v) > width:
-            raise ValueError(f"a QA row names {len(v)} entries, the table holds {width}")
-        out[i, :len(v)] = v
-    return out
-
-
-def _extra_json(extra: dict) -> str:
-    return json.dumps(extra, sort_keys=True) if extra else "{}"
-
-
-def qa_table(rows: list[tuple[str, int, int, QAItem]]):
-    """The shard's QATable from (question id, keyframe index, channel index, item) rows."""
-    from stridegen.shards.schema import QATable, str_array
-
-    items = [r[3] for r in rows]
-    return QATable(
-        question_id=str_array(r[0] for r in rows),
-        category=str_array(it.category for it in items),
-        predicate=str_array(it.predicate for it in items),
-        keyframe_index=np.array([r[1] for r in rows], dtype=np.int32),
-        channel_index=np.array([r[2] for r in rows], dtype=np.int32),
-        region_ids=_padded([tuple(it.region_ids) for it in items], 2),
-        track_index=_padded([tuple(it.track_indices) for it in items], 2),
-        frame_indices=_padded([tuple(it.frame_indices) for it in items], 4),
-        question=str_array(it.question for it in items),
-        answer=str_array(it.answer for it in items),
-        gt_value=np.array([it.gt_value for it in items], dtype=np.float64),
-        unit=str_array(it.unit for it in items),
-        gt_label=str_array(it.gt_label for it in items),
-        gt_extra=str_array(_extra_json(it.gt_extra) for it in items),
-        group_id=str_array(it.group_id for it in items),
-        horizon_s=np.array([it.horizon_s for it in items], dtype=np.int32),
-        out_of_view=np.array([it.out_of_view for it in items], dtype=np.int8),
-        object_class=str_array(it.object_class for it in items),
-        visual_evidence=np.ones(len(items), dtype=bool),
-    )
-
-
-def items_from_table(table) -> list[tuple[str, QAItem]]:
-    """(question id, QAItem) of every row of a shard's QATable (the inverse of ``qa_table``)."""
-
-    def unpad(row: np.ndarray) -> tuple[int, ...]:
-        return tuple(int(v) for v in row if v >= 0)
-
-    out = []
-    for i, qid in enumerate(table.question_id.tolist()):
-        out.append((str(qid), QAItem(
-            category=str(table.category[i]), predicate=str(table.predicate[i]), question=str(table.question[i]),
-            answer=str(table.answer[i]), region_ids=unpad(table.region_ids[i]),
-            track_indices=unpad(table.track_index[i]), gt_value=float(table.gt_value[i]), unit=str(table.unit[i]),
-            gt_label=str(table.gt_label[i]), gt_extra=json.loads(str(table.gt_extra[i]) or "{}"),
-            group_id=str(table.group_id[i]), horizon_s=int(table.horizon_s[i]),
-            frame_indices=unpad(table.frame_indices[i]), out_of_view=int(table.out_of_view[i]),
-            object_class=str(table.object_class[i]))))
-    return out
-
-
-__all__ = ["CATEGORY_SPATIOTEMPORAL", "QAStageResult", "generate_scene_qa", "items_from_table", "qa_table"]
+__all__ = ["CATEGORY_SPATIOTEMPORAL", "QARow", "QAStageResult", "generate_scene_qa"]

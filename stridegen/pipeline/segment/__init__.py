@@ -6,10 +6,10 @@ that needs them. ``make_request`` turns 3D boxes (global frame) into the image-s
 backend takes; masks are stored as COCO RLE (``encode_rle``).
 """
 
+from stridegen.formats.rle import coco_segmentation, decode_rle, encode_rle, encode_rle_batch
 from stridegen.pipeline.segment.base import Segmenter, SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.registry import SEGMENTERS, make_segmenter, register_segmenter
 from stridegen.pipeline.segment.request import hull_masks, make_request
-from stridegen.pipeline.segment.rle import coco_segmentation, decode_rle, encode_rle, encode_rle_batch
 
 __all__ = ["SEGMENTERS", "SegmentRequest", "SegmentResult", "Segmenter", "coco_segmentation", "decode_rle",
            "encode_rle", "encode_rle_batch", "hull_masks", "make_request", "make_segmenter", "register_segmenter"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.grabcut import Crop, CropGrabCut
 from stridegen.pipeline.segment.request import convex_hull_2d, polygon_mask, segment_in_depth_order

@@ -1,29 +1,21 @@
-"""The segmenter registry: backend name -> ``"module:Factory"``, imported only when the backend is made."""
+"""Segmenters are ``segmenter`` backends of the registry (stridegen.core.registry); the names here are its view."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stridegen.errors import ConfigError
-from stridegen.pipeline.registry import make_registered
+from stridegen.core import registry
 from stridegen.pipeline.segment.base import Segmenter
 
-# name -> "module:factory"; factories take keyword options from the config (``segment.options``).
-SEGMENTERS: dict[str, str] = {
-    "projected_box": "stridegen.pipeline.segment.projected_box:ProjectedBoxSegmenter",
-    "grabcut": "stridegen.pipeline.segment.grabcut:GrabCutSegmenter",
-    "lidar": "stridegen.pipeline.segment.lidar:LidarSegmenter",
-    "sam2": "stridegen.pipeline.segment.sam2_backend:Sam2Segmenter",
-}
+SEGMENTERS = registry.table("segmenter")  # name -> "module:factory" (live: registrations show up here)
 
 
 def register_segmenter(name: str, target: str) -> None:
     """Register a segmenter backend as ``"package.module:Factory"`` (imported only when used)."""
-    if ":" not in target:
-        raise ConfigError(f"segmenter target must look like 'package.module:Factory', got {target!r}")
-    SEGMENTERS[name] = target
+    registry.register("segmenter", name, target)
 
 
 def make_segmenter(name: str, **options: Any) -> Segmenter:
     """The backend registered as ``name``, built with the config's keyword ``options``."""
-    return make_registered("segmenter", SEGMENTERS, name, options)
+    segmenter: Segmenter = registry.make("segmenter", name, options)
+    return segmenter

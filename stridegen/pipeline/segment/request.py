@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 
 OCCLUSION_MODES = ("hull", "mask", "none")
@@ -55,12 +55,6 @@ def convex_hull_2d(points: np.ndarray) -> np.ndarray:
     return np.asarray(lower[:-1] + upper[:-1], dtype=np.float64)
 
 
-def _area(poly: np.ndarray) -> float:
-    from stridegen.pipeline.visibility import polygon_area  # lazy: visibility imports this package
-
-    return polygon_area(poly)
-
-
 def image_rect(height: int, width: int) -> tuple[float, float, float, float]:
     """(u0, v0, u1, v1) of the image in continuous pixel coordinates (pixel centres at integers)."""
     return -0.5, -0.5, width - 0.5, height - 0.5
@@ -75,7 +69,7 @@ def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
     """
     mask = np.zeros((height, width), dtype=bool)
     poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-    if poly.shape[0] < 3 or _area(poly) <= 0.0 or not np.all(np.isfinite(poly)):
+    if poly.shape[0] < 3 or geo.polygon_area(poly) <= 0.0 or not np.all(np.isfinite(poly)):
         return mask
     r0 = max(int(np.ceil(poly[:, 1].min())), 0)
     r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
@@ -138,8 +132,6 @@ def make_request(image_rgb: np.ndarray, intrinsic: np.ndarray, T_cam_from_global
     boxes stand on the road, and returns from the road surface inside a box's footprint (between the wheels, under
     a bumper, ground noise) would otherwise seed the road as the object.
     """
-    from stridegen.pipeline.visibility import clip_polygon_to_rect, polygon_area  # lazy: it imports this package
-
     if boxes.frame != "global":
         raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
     image_rgb = np.asarray(image_rgb)
@@ -151,8 +143,8 @@ def make_request(image_rgb: np.ndarray, intrinsic: np.ndarray, T_cam_from_global
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []
     for i, hull in enumerate(hulls):
-        inside = clip_polygon_to_rect(hull, *rect) if hull.shape[0] >= 3 else np.zeros((0, 2))
-        if inside.shape[0] < 3 or polygon_area(inside) <= 0.0:
+        inside = geo.clip_polygon_to_rect(hull, *rect) if hull.shape[0] >= 3 else np.zeros((0, 2))
+        if inside.shape[0] < 3 or geo.polygon_area(inside) <= 0.0:
             continue
         kept.append(i)
         kept_hulls.append(hull)

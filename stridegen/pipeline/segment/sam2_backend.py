@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.errors import ConfigError, GeometryError, MissingExtraError, StrideGenError
+from stridegen.core.errors import ConfigError, GeometryError, MissingExtraError, StrideGenError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 
 DEFAULT_CONFIG = "configs/sam2.1/sam2.1_hiera_l.yaml"

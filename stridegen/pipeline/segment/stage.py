@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.visibility import VisibilityThresholds, measure_visibility
 
@@ -59,18 +59,20 @@ class MaskRows:
     def empty(cls) -> MaskRows:
         return cls(*([] for _ in range(13)))
 
-    def table(self):
-        from stridegen.shards.schema import MasksTable, str_array
+    def concat(self) -> SceneMasks:
+        """The gathered rows as one array per column."""
 
-        def cat(parts: list[np.ndarray], dtype, width: int = 0) -> np.ndarray:
+        def cat(parts: list[np.ndarray], dtype: type, width: int = 0) -> np.ndarray:
             if not parts:
                 return np.zeros((0, width) if width else 0, dtype=dtype)
             return np.concatenate(parts).astype(dtype)
 
         passes = [cat(p, bool) for p in (self.pass_box_iou, self.pass_coverage, self.pass_quality)]
-        return MasksTable(
+        rle = np.empty(len(self.rle_counts), dtype=object)
+        rle[:] = list(self.rle_counts)
+        return SceneMasks(
             image_index=cat(self.image_index, np.int32), track_index=cat(self.track_index, np.int32),
-            rle_counts=str_array(self.rle_counts), area_px=cat(self.area_px, np.int64),
+            rle_counts=rle, area_px=cat(self.area_px, np.int64),
             mask_box_xyxy=cat(self.mask_box_xyxy, np.float64, 4),
             projected_box_xyxy=cat(self.projected_box_xyxy, np.float64, 4),
             depth_m=cat(self.depth_m, np.float64), quality=cat(self.quality, np.float64),
@@ -80,21 +82,52 @@ class MaskRows:
         )
 
 
+@dataclass
+class SceneMasks:
+    """Masks of one scene, one entry per (image row, track) (columns of stridegen.shards.schema.MasksTable)."""
+
+    image_index: np.ndarray  # [M] int32 into the scene's image rows
+    track_index: np.ndarray  # [M] int32 into the scene's tracks
+    rle_counts: np.ndarray  # [M] object array of str, COCO compressed RLE counts
+    area_px: np.ndarray  # [M] int64
+    mask_box_xyxy: np.ndarray  # [M, 4] float64, NaN for an empty mask
+    projected_box_xyxy: np.ndarray  # [M, 4] float64
+    depth_m: np.ndarray  # [M] float64, camera-frame z of the box centre
+    quality: np.ndarray  # [M] float64
+    box_iou: np.ndarray  # [M] float64
+    coverage: np.ndarray  # [M] float64
+    pass_box_iou: np.ndarray  # [M] bool
+    pass_coverage: np.ndarray  # [M] bool
+    pass_quality: np.ndarray  # [M] bool
+    visible: np.ndarray  # [M] bool
+
+
+@dataclass
+class SceneRegions:
+    """The marked objects of each keyframe image (columns of stridegen.shards.schema.RegionsTable)."""
+
+    keyframe_index: np.ndarray  # [R] int32
+    channel_index: np.ndarray  # [R] int32
+    region_id: np.ndarray  # [R] int32, 0..n-1 within one (keyframe, channel)
+    track_index: np.ndarray  # [R] int32
+    mask_index: np.ndarray  # [R] int32
+
+
 LidarSource = Callable[[int], np.ndarray | None]  # frame index -> LiDAR points [P, 3] in the global frame
 
 
 def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence[Boxes], track_ids: np.ndarray,
                    segmenter: Segmenter, thresholds: VisibilityThresholds, decode: Callable[[int], np.ndarray],
                    lidar_global: LidarSource | None = None, timings: dict[str, float] | None = None):
-    """Segment the objects of the given rows of the images table; returns the masks table.
+    """Segment the objects of the given rows of the images table; returns their masks.
 
     ``tracked[f]`` are the tracker's boxes of frame f (global frame, ``track_id`` set); ``track_ids`` the scene's
     tracks table ids (sorted, as ``dense_tracks`` makes them); ``decode(row)`` gives an image's RGB pixels.
     """
     import time
 
+    from stridegen.formats.rle import encode_rle_batch
     from stridegen.pipeline.segment.request import make_request
-    from stridegen.pipeline.segment.rle import encode_rle_batch
 
     timings = timings if timings is not None else {}
     timings.setdefault("segment", 0.0)
@@ -135,13 +168,11 @@ def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence
         rows.pass_coverage.append(vis.pass_coverage[order])
         rows.pass_quality.append(vis.pass_quality[order])
         timings["visibility"] += time.perf_counter() - t0
-    return rows.table()
+    return rows.concat()
 
 
-def assign_regions(keyframe_frames: np.ndarray, images, masks):
-    """The regions table: visible objects of each keyframe image numbered left to right."""
-    from stridegen.shards.schema import RegionsTable
-
+def assign_regions(keyframe_frames: np.ndarray, images, masks: SceneMasks) -> SceneRegions:
+    """The regions: visible objects of each keyframe image numbered left to right."""
     image_of = {(int(f), int(c)): i for i, (f, c) in enumerate(zip(images.frame_index, images.channel_index,
                                                                     strict=True))}
     visible = np.flatnonzero(np.asarray(masks.visible, dtype=bool))
@@ -161,4 +192,4 @@ def assign_regions(keyframe_frames: np.ndarray, images, masks):
                 cols["region_id"].append(region)
                 cols["track_index"].append(int(masks.track_index[m]))
                 cols["mask_index"].append(m)
-    return RegionsTable(**{k: np.asarray(v, dtype=np.int32) for k, v in cols.items()})
+    return SceneRegions(**{k: np.asarray(v, dtype=np.int32) for k, v in cols.items()})

@@ -271,18 +271,18 @@ def _link_tracks(b: Built) -> None:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Built:
     from stridegen import open_dataset
-    from stridegen.build import run_build
-    from stridegen.config import load_build_config
     from stridegen.logs.synthetic import generate_dataset, load_synthetic_truth
+    from stridegen.run.build import run_build
+    from stridegen.run.config import load_build_config
 
     base = tmp_path_factory.mktemp("qa_truth")
     log = base / "log"
-    generate_dataset(log, scenes=1, seconds=SECONDS, seed=SEED, width=WIDTH, height=HEIGHT, progress=False)
+    generate_dataset(log, scenes=1, seconds=SECONDS, seed=SEED, width=WIDTH, height=HEIGHT)
     config = load_build_config(None, ["segmenter.name=projected_box"])
     assert config.detector.name == "oracle"
     # The documented default thresholds (module constants above) are the ones in force.
     assert not config.qa.spatial_options and not config.qa.temporal_options
-    result = run_build(log, base / "ds", config, progress=False)
+    result = run_build(log, base / "ds", config)
     assert result.ok, [r.reason for r in result.failed]
     ds = open_dataset(base / "ds")
     (name,) = ds.scenes
@@ -357,7 +357,7 @@ def _assert_sizes_unambiguous(a: float, b: float, rel_min: float, what: str) -> 
 
 def _check_common(b: Built, row: Row) -> list[int]:
     """Region ids <-> track rows as in the regions table; object class of the first region. The agents."""
-    from stridegen.classes import stride_class
+    from stridegen.core.vocabulary import stride_class
 
     assert len(row.regions) == len(row.tracks) >= 1, row.qid
     for r, t in zip(row.regions, row.tracks, strict=True):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.qa.base import (
     CATEGORY_EGO_SPATIAL,
     CATEGORY_OBJECT_SPATIAL,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.errors import ConfigError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import ConfigError
+from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.eval.answer_parser import Parsed, parse_answer
 from stridegen.eval.lsr import evaluate, items_from_records
-from stridegen.eval.strideqa_bench import QA_CATEGORIES
 from stridegen.eval.tolerance import PAPER, STRIDEQA_BENCH
 from stridegen.pipeline.attributes import SceneTracks, extract_attributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, Phrasebook

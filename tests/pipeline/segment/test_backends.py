@@ -6,11 +6,11 @@ import cv2
 import numpy as np
 import pytest
 
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
+from stridegen.formats.rle import decode_rle, encode_rle_batch
 from stridegen.pipeline.segment import SEGMENTERS, SegmentRequest, make_segmenter
 from stridegen.pipeline.segment.grabcut import Crop, foreground_posterior, hull_precision, shrink_polygon
 from stridegen.pipeline.segment.request import hull_masks, mask_iou, polygon_mask
-from stridegen.pipeline.segment.rle import decode_rle, encode_rle_batch
 
 OFFLINE = ("projected_box", "grabcut", "lidar")
 H, W = 96, 128

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen import geometry as geo
-from stridegen.boxes import Boxes
-from stridegen.errors import ConfigError, GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.segment.request import (
     check_occlusion_mode,
     convex_hull_2d,

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.errors import ConfigError, GeometryError, MissingExtraError, StrideGenError
+from stridegen.core.errors import ConfigError, GeometryError, MissingExtraError, StrideGenError
 from stridegen.pipeline.segment.base import SegmentRequest
 from stridegen.pipeline.segment.sam2_backend import (
     SAM2P1_BASE_URL,

@@ -33,7 +33,7 @@ def synth(
     from rich.console import Console
     from rich.table import Table
 
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
     from stridegen.logs.synthetic.generator import generate_dataset
 
     console = Console()

@@ -6,59 +6,99 @@ the model, so ``workers=2`` becomes an int and ``keyframes.require_full_window=f
 ``ConfigError`` naming the key for unknown keys and invalid values.
 
 ``config_hash(config)`` is the SHA-256 of the canonical JSON of every field that can change the shards (all of
-them except ``workers``: the executor never changes a byte of the output).
+them except ``workers`` and ``executor``: the executor never changes a byte of the output).
+
+Each stage's section is checked when the config is loaded, before any scene runs: backend names against the
+registry, backend options against the factory's signature, QA options against the generators' configs, and the
+cross-stage values (context frames of the QA inside the keyframe window and the QA table) once.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
+import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from stridegen.errors import ConfigError
+from stridegen.core import registry
+from stridegen.core.canonical import sha256_canonical
+from stridegen.core.errors import ConfigError
+from stridegen.core.vocabulary import NUSCENES_EGO_SIZE_LWH
 from stridegen.pipeline.keyframes import KeyframeConfig
-from stridegen.pipeline.track import DEFAULT_DISTANCE_GATES_M, TrackerConfig
+from stridegen.pipeline.qa.spatial import SpatialQAConfig
+from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
+from stridegen.pipeline.track import TrackerConfig
+from stridegen.pipeline.visibility import VisibilityThresholds
 
 # Fields that never change the output bytes and so stay out of the config hash.
 _UNHASHED_FIELDS = {"workers"}
+# Width of the QA table's frame_indices column (stridegen.shards.schema.QATable): context frames per question.
+QA_FRAME_SLOTS = 4
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _registered(kind: str, name: str) -> str:
+    """``name`` when the registry knows it (ValueError naming the known ones otherwise)."""
+    try:
+        registry.resolve(kind, name)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+def _checked_options(kind: str, name: str, options: dict[str, Any]) -> None:
+    try:
+        registry.validate_options(kind, name, options)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class LogSection(_Section):
-    format: Literal["nuscenes", "av2"] | None = None  # None: detected from the folder layout
+    format: str | None = None  # a log_reader name (nuscenes, av2, a plugin); None: detected from the folder layout
     version: str | None = None  # nuScenes table folder (v1.0-mini, ...); needed only when the root holds several
     scenes: list[str] | None = None  # scene names or tokens to build; None: every scene of the log
 
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        return None if value is None else _registered("log_reader", value)
+
 
 class DetectorSection(_Section):
-    name: str = "oracle"
+    name: str = "oracle"  # a detector name of the registry
     options: dict[str, Any] = Field(default_factory=dict)  # keyword options of the backend's factory
 
+    @model_validator(mode="after")
+    def _known_backend(self) -> DetectorSection:
+        _registered("detector", self.name)
+        _checked_options("detector", self.name, self.options)
+        return self
 
-class TrackerSection(_Section):
-    name: Literal["center", "precomputed"] = "center"
+
+class TrackerSection(TrackerConfig):
+    """The tracker backend and the center tracker's parameters (fields of ``TrackerConfig``)."""
+
+    name: str = "center"  # a tracker name of the registry: center | precomputed | a plugin
     path: str | None = None  # nuScenes tracking-results JSON, for name: precomputed
-    distance_gates_m: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_DISTANCE_GATES_M))
-    max_age: int = Field(3, ge=1)
-    matching: Literal["greedy", "hungarian"] = "greedy"
 
     @model_validator(mode="after")
-    def _path_for_precomputed(self) -> TrackerSection:
+    def _known_backend(self) -> TrackerSection:
+        _registered("tracker", self.name)
         if self.name == "precomputed" and not self.path:
             raise ValueError("tracker.name=precomputed needs tracker.path (a nuScenes tracking-results JSON)")
         return self
 
-    def to_tracker_config(self) -> TrackerConfig:
-        return TrackerConfig(distance_gates_m=dict(self.distance_gates_m), max_age=self.max_age,
-                             matching=self.matching)
+    def tracker_options(self) -> dict[str, Any]:
+        """The keyword options of the backend's factory."""
+        if self.name == "center":
+            return {"config": TrackerConfig(**self.model_dump(include=set(TrackerConfig.model_fields)))}
+        return {"path": self.path} if self.path else {}
 
 
 class CameraSection(_Section):
@@ -78,16 +118,15 @@ class OutputSection(_Section):
 class SegmenterSection(_Section):
     """Mask generator (stridegen/pipeline/segment/; docs/segmenters.md)."""
 
-    name: str = "lidar"  # projected_box | grabcut | lidar | sam2 | none (no masks, no visibility filter, no QA)
+    name: str = "lidar"  # a segmenter name: projected_box | grabcut | lidar | sam2 | a plugin | none (no masks, QA)
     options: dict[str, Any] = Field(default_factory=dict)  # keyword options of the backend, e.g. {checkpoint: ...}
 
-
-class VisibilitySection(_Section):
-    """The three rules of STRIDE-QA sec. 4.2 (strict lower bounds); definitions in docs/visibility.md."""
-
-    min_box_iou: float = Field(0.3, ge=0.0, le=1.0)
-    min_coverage: float = Field(0.8, ge=0.0, le=1.0)
-    min_quality: float = Field(0.8, ge=0.0, le=1.0)
+    @model_validator(mode="after")
+    def _known_backend(self) -> SegmenterSection:
+        if self.name != "none":
+            _registered("segmenter", self.name)
+            _checked_options("segmenter", self.name, self.options)
+        return self
 
 
 class QASection(_Section):
@@ -99,12 +138,42 @@ class QASection(_Section):
     spatial_options: dict[str, Any] = Field(default_factory=dict)  # fields of SpatialQAConfig
     temporal_options: dict[str, Any] = Field(default_factory=dict)  # fields of TemporalQAConfig
     # Ego vehicle size (length, width, height) for "bigger than us" questions; nuScenes' Renault Zoe by default.
-    ego_size_lwh: tuple[float, float, float] = (4.084, 1.730, 1.562)
+    ego_size_lwh: tuple[float, float, float] = NUSCENES_EGO_SIZE_LWH
+
+    @model_validator(mode="after")
+    def _typed_options(self) -> QASection:
+        self.spatial_config()
+        self.temporal_config()
+        return self
+
+    def spatial_config(self) -> SpatialQAConfig:
+        """``spatial_options`` as the generator's config (a typo or a bad value is a ValueError)."""
+        return _dataclass_options(SpatialQAConfig, self.spatial_options, "qa.spatial_options")
+
+    def temporal_config(self) -> TemporalQAConfig:
+        return _dataclass_options(TemporalQAConfig, self.temporal_options, "qa.temporal_options")
+
+
+_T = TypeVar("_T")
+
+
+def _dataclass_options(cls: type[_T], options: dict[str, Any], where: str) -> _T:
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+    try:
+        return cls(**options)
+    except (ConfigError, TypeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 class BuildConfig(_Section):
     seed: int = 0
     workers: int = Field(1, ge=1)
+    # An executor name of the registry (stridegen.run.executors). It never changes the output, so it is left out of
+    # every dump of the config (hash, manifest, worker payloads).
+    executor: str = Field("local", exclude=True)
     log: LogSection = Field(default_factory=LogSection)
     keyframes: KeyframeConfig = Field(default_factory=KeyframeConfig)
     detector: DetectorSection = Field(default_factory=DetectorSection)
@@ -112,7 +181,7 @@ class BuildConfig(_Section):
     cameras: CameraSection = Field(default_factory=CameraSection)
     output: OutputSection = Field(default_factory=OutputSection)
     segmenter: SegmenterSection = Field(default_factory=SegmenterSection)
-    visibility: VisibilitySection = Field(default_factory=VisibilitySection)
+    visibility: VisibilityThresholds = Field(default_factory=VisibilityThresholds)
     qa: QASection = Field(default_factory=QASection)
 
     @field_validator("seed")
@@ -122,6 +191,11 @@ class BuildConfig(_Section):
             raise ValueError("seed must be in [0, 2**32)")
         return value
 
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        return _registered("executor", value)
+
     @model_validator(mode="after")
     def _segmenter_needs_images(self) -> BuildConfig:
         if self.segmenter.name != "none" and self.output.images == "none":
@@ -129,18 +203,32 @@ class BuildConfig(_Section):
                              "or segmenter.name=none")
         return self
 
+    @model_validator(mode="after")
+    def _context_frames_in_the_window(self) -> BuildConfig:
+        """The context frames the QA shows are masked by the segment stage: they must be frames of the keyframe
+        window, and fit the QA table (checked here once, not at the end of every scene)."""
+        offsets = self.context_offsets_s()
+        if len(offsets) > QA_FRAME_SLOTS:
+            raise ValueError(f"qa.temporal_options.context_offsets_s: at most {QA_FRAME_SLOTS} context frames, "
+                             f"got {len(offsets)}")
+        window = self.keyframes.window_offsets_s
+        missing = [o for o in offsets if not any(abs(o - w) <= 1e-6 for w in window)]
+        if missing:
+            raise ValueError(f"qa.temporal_options.context_offsets_s: {missing} are not offsets of the keyframe "
+                             f"window {list(window)} (keyframes.window_before_s / window_rate_hz)")
+        return self
+
+    def context_offsets_s(self) -> tuple[float, ...]:
+        """Times of the context frames relative to the keyframe: derived once from the temporal QA config."""
+        return tuple(self.qa.temporal_config().context_offsets_s)
+
     def hashed_dict(self) -> dict[str, Any]:
         """The fields that can change the output, as plain JSON data."""
         return self.model_dump(mode="json", exclude=_UNHASHED_FIELDS)
 
 
-def canonical_json(data: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, ASCII only."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
 def config_hash(config: BuildConfig) -> str:
-    return hashlib.sha256(canonical_json(config.hashed_dict()).encode()).hexdigest()
+    return sha256_canonical(config.hashed_dict())
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -235,5 +323,6 @@ def load_build_config(path: str | Path | None = None, overrides: list[str] | tup
     if not overrides:
         return config
     # Overrides apply to the resolved config, so `tracker.distance_gates_m.car=2` changes that one entry.
-    return build_config_from_dict(apply_overrides(config.model_dump(mode="json"), overrides),
+    resolved = {**config.model_dump(mode="json"), "executor": config.executor}  # the one field dumps leave out
+    return build_config_from_dict(apply_overrides(resolved, overrides),
                                   f"{source} + overrides")

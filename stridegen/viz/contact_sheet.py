@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -25,7 +24,7 @@ from stridegen.augment.corruptions import (
     get_corruption,
 )
 from stridegen.augment.corruptions.base import check_image
-from stridegen.errors import ConfigError
+from stridegen.core.errors import ConfigError
 
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
 _INK = (30, 30, 30)
@@ -88,25 +87,6 @@ def contact_sheet(image_rgb: np.ndarray, names: Sequence[str], severities: Seque
             out = corruption.apply(image_rgb, severity, tile_rng(seed, corruption.name, severity))
             canvas[y:y + tile_h, x:x + tile_w] = shrink(out)
     return canvas
-
-
-def read_rgb(path: str | Path) -> np.ndarray:
-    """Read an image file as RGB uint8 (ConfigError if it cannot be read)."""
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    if image is None:
-        raise ConfigError(f"{path}: cannot read an image from this file")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-
-
-def write_rgb(path: str | Path, image_rgb: np.ndarray) -> Path:
-    """Write an RGB image (format from the suffix: .png, .jpg, ...), creating the parent folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    params = [cv2.IMWRITE_PNG_COMPRESSION, 9] if path.suffix.lower() == ".png" else \
-        [cv2.IMWRITE_JPEG_QUALITY, 88]
-    if not cv2.imwrite(str(path), cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), params):
-        raise ConfigError(f"{path}: cannot write an image here (unknown suffix or unwritable folder)")
-    return path
 
 
 # --- synthetic scene for the documentation sheet -------------------------------------------------------------------

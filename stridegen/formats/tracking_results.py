@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.errors import PredictionFormatError
-from stridegen.eval.results_json import is_number, number_vector, read_results_json
-from stridegen.eval.tracking import TRACKING_CLASSES
+from stridegen.core.errors import PredictionFormatError
+from stridegen.core.vocabulary import TRACKING_CLASSES
+from stridegen.formats.results_json import is_number, number_vector, read_results_json
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity", "tracking_id",
                                     "tracking_name", "tracking_score")

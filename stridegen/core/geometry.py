@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.errors import GeometryError
+from stridegen.core.errors import GeometryError
 
 # ---------------------------------------------------------------------------------------------- angles
 
@@ -444,3 +444,33 @@ def bev_iou(center_xy_a: np.ndarray, size_lw_a: np.ndarray, yaw_a: np.ndarray,
         with np.errstate(divide="ignore", invalid="ignore"):
             out[ii, jj] = np.where(union > 0, inter / union, 0.0)
     return out
+
+
+def polygon_area(poly: np.ndarray) -> float:
+    """Area of a simple polygon [V, 2] (shoelace)."""
+    p = np.asarray(poly, dtype=np.float64).reshape(-1, 2)
+    if p.shape[0] < 3:
+        return 0.0
+    x, y = p[:, 0], p[:, 1]
+    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2.0)
+
+
+def clip_polygon_to_rect(poly: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+    """Sutherland-Hodgman clipping of a polygon [V, 2] to the rectangle [x0, x1] x [y0, y1] (exact for convex
+    polygons)."""
+    pts = [tuple(p) for p in np.asarray(poly, dtype=np.float64).reshape(-1, 2)]
+    for axis, bound, keep_above in ((0, x0, True), (0, x1, False), (1, y0, True), (1, y1, False)):
+        if not pts:
+            break
+        out: list[tuple[float, float]] = []
+        for i, cur in enumerate(pts):
+            prev = pts[i - 1]
+            cur_in = cur[axis] >= bound if keep_above else cur[axis] <= bound
+            prev_in = prev[axis] >= bound if keep_above else prev[axis] <= bound
+            if cur_in != prev_in:
+                t = (bound - prev[axis]) / (cur[axis] - prev[axis])
+                out.append((prev[0] + t * (cur[0] - prev[0]), prev[1] + t * (cur[1] - prev[1])))
+            if cur_in:
+                out.append(cur)
+        pts = out
+    return np.asarray(pts, dtype=np.float64).reshape(-1, 2)

@@ -25,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.errors import PredictionFormatError
-from stridegen.eval.detection import ATTRIBUTE_NAMES, DETECTION_NAMES, DetectionBoxes
-from stridegen.eval.results_json import is_number, number_vector, read_results_json
+from stridegen.core.errors import PredictionFormatError
+from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
+from stridegen.formats.detection_boxes import DetectionBoxes
+from stridegen.formats.results_json import is_number, number_vector, read_results_json
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity",
                                     "detection_name", "detection_score", "attribute_name")

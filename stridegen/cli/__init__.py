@@ -19,10 +19,10 @@ app = typer.Typer(
 # Each entry: (module, attribute, command name). Commands live next to the code they drive; importing them is
 # cheap (heavy dependencies are imported inside the command functions).
 _COMMANDS: list[tuple[str, str, str]] = [
-    ("stridegen.logs.synthetic.cli", "synth", "synth"),
-    ("stridegen.build_cli", "build", "build"),
-    ("stridegen.build_cli", "inspect", "inspect"),
-    ("stridegen.augment.cli", "augment", "augment"),
+    ("stridegen.cli.synth", "synth", "synth"),
+    ("stridegen.cli.build", "build", "build"),
+    ("stridegen.cli.build", "inspect", "inspect"),
+    ("stridegen.cli.augment", "augment", "augment"),
     ("stridegen.eval.validate", "validate", "validate"),
     ("stridegen.viz.render_qa", "render", "render"),
 ]

@@ -4,55 +4,20 @@
 synthetic log (``DEFAULT_SYNTHETIC``) generated once into a cache folder and reused. Exit code 1 when any scene
 failed (the failed scenes are listed with their reasons), 2 for a configuration error.
 
-Runnable on its own as ``python -m stridegen.build_cli build ...`` (the same functions the main CLI registers).
+Runnable on its own as ``python -m stridegen.cli.build build ...`` (the same functions the main CLI registers).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-# The embedded default log: several scenes with every class and scenario of the synthetic world, sized so that
-# `stridegen build` (generation + build) stays under two minutes on a 2-core machine.
-DEFAULT_SYNTHETIC: dict[str, object] = {"scenes": 3, "seconds": 20.0, "seed": 0, "width": 800, "height": 450,
-                                        "rig": "nuscenes", "sweeps": False}
+from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
-
-def cache_root() -> Path:
-    """$STRIDEGEN_CACHE_DIR, else $XDG_CACHE_HOME/stridegen, else ~/.cache/stridegen."""
-    if os.environ.get("STRIDEGEN_CACHE_DIR"):
-        return Path(os.environ["STRIDEGEN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stridegen"
-
-
-def synthetic_cache_dir(params: dict[str, object]) -> Path:
-    """~/.cache/stridegen/synthetic/<hash of the generator version and parameters>."""
-    from stridegen.logs.synthetic.scenario import GENERATOR_VERSION
-
-    key = json.dumps({"generator_version": GENERATOR_VERSION, **params}, sort_keys=True)
-    return cache_root() / "synthetic" / hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def ensure_default_log(params: dict[str, object] | None = None, progress: bool = True) -> Path:
-    """The cached synthetic log for ``params`` (the default ones when None), generated when absent.
-
-    ``generate_dataset`` writes into a temporary sibling folder and renames it into place, so the cache entry is
-    either complete or absent.
-    """
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    params = dict(DEFAULT_SYNTHETIC if params is None else params)
-    path = synthetic_cache_dir(params)
-    if (path / "v1.0-synthetic" / "scene.json").is_file():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    generate_dataset(path, progress=progress, overwrite=True, **params)  # type: ignore[arg-type]
-    return path
+if TYPE_CHECKING:
+    from stridegen.run.build import BuildResult
 
 
 def _split_arguments(log_root: Path | None, overrides: list[str] | None) -> tuple[Path | None, list[str]]:
@@ -82,9 +47,10 @@ def build(
     per scene. A rerun resumes: finished scenes are kept."""
     from rich.console import Console
 
-    from stridegen.build import run_build, summary_table
-    from stridegen.config import load_build_config
-    from stridegen.errors import StrideGenError
+    from stridegen.cli.progress import SceneProgress
+    from stridegen.core.errors import StrideGenError
+    from stridegen.run.build import STAGES, run_build
+    from stridegen.run.config import load_build_config
 
     console = Console()
     log_root, extra = _split_arguments(log_root, overrides)
@@ -97,7 +63,8 @@ def build(
                           f"({', '.join(f'{k}={v}' for k, v in DEFAULT_SYNTHETIC.items())})")
             log_root = ensure_default_log()
             console.print(f"synthetic log: {log_root}")
-        result = run_build(log_root, out, cfg, overwrite=overwrite, progress=True, console=console)
+        with SceneProgress(console=console, stages=STAGES) as progress:
+            result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
     except StrideGenError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(code=2) from None
@@ -110,6 +77,29 @@ def build(
         raise typer.Exit(code=1)
 
 
+def summary_table(result: BuildResult) -> Any:
+    """A rich Table: one row per scene with its status and counts (failure reasons: ``BuildResult.failed``)."""
+    from rich.table import Table
+
+    table = Table(title=f"build {result.out_dir}  ({result.wall_s:.1f} s)")
+    table.add_column("scene", overflow="fold")
+    table.add_column("status", no_wrap=True, min_width=7)
+    columns = (("frames", "frames"), ("kf", "keyframes"), ("dets", "detections"), ("tracks", "tracks"),
+               ("images", "images"), ("vis", "visible_masks"), ("qa", "qa"))
+    for header, _ in columns:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("s", justify="right", no_wrap=True)
+    for r in result.results:
+        counts = r.shard.counts if r.shard is not None else {}
+        style = {"built": "green", "resumed": "cyan", "failed": "red"}[r.status]
+        table.add_row(r.scene, f"[{style}]{r.status}[/{style}]", *(str(counts.get(k, "")) for _, k in columns),
+                      f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "")
+    n = {status: sum(r.status == status for r in result.results) for status in ("built", "resumed", "failed")}
+    table.caption = (f"{len(result.results)} scenes: {n['built']} built, {n['resumed']} resumed, "
+                     f"{n['failed']} failed (kf = keyframes, vis = visible masks, s = seconds of work)")
+    return table
+
+
 def inspect(
     dir: Path = typer.Argument(..., help="A dataset folder written by `stridegen build`."),
     verify: bool = typer.Option(False, "--verify", help="Also check every shard's sha256 against the manifest."),
@@ -118,7 +108,7 @@ def inspect(
     from rich.console import Console
     from rich.table import Table
 
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
     from stridegen.shards.reader import open_dataset
 
     console = Console()

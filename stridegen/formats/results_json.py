@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from stridegen.errors import PredictionFormatError
+from stridegen.core.errors import PredictionFormatError
 
 
 class _DuplicateKeyError(ValueError):

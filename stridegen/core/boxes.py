@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from stridegen import geometry as geo
-from stridegen.errors import GeometryError
+from stridegen.core import geometry as geo
+from stridegen.core.errors import GeometryError
 
 FRAMES = ("global", "ego", "lidar", "cam")
 

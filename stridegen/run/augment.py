@@ -24,25 +24,27 @@ ground truth) is identical to the source. Each sub-dataset's manifest keeps the 
 severity, its parameters, seed, JPEG quality), and ``augmentation`` records the source dataset (path, config hash),
 the corruption, severity and its parameters at that severity (``level(severity)``).
 
-Resume and determinism follow the build (stridegen.build): one journal per sub-dataset, a finished scene (``done``
+Resume and determinism follow the build (stridegen.run.build): one journal per sub-dataset, a finished scene (``done``
 with its shard intact) is skipped on a rerun, shards are written atomically, manifests and index have no times. The
 same source and arguments give the same bytes with any number of workers.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stridegen.build import SceneProgress, SceneResult, failed_scene, run_on_process_pool
-from stridegen.errors import ConfigError, StrideGenError
+from stridegen.core.canonical import sha256_canonical
+from stridegen.core.errors import ConfigError
+from stridegen.formats.images import encode_jpeg
+from stridegen.run.executors import LocalExecutor
+from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
 
 SPLIT_FORMAT = "stridegen-robustness-split"
 SPLIT_VERSION = 1
@@ -67,9 +69,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _sha256_json(data: Any) -> str:
-    from stridegen.config import canonical_json
-
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+    return sha256_canonical(data)
 
 
 @dataclass(frozen=True)
@@ -164,20 +164,9 @@ def resolve_levels(severities: str | int | Sequence[int]) -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------------------------- one scene
-def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:
-    """RGB uint8 -> JPEG bytes (uint8 array) at ``quality`` with OpenCV's libjpeg (baseline, deterministic)."""
-    import cv2
-
-    bgr = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2BGR)
-    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise StrideGenError("OpenCV could not encode a JPEG")
-    return np.asarray(buf, dtype=np.uint8).reshape(-1)
-
-
 def dropped_images(record, spec: SplitSpec) -> np.ndarray:
     """[I] bool: the images a camera-set corruption removes (all False for image corruptions)."""
-    from stridegen.seeding import rng_for
+    from stridegen.core.seeding import rng_for
 
     images = record.images
     n = len(images)
@@ -223,7 +212,7 @@ def qa_visual_evidence(record, dropped: np.ndarray) -> np.ndarray | None:
 def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], columns: dict[str, np.ndarray]) \
         -> None:
     """Sample the masks ``rows`` through ``pixel_map``; write counts, area and box into ``columns`` in place."""
-    from stridegen.pipeline.segment.rle import decode_rle, encode_rle
+    from stridegen.formats.rle import decode_rle, encode_rle
     from stridegen.pipeline.visibility import mask_boxes
 
     h, w = shape_hw
@@ -237,8 +226,8 @@ def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], c
 
 def corrupt_record(record, spec: SplitSpec):
     """The scene ``record`` (a SceneRecord with image bytes) as the split stores it (module docstring)."""
-    from stridegen.logs.base import decode_image
-    from stridegen.seeding import rng_for
+    from stridegen.core.seeding import rng_for
+    from stridegen.formats.images import decode_image
     from stridegen.shards.schema import bytes_array
 
     images, masks = record.images, record.masks
@@ -327,8 +316,8 @@ def process_split_scene(src_dir: str | Path, spec: SplitSpec, scene_name: str, s
         return failed_scene(scene_name, exc, timings)
 
 
-def _worker_task(task: tuple[str, dict[str, Any], str, str, str]) -> SceneResult:
-    src_dir, spec_data, scene_name, sub_dir, split_hash = task
+def _split_worker(payload: tuple[str, dict[str, Any], str, str, str], report: StageCallback) -> SceneResult:
+    src_dir, spec_data, scene_name, sub_dir, split_hash = payload
     return process_split_scene(src_dir, SplitSpec(**spec_data), scene_name, sub_dir, split_hash)
 
 
@@ -360,30 +349,8 @@ class RobustnessResult:
         return not any(s.failed for s in self.splits)
 
 
-Task = tuple[int, str]  # (split number, scene name)
-
-
-def _execute(src_dir: Path, splits: list[SplitOutcome], tasks: list[Task], workers: int,
-             finish: Callable[[int, SceneResult], None], journals: list) -> None:
-    """Run the tasks in-process (workers == 1) or on a spawn-context process pool; ``finish`` is called in the
-    parent, in task order for the in-process path and in completion order (ties by task order) for the pool."""
-    def payload(task: Task) -> tuple[str, dict[str, Any], str, str, str]:
-        split = splits[task[0]]
-        return str(src_dir), split.spec.to_task(), task[1], str(split.path), split.config_hash
-
-    if workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            journals[task[0]].scene_started(task[1])
-            finish(task[0], _worker_task(payload(task)))
-        return
-    for task in tasks:
-        journals[task[0]].scene_started(task[1])
-    run_on_process_pool(_worker_task, [(task[1], payload(task)) for task in tasks], workers,
-                        lambda k, result: finish(tasks[k][0], result))
-
-
 def _read_source(src_dir: str | Path):
-    from stridegen.config import BuildConfig
+    from stridegen.run.config import BuildConfig
     from stridegen.shards.reader import open_dataset
     from stridegen.shards.schema import ShardError
 
@@ -488,17 +455,13 @@ def _still_there(out: Path, entry: dict[str, Any]) -> bool:
 
 def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions: str | Sequence[str],
                            severities: str | int | Sequence[int], seed: int = 0, workers: int = 1,
-                           overwrite: bool = False, progress: bool = True, jpeg_quality: int = 95,
-                           console=None) -> RobustnessResult:
+                           overwrite: bool = False, jpeg_quality: int = 95,
+                           observer: RunObserver | None = None) -> RobustnessResult:
     """Write ``out_dir/<corruption>/s<severity>/`` for every pair and ``out_dir/index.json`` (module docstring).
 
     Config errors (unknown corruption, bad severity, an output folder holding another split) raise ConfigError
     before anything is written; a scene that fails is recorded in its sub-dataset's manifest and the run goes on.
     """
-    from stridegen.shards.journal import Journal, check_output_folder
-    from stridegen.shards.schema import SCHEMA_VERSION
-    from stridegen.shards.writer import remove_stale_temporaries
-
     start = time.perf_counter()
     names = resolve_corruptions(corruptions)
     levels = resolve_levels(severities)
@@ -518,56 +481,17 @@ def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions
         kept = _check_index(out, source, overwrite)
         splits = [SplitOutcome(SplitSpec(n, s, int(seed), int(jpeg_quality)), out / n / f"s{s}", "")
                   for n in names for s in levels]
-        journals, completed, tasks = [], [], []
-        for k, split in enumerate(splits):
+        for split in splits:
             split.config_hash = split.spec.split_hash(source)
-            split.path.mkdir(parents=True, exist_ok=True)
-            check_output_folder(split.path, split.config_hash, overwrite)
-            remove_stale_temporaries(split.path / "shards")
-            remove_stale_temporaries(split.path)
-            journal = Journal(split.path)
-            journal.build_started(split.config_hash, SCHEMA_VERSION, list(source.scenes))
-            done = journal.completed()
-            journals.append(journal)
-            completed.append(done)
-            tasks.extend((k, scene) for scene in source.scenes if scene not in done)
-        built: list[dict[str, SceneResult]] = [{} for _ in splits]
-        totals: dict[str, int] = {}
-        for k, _ in tasks:
-            totals[splits[k].spec.corruption] = totals.get(splits[k].spec.corruption, 0) + 1
-
-        with SceneProgress(len(tasks), totals, progress, console, label_width=32) as prog:
-            def finish(k: int, result: SceneResult) -> None:
-                if result.ok:
-                    journals[k].scene_done(result.scene, result.shard)
-                else:
-                    journals[k].scene_failed(result.scene, result.reason, result.error_type)
-                built[k][result.scene] = result
-                prog.finished(result, splits[k].spec.corruption)
-
-            _execute(src, splits, tasks, int(workers), finish, journals)
-
-        for k, split in enumerate(splits):
-            split.results = [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n]
-                             for n in source.scenes]
+        targets = [JobTarget(split.path, split.config_hash, list(source.scenes)) for split in splits]
+        outcomes = run_jobs(targets, lambda k, scene: (str(src), splits[k].spec.to_task(), scene, str(splits[k].path),
+                                                       splits[k].config_hash),
+                            _split_worker, LocalExecutor(int(workers)), overwrite, observer)
+        for split, outcome in zip(splits, outcomes, strict=True):
+            split.results = outcome.results
+        for split in splits:
             split.manifest_path = _write_split_manifest(split, source_ds, source, config)
         index_path = _write_index(out, source, kept, splits)
     finally:
         source_ds.close()
     return RobustnessResult(out, index_path, splits, time.perf_counter() - start)
-
-
-def summary_table(result: RobustnessResult):
-    """A rich Table: one row per sub-dataset with its scene statuses."""
-    from rich.table import Table
-
-    table = Table(title=f"robustness splits {result.out_dir}  ({result.wall_s:.1f} s)")
-    for name, justify in (("corruption", "left"), ("severity", "right"), ("built", "right"), ("resumed", "right"),
-                          ("failed", "right"), ("path", "left")):
-        table.add_column(name, justify=justify, no_wrap=name != "path", overflow="fold")  # type: ignore[arg-type]
-    for split in result.splits:
-        n = {s: sum(r.status == s for r in split.results) for s in ("built", "resumed", "failed")}
-        failed = f"[red]{n['failed']}[/red]" if n["failed"] else "0"
-        table.add_row(split.spec.corruption, str(split.spec.severity), str(n["built"]), str(n["resumed"]), failed,
-                      split.spec.rel_path)
-    return table

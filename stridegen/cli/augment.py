@@ -1,20 +1,25 @@
 """`stridegen augment`: robustness splits of a built dataset, and the corruption preview sheet.
 
 - ``stridegen augment DIR --out DIR2 --corruptions NAMES|all --severity 1-5|all [--seed] [--workers] [--overwrite]``
-  writes one dataset per (corruption, severity) under DIR2 (stridegen.augment.split);
+  writes one dataset per (corruption, severity) under DIR2 (stridegen.run.augment);
 - ``stridegen augment --preview IMAGE --out sheet.png`` draws a corruption x severity contact sheet.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from stridegen.run.augment import RobustnessResult
 
 
 def _preview(preview: Path, out: Path, corruptions: str, severity: str, seed: int, tile_width: int) -> None:
     from stridegen.augment.corruptions import CAMERA_CORRUPTIONS, resolve_names, resolve_severities
-    from stridegen.augment.preview import contact_sheet, read_rgb, write_rgb
+    from stridegen.formats.images import read_rgb, write_rgb
+    from stridegen.viz.contact_sheet import contact_sheet
 
     if tile_width < 32:
         typer.echo("error: --tile-width must be at least 32", err=True)
@@ -34,11 +39,14 @@ def _split(dataset: Path, out: Path, corruptions: str, severity: str, seed: int,
            jpeg_quality: int) -> None:
     from rich.console import Console
 
-    from stridegen.augment.split import build_robustness_split, summary_table
+    from stridegen.cli.progress import SceneProgress
+    from stridegen.run.augment import build_robustness_split, resolve_corruptions, resolve_levels
 
     console = Console()
-    result = build_robustness_split(dataset, out, corruptions, severity, seed=seed, workers=workers,
-                                    overwrite=overwrite, progress=True, jpeg_quality=jpeg_quality, console=console)
+    labels = [name for name in resolve_corruptions(corruptions) for _ in resolve_levels(severity)]
+    with SceneProgress(console=console, job_labels=labels, label_width=32) as progress:
+        result = build_robustness_split(dataset, out, corruptions, severity, seed=seed, workers=workers,
+                                        overwrite=overwrite, jpeg_quality=jpeg_quality, observer=progress)
     console.print(summary_table(result))
     console.print(f"index: {result.index_path}")
     failed = [(s.spec.rel_path, r) for s in result.splits for r in s.failed]
@@ -68,7 +76,7 @@ def augment(
 ) -> None:
     """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C): a
     robustness split per (corruption, severity) of a built dataset, or a preview sheet of one image."""
-    from stridegen.errors import StrideGenError
+    from stridegen.core.errors import StrideGenError
 
     if (preview is None) == (dataset is None):
         typer.echo("error: give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)",
@@ -83,3 +91,19 @@ def augment(
     except StrideGenError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+
+
+def summary_table(result: RobustnessResult) -> Any:
+    """A rich Table: one row per sub-dataset with its scene statuses."""
+    from rich.table import Table
+
+    table = Table(title=f"robustness splits {result.out_dir}  ({result.wall_s:.1f} s)")
+    for name, justify in (("corruption", "left"), ("severity", "right"), ("built", "right"), ("resumed", "right"),
+                          ("failed", "right"), ("path", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "path", overflow="fold")  # type: ignore[arg-type]
+    for split in result.splits:
+        n = {s: sum(r.status == s for r in split.results) for s in ("built", "resumed", "failed")}
+        failed = f"[red]{n['failed']}[/red]" if n["failed"] else "0"
+        table.add_row(split.spec.corruption, str(split.spec.severity), str(n["built"]), str(n["resumed"]), failed,
+                      split.spec.rel_path)
+    return table

@@ -1,0 +1,388 @@
+"""The build: log -> per-scene stages -> one HDF5 shard per scene, resumable, on any executor.
+
+One scene runs the stages of ``SCENE_STAGES`` in order over one ``SceneState``: read (frames, calibration, ground
+truth), keyframes, detect, track, attributes, images, segment (with visibility, timed apart), qa, write. Stages are
+the pipeline's functions over arrays; the storage tables are made by ``stridegen.shards.adapters``. Backends
+(detector, tracker, segmenter, log reader) come from the registry by the names in the config.
+
+The scene runner (``stridegen.run.runner``) checks the output folder, keeps the journal and resumes; the executor
+(``executor`` in the config, ``local`` by default) runs scenes in-process or on worker processes, each writing its
+scene's shard itself (atomic rename). The manifest is written at the end in scene order. Shard bytes depend only
+on (log, config), never on the executor or on the order scenes finish in.
+
+A scene that fails (a typed StrideGenError or any unexpected exception) is recorded in the journal and the
+summary with its reason; the build goes on with the other scenes, and ``BuildResult.ok`` is False.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stridegen.core import geometry as geo
+from stridegen.core import registry
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import ConfigError, LogFormatError, StrideGenError
+from stridegen.core.seeding import rng_for
+from stridegen.formats.images import decode_image
+from stridegen.logs import open_log
+from stridegen.logs.base import LogReader, Scene
+from stridegen.pipeline.attributes import SceneAttributes, SceneTracks, dense_tracks, extract_attributes
+from stridegen.pipeline.detect.base import Detector
+from stridegen.pipeline.keyframes import sample_keyframes
+from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
+from stridegen.pipeline.segment.base import Segmenter
+from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
+from stridegen.run.config import BuildConfig, config_hash
+from stridegen.run.executors import make_executor
+from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs, run_stages
+from stridegen.shards import adapters
+from stridegen.shards.manifest import build_manifest, write_manifest
+from stridegen.shards.schema import (
+    CamerasTable,
+    FramesTable,
+    GroundTruthTable,
+    ImagesTable,
+    KeyframesTable,
+    SceneMeta,
+    SceneRecord,
+    SkippedKeyframesTable,
+)
+from stridegen.shards.writer import atomic_write_bytes, write_shard
+
+# Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
+STAGES = ("read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "write")
+SUB_STAGES = {"segment": ("visibility",)}
+REPORT_NAME = "build_report.json"
+
+
+@dataclass
+class BuildResult:
+    out_dir: Path
+    manifest_path: Path
+    config_hash: str
+    results: list[SceneResult]  # in scene order
+    wall_s: float
+
+    @property
+    def failed(self) -> list[SceneResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+# ---------------------------------------------------------------------------------------------------------- backends
+_READERS: dict[tuple[str, str | None, str | None], LogReader] = {}
+_SEGMENTERS: dict[str, Segmenter] = {}
+
+
+def open_log_cached(log_root: str | Path, fmt: str | None, version: str | None) -> LogReader:
+    """One reader per (root, format, version) per process: workers index a log's tables once."""
+    key = (str(Path(log_root).resolve()), fmt, version)
+    if key not in _READERS:
+        _READERS[key] = open_log(log_root, fmt, version)
+    return _READERS[key]
+
+
+def make_build_tracker(config: BuildConfig) -> Any:
+    """The configured tracker backend (``provides_detections``: it is the detect stage's source as well)."""
+    return registry.make("tracker", config.tracker.name, config.tracker.tracker_options())
+
+
+def make_build_detector(config: BuildConfig) -> Detector:
+    """The configured detector, given the build seed when its factory takes a ``seed`` and the config set none."""
+    options = dict(config.detector.options)
+    if "seed" not in options and registry.accepts("detector", config.detector.name, "seed"):
+        options["seed"] = config.seed
+    detector: Detector = registry.make("detector", config.detector.name, options)
+    return detector
+
+
+def make_build_segmenter(config: BuildConfig) -> Segmenter | None:
+    """The configured segmenter, built once per process (a SAM 2 model is expensive to load); None for "none"."""
+    from stridegen.core.canonical import canonical_json
+
+    if config.segmenter.name == "none":
+        return None
+    key = canonical_json([config.segmenter.name, config.segmenter.options])
+    if key not in _SEGMENTERS:
+        _SEGMENTERS[key] = registry.make("segmenter", config.segmenter.name, config.segmenter.options)
+    return _SEGMENTERS[key]
+
+
+def image_frame_indices(keyframes: KeyframesTable, n_frames: int, mode: str) -> list[int]:
+    """Which frames' images to store: "windows" (union of the keyframes' windows), "keyframes", "all", "none"."""
+    if mode == "all":
+        return list(range(n_frames))
+    if mode == "none":
+        return []
+    if mode == "keyframes":
+        return sorted({int(i) for i in keyframes.frame_index})
+    window = np.asarray(keyframes.window)
+    return sorted({int(i) for i in window[window >= 0]} | {int(i) for i in keyframes.frame_index})
+
+
+# ---------------------------------------------------------------------------------------------------------- stages
+@dataclass
+class SceneState:
+    """What the stages of one scene read and write, filled in stage order."""
+
+    scene: Scene
+    config: BuildConfig
+    source_format: str = ""
+    source_version: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    frames: FramesTable | None = None
+    cameras: CamerasTable | None = None
+    ground_truth: GroundTruthTable | None = None
+    times_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    keyframes: KeyframesTable | None = None
+    skipped: SkippedKeyframesTable | None = None
+    detections: list[Boxes] = field(default_factory=list)
+    tracked: list[Boxes] = field(default_factory=list)  # the tracker's active tracks of each frame
+    track_ids: list[np.ndarray] = field(default_factory=list)  # per frame, the track id of each detection
+    scene_tracks: SceneTracks | None = None
+    attributes: SceneAttributes | None = None
+    images: ImagesTable | None = None
+    masks: SceneMasks | None = None
+    regions: SceneRegions | None = None
+    qa_rows: list[QARow] | None = None
+    qa_skipped: dict[str, int] = field(default_factory=dict)
+
+    def need(self, name: str) -> Any:
+        value = getattr(self, name)
+        if value is None:
+            raise StrideGenError(f"{self.scene.name}: stage order broken, {name!r} is not computed yet")
+        return value
+
+
+def read_stage(st: SceneState) -> None:
+    scene, config = st.scene, st.config
+    if not scene.frames:
+        raise LogFormatError(scene.name, "scene has no frames")
+    st.frames = adapters.frames_table(scene)
+    channels = list(config.cameras.channels) if config.cameras.channels is not None \
+        else scene.frames[0].camera_channels
+    st.cameras = adapters.cameras_table(scene, channels)
+    st.ground_truth = adapters.ground_truth_table(scene) if config.output.ground_truth else None
+    st.times_s = st.frames.timestamp_us.astype(np.float64) * 1e-6
+
+
+def keyframes_stage(st: SceneState) -> None:
+    selection = sample_keyframes(st.times_s, st.config.keyframes)
+    st.keyframes, st.skipped = adapters.keyframe_tables(selection, st.config.keyframes.window_offsets_s)
+
+
+def detect_stage(st: SceneState) -> None:
+    tracker = make_build_tracker(st.config)
+    source = tracker if tracker.provides_detections else make_build_detector(st.config)
+    name = st.config.tracker.name if tracker.provides_detections else st.config.detector.name
+    st.detections = []
+    for frame in st.scene.frames:
+        boxes = source.detect(frame)
+        if boxes.frame != "global":
+            raise StrideGenError(f"detector {name!r} returned boxes in {boxes.frame!r}, expected 'global'")
+        st.detections.append(boxes.replace(extras={**boxes.extras, "_row": np.arange(len(boxes))}))
+
+
+def track_stage(st: SceneState) -> None:
+    st.tracked = make_build_tracker(st.config).track(st.detections, st.times_s.tolist())
+    st.track_ids = []
+    for det, trk in zip(st.detections, st.tracked, strict=True):
+        ids = np.full(len(det), "", dtype=object)
+        if len(trk):
+            ids[np.asarray(trk.extras["_row"], dtype=np.int64)] = trk.track_id
+        st.track_ids.append(ids)
+
+
+def attributes_stage(st: SceneState) -> None:
+    st.scene_tracks = dense_tracks(st.tracked, st.times_s, st.need("frames").T_global_from_ego)
+    st.attributes = extract_attributes(st.scene_tracks)
+
+
+def images_stage(st: SceneState) -> None:
+    keyframes = st.need("keyframes")
+    frames = image_frame_indices(keyframes, len(st.scene.frames), st.config.output.images)
+    st.images = adapters.images_table(st.scene, [str(c) for c in st.need("cameras").channel], frames)
+
+
+def segment_stage(st: SceneState) -> None:
+    """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions."""
+    segmenter = make_build_segmenter(st.config)
+    if segmenter is None:
+        return
+    scene, keyframes, images, cameras = st.scene, st.need("keyframes"), st.need("images"), st.need("cameras")
+    ctx = context_frames(keyframes.window, keyframes.offsets_s, st.config.context_offsets_s())
+    wanted = {int(f) for f in np.asarray(keyframes.frame_index)} | {int(f) for f in ctx.ravel() if f >= 0}
+    rows = [i for i, f in enumerate(np.asarray(images.frame_index).tolist()) if f in wanted]
+    tracked_ok = [b[np.flatnonzero(np.asarray(b.track_id, dtype=object) != "")] if len(b) else b for b in st.tracked]
+
+    def decode(row: int) -> np.ndarray:
+        channel = str(cameras.channel[int(images.channel_index[row])])
+        return decode_image(images.data[row].tobytes(), f"{scene.name}:{channel}/frame {images.frame_index[row]}")
+
+    lidar: Callable[[int], np.ndarray | None] | None = None
+    if getattr(segmenter, "needs_lidar", False):
+        # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
+        # instead of once per camera.
+        @functools.lru_cache(maxsize=1)
+        def lidar(frame_index: int) -> np.ndarray | None:
+            frame = scene.frames[frame_index]
+            if not frame.lidar_channels:
+                return None
+            sample = frame.sensor(frame.lidar_channels[0])
+            return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
+
+    st.masks = segment_images(rows, images, cameras, tracked_ok, st.need("scene_tracks").track_id, segmenter,
+                              st.config.visibility, decode, lidar, st.timings)
+    st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks)
+
+
+def qa_stage(st: SceneState) -> None:
+    if st.regions is None:  # no segmenter: no regions, no QA
+        return
+    rng = rng_for(st.config.seed, st.scene.token, "qa")
+    result = generate_scene_qa(st.scene.name, st.need("keyframes"), st.need("cameras"), st.times_s,
+                               st.need("attributes"), st.need("scene_tracks").label, st.regions, st.config.qa, rng)
+    st.qa_rows, st.qa_skipped = result.rows, dict(result.skipped)
+
+
+def scene_record(st: SceneState) -> SceneRecord:
+    """The storage form of a scene whose stages all ran."""
+    scene = st.scene
+    meta = SceneMeta(token=scene.token, name=scene.name, description=scene.description, log_name=scene.log_name,
+                     source_format=st.source_format, source_version=st.source_version)
+    segmented = st.masks is not None and st.regions is not None
+    return SceneRecord(
+        meta, st.need("frames"), st.need("cameras"), st.need("images"), st.need("keyframes"), st.need("skipped"),
+        adapters.detections_table(st.detections, st.track_ids), adapters.tracks_table(st.need("scene_tracks")),
+        adapters.attributes_table(st.need("attributes")), st.ground_truth,
+        adapters.masks_table(st.need("masks")) if segmented else None,
+        adapters.regions_table(st.need("regions")) if segmented else None,
+        adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None, st.qa_skipped)
+
+
+# The stages of a scene, in order (``write`` follows them in ``process_scene``).
+SCENE_STAGES: tuple[tuple[str, Callable[[SceneState], None]], ...] = (
+    ("read", read_stage), ("keyframes", keyframes_stage), ("detect", detect_stage), ("track", track_stage),
+    ("attributes", attributes_stage), ("images", images_stage), ("segment", segment_stage), ("qa", qa_stage),
+)
+
+
+def build_scene_record(scene: Scene, config: BuildConfig, source_format: str = "", source_version: str = "",
+                       on_stage: StageCallback | None = None, timings: dict[str, float] | None = None) -> SceneRecord:
+    """Run every stage on one scene and gather the SceneRecord (no file is written)."""
+    state = SceneState(scene, config, source_format, source_version, timings if timings is not None else {})
+    report = on_stage or (lambda scene_name, stage: None)
+    steps = [(name, functools.partial(stage, state)) for name, stage in SCENE_STAGES]
+    if make_build_segmenter(config) is None:  # no masks: neither segment, visibility nor qa runs
+        steps = [(name, step) for name, step in steps if name not in ("segment", "qa")]
+    run_stages(scene.name, steps, state.timings, report,
+               {} if make_build_segmenter(config) is None else SUB_STAGES)
+    return scene_record(state)
+
+
+def process_scene(log_root: str | Path, config: BuildConfig, scene_name: str, out_dir: str | Path, cfg_hash: str,
+                  on_stage: StageCallback | None = None) -> SceneResult:
+    """Build and write one scene. Never raises for a bad scene: the failure comes back in the result."""
+    timings: dict[str, float] = {}
+    report = on_stage or (lambda scene_name, stage: None)
+    try:
+        reader = open_log_cached(log_root, config.log.format, config.log.version)
+        scene = reader.scene(scene_name)
+        record = build_scene_record(scene, config, reader.format_name, str(getattr(reader, "version", "") or ""),
+                                    report, timings)
+        info: list[Any] = []
+
+        def write() -> None:
+            info.append(write_shard(record, out_dir, cfg_hash, config.output.compression,
+                                    config.output.compression_level))
+
+        run_stages(scene_name, [("write", write)], timings, report)
+        return SceneResult(scene_name, "built", info[0], timings_s=timings)
+    except Exception as exc:  # any failure of one scene is recorded; the build goes on
+        return failed_scene(scene_name, exc, timings)
+
+
+def _build_worker(payload: tuple[str, dict[str, Any], str, str, str], report: StageCallback) -> SceneResult:
+    log_root, config_data, scene_name, out_dir, cfg_hash = payload
+    return process_scene(log_root, BuildConfig.model_validate(config_data), scene_name, out_dir, cfg_hash, report)
+
+
+# ---------------------------------------------------------------------------------------------------------- the run
+def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
+    """Scene names to build, in the log's order (a subset when ``log.scenes`` is set)."""
+    scenes = reader.scenes()
+    if config.log.scenes is None:
+        return [s.name for s in scenes]
+    wanted = list(config.log.scenes)
+    known = {s.name for s in scenes} | {s.token for s in scenes}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise ConfigError(f"log.scenes: {unknown} not in the log (it has {[s.name for s in scenes]})")
+    return [s.name for s in scenes if s.name in wanted or s.token in wanted]
+
+
+def run_build(log_root: str | Path, out_dir: str | Path, config: BuildConfig | None = None, overwrite: bool = False,
+              observer: RunObserver | None = None) -> BuildResult:
+    """Build (or resume) a dataset from a log into ``out_dir``. Config errors raise; scene failures do not.
+    ``observer`` is told of the run's tasks, stage events and finished scenes (progress display)."""
+    start = time.perf_counter()
+    config = config or BuildConfig()
+    log_root = Path(log_root)
+    out = Path(out_dir)
+    cfg_hash = config_hash(config)
+    _READERS.clear()  # a log may have changed since an earlier build in this process
+    executor = make_executor(config.executor, config.workers)
+    make_build_tracker(config)  # a bad backend option fails now, not once per scene
+    if not make_build_tracker(config).provides_detections:
+        make_build_detector(config)
+    make_build_segmenter(config)  # likewise (and a SAM 2 checkpoint is loaded once here)
+    reader = open_log_cached(log_root, config.log.format, config.log.version)
+    names = select_scenes(reader, config)
+
+    config_data = config.model_dump(mode="json")
+    [outcome] = run_jobs([JobTarget(out, cfg_hash, names)],
+                         lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash),
+                         _build_worker, executor, overwrite, observer)
+    results = outcome.results
+    source = {"root": str(log_root.resolve()), "format": reader.format_name,
+              "version": str(getattr(reader, "version", "") or "")}
+    manifest = build_manifest(config, source, [r.shard for r in results if r.ok and r.shard is not None],
+                              [(r.scene, r.reason) for r in results if not r.ok])
+    manifest_path = write_manifest(out, manifest)
+    result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start)
+    atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
+    return result
+
+
+def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:
+    """Timings and statuses (not deterministic, hence not in the manifest)."""
+    stage_totals = {s: round(sum(r.timings_s.get(s, 0.0) for r in result.results), 4) for s in STAGES}
+    built = [r for r in result.results if r.status == "built" and r.shard is not None]
+    keyframes = sum(int(r.shard.counts.get("keyframes", 0)) for r in built if r.shard is not None)
+    return {
+        "config_hash": result.config_hash,
+        "executor": config.executor,
+        "workers": config.workers,
+        "cpu_count": os.cpu_count(),
+        "wall_s": round(result.wall_s, 4),
+        "scenes": {"total": len(result.results), "built": len(built),
+                   "resumed": sum(r.status == "resumed" for r in result.results),
+                   "failed": len(result.failed)},
+        "keyframes_built": keyframes,
+        "keyframes_per_s": round(keyframes / result.wall_s, 4) if result.wall_s > 0 else None,
+        "stage_seconds_total": stage_totals,
+        "per_scene": [{"scene": r.scene, "status": r.status, "reason": r.reason,
+                       "timings_s": {k: round(v, 4) for k, v in r.timings_s.items()}} for r in result.results],
+    }

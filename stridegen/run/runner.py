@@ -1,0 +1,183 @@
+"""The scene-job runner shared by build and augment (and export next): output folders, journal, resume, failures.
+
+A *job* writes one dataset folder (``JobTarget``: its path, config hash and scene names); a run has one job
+(``build``) or several (``augment``: one per corruption and severity). For every job the runner checks the folder
+(``check_output_folder``: same config hash, or ``overwrite``), removes temporaries an interrupted run left, opens the
+journal and skips the scenes it records as done. The remaining (job, scene) tasks go to an ``Executor``
+(``stridegen.run.executors``), which calls ``worker(payload)`` for each and hands back a ``SceneResult``; the parent
+alone writes the journal. A scene that fails is a failed ``SceneResult`` (never an exception), so the run goes on.
+
+Stage events (``StageEvent``: a scene started, or finished a stage) flow from the workers to the ``on_event``
+callback of the caller (the CLI's progress bars); the runner itself prints nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from stridegen.core.errors import StrideGenError
+from stridegen.shards.journal import Journal, check_output_folder
+from stridegen.shards.schema import SCHEMA_VERSION
+from stridegen.shards.writer import ShardInfo, remove_stale_temporaries
+
+# Test hook: "<scene>:<stage>:<marker path>" makes the process that runs <scene> write the marker file once <stage>
+# is finished, then wait until it is killed (a kill -9 test knows exactly where the run stands).
+PAUSE_ENV = "STRIDEGEN_TEST_PAUSE"
+
+
+@dataclass
+class SceneResult:
+    scene: str
+    status: str  # "built" | "resumed" (skipped: already done) | "failed"
+    shard: ShardInfo | None = None  # when built or resumed
+    reason: str = ""
+    error_type: str = ""
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("built", "resumed")
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    """``stage`` is "start" when the scene begins, else the name of the stage it just finished."""
+
+    job: int
+    scene: str
+    stage: str
+
+
+EventCallback = Callable[[StageEvent], None]
+
+
+class RunObserver(Protocol):
+    """What a display (the CLI's progress bars) is told of a run: the (job, scene) tasks about to run, each stage
+    event, each finished task. Called in the process that runs ``run_jobs``."""
+
+    def planned(self, tasks: Sequence[tuple[int, str]]) -> None: ...
+
+    def event(self, event: StageEvent) -> None: ...
+
+    def finished(self, job: int, result: SceneResult) -> None: ...
+StageCallback = Callable[[str, str], None]  # (scene name, finished stage), what a worker reports
+Worker = Callable[[Any, StageCallback], SceneResult]  # (payload, report) -> result; must be picklable (top level)
+
+
+def failed_scene(scene_name: str, exc: BaseException, timings: dict[str, float]) -> SceneResult:
+    """The failed SceneResult of a scene that raised ``exc``: a StrideGenError's message as it is, any other
+    exception's type and message with the file and line it was raised at."""
+    reason = str(exc) if isinstance(exc, StrideGenError) else f"{type(exc).__name__}: {exc}"
+    if not isinstance(exc, StrideGenError):
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb:
+            reason += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
+
+
+def run_stages(scene_name: str, stages: Sequence[tuple[str, Callable[[], None]]], timings: dict[str, float],
+               report: StageCallback, sub_stages: dict[str, Sequence[str]] | None = None) -> None:
+    """Run ``(name, step)`` pairs in order, timing each into ``timings`` and reporting each as finished. A step may
+    record the time of its named parts itself (``sub_stages[name]``, e.g. segment -> visibility): those are taken
+    out of its own time and reported after it."""
+    sub_stages = sub_stages or {}
+    for name, step in stages:
+        t0 = time.perf_counter()
+        step()
+        elapsed = time.perf_counter() - t0
+        parts = sub_stages.get(name, ())
+        timings[name] = elapsed - sum(timings.get(p, 0.0) for p in parts)
+        report(scene_name, name)
+        for part in parts:
+            timings.setdefault(part, 0.0)
+            report(scene_name, part)
+        pause_if_asked(scene_name, name)
+
+
+def pause_if_asked(scene_name: str, stage: str) -> None:
+    """The ``STRIDEGEN_TEST_PAUSE`` hook (module docstring)."""
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec:
+        return
+    want_scene, want_stage, marker = spec.split(":", 2)
+    if (want_scene, want_stage) == (scene_name, stage):
+        Path(marker).write_text(f"{os.getpid()}\n")
+        while True:  # until the test kills the process
+            time.sleep(0.05)
+
+
+class Executor(Protocol):
+    """Runs scene tasks. ``run`` calls ``finish(task index, result)`` in the calling process for every task, and
+    ``on_event`` for the stage events of the workers."""
+
+    def run(self, worker: Worker, tasks: Sequence[tuple[int, str, Any]], finish: Callable[[int, SceneResult], None],
+            on_event: EventCallback) -> None: ...
+
+
+@dataclass
+class JobTarget:
+    """One output dataset folder of a run."""
+
+    path: Path
+    config_hash: str
+    scenes: list[str]
+
+
+@dataclass
+class JobOutcome:
+    target: JobTarget
+    results: list[SceneResult]  # in scene order
+
+
+def prepare_folder(target: JobTarget, overwrite: bool) -> tuple[Journal, dict[str, ShardInfo]]:
+    """Check and tidy ``target.path`` and open its journal; returns it and the scenes already done."""
+    target.path.mkdir(parents=True, exist_ok=True)
+    check_output_folder(target.path, target.config_hash, overwrite)
+    remove_stale_temporaries(target.path / "shards")
+    remove_stale_temporaries(target.path)
+    journal = Journal(target.path)
+    journal.build_started(target.config_hash, SCHEMA_VERSION, list(target.scenes))
+    return journal, journal.completed()
+
+
+def run_jobs(targets: Sequence[JobTarget], payload: Callable[[int, str], Any], worker: Worker, executor: Executor,
+             overwrite: bool = False, observer: RunObserver | None = None) -> list[JobOutcome]:
+    """Run every scene of every target that is not done yet (module docstring). ``payload(job, scene)`` is what
+    the worker gets for that task; ``observer`` is told what happens (progress display)."""
+    journals, completed = [], []
+    for target in targets:
+        journal, done = prepare_folder(target, overwrite)
+        journals.append(journal)
+        completed.append(done)
+    tasks = [(k, scene, payload(k, scene)) for k, target in enumerate(targets) for scene in target.scenes
+             if scene not in completed[k]]
+    built: list[dict[str, SceneResult]] = [{} for _ in targets]
+    if observer is not None:
+        observer.planned([(job, scene) for job, scene, _ in tasks])
+
+    def event(ev: StageEvent) -> None:
+        if ev.stage == "start":
+            journals[ev.job].scene_started(ev.scene)
+        if observer is not None:
+            observer.event(ev)
+
+    def finish(index: int, result: SceneResult) -> None:
+        job = tasks[index][0]
+        if result.ok:
+            assert result.shard is not None
+            journals[job].scene_done(result.scene, result.shard)
+        else:
+            journals[job].scene_failed(result.scene, result.reason, result.error_type)
+        built[job][result.scene] = result
+        if observer is not None:
+            observer.finished(job, result)
+
+    executor.run(worker, tasks, finish, event)
+    return [JobOutcome(target, [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n]
+                                for n in target.scenes]) for k, target in enumerate(targets)]

@@ -1,0 +1,212 @@
+"""Domain arrays of the pipeline stages -> the shard's tables (and back, for the QA rows).
+
+Stages return plain arrays and small dataclasses; this module alone knows the storage tables of
+``stridegen.shards.schema`` and fills them (string columns as object arrays of str, byte columns as uint8 arrays).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from stridegen.core.boxes import Boxes
+from stridegen.core.errors import UnknownChannelError
+from stridegen.formats.images import check_image_bytes
+from stridegen.logs.base import Scene
+from stridegen.pipeline.attributes import SceneAttributes, SceneTracks
+from stridegen.pipeline.keyframes import KeyframeSelection
+from stridegen.pipeline.qa.base import QAItem
+from stridegen.pipeline.qa.stage import QARow
+from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions
+from stridegen.shards.schema import (
+    AttributesTable,
+    CamerasTable,
+    DetectionsTable,
+    FramesTable,
+    GroundTruthTable,
+    ImagesTable,
+    KeyframesTable,
+    MasksTable,
+    QATable,
+    RegionsTable,
+    SkippedKeyframesTable,
+    TracksTable,
+    bytes_array,
+    str_array,
+)
+
+
+def frames_table(scene: Scene) -> FramesTable:
+    return FramesTable(
+        token=str_array(f.token for f in scene.frames),
+        timestamp_us=np.array([f.timestamp_us for f in scene.frames], dtype=np.int64),
+        T_global_from_ego=np.array([f.T_global_from_ego for f in scene.frames], dtype=np.float64).reshape(-1, 4, 4),
+    )
+
+def cameras_table(scene: Scene, channels: list[str]) -> CamerasTable:
+    cals = []
+    for ch in channels:
+        sample = scene.frames[0].sensor(ch)
+        if not sample.calibration.is_camera or sample.calibration.intrinsic is None:
+            raise UnknownChannelError(sample.path, f"channel {ch!r} is not a calibrated camera")
+        cals.append(sample.calibration)
+    return CamerasTable(
+        channel=str_array(channels),
+        intrinsic=np.array([c.intrinsic for c in cals], dtype=np.float64).reshape(-1, 3, 3),
+        T_ego_from_sensor=np.array([c.T_ego_from_sensor for c in cals], dtype=np.float64).reshape(-1, 4, 4),
+        width=np.array([c.width or 0 for c in cals], dtype=np.int32),
+        height=np.array([c.height or 0 for c in cals], dtype=np.int32),
+    )
+
+def ground_truth_table(scene: Scene) -> GroundTruthTable | None:
+    parts = [(i, f.annotations()) for i, f in enumerate(scene.frames)]
+    parts = [(i, a) for i, a in parts if len(a)]
+    if not parts:
+        return None
+
+    def cat(getter, dtype=None):
+        return np.concatenate([np.asarray(getter(a), dtype=dtype) for _, a in parts])
+
+    return GroundTruthTable(
+        frame_index=np.concatenate([np.full(len(a), i, dtype=np.int32) for i, a in parts]),
+        instance_token=str_array(cat(lambda a: a.boxes.track_id, object)),
+        annotation_token=str_array(cat(lambda a: a.token, object)),
+        category=str_array(cat(lambda a: a.category, object)),
+        label=str_array(cat(lambda a: a.boxes.label, object)),
+        center_global=cat(lambda a: a.boxes.center, np.float64).reshape(-1, 3),
+        size_lwh=cat(lambda a: a.boxes.size_lwh, np.float64).reshape(-1, 3),
+        yaw_global=cat(lambda a: a.boxes.yaw, np.float64),
+        velocity_global=cat(lambda a: a.boxes.velocity, np.float64).reshape(-1, 3),
+        num_lidar_pts=cat(lambda a: a.num_lidar_pts, np.int32),
+        visibility=cat(lambda a: a.visibility, np.int8),
+        attribute=str_array(cat(lambda a: a.attribute, object)),
+    )
+
+def keyframe_tables(selection: KeyframeSelection,
+                    window_offsets_s: np.ndarray) -> tuple[KeyframesTable, SkippedKeyframesTable]:
+    offsets = np.asarray(window_offsets_s, dtype=np.float64)
+    kfs = selection.keyframes
+    window = np.array([[-1 if i is None else i for i in k.window] for k in kfs], dtype=np.int32)
+    keyframes = KeyframesTable(
+        frame_index=np.array([k.frame_index for k in kfs], dtype=np.int32),
+        time_s=np.array([k.time_s for k in kfs], dtype=np.float64),
+        window=window.reshape(len(kfs), offsets.size),
+        offsets_s=offsets,
+    )
+    skipped = SkippedKeyframesTable(
+        time_s=np.array([t for t, _ in selection.skipped], dtype=np.float64),
+        reason=str_array(r for _, r in selection.skipped),
+    )
+    return keyframes, skipped
+
+def images_table(scene: Scene, channels: list[str], frame_indices: list[int]) -> ImagesTable:
+    rows: list[tuple[int, int, Any, bytes]] = []
+    for f in frame_indices:
+        frame = scene.frames[f]
+        for c, ch in enumerate(channels):
+            sample = frame.sensor(ch)
+            data = frame.image_bytes(ch)
+            check_image_bytes(data, sample.path)
+            rows.append((f, c, sample, data))
+    return ImagesTable(
+        frame_index=np.array([r[0] for r in rows], dtype=np.int32),
+        channel_index=np.array([r[1] for r in rows], dtype=np.int32),
+        sample_token=str_array(r[2].token for r in rows),
+        timestamp_us=np.array([r[2].timestamp_us for r in rows], dtype=np.int64),
+        T_global_from_ego=np.array([r[2].T_global_from_ego for r in rows], dtype=np.float64).reshape(-1, 4, 4),
+        data=bytes_array(r[3] for r in rows),
+    )
+
+
+def detections_table(detections: Sequence[Boxes], track_ids: Sequence[np.ndarray]) -> DetectionsTable:
+    """Every frame's detections (global frame) with the tracker's id of each ("" where it made none)."""
+    all_dets = Boxes.concat(list(detections)) if detections else Boxes.empty("global")
+    return DetectionsTable(
+        frame_index=np.concatenate([np.full(len(d), i, dtype=np.int32) for i, d in enumerate(detections)]
+                                   or [np.zeros(0, dtype=np.int32)]),
+        center_global=all_dets.center, size_lwh=all_dets.size_lwh, yaw_global=all_dets.yaw,
+        velocity_global=all_dets.velocity, label=str_array(all_dets.label), score=all_dets.score,
+        track_id=str_array(np.concatenate(list(track_ids)) if track_ids else []),
+    )
+
+
+def tracks_table(tracks: SceneTracks) -> TracksTable:
+    return TracksTable(track_id=str_array(tracks.track_id), label=str_array(tracks.label), present=tracks.present,
+                       center_global=tracks.center_global, size_lwh=tracks.size_lwh, yaw_global=tracks.yaw_global,
+                       score=tracks.score)
+
+
+def attributes_table(attrs: SceneAttributes) -> AttributesTable:
+    return AttributesTable(velocity_global=attrs.velocity_global, ego_velocity_global=attrs.ego_velocity_global)
+
+
+def masks_table(masks: SceneMasks) -> MasksTable:
+    columns = {f.name: getattr(masks, f.name) for f in dataclasses.fields(masks)}
+    columns["rle_counts"] = str_array(masks.rle_counts)
+    return MasksTable(**columns)
+
+
+def regions_table(regions: SceneRegions) -> RegionsTable:
+    return RegionsTable(**{f.name: getattr(regions, f.name) for f in dataclasses.fields(regions)})
+
+
+def _padded(values: list[tuple[int, ...]], width: int) -> np.ndarray:
+    out = np.full((len(values), width), -1, dtype=np.int32)
+    for i, v in enumerate(values):
+        if len(v) > width:
+            raise ValueError(f"a QA row names {len(v)} entries, the table holds {width}")
+        out[i, :len(v)] = v
+    return out
+
+
+def _extra_json(extra: dict) -> str:
+    return json.dumps(extra, sort_keys=True) if extra else "{}"
+
+
+def qa_table(rows: Sequence[QARow]) -> QATable:
+    """The shard's QATable from (question id, keyframe index, channel index, item) rows."""
+    items = [r[3] for r in rows]
+    return QATable(
+        question_id=str_array(r[0] for r in rows),
+        category=str_array(it.category for it in items),
+        predicate=str_array(it.predicate for it in items),
+        keyframe_index=np.array([r[1] for r in rows], dtype=np.int32),
+        channel_index=np.array([r[2] for r in rows], dtype=np.int32),
+        region_ids=_padded([tuple(it.region_ids) for it in items], 2),
+        track_index=_padded([tuple(it.track_indices) for it in items], 2),
+        frame_indices=_padded([tuple(it.frame_indices) for it in items], 4),
+        question=str_array(it.question for it in items),
+        answer=str_array(it.answer for it in items),
+        gt_value=np.array([it.gt_value for it in items], dtype=np.float64),
+        unit=str_array(it.unit for it in items),
+        gt_label=str_array(it.gt_label for it in items),
+        gt_extra=str_array(_extra_json(it.gt_extra) for it in items),
+        group_id=str_array(it.group_id for it in items),
+        horizon_s=np.array([it.horizon_s for it in items], dtype=np.int32),
+        out_of_view=np.array([it.out_of_view for it in items], dtype=np.int8),
+        object_class=str_array(it.object_class for it in items),
+        visual_evidence=np.ones(len(items), dtype=bool),
+    )
+
+
+def items_from_table(table: QATable) -> list[tuple[str, QAItem]]:
+    """(question id, QAItem) of every row of a shard's QATable (the inverse of ``qa_table``)."""
+
+    def unpad(row: np.ndarray) -> tuple[int, ...]:
+        return tuple(int(v) for v in row if v >= 0)
+
+    out = []
+    for i, qid in enumerate(table.question_id.tolist()):
+        out.append((str(qid), QAItem(
+            category=str(table.category[i]), predicate=str(table.predicate[i]), question=str(table.question[i]),
+            answer=str(table.answer[i]), region_ids=unpad(table.region_ids[i]),
+            track_indices=unpad(table.track_index[i]), gt_value=float(table.gt_value[i]), unit=str(table.unit[i]),
+            gt_label=str(table.gt_label[i]), gt_extra=json.loads(str(table.gt_extra[i]) or "{}"),
+            group_id=str(table.group_id[i]), horizon_s=int(table.horizon_s[i]),
+            frame_indices=unpad(table.frame_indices[i]), out_of_view=int(table.out_of_view[i]),
+            object_class=str(table.object_class[i]))))
+    return out
