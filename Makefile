@@ -50,15 +50,17 @@ bench: setup
 # index; no extras, so no torch), then from a directory outside the checkout generate a small synthetic log and
 # build it, using the packaged rig, detector profiles and judge configs. Fails when a run-time file is missing from
 # the wheel. A 6 s scene is the shortest that yields a keyframe with the default schedule (2 s before, 3 s after).
+# It needs only .venv's pip (the wheel is built from a copy of the sources): `setup` runs only when there is no
+# .venv yet, never to refresh the editable install. WHEEL_CHECK_DIR=dir keeps the work folder for inspection.
 WHEEL_CHECK_DIR ?=
-wheel-check: setup
+wheel-check: $(if $(wildcard $(BIN)/pip),,setup)
 	@set -euo pipefail; \
 	tmp="$(WHEEL_CHECK_DIR)"; [ -n "$$tmp" ] || { tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; }; \
 	start=$$(date +%s); \
 	echo "== wheel-check in $$tmp"; \
 	mkdir -p "$$tmp/src" "$$tmp/wheel" "$$tmp/run"; \
 	git ls-files -z --cached --others --exclude-standard \
-	  | while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done \
+	  | while IFS= read -r -d '' f; do if [ -e "$$f" ]; then printf '%s\0' "$$f"; fi; done \
 	  | tar --null -T - -cf - | tar -xf - -C "$$tmp/src"; \
 	$(BIN)/pip wheel -q --no-deps -w "$$tmp/wheel" "$$tmp/src" >"$$tmp/wheel.log" 2>&1 \
 	  || { cat "$$tmp/wheel.log"; exit 1; }; \
@@ -67,17 +69,14 @@ wheel-check: setup
 	"$$tmp/venv/bin/pip" install -q --disable-pip-version-check "$$whl" 2>&1 | { grep -v '^WARNING: Location' || true; }; \
 	cd "$$tmp/run"; \
 	unset STRIDEGEN_CALIBRATION_DIR; \
-	"$$tmp/venv/bin/python" -c 'import importlib.metadata as md, stridegen; \
-	  assert md.version("stridegen") == stridegen.__version__, (md.version("stridegen"), stridegen.__version__); \
-	  from stridegen.eval.judges.config import load_method_config, load_pricing; \
-	  assert load_pricing() and load_method_config("intellicockpit"), "judge configs missing from the wheel"'; \
 	"$$tmp/venv/bin/stridegen" synth "$$tmp/log" --scenes 1 --seconds 6 --seed 1 >"$$tmp/synth.log" 2>&1 \
 	  || { cat "$$tmp/synth.log"; exit 1; }; \
 	"$$tmp/venv/bin/stridegen" build "$$tmp/log" --out "$$tmp/ds" detector.name=simulated >"$$tmp/build.log" 2>&1 \
 	  || { cat "$$tmp/build.log"; exit 1; }; \
-	"$$tmp/venv/bin/python" -c 'import json, sys; m = json.load(open(sys.argv[1])); n = m["qa"]["total"]; \
-	  assert n >= 1, f"no QA in {sys.argv[1]}"; print(f"wheel-check: built {m[\"totals\"][\"scenes\"]} scene, {n} QA")' \
+	"$$tmp/venv/bin/python" -c 'import json, sys; n = json.load(open(sys.argv[1]))["qa"]["total"]; assert n >= 1, "no QA"; print(n, "QA")' \
 	  "$$tmp/ds/manifest.json"; \
+	"$$tmp/venv/bin/python" -c 'import importlib.metadata as md, stridegen; v = (md.version("stridegen"), stridegen.__version__); assert v[0] == v[1], v'; \
+	"$$tmp/venv/bin/python" -c 'from stridegen.eval.judges.config import load_method_config as m, load_pricing as p; assert p() and m("intellicockpit"), "judge configs missing"'; \
 	echo "== wheel-check passed in $$(( $$(date +%s) - start )) s"
 
 clean:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_tracker import PlainTracker
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.reference
 
 from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import track_scene
+from tests.reference.plain_tracker import PlainTracker
 
 CLASSES = ["car", "pedestrian", "bicycle", "truck", "bus", "motorcycle", "barrier"]
 

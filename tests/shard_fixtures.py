@@ -1,8 +1,7 @@
 """Building blocks of small hand-built shard datasets (scene records with masks, regions and QA) for tests.
 
-Imported by name from test files outside this folder after ``sys.path.insert(0, <tests folder>)`` (the tests have
-no ``__init__.py``, so pytest puts only each test file's own folder on ``sys.path``). Frames are 0.5 s apart with
-identity poses; images and masks are in pixels of the camera's [height, width].
+Imported as ``tests.shard_fixtures`` (pytest puts the repository root on ``sys.path``). Frames are 0.5 s apart
+with identity poses; images and masks are in pixels of the camera's [height, width].
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from stridegen.calibration import load_rig, rig_names
+from stridegen.calibration.rig import calibration_dirs
 from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, MissingFileError
+from stridegen.core.resources import resource_path
 
 
 def test_known_rigs():
@@ -51,3 +53,28 @@ def test_bad_rig(tmp_path):
     bad.write_text("name: x\ncameras: [{channel: C, width: -1}]\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml"):
         load_rig(bad)
+
+
+def test_builtin_rigs_ship_in_the_package(tmp_path, monkeypatch):
+    # Found from any working directory, without a checkout's folders: they are package resources.
+    monkeypatch.delenv("STRIDEGEN_CALIBRATION_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert {"nuscenes", "stride-qa"} <= set(rig_names())
+    assert load_rig("nuscenes").name == "nuscenes"
+    assert calibration_dirs()[-1] == resource_path("rigs")
+
+
+def test_user_rig_dirs_come_first(tmp_path, monkeypatch):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "nuscenes.yaml").write_text("name: user-nuscenes\ncameras: []\n")
+    (user / "my-rig.yaml").write_text("name: mine\ncameras: []\n")
+    monkeypatch.setenv("STRIDEGEN_CALIBRATION_DIR", str(user))
+    monkeypatch.chdir(tmp_path)
+    assert load_rig("nuscenes").name == "user-nuscenes"
+    assert load_rig("my-rig").name == "mine"
+    assert {"my-rig", "nuscenes", "stride-qa"} <= set(rig_names())
+    monkeypatch.delenv("STRIDEGEN_CALIBRATION_DIR")
+    (tmp_path / "calibration").mkdir()
+    (tmp_path / "calibration" / "stride-qa.yaml").write_text("name: local\ncameras: []\n")
+    assert load_rig("stride-qa").name == "local"

@@ -24,7 +24,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.build", "inspect", "inspect"),
     ("stridegen.cli.augment", "augment", "augment"),
     ("stridegen.eval.validate", "validate", "validate"),
-    ("stridegen.viz.render_qa", "render", "render"),
+    ("stridegen.cli.render", "render", "render"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

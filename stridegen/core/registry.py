@@ -33,8 +33,8 @@ from stridegen.core.errors import ConfigError
 KINDS: tuple[str, ...] = ("log_reader", "detector", "tracker", "segmenter", "qa_family", "corruption", "judge",
                           "exporter", "executor")
 
-# Built-in backends: kind -> name -> "module:attribute". Corruptions and judges keep their own tables (a corruption
-# is an instance with severity tables, not a factory) and are listed here by module so the registry can name them.
+# Built-in backends: kind -> name -> "module:attribute". The built-in corruptions stay in their own tables
+# (stridegen.augment.corruptions: instances with severity tables, aliases and suites); this kind holds plugins.
 BUILTIN: dict[str, dict[str, str]] = {
     "log_reader": {
         "nuscenes": "stridegen.logs.nuscenes:open_nuscenes",
@@ -56,12 +56,17 @@ BUILTIN: dict[str, dict[str, str]] = {
         "sam2": "stridegen.pipeline.segment.sam2_backend:Sam2Segmenter",
     },
     "qa_family": {
-        "object_spatial": "stridegen.pipeline.qa.spatial:ObjectSpatialFamily",
-        "ego_spatial": "stridegen.pipeline.qa.spatial:EgoSpatialFamily",
-        "spatiotemporal": "stridegen.pipeline.qa.spatiotemporal:SpatiotemporalFamily",
+        "spatial": "stridegen.pipeline.qa.families:SpatialFamily",
+        "spatiotemporal": "stridegen.pipeline.qa.families:SpatiotemporalFamily",
     },
     "corruption": {},
-    "judge": {},
+    "judge": {
+        "intellicockpit": "stridegen.eval.judges.methods.intellicockpit:IntelliCockpitJudge",
+        "codalm": "stridegen.eval.judges.methods.codalm:CodaLMJudge",
+        "cee": "stridegen.eval.judges.methods.cee:CEEJudge",
+        "general": "stridegen.eval.judges.methods.general:SingleAnswerJudge",
+        "pairwise": "stridegen.eval.judges.methods.general:PairwiseJudge",
+    },
     "exporter": {},
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",

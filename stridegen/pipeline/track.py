@@ -18,7 +18,8 @@ Departures from the reference, each fixing a known fault:
 - with Hungarian matching, a track whose assigned detection lies outside the gate stays an unmatched track (the
   reference forgets it);
 - a coasting track moves by its velocity times the current frame's time lag (the reference reuses the offset of
-  the frame the track was last seen in; identical at a constant frame rate).
+  the frame the track was last seen in). At a constant frame rate the two agree, except for tracks last seen in a
+  scene's first frame: the reference's lag there is 0, so it leaves them in place, and ours moves them.
 """
 
 from __future__ import annotations

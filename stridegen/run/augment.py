@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -102,14 +102,14 @@ class SplitSpec:
 
     @property
     def camera_set(self) -> bool:
-        from stridegen.augment.corruptions import CAMERA_CORRUPTIONS
+        from stridegen.augment.corruptions import CameraSetCorruption
 
-        return self.corruption in CAMERA_CORRUPTIONS
+        return isinstance(self.corruption_object(), CameraSetCorruption)
 
-    def corruption_object(self):
-        from stridegen.augment.corruptions import get_camera_corruption, get_corruption
+    def corruption_object(self) -> Any:
+        from stridegen.augment.corruptions import lookup
 
-        return get_camera_corruption(self.corruption) if self.camera_set else get_corruption(self.corruption)
+        return lookup(self.corruption)
 
     @property
     def rel_path(self) -> str:
@@ -157,7 +157,7 @@ def resolve_levels(severities: str | int | Sequence[int]) -> list[int]:
         return resolve_severities(severities)
     if isinstance(severities, (int, np.integer)) and not isinstance(severities, bool):
         return [check_severity(int(severities))]
-    levels = sorted({check_severity(s) for s in severities})
+    levels = sorted({check_severity(int(s)) for s in cast(Sequence[int], severities)})
     if not levels:
         raise ConfigError("no severity given")
     return levels
@@ -407,7 +407,7 @@ def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, co
 
     from stridegen.shards.manifest import build_manifest, write_manifest
 
-    shards = [r.shard for r in split.results if r.ok]
+    shards = [r.shard for r in split.results if r.ok and r.shard is not None]
     manifest = build_manifest(config, source_ds.manifest.get("source", {}), shards,
                               [(r.scene, r.reason) for r in split.results if not r.ok])
     manifest["config"] = source_ds.manifest.get("config", {})  # the source build's config, verbatim

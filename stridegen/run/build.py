@@ -20,7 +20,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ from stridegen.shards.writer import atomic_write_bytes, write_shard
 
 # Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
 STAGES = ("read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "write")
-SUB_STAGES = {"segment": ("visibility",)}
+SUB_STAGES: dict[str, Sequence[str]] = {"segment": ("visibility",)}
 REPORT_NAME = "build_report.json"
 
 
@@ -206,7 +206,7 @@ def track_stage(st: SceneState) -> None:
 
 
 def attributes_stage(st: SceneState) -> None:
-    st.scene_tracks = dense_tracks(st.tracked, st.times_s, st.need("frames").T_global_from_ego)
+    st.scene_tracks = dense_tracks(st.tracked, st.times_s.tolist(), st.need("frames").T_global_from_ego)
     st.attributes = extract_attributes(st.scene_tracks)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
@@ -139,12 +139,24 @@ class QASection(_Section):
     temporal_options: dict[str, Any] = Field(default_factory=dict)  # fields of TemporalQAConfig
     # Ego vehicle size (length, width, height) for "bigger than us" questions; nuScenes' Renault Zoe by default.
     ego_size_lwh: tuple[float, float, float] = NUSCENES_EGO_SIZE_LWH
+    # More qa_family backends (plugins, by registry name), run after the built-in ones on each keyframe image.
+    families: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _typed_options(self) -> QASection:
         self.spatial_config()
         self.temporal_config()
+        for name in self.families:
+            _registered("qa_family", name)
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_no_families(self, handler: Any) -> dict[str, Any]:
+        # Without plugin families the section dumps as it did before the field existed (same config hash).
+        data: dict[str, Any] = handler(self)
+        if not data.get("families"):
+            data.pop("families", None)
+        return data
 
     def spatial_config(self) -> SpatialQAConfig:
         """``spatial_options`` as the generator's config (a typo or a bad value is a ValueError)."""

@@ -8,6 +8,7 @@ leaves no worker behind for more than about a second.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -53,6 +54,10 @@ def _init_worker(events: Any, registrations: dict[str, dict[str, Any]], parent_p
     registry.restore(registrations)
 
 
+def _forward(on_event: EventCallback, job: int, scene: str, stage: str) -> None:
+    on_event(StageEvent(job, scene, stage))
+
+
 def _report(scene: str, stage: str) -> None:
     if _EVENTS is not None:
         _EVENTS.put((_CURRENT_JOB, scene, stage))
@@ -79,7 +84,7 @@ class LocalExecutor:
         if self.workers <= 1 or len(tasks) <= 1:
             for index, (job, scene, payload) in enumerate(tasks):
                 on_event(StageEvent(job, scene, "start"))
-                finish(index, worker(payload, lambda s, stage, job=job: on_event(StageEvent(job, s, stage))))
+                finish(index, worker(payload, functools.partial(_forward, on_event, job)))
             return
         self._run_pool(worker, tasks, finish, on_event)
 

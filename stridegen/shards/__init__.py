@@ -1,6 +1,6 @@
 """Dataset storage: HDF5 shards (one per scene), manifest.json, the resume journal, and the reader.
 
-See docs/format.md for the on-disk layout (schema v1).
+See docs/format.md for the on-disk layout (schema v2).
 """
 
 from stridegen.shards.reader import Dataset, SceneView, open_dataset

@@ -303,7 +303,7 @@ class SceneRecord:
     tracks: TracksTable
     attributes: AttributesTable
     ground_truth: GroundTruthTable | None = None  # None when the log has no annotations (or not stored)
-    masks: MasksTable | None = None  # None when the build ran no segmenter (schema v1 shards)
+    masks: MasksTable | None = None  # None when the build ran no segmenter (and in schema v1 shards)
     regions: RegionsTable | None = None
     qa: QATable | None = None
     qa_skipped: dict[str, int] = field(default_factory=dict)  # spatiotemporal groups not made, by reason (manifest)

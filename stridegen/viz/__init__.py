@@ -1,1 +1,1 @@
-"""Pictures of logs, annotations and datasets (overlays, BEV plots, reports)."""
+"""Pictures of logs and datasets: Set-of-Mark overlays, projected 3D boxes, corruption contact sheets."""

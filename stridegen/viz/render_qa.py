@@ -11,7 +11,7 @@ writes:
   region id. A frame where the target has no mask is drawn without one and noted in the text file;
 - ``<id>.txt``: question, answer, gt_value, unit, and the structured truth and provenance of the row.
 
-``stridegen render DATASET --qa ID --out DIR`` is the command line form (``render`` below).
+``stridegen render DATASET --qa ID --out DIR`` is the command line form (stridegen.cli.render).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import typer
 
 from stridegen.core.errors import StrideGenError
 
@@ -218,19 +217,3 @@ def render_qa(dataset_dir: str | Path, question_id: str, out_dir: str | Path, al
         text_path = out / f"{stem}.txt"
         text_path.write_text(_describe(view, row, question_id, images), encoding="utf-8")
     return [*(img.path for img in images), text_path]
-
-
-def render(
-    dataset_dir: Path = typer.Argument(..., help="Built dataset folder (manifest.json + shards/)."),
-    qa: str = typer.Option(..., "--qa", help="The question_id to draw."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the overlay images and the text file."),
-    alpha: float = typer.Option(0.4, "--alpha", min=0.0, max=1.0, help="Opacity of the mask fills."),
-) -> None:
-    """Draw one question's images with its regions marked (Set-of-Mark) and write its answer next to them."""
-    try:
-        paths = render_qa(dataset_dir, qa, out, alpha=alpha)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    for path in paths:
-        typer.echo(str(path))

@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 
 from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import CenterTracker, TrackerConfig, greedy_match, track_scene
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from plain_tracker import PlainTracker
+from tests.reference.plain_tracker import PlainTracker
 
 
 def dets(rows, frame="global"):

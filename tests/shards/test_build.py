@@ -21,6 +21,7 @@ from stridegen.formats.images import check_image_bytes
 from stridegen.logs.synthetic.default import synthetic_cache_dir
 from stridegen.run.build import image_frame_indices, run_build
 from stridegen.run.config import load_build_config
+from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.journal import Journal
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import KeyframesTable
@@ -148,16 +149,16 @@ def test_rerun_skips_finished_scenes_and_keeps_bytes(reference_build, synth_log,
 def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(synth_log), "--out", str(out)]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill once the first shard is finished and the second scene is under way: the runner's pause hook stops the
+    # build right after scene-0001's detect stage and says so in the marker file.
+    marker = tmp_path / "paused"
+    env = {**os.environ, PAUSE_ENV: f"scene-0001:detect:{marker}"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = Journal(out)
     deadline = time.monotonic() + 120
     try:
-        # Kill once the first shard is finished and the second scene is under way.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "shards" / "scene-0000.h5").exists() and journal.path.exists() \
-                    and b'"scene": "scene-0001"' in journal.path.read_bytes():
-                break
-            time.sleep(0.002)
+        while time.monotonic() < deadline and proc.poll() is None and not marker.exists():
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=30)

@@ -11,6 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from stridegen.cli.render import render
 from stridegen.core.errors import StrideGenError
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
@@ -22,7 +23,7 @@ from stridegen.shards.schema import (
     TracksTable,
     str_array,
 )
-from stridegen.viz.render_qa import QuestionNotFoundError, render, render_qa, safe_file_stem
+from stridegen.viz.render_qa import QuestionNotFoundError, render_qa, safe_file_stem
 from stridegen.viz.som import draw_set_of_marks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -1,4 +1,8 @@
-"""Registry of image corruptions: name -> Corruption (one image) or CameraSetCorruption (the cameras of a frame).
+"""Image corruptions by name: name -> Corruption (one image) or CameraSetCorruption (the cameras of a frame).
+
+The built-in corruptions are the tables below; more come from the ``corruption`` kind of stridegen.core.registry
+(run-time registrations, ``stridegen.corruption`` entry points, or a ``"package.module:OBJECT"`` name), whose target
+is a Corruption / CameraSetCorruption, or a class making one.
 
 Every corruption has five documented severity levels (docs/augment.md) and draws every random number from the
 ``numpy.random.Generator`` it is given::
@@ -23,6 +27,7 @@ from stridegen.augment.corruptions.geometric import GEOMETRIC
 from stridegen.augment.corruptions.noise import NOISE
 from stridegen.augment.corruptions.photometric import PHOTOMETRIC
 from stridegen.augment.corruptions.weather import WEATHER
+from stridegen.core import registry
 from stridegen.core.errors import ConfigError
 
 CORRUPTIONS: dict[str, Corruption] = {c.name: c for c in (*PHOTOMETRIC, *NOISE, *BLUR, *WEATHER, *GEOMETRIC)}
@@ -48,14 +53,35 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def all_names() -> list[str]:
-    """Every registered name: image corruptions first, then camera-set corruptions."""
-    return [*CORRUPTIONS, *CAMERA_CORRUPTIONS]
+    """Every name: built-in image corruptions, built-in camera-set corruptions, then registered plugins."""
+    return [*CORRUPTIONS, *CAMERA_CORRUPTIONS, *registry.names("corruption")]
+
+
+def _plugin(name: str) -> Corruption | CameraSetCorruption | None:
+    """The registered corruption ``name`` (None when the registry has none of that name)."""
+    if name not in registry.names("corruption") and ":" not in name:
+        return None
+    obj = registry.resolve("corruption", name)
+    obj = obj() if isinstance(obj, type) else obj
+    if not isinstance(obj, Corruption | CameraSetCorruption):
+        raise ConfigError(f"corruption {name!r} is a {type(obj).__name__}, not a Corruption or CameraSetCorruption")
+    return obj
+
+
+def lookup(name: str) -> Corruption | CameraSetCorruption:
+    """The corruption ``name`` (canonical, an alias, or a registered plugin), of either kind."""
+    key = canonical_name(name)
+    found = CORRUPTIONS.get(key) or CAMERA_CORRUPTIONS.get(key) or _plugin(key)
+    assert found is not None  # canonical_name checked it
+    return found
 
 
 def canonical_name(name: str) -> str:
     key = name.strip().lower().replace("-", "_")
     key = ALIASES.get(key, key)
     if key not in CORRUPTIONS and key not in CAMERA_CORRUPTIONS:
+        if _plugin(name.strip()) is not None:
+            return name.strip()
         raise ConfigError(f"unknown corruption {name!r}; known: {', '.join(all_names())} "
                           f"(groups: {', '.join(GROUPS)}, all)")
     return key
@@ -63,18 +89,18 @@ def canonical_name(name: str) -> str:
 
 def get_corruption(name: str) -> Corruption:
     """The image corruption called ``name`` (or one of its aliases)."""
-    key = canonical_name(name)
-    if key in CAMERA_CORRUPTIONS:
-        raise ConfigError(f"{key!r} acts on the cameras of a frame: use get_camera_corruption")
-    return CORRUPTIONS[key]
+    found = lookup(name)
+    if not isinstance(found, Corruption):
+        raise ConfigError(f"{canonical_name(name)!r} acts on the cameras of a frame: use get_camera_corruption")
+    return found
 
 
 def get_camera_corruption(name: str) -> CameraSetCorruption:
     """The camera-set corruption called ``name`` (camera_crash, frame_lost)."""
-    key = canonical_name(name)
-    if key not in CAMERA_CORRUPTIONS:
-        raise ConfigError(f"{key!r} is an image corruption: use get_corruption")
-    return CAMERA_CORRUPTIONS[key]
+    found = lookup(name)
+    if not isinstance(found, CameraSetCorruption):
+        raise ConfigError(f"{canonical_name(name)!r} is an image corruption: use get_corruption")
+    return found
 
 
 def resolve_names(spec: str) -> list[str]:
@@ -127,6 +153,7 @@ __all__ = [
     "check_severity",
     "get_camera_corruption",
     "get_corruption",
+    "lookup",
     "resolve_names",
     "resolve_severities",
 ]

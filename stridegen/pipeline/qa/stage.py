@@ -8,9 +8,9 @@ and order choice in a fixed order (keyframes, then cameras), so the table is rep
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,30 +43,55 @@ def _context(scene_name: str, k: int, kf_frame: int, channel: str, regions_sel: 
     )
 
 
-def generate_scene_qa(scene_name: str, keyframes, cameras, times_s: np.ndarray, attrs: SceneAttributes,
-                      tracks_label: np.ndarray, regions, config, rng: np.random.Generator) -> QAStageResult:
-    """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions table."""
-    from stridegen.pipeline.qa.spatial import (
-        EGO_SPATIAL_PREDICATES,
-        OBJECT_SPATIAL_PREDICATES,
-        SpatialQAConfig,
-        generate_spatial_qa,
-    )
-    from stridegen.pipeline.qa.spatiotemporal import (
-        TemporalQAConfig,
-        TemporalTargets,
-        generate_spatiotemporal_qa,
-    )
+@dataclass
+class QAImage:
+    """What a QA family sees of one keyframe image: its visible regions (``ctx``), the scene's attributes and frame
+    times, the keyframe's frame index, and the camera (extrinsic, intrinsic, image size)."""
 
-    spatial_cfg = SpatialQAConfig(**dict(config.spatial_options))
-    # A category switched off leaves the generator (so its share of the per-image cap goes to the others).
-    dropped = (set() if config.object_spatial else set(OBJECT_SPATIAL_PREDICATES)) | \
-        (set() if config.ego_spatial else set(EGO_SPATIAL_PREDICATES))
-    remaining = frozenset(spatial_cfg.predicates) - dropped
-    wanted_spatial = bool(remaining)
-    if wanted_spatial and dropped:
-        spatial_cfg = dataclasses.replace(spatial_cfg, predicates=remaining)
-    temporal_cfg = TemporalQAConfig(**dict(config.temporal_options))
+    scene: str
+    keyframe_index: int
+    keyframe_frame: int
+    channel: str
+    ctx: QAContext
+    attrs: SceneAttributes
+    times_s: np.ndarray
+    T_ego_from_cam: np.ndarray
+    intrinsic: np.ndarray
+    width: int
+    height: int
+
+
+class QAFamily(Protocol):
+    """A ``qa_family`` backend (stridegen.core.registry): the items of one keyframe image, and the targets it
+    skipped by reason. Families run in the configured order on one shared generator."""
+
+    name: str
+
+    def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]: ...
+
+
+def qa_families(config: Any) -> list[QAFamily]:
+    """The families the build's QA section asks for, in order: spatial (object- and ego-centric predicates share
+    one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins)."""
+    from stridegen.core import registry
+
+    families: list[QAFamily] = []
+    if config.object_spatial or config.ego_spatial:
+        family = registry.make("qa_family", "spatial", {"config": config.spatial_config(),
+                                                        "object_centric": config.object_spatial,
+                                                        "ego_centric": config.ego_spatial})
+        if family.predicates:
+            families.append(family)
+    if config.spatiotemporal:
+        families.append(registry.make("qa_family", "spatiotemporal", {"config": config.temporal_config()}))
+    families += [registry.make("qa_family", name) for name in config.families]
+    return families
+
+
+def generate_scene_qa(scene_name: str, keyframes: Any, cameras: Any, times_s: np.ndarray, attrs: SceneAttributes,
+                      tracks_label: np.ndarray, regions: Any, config: Any, rng: np.random.Generator) -> QAStageResult:
+    """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions."""
+    families = qa_families(config)
     rows: list[QARow] = []
     skipped: Counter = Counter()
     region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(len(cameras.channel), 1) + \
@@ -81,22 +106,17 @@ def generate_scene_qa(scene_name: str, keyframes, cameras, times_s: np.ndarray, 
             T_cam_from_ego = geo.invert_transform(np.asarray(cameras.T_ego_from_sensor[c]))
             ctx = _context(scene_name, k, int(kf_frame), str(channel), sel, regions, attrs_kf, tracks_label,
                            tracks_size, T_cam_from_ego, tuple(config.ego_size_lwh))
+            image = QAImage(scene_name, k, int(kf_frame), str(channel), ctx, attrs, times_s,
+                            np.asarray(cameras.T_ego_from_sensor[c]), np.asarray(cameras.intrinsic[c]),
+                            int(cameras.width[c]), int(cameras.height[c]))
             items: list[QAItem] = []
-            if wanted_spatial:
-                items += generate_spatial_qa(ctx, rng, spatial_cfg)
-            if config.spatiotemporal:
-                targets = TemporalTargets(
-                    scene=scene_name, keyframe_index=k, channel=str(channel), region_id=ctx.region_id,
-                    track_index=ctx.track_index, object_class=ctx.object_class,
-                    T_ego_from_cam=np.asarray(cameras.T_ego_from_sensor[c]),
-                    intrinsic=np.asarray(cameras.intrinsic[c]), width=int(cameras.width[c]),
-                    height=int(cameras.height[c]))
-                temporal, skips = generate_spatiotemporal_qa(attrs, times_s, int(kf_frame), targets, rng,
-                                                             temporal_cfg)
-                items += temporal
+            for family in families:
+                made, skips = family.generate(image, rng)
+                items += made
                 skipped.update(skips)
             rows += [(f"{scene_name}/k{k:03d}/{channel}/{n:04d}", k, c, it) for n, it in enumerate(items)]
     return QAStageResult(rows, skipped)
 
 
-__all__ = ["CATEGORY_SPATIOTEMPORAL", "QARow", "QAStageResult", "generate_scene_qa"]
+__all__ = ["CATEGORY_SPATIOTEMPORAL", "QAFamily", "QAImage", "QARow", "QAStageResult", "generate_scene_qa",
+           "qa_families"]

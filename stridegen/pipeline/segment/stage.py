@@ -1,9 +1,10 @@
 """The segment stage of a scene: masks of every tracked object in the images QA will show, plus the visibility
 filter's measurements, and the marked regions of each keyframe image.
 
-Which images: every camera's image at each keyframe and at its spatiotemporal context frames (t = -1.5, -1.0,
--0.5 s; ``CONTEXT_OFFSETS_S``), so that the QA generator can mark a target in all four frames it shows. Which
-objects: the tracker's boxes of that frame (global frame) whose projection meets the image.
+Which images: every camera's image at each keyframe and at its spatiotemporal context frames (by default t = -1.5,
+-1.0, -0.5 s: the temporal QA config's ``context_offsets_s``, which the build passes in), so that the QA generator
+can mark a target in all four frames it shows. Which objects: the tracker's boxes of that frame (global frame)
+whose projection meets the image.
 
 Regions: in each keyframe image the objects passing all three visibility rules are numbered 0..n-1 from left to
 right (mask box left edge, then track index), and questions about that image call them ``Region [i]``.
@@ -21,11 +22,8 @@ from stridegen.core.boxes import Boxes
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.visibility import VisibilityThresholds, measure_visibility
 
-CONTEXT_OFFSETS_S = (-1.5, -1.0, -0.5, 0.0)  # STRIDE-QA-Bench: four context frames at 2 Hz ending at the keyframe
 
-
-def context_frames(window: np.ndarray, window_offsets_s: np.ndarray,
-                   offsets_s: Sequence[float] = CONTEXT_OFFSETS_S) -> np.ndarray:
+def context_frames(window: np.ndarray, window_offsets_s: np.ndarray, offsets_s: Sequence[float]) -> np.ndarray:
     """[K, len(offsets_s)] frame indices of each keyframe's context frames (-1 where the window has none)."""
     window = np.asarray(window, dtype=np.int64).reshape(-1, np.size(window_offsets_s))
     offs = np.asarray(window_offsets_s, dtype=np.float64)

@@ -7,21 +7,21 @@ from stridegen.eval.judges.records import JudgeError
 
 
 def get_method(name: str) -> JudgeMethod:
-    """The judge method registered under ``name``: intellicockpit, codalm, cee, general, pairwise."""
-    from stridegen.eval.judges.methods.cee import CEEJudge
-    from stridegen.eval.judges.methods.codalm import CodaLMJudge
-    from stridegen.eval.judges.methods.general import PairwiseJudge, SingleAnswerJudge
-    from stridegen.eval.judges.methods.intellicockpit import IntelliCockpitJudge
+    """The ``judge`` backend ``name`` of stridegen.core.registry: intellicockpit, codalm, cee, general, pairwise,
+    or a plugin (entry point ``stridegen.judge``, a run-time registration, or ``"package.module:Judge"``)."""
+    from stridegen.core import registry
+    from stridegen.core.errors import ConfigError
 
-    registry: dict[str, type[JudgeMethod]] = {
-        "intellicockpit": IntelliCockpitJudge, "codalm": CodaLMJudge, "cee": CEEJudge,
-        "general": SingleAnswerJudge, "pairwise": PairwiseJudge,
-    }
-    if name not in registry:
-        raise JudgeError(f"unknown judge method '{name}' (known: {', '.join(sorted(registry))})")
-    return registry[name]()
+    known = registry.names("judge")
+    if name not in known and ":" not in name:
+        raise JudgeError(f"unknown judge method '{name}' (known: {', '.join(known)})")
+    try:
+        method: JudgeMethod = registry.make("judge", name)
+    except ConfigError as exc:
+        raise JudgeError(str(exc)) from None
+    return method
 
 
-METHOD_NAMES = ("intellicockpit", "codalm", "cee", "general", "pairwise")
+METHOD_NAMES = ("intellicockpit", "codalm", "cee", "general", "pairwise")  # the built-in ones
 
 __all__ = ["METHOD_NAMES", "MODES", "JudgeContext", "JudgeMethod", "get_method"]

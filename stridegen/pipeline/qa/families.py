@@ -1,0 +1,57 @@
+"""The built-in QA families (``qa_family`` backends of stridegen.core.registry): spatial and spatiotemporal.
+
+A family turns one keyframe image (``QAImage``) into QA items with the scene's shared generator; the QA stage runs
+the configured families in order (``stridegen.pipeline.qa.stage.qa_families``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from stridegen.pipeline.qa.base import QAItem
+from stridegen.pipeline.qa.spatial import (
+    EGO_SPATIAL_PREDICATES,
+    OBJECT_SPATIAL_PREDICATES,
+    SpatialQAConfig,
+    generate_spatial_qa,
+)
+from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig, TemporalTargets, generate_spatiotemporal_qa
+from stridegen.pipeline.qa.stage import QAImage
+
+
+class SpatialFamily:
+    """Object-centric and ego-centric spatial QA (docs/qa-spatial.md). Switching one side off drops its
+    predicates, so the per-image cap goes to the other side."""
+
+    name = "spatial"
+
+    def __init__(self, config: SpatialQAConfig | None = None, object_centric: bool = True,
+                 ego_centric: bool = True) -> None:
+        config = config or SpatialQAConfig()
+        dropped = (set() if object_centric else set(OBJECT_SPATIAL_PREDICATES)) | \
+            (set() if ego_centric else set(EGO_SPATIAL_PREDICATES))
+        self.predicates = frozenset(config.predicates) - dropped
+        self.config = dataclasses.replace(config, predicates=self.predicates) if self.predicates and dropped \
+            else config
+
+    def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
+        return generate_spatial_qa(image.ctx, rng, self.config), {}
+
+
+class SpatiotemporalFamily:
+    """STRIDE-QA-Bench spatiotemporal groups of each visible target (docs/qa-spatiotemporal.md)."""
+
+    name = "spatiotemporal"
+
+    def __init__(self, config: TemporalQAConfig | None = None) -> None:
+        self.config = config or TemporalQAConfig()
+
+    def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
+        ctx = image.ctx
+        targets = TemporalTargets(
+            scene=image.scene, keyframe_index=image.keyframe_index, channel=image.channel, region_id=ctx.region_id,
+            track_index=ctx.track_index, object_class=ctx.object_class, T_ego_from_cam=image.T_ego_from_cam,
+            intrinsic=image.intrinsic, width=image.width, height=image.height)
+        return generate_spatiotemporal_qa(image.attrs, image.times_s, image.keyframe_frame, targets, rng, self.config)

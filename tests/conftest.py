@@ -1,0 +1,50 @@
+"""Fixtures and markers shared by every test folder.
+
+- ``@pytest.mark.devkit``: the test needs nuscenes-devkit (the reference of the parity tests); it is skipped, and
+  only it, where the devkit is not installed. Modules import the devkit in a ``try`` block, so that their other
+  tests still run.
+- ``shared_data`` / ``nuscenes_demo`` / ``av2_logs``: the folders of the team's shared real-data fixtures
+  (tests/shared_data.py); a test asking for one is skipped, saying which folder is missing, where it is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.shared_data import AV2_LOGS, NUSCENES_DEMO, SHARED_DATA, missing_reason
+
+HAVE_DEVKIT = importlib.util.find_spec("nuscenes") is not None
+NO_DEVKIT_REASON = ("nuscenes-devkit not installed (pip install stridegen[devkit], then "
+                    "pip install --no-deps nuscenes-devkit==1.2.0; see Makefile)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not HAVE_DEVKIT and item.get_closest_marker("devkit") is not None:
+        pytest.skip(NO_DEVKIT_REASON)
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_dir():
+        pytest.skip(missing_reason(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or ``$STRIDEGEN_SHARED_DATA``); skips the test where it is absent."""
+    return _existing(SHARED_DATA)
+
+
+@pytest.fixture(scope="session")
+def nuscenes_demo() -> Path:
+    """The nuScenes ``v1.0-demo`` log of the shared data; skips the test where it is absent."""
+    return _existing(NUSCENES_DEMO)
+
+
+@pytest.fixture(scope="session")
+def av2_logs() -> Path:
+    """The folder of Argoverse 2 logs of the shared data; skips the test where it is absent."""
+    return _existing(AV2_LOGS)
