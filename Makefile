@@ -36,8 +36,11 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/stridegen build --out $(DEMO_OUT) --overwrite
 
+# ruff, the layer contract (import-linter, pyproject [tool.importlinter]) and the type checker (mypy, [tool.mypy]).
 lint: setup
 	$(BIN)/ruff check stridegen tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: setup lint
 	$(BIN)/python -m pytest -n 2 -q

@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
-from stridegen.eval.tracking_cli import evaluate_log
-from stridegen.eval.validate import tracking_results as library_tracking_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests
+
+from stridegen.eval.tracking.evaluate import evaluate_log
 from stridegen.logs import open_log
-from stridegen.pipeline.detect import make_detector
-from stridegen.pipeline.track import TrackerConfig
+from tests.tracking_on_truth import tracking_results  # shared with tests/pipeline/test_track.py
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "av2" / "logs"
-
-
-def tracking_results(reader, max_age: int) -> dict:
-    """The tracker's output on the log's ground truth as detections (nuScenes tracking-results dict)."""
-    oracle = make_detector("oracle")
-    samples = {f.token: oracle.detect(f) for s in reader.scenes() for f in s.frames}
-    return library_tracking_results(reader, samples, TrackerConfig(max_age=max_age))
 
 
 def main() -> None:

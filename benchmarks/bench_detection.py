@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.reference
+
 from stridegen.core import geometry as geo
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
-from stridegen.eval.detection import CVPR_2019, TP_METRICS, DetectionConfig, evaluate_detection
-from stridegen.eval.detection_gt import SampleContext, filter_eval_boxes
+from stridegen.eval.detection.data import CVPR_2019, TP_METRICS, DetectionConfig
+from stridegen.eval.detection.evaluate import evaluate_detection
+from stridegen.eval.detection.gt import SampleContext, filter_eval_boxes
 from stridegen.formats.detection_boxes import DetectionBoxes
+from tests.reference.devkit_detection import to_eval_boxes
 
 
 def make_inputs(n_samples: int, n_boxes: int, seed: int) -> tuple[DetectionBoxes, DetectionBoxes, SampleContext]:
@@ -57,21 +63,6 @@ def make_inputs(n_samples: int, n_boxes: int, seed: int) -> tuple[DetectionBoxes
     context = SampleContext(list(tokens), ego, np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)),
                             np.zeros((0, 4)))
     return gt, pred, context
-
-
-def to_eval_boxes(boxes: DetectionBoxes):
-    from nuscenes.eval.common.data_classes import EvalBoxes
-    from nuscenes.eval.detection.data_classes import DetectionBox
-
-    eb = EvalBoxes()
-    for i in range(len(boxes)):
-        eb.add_boxes(boxes.sample_token[i], [DetectionBox(
-            sample_token=boxes.sample_token[i], translation=tuple(boxes.translation[i].tolist()),
-            size=tuple(boxes.size[i].tolist()), rotation=tuple(boxes.rotation[i].tolist()),
-            velocity=tuple(boxes.velocity[i].tolist()), ego_translation=tuple(boxes.ego_translation[i].tolist()),
-            num_pts=int(boxes.num_pts[i]), detection_name=str(boxes.detection_name[i]),
-            detection_score=float(boxes.detection_score[i]), attribute_name=str(boxes.attribute_name[i]))])
-    return eb
 
 
 class _Db:

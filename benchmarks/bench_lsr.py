@@ -1,7 +1,7 @@
 """LSR evaluation time on ~100k predictions: official-style plain loop vs stridegen.eval (identical numbers).
 
 The official-style side is the plain re-implementation of the STRIDE-QA-Bench toolkit's evaluation kept in
-tests/eval/test_lsr.py (``reference_evaluate``: a loop over response records, per-record regex parsing and
+tests/reference/lsr_official.py (``reference_evaluate``: a loop over response records, per-record regex parsing and
 judging, dictionaries for the localization pairs, a pandas pivot for TLC / MLSR). Both sides get the same
 in-memory response records and annotation sheet (random but realistic answers, seeded); the script checks that
 every success rate and every TLC / MLSR value is identical, then prints the times and the ratio. A second
@@ -13,7 +13,6 @@ figure times our whole path from the response JSON files on disk.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -21,14 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _load_reference():
-    spec = importlib.util.spec_from_file_location("_lsr_reference", REPO / "tests" / "eval" / "test_lsr.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(REPO))  # the repository root: tests.reference
 
 
 def _best(fn, repeat: int) -> tuple[float, float, object]:
@@ -49,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from stridegen.eval import strideqa_bench as sb
-    from stridegen.eval.lsr import evaluate
-    from stridegen.eval.tolerance import STRIDEQA_BENCH
+    from stridegen.eval.lsr import bench as sb
+    from stridegen.eval.lsr.algo import evaluate
+    from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
+    from tests.reference import lsr_official as ref
 
-    ref = _load_reference()
     responses, sheet = ref.make_bench(n_groups=args.groups, seed=0, drop_prob=0.0)
     n_items = sum(len(r["gt_value"]) for r in responses)
     print(f"{len(responses)} response records, {n_items} scored values, {args.groups} groups")

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests
+
 from stridegen.pipeline.qa.base import QAContext, QAItem
 from stridegen.pipeline.qa.spatial import (
     EGO_YES_NO_FAMILIES,
@@ -28,8 +30,8 @@ from stridegen.pipeline.qa.spatial import (
     SpatialQAConfig,
     generate_spatial_qa,
 )
+from tests.demo_contexts import DEMO, demo_contexts  # the demo keyframe (shared data), as in test_spatial
 
-DEMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "nuscenes-demo"
 CLASS_SIZES = {  # rough mean l, w, h (m) per STRIDE-QA class
     "vehicle": (4.6, 1.95, 1.72), "large vehicle": (6.7, 2.46, 2.73), "bus": (11.2, 2.94, 3.47),
     "pedestrian": (0.73, 0.66, 1.76), "bicycle": (1.7, 0.6, 1.28), "traffic cone": (0.41, 0.41, 1.07),
@@ -47,30 +49,6 @@ def synthetic_contexts(rng: np.random.Generator, images: int, regions: int) -> l
         center_cam = np.c_[-center_ego[:, 1], 1.5 - center_ego[:, 2], center_ego[:, 0] - 1.0]
         out.append(QAContext("bench", k, k, "CAM_FRONT", np.arange(regions), rng.integers(0, 500, regions),
                              classes[cls_idx], center_ego, size, np.zeros(regions), center_cam))
-    return out
-
-
-def demo_contexts() -> list[QAContext]:
-    """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera image."""
-    from stridegen.core.vocabulary import stride_class
-    from stridegen.logs import open_log
-
-    reader = open_log(DEMO)
-    frame = reader.scenes()[0].frames[0]
-    ann = reader.load_annotations(frame)
-    out = []
-    for channel in sorted(frame.camera_channels):
-        cam = frame.sensors[channel]
-        center_ego = geo.transform_points(geo.invert_transform(cam.T_global_from_ego), ann.boxes.center)
-        center_cam = geo.transform_points(geo.invert_transform(cam.calibration.T_ego_from_sensor), center_ego)
-        uv, _, in_front = geo.project_points(center_cam, cam.calibration.intrinsic, near=1.0)
-        with np.errstate(invalid="ignore"):
-            inside = in_front & (uv[:, 0] >= 0) & (uv[:, 0] < cam.calibration.width) & (uv[:, 1] >= 0) \
-                & (uv[:, 1] < cam.calibration.height)
-        idx = np.flatnonzero(inside)
-        out.append(QAContext("demo", 0, 0, channel, np.arange(idx.size), idx,
-                             np.array([stride_class(c) for c in ann.category[idx]], dtype=object),
-                             center_ego[idx], ann.boxes.size_lwh[idx], np.zeros(idx.size), center_cam[idx]))
     return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.eval.detector_validation import validate_detector
+from stridegen.eval.validate.scoring import validate_detector
 from stridegen.logs import open_log
 from stridegen.pipeline.detect import make_detector
 

@@ -2,7 +2,7 @@
 
 - ``@pytest.mark.devkit``: the test needs nuscenes-devkit (the reference of the parity tests); it is skipped, and
   only it, where the devkit is not installed. Modules import the devkit in a ``try`` block, so that their other
-  tests still run.
+  tests still run. ``@pytest.mark.openai`` likewise for the openai SDK (extra ``judges``) of the judge client.
 - ``shared_data`` / ``nuscenes_demo`` / ``av2_logs``: the folders of the team's shared real-data fixtures
   (tests/shared_data.py); a test asking for one is skipped, saying which folder is missing, where it is absent.
 """
@@ -16,14 +16,20 @@ import pytest
 
 from tests.shared_data import AV2_LOGS, NUSCENES_DEMO, SHARED_DATA, missing_reason
 
-HAVE_DEVKIT = importlib.util.find_spec("nuscenes") is not None
-NO_DEVKIT_REASON = ("nuscenes-devkit not installed (pip install stridegen[devkit], then "
-                    "pip install --no-deps nuscenes-devkit==1.2.0; see Makefile)")
+# marker -> (the optional module it needs, the skip reason where that module is not installed)
+OPTIONAL_DEPENDENCIES = {
+    "devkit": ("nuscenes", "nuscenes-devkit not installed (pip install 'stridegen[devkit]', then "
+                           "pip install --no-deps nuscenes-devkit==1.2.0; see Makefile)"),
+    "openai": ("openai", "openai SDK not installed (pip install 'stridegen[judges]')"),
+}
+MISSING = {marker: reason for marker, (module, reason) in OPTIONAL_DEPENDENCIES.items()
+           if importlib.util.find_spec(module) is None}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if not HAVE_DEVKIT and item.get_closest_marker("devkit") is not None:
-        pytest.skip(NO_DEVKIT_REASON)
+    for marker, reason in MISSING.items():
+        if item.get_closest_marker(marker) is not None:
+            pytest.skip(reason)
 
 
 def _existing(path: Path) -> Path:

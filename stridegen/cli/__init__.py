@@ -23,7 +23,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.build", "build", "build"),
     ("stridegen.cli.build", "inspect", "inspect"),
     ("stridegen.cli.augment", "augment", "augment"),
-    ("stridegen.eval.validate", "validate", "validate"),
+    ("stridegen.eval.validate.cli", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),
 ]
 
@@ -36,9 +36,9 @@ _GROUPS: list[tuple[str, str, str]] = [
 eval_app = typer.Typer(help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).",
                        no_args_is_help=True)
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
-    ("stridegen.eval.detection_cli", "eval_detection", "detection"),
-    ("stridegen.eval.tracking_cli", "eval_tracking", "tracking"),
-    ("stridegen.eval.lsr_cli", "eval_lsr", "lsr"),
+    ("stridegen.eval.detection.cli", "eval_detection", "detection"),
+    ("stridegen.eval.tracking.cli", "eval_tracking", "tracking"),
+    ("stridegen.eval.lsr.cli", "eval_lsr", "lsr"),
 ]
 
 

@@ -17,6 +17,8 @@ import typer
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from stridegen.run.build import BuildResult
 
 
@@ -153,7 +155,7 @@ def inspect(
         raise typer.Exit(code=2) from None
 
 
-def _print_vision_summary(console, manifest: dict) -> None:
+def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
     """The visibility filter's rule counts and QA per category and class (schema v2 manifests)."""
     from rich.table import Table
 

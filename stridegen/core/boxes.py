@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from stridegen.core import geometry as geo
 from stridegen.core.errors import GeometryError
@@ -21,7 +22,7 @@ def _as_str_array(values: Sequence[str] | np.ndarray | None, n: int, fill: str =
     return arr
 
 
-@dataclass
+@dataclass(init=False)
 class Boxes:
     """N yaw-only 3D boxes.
 
@@ -33,36 +34,52 @@ class Boxes:
     score       [N] confidence (1.0 for ground truth)
     track_id    [N] instance / track identifiers (object array of str; "" where none)
     frame       "global", "ego", "lidar" or "cam"
+    extras      optional per-box columns (each with N entries)
+
+    Every array field is always set after construction: the constructor fills the documented defaults for the
+    optional arguments (NaN velocity, "" labels and track ids, score 1.0).
     """
 
     center: np.ndarray
     size_lwh: np.ndarray
     yaw: np.ndarray
-    velocity: np.ndarray | None = None
-    label: np.ndarray | None = None
-    score: np.ndarray | None = None
-    track_id: np.ndarray | None = None
-    frame: str = "global"
-    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    velocity: np.ndarray
+    label: np.ndarray
+    score: np.ndarray
+    track_id: np.ndarray
+    frame: str
+    extras: dict[str, np.ndarray]
 
-    def __post_init__(self) -> None:
-        self.center = np.asarray(self.center, dtype=np.float64).reshape(-1, 3)
+    def __init__(
+        self,
+        center: ArrayLike,
+        size_lwh: ArrayLike,
+        yaw: ArrayLike,
+        velocity: ArrayLike | None = None,
+        label: Sequence[str] | np.ndarray | None = None,
+        score: ArrayLike | None = None,
+        track_id: Sequence[str] | np.ndarray | None = None,
+        frame: str = "global",
+        extras: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        self.center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
         n = self.center.shape[0]
-        self.size_lwh = np.asarray(self.size_lwh, dtype=np.float64).reshape(n, 3)
-        self.yaw = np.asarray(self.yaw, dtype=np.float64).reshape(n)
-        if self.velocity is None:
+        self.size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(n, 3)
+        self.yaw = np.asarray(yaw, dtype=np.float64).reshape(n)
+        if velocity is None:
             self.velocity = np.full((n, 3), np.nan)
         else:
-            velocity = np.asarray(self.velocity, dtype=np.float64)
-            self.velocity = velocity.reshape(n, velocity.shape[-1] if velocity.ndim > 1 else 3)
+            vel = np.asarray(velocity, dtype=np.float64)
+            self.velocity = vel.reshape(n, vel.shape[-1] if vel.ndim > 1 else 3)
         if self.velocity.shape[1] == 2:  # nuScenes velocities are (vx, vy)
             self.velocity = np.concatenate([self.velocity, np.zeros((n, 1))], axis=1)
         if self.velocity.shape[1] != 3:
             raise GeometryError(f"velocity must be [N, 2] or [N, 3], got {self.velocity.shape}")
-        self.label = _as_str_array(self.label, n) if not isinstance(self.label, np.ndarray) else self.label
-        self.score = np.ones(n) if self.score is None else np.asarray(self.score, dtype=np.float64).reshape(n)
-        self.track_id = (_as_str_array(self.track_id, n) if not isinstance(self.track_id, np.ndarray)
-                         else self.track_id)
+        self.label = label if isinstance(label, np.ndarray) else _as_str_array(label, n)
+        self.score = np.ones(n) if score is None else np.asarray(score, dtype=np.float64).reshape(n)
+        self.track_id = track_id if isinstance(track_id, np.ndarray) else _as_str_array(track_id, n)
+        self.frame = frame
+        self.extras = {} if extras is None else extras
         if self.frame not in FRAMES:
             raise GeometryError(f"unknown frame {self.frame!r}; expected one of {FRAMES}")
         for name in ("label", "track_id"):
@@ -96,7 +113,7 @@ class Boxes:
     def __len__(self) -> int:
         return self.center.shape[0]
 
-    def __getitem__(self, index: slice | np.ndarray | Sequence[int]) -> Boxes:
+    def __getitem__(self, index: int | slice | np.ndarray | Sequence[int]) -> Boxes:
         if isinstance(index, (int, np.integer)):
             index = [int(index)]
         return Boxes(self.center[index], self.size_lwh[index], self.yaw[index], self.velocity[index],

@@ -324,7 +324,7 @@ def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size:
     or (with an image size) wholly outside the image; their rows are NaN.
     """
     uv, keep = project_clipped_edges(corners_cam, intrinsic, near)
-    valid = keep.any(axis=1)
+    valid = np.asarray(keep.any(axis=1))
     out = np.full((uv.shape[0], 4), np.nan)
     if np.any(valid):
         out[valid, 0] = np.nanmin(uv[valid, :, 0], axis=1)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
@@ -25,7 +26,7 @@ def _str_array(values: Sequence[str] | np.ndarray, n: int, name: str) -> np.ndar
     return out
 
 
-@dataclass
+@dataclass(init=False)
 class DetectionBoxes:
     """Ground-truth or predicted boxes of many samples as flat arrays (one row per box).
 
@@ -50,27 +51,39 @@ class DetectionBoxes:
     rotation: np.ndarray
     velocity: np.ndarray
     detection_name: np.ndarray
-    detection_score: np.ndarray | None = None
-    attribute_name: np.ndarray | None = None
-    num_pts: np.ndarray | None = None
-    ego_translation: np.ndarray | None = None
+    detection_score: np.ndarray
+    attribute_name: np.ndarray
+    num_pts: np.ndarray
+    ego_translation: np.ndarray
 
-    def __post_init__(self) -> None:
-        n = len(self.sample_token)
-        self.sample_token = _str_array(self.sample_token, n, "sample_token")
-        self.translation = np.asarray(self.translation, dtype=np.float64).reshape(n, 3)
-        self.size = np.asarray(self.size, dtype=np.float64).reshape(n, 3)
-        self.rotation = np.asarray(self.rotation, dtype=np.float64).reshape(n, 4)
-        self.velocity = np.asarray(self.velocity, dtype=np.float64).reshape(n, 2)
-        self.detection_name = _str_array(self.detection_name, n, "detection_name")
-        self.detection_score = (np.full(n, -1.0) if self.detection_score is None
-                                else np.asarray(self.detection_score, dtype=np.float64).reshape(n))
-        self.attribute_name = (np.full(n, "", dtype=object) if self.attribute_name is None
-                               else _str_array(self.attribute_name, n, "attribute_name"))
-        self.num_pts = (np.full(n, -1, dtype=np.int64) if self.num_pts is None
-                        else np.asarray(self.num_pts, dtype=np.int64).reshape(n))
-        self.ego_translation = (np.zeros((n, 3)) if self.ego_translation is None
-                                else np.asarray(self.ego_translation, dtype=np.float64).reshape(n, 3))
+    def __init__(
+        self,
+        sample_token: Sequence[str] | np.ndarray,
+        translation: ArrayLike,
+        size: ArrayLike,
+        rotation: ArrayLike,
+        velocity: ArrayLike,
+        detection_name: Sequence[str] | np.ndarray,
+        detection_score: ArrayLike | None = None,
+        attribute_name: Sequence[str] | np.ndarray | None = None,
+        num_pts: ArrayLike | None = None,
+        ego_translation: ArrayLike | None = None,
+    ) -> None:
+        n = len(sample_token)
+        self.sample_token = _str_array(sample_token, n, "sample_token")
+        self.translation = np.asarray(translation, dtype=np.float64).reshape(n, 3)
+        self.size = np.asarray(size, dtype=np.float64).reshape(n, 3)
+        self.rotation = np.asarray(rotation, dtype=np.float64).reshape(n, 4)
+        self.velocity = np.asarray(velocity, dtype=np.float64).reshape(n, 2)
+        self.detection_name = _str_array(detection_name, n, "detection_name")
+        self.detection_score = (np.full(n, -1.0) if detection_score is None
+                                else np.asarray(detection_score, dtype=np.float64).reshape(n))
+        self.attribute_name = (np.full(n, "", dtype=object) if attribute_name is None
+                               else _str_array(attribute_name, n, "attribute_name"))
+        self.num_pts = (np.full(n, -1, dtype=np.int64) if num_pts is None
+                        else np.asarray(num_pts, dtype=np.int64).reshape(n))
+        self.ego_translation = (np.zeros((n, 3)) if ego_translation is None
+                                else np.asarray(ego_translation, dtype=np.float64).reshape(n, 3))
 
     def __len__(self) -> int:
         return len(self.sample_token)
@@ -137,7 +150,7 @@ _FIELDS = ("sample_token", "translation", "size", "rotation", "velocity", "detec
            "attribute_name", "num_pts", "ego_translation")
 
 
-def to_detection_boxes(samples: Sequence[tuple[str, Boxes]]):
+def to_detection_boxes(samples: Sequence[tuple[str, Boxes]]) -> DetectionBoxes:
     """Concatenate per-sample global-frame Boxes into the evaluators' DetectionBoxes (size as w, l, h)."""
     tokens, centers, sizes, quats, vels, names, scores, attrs = [], [], [], [], [], [], [], []
     for token, boxes in samples:

@@ -28,7 +28,7 @@ import numpy as np
 from stridegen.core.errors import PredictionFormatError
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.formats.detection_boxes import DetectionBoxes
-from stridegen.formats.results_json import is_number, number_vector, read_results_json
+from stridegen.formats.results_json import is_number, number_vector, read_results_json, results_samples
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity",
                                     "detection_name", "detection_score", "attribute_name")
@@ -46,13 +46,6 @@ class LoadedResults:
     sample_tokens: list[str]  # the keys of "results", in file order
     nan_velocity: int  # boxes whose velocity is NaN (accepted; they do not count in mAVE)
     path: str
-
-
-def _read_json(path: Path) -> dict:
-    data = read_results_json(path)
-    if not isinstance(data, dict):
-        raise PredictionFormatError(path, "top level must be an object with 'meta' and 'results'")
-    return data
 
 
 def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
@@ -105,25 +98,11 @@ def load_results(path: str | Path, known_sample_tokens: Collection[str] | None =
     ``allow_missing_samples``, in which case it simply has no predictions.
     """
     path = Path(path)
-    data = _read_json(path)
-    for key in ("meta", "results"):
-        if key not in data:
-            raise PredictionFormatError(path, f"missing top-level field {key!r}")
-    if not isinstance(data["meta"], dict):
-        raise PredictionFormatError(path, "field 'meta' must be an object")
-    results = data["results"]
-    if not isinstance(results, dict):
-        raise PredictionFormatError(path, "field 'results' must be an object {sample_token: [boxes]}")
-    if known_sample_tokens is not None:
-        _check_tokens(path, list(results), known_sample_tokens, allow_missing_samples)
-
+    meta, samples = results_samples(read_results_json(path), path, meta_required=True,
+                                    max_boxes_per_sample=max_boxes_per_sample, known_sample_tokens=known_sample_tokens,
+                                    allow_missing_samples=allow_missing_samples, label=lambda key: f"sample {key!r}")
     rows: list[tuple] = []
-    for key, boxes in results.items():
-        if not isinstance(boxes, list):
-            raise PredictionFormatError(path, f"sample {key!r}: value must be a list of boxes")
-        if len(boxes) > max_boxes_per_sample:
-            raise PredictionFormatError(path, f"sample {key!r}: {len(boxes)} boxes; at most "
-                                              f"{max_boxes_per_sample} per sample are allowed")
+    for key, boxes in samples:
         seen: dict[tuple, int] = {}
         for i, box in enumerate(boxes):
             row = _check_box(path, key, i, box)
@@ -134,23 +113,9 @@ def load_results(path: str | Path, known_sample_tokens: Collection[str] | None =
                                                   "(every field equal)")
             seen[fingerprint] = i
             rows.append(row)
-    boxes = _rows_to_boxes(rows)
-    nan_velocity = int(np.isnan(boxes.velocity).any(axis=1).sum())
-    return LoadedResults(boxes, data["meta"], list(results), nan_velocity, str(path))
-
-
-def _check_tokens(path: Path, tokens: Sequence[str], known: Collection[str], allow_missing: bool) -> None:
-    known_set = set(known)
-    unknown = [t for t in tokens if t not in known_set]
-    if unknown:
-        raise PredictionFormatError(path, f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
-                                          f"{unknown[:3]} (wrong split or wrong log?)")
-    if not allow_missing:
-        present = set(tokens)
-        missing = [t for t in known if t not in present]
-        if missing:
-            raise PredictionFormatError(path, f"{len(missing)} ground-truth sample(s) have no entry in 'results', "
-                                              f"e.g. {missing[:3]} (give them an empty list)")
+    detections = _rows_to_boxes(rows)
+    nan_velocity = int(np.isnan(detections.velocity).any(axis=1).sum())
+    return LoadedResults(detections, meta, [key for key, _ in samples], nan_velocity, str(path))
 
 
 def _rows_to_boxes(rows: list[tuple]) -> DetectionBoxes:

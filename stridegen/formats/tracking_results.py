@@ -28,7 +28,7 @@ import numpy as np
 
 from stridegen.core.errors import PredictionFormatError
 from stridegen.core.vocabulary import TRACKING_CLASSES
-from stridegen.formats.results_json import is_number, number_vector, read_results_json
+from stridegen.formats.results_json import is_number, number_vector, read_results_json, results_samples
 
 REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity", "tracking_id",
                                     "tracking_name", "tracking_score")
@@ -100,30 +100,12 @@ def parse_tracking_results(data: object, path: str | Path = "<results>",
     wrong log).
     """
     path = Path(path)
-    if not isinstance(data, dict):
-        raise PredictionFormatError(path, "top level must be an object with 'meta' and 'results'")
-    if "results" not in data:
-        raise PredictionFormatError(path, "missing top-level field 'results'")
-    meta = data.get("meta", {})
-    if not isinstance(meta, dict):
-        raise PredictionFormatError(path, "field 'meta' must be an object")
-    results = data["results"]
-    if not isinstance(results, dict):
-        raise PredictionFormatError(path, "field 'results' must be an object {sample_token: [boxes]}")
-    if known_sample_tokens is not None:
-        known = set(known_sample_tokens)
-        unknown = [t for t in results if t not in known]
-        if unknown:
-            raise PredictionFormatError(path, f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
-                                              f"{unknown[:3]} (wrong split or wrong log?)")
+    meta, samples = results_samples(data, path, meta_required=False, max_boxes_per_sample=max_boxes_per_sample,
+                                    known_sample_tokens=known_sample_tokens, allow_missing_samples=True,
+                                    label=lambda key: f"results[{key!r}]")
     class_set = set(class_names)
     rows: list[tuple] = []
-    for key, boxes in results.items():
-        if not isinstance(boxes, list):
-            raise PredictionFormatError(path, f"results[{key!r}]: value must be a list of boxes")
-        if len(boxes) > max_boxes_per_sample:
-            raise PredictionFormatError(path, f"results[{key!r}]: {len(boxes)} boxes; at most "
-                                              f"{max_boxes_per_sample} per sample are allowed")
+    for key, boxes in samples:
         seen: dict[str, int] = {}
         for i, box in enumerate(boxes):
             row = _check_box(path, key, i, box, class_set)
@@ -132,16 +114,15 @@ def parse_tracking_results(data: object, path: str | Path = "<results>",
                                                   f"box {seen[row[5]]} of the same sample")
             seen[row[5]] = i
             rows.append(row)
-    return _rows_to_results(path, meta, list(results), rows)
+    return _rows_to_results(path, meta, [key for key, _ in samples], rows)
 
 
 def _rows_to_results(path: Path, meta: dict, keys: list[str], rows: list[tuple]) -> TrackingResults:
     if rows:
         tokens, translation, size, rotation, velocity, ids, names, scores, num_pts = zip(*rows, strict=True)
     else:
-        tokens, ids, names, scores, num_pts = (), (), (), (), ()
-        translation, size, rotation, velocity = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)),
-                                                 np.zeros((0, 2)))
+        # empty tuples: the reshapes below give the (0, 3) / (0, 4) / (0, 2) float arrays
+        tokens = translation = size = rotation = velocity = ids = names = scores = num_pts = ()
     velocity_arr = np.array(velocity, dtype=np.float64).reshape(-1, 2)
     return TrackingResults(
         path=str(path), meta=meta, sample_tokens=keys, sample_token=_objects(tokens),

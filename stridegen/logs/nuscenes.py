@@ -349,18 +349,19 @@ def read_pcd(path: Path) -> np.ndarray:
         n = int(header["POINTS"][0])
     except (KeyError, ValueError, IndexError, TypeError) as exc:
         raise LogFormatError(path, f"PCD header is malformed ({type(exc).__name__}: {exc})") from None
+    names: tuple[str, ...] = dtype.names or ()  # a structured dtype: never None
     mode = header["DATA"][0].lower()
     if mode == "binary":
         if len(raw) - offset < n * dtype.itemsize:
             raise PointCloudSizeError(path, f"{len(raw) - offset} data bytes for {n} points of {dtype.itemsize} "
                                             "bytes")
         data = np.frombuffer(raw, dtype=dtype, count=n, offset=offset)
-        return np.stack([data[name].astype(np.float32) for name in dtype.names], axis=1).reshape(n, -1)
+        return np.stack([data[name].astype(np.float32) for name in names], axis=1).reshape(n, -1)
     if mode == "ascii":
-        values = np.array(raw[offset:].split(), dtype=np.float64)
-        if values.size != n * len(dtype.names):
-            raise PointCloudSizeError(path, f"{values.size} values for {n} points of {len(dtype.names)} fields")
-        return values.reshape(n, -1).astype(np.float32)
+        numbers = np.array(raw[offset:].split(), dtype=np.float64)
+        if numbers.size != n * len(names):
+            raise PointCloudSizeError(path, f"{numbers.size} values for {n} points of {len(names)} fields")
+        return numbers.reshape(n, -1).astype(np.float32)
     raise LogFormatError(path, f"PCD DATA {mode!r} is not supported (binary and ascii are)")
 
 

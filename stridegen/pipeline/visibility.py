@@ -65,8 +65,8 @@ def mask_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     masks = np.asarray(masks, dtype=bool)
     n = masks.shape[0]
     boxes = np.full((n, 4), np.nan)
-    rows = masks.any(axis=2)  # [N, H]
-    cols = masks.any(axis=1)  # [N, W]
+    rows = np.asarray(masks.any(axis=2))  # [N, H]
+    cols = np.asarray(masks.any(axis=1))  # [N, W]
     area = masks.reshape(n, -1).sum(axis=1).astype(np.int64)
     nonempty = area > 0
     if nonempty.any():

@@ -208,7 +208,7 @@ class SceneView:
         extra = {n: self.table(n) for n in self.table_names if n not in known}
         return SceneRecord(meta, self.frames, self.cameras, images, self.keyframes,  # type: ignore[arg-type]
                            self.skipped_keyframes, self.detections, self.tracks, self.attributes,
-                           self.ground_truth, self.masks, self.regions, self.qa,  # type: ignore[arg-type]
+                           self.ground_truth, self.masks, self.regions, self.qa,
                            extra=extra)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:

@@ -98,7 +98,7 @@ def write_array(group, name: str, value: np.ndarray, is_bytes: bool = False, com
             ds[i] = np.asarray(item, dtype=np.uint8)
         return
     if arr.dtype == object or arr.dtype.kind == "U":
-        data = np.empty(arr.size, dtype=object)
+        data: np.ndarray = np.empty(arr.size, dtype=object)
         data[:] = [str(v) for v in arr.ravel().tolist()]
         data = data.reshape(arr.shape)
         group.create_dataset(name, data=data, dtype=h5py.string_dtype("utf-8"), track_times=False)
@@ -119,9 +119,9 @@ def write_record(group, record: SceneRecord, compression: str = "gzip", level: i
     """Write a scene's tables into an open (empty) scene group."""
     for key, value in record.meta.attrs().items():
         group.attrs[key] = value
-    for key, value in record.counts().items():
+    for key, count in record.counts().items():
         if "/" not in key:  # the per-category QA breakdown lives in the manifest only
-            group.attrs[f"count_{key}"] = np.int64(value)
+            group.attrs[f"count_{key}"] = np.int64(count)
     for table in record.tables():
         _write_table(group, table, compression, level)
     for name in sorted(record.extra):

@@ -110,9 +110,9 @@ def _draw_segment(image: np.ndarray, seg: np.ndarray, color: tuple[int, int, int
         return
     big = 1e7  # keep the float -> int conversion in range; cv2.clipLine then cuts to the drawing rectangle
     p0, p1 = (tuple(np.rint(np.clip(p, -big, big)).astype(np.int64).tolist()) for p in seg)
-    ok, p0, p1 = cv2.clipLine(rect, p0, p1)
+    ok, q0, q1 = cv2.clipLine(rect, p0, p1)
     if ok:
-        cv2.line(image, p0, p1, color, thickness, line_type)
+        cv2.line(image, q0, q1, color, thickness, line_type)
 
 
 def save_rgb(path: str, image_rgb: np.ndarray) -> None:

@@ -20,10 +20,14 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stridegen.core.errors import StrideGenError
+
+if TYPE_CHECKING:
+    from stridegen.shards.reader import SceneView
 
 
 class QuestionNotFoundError(StrideGenError, KeyError):
@@ -43,7 +47,7 @@ class QuestionNotFoundError(StrideGenError, KeyError):
 class QALocation:
     """Where a QA row lives: the scene view and the row of its ``qa`` table."""
 
-    scene: object  # stridegen.shards.reader.SceneView
+    scene: SceneView
     row: int
 
 

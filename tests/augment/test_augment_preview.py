@@ -14,9 +14,10 @@ from stridegen.cli.augment import augment
 from stridegen.core.errors import ConfigError
 from stridegen.formats.images import read_rgb, write_rgb
 from stridegen.viz.contact_sheet import contact_sheet, synthetic_road_scene, tile_rng
+from tests.shared_data import NUSCENES_DEMO, needs
 
 REPO = Path(__file__).resolve().parents[2]
-NUSCENES_CAM_FRONT = REPO.parent / "shared" / "data" / "nuscenes-demo" / "samples" / "CAM_FRONT"
+NUSCENES_CAM_FRONT = NUSCENES_DEMO / "samples" / "CAM_FRONT"
 TEST_OUTPUT = REPO / "test-output"
 
 
@@ -102,7 +103,7 @@ def test_cli_reports_bad_names_and_severities(tmp_path, small_scene):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not NUSCENES_CAM_FRONT.is_dir(), reason="nuscenes-demo fixture not available")
+@needs(NUSCENES_CAM_FRONT)
 def test_nuscenes_demo_contact_sheet_for_a_person_to_look_at():
     """Writes test-output/augment_contact_sheet_nuscenes_demo.jpg (every image corruption x 5 levels, applied at
     1600x900). The fixture's licence forbids committing it; the sheet stays in the git-ignored test-output/."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -13,11 +12,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stridegen.run import augment as split_mod
 from stridegen.cli.augment import augment
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.pipeline.visibility import mask_boxes
+from stridegen.run import augment as split_mod
 from stridegen.run.augment import (
     INDEX_NAME,
     SplitSpec,
@@ -36,9 +35,7 @@ from stridegen.shards.schema import (
     TracksTable,
     str_array,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
+from tests import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 64, 96
 CHANNELS = ("CAM_FRONT", "CAM_BACK")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.eval.answer_parser import (
+from stridegen.eval.lsr.answer_parser import (
     KINDS,
     Failure,
     Parsed,

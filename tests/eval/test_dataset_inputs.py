@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stridegen.eval.lsr_cli import eval_lsr
+from stridegen.eval.lsr.cli import eval_lsr
 from stridegen.logs.synthetic import generate_dataset
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config

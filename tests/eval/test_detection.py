@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,30 +15,26 @@ from hypothesis import strategies as st
 from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
-from stridegen.eval.detection import (
-    CVPR_2019,
-    TP_METRICS,
-    DetectionConfig,
-    calc_ap,
-    calc_tp,
-    cummean,
-    evaluate_detection,
-)
-from stridegen.eval.detection_gt import SampleContext, centers_in_boxes, filter_eval_boxes
+from stridegen.eval.detection.algo import calc_ap, calc_tp, cummean
+from stridegen.eval.detection.data import CVPR_2019, TP_METRICS, DetectionConfig
+from stridegen.eval.detection.evaluate import evaluate_detection
+from stridegen.eval.detection.gt import SampleContext, centers_in_boxes, filter_eval_boxes
 from stridegen.formats.detection_boxes import DetectionBoxes
+from tests.reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
+from tests.shared_data import NUSCENES_DEMO as DEMO
+from tests.shared_data import needs_nuscenes_demo
+
+try:  # nuscenes-devkit is the reference: the tests that use it are marked `devkit`, the others run without it
+    from nuscenes.eval.common.data_classes import EvalBoxes
+    from nuscenes.eval.detection import algo as devkit_algo
+    from nuscenes.eval.detection.data_classes import DetectionBox
+    from nuscenes.eval.detection.data_classes import DetectionConfig as DevkitConfig
+    from nuscenes.eval.detection.evaluate import DetectionEval
+except ImportError:
+    pass
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
 TOL = 1e-9
-
-devkit_algo = pytest.importorskip("nuscenes.eval.detection.algo")
-from nuscenes.eval.common.data_classes import EvalBoxes  # noqa: E402
-from nuscenes.eval.detection.data_classes import DetectionBox  # noqa: E402
-from nuscenes.eval.detection.data_classes import DetectionConfig as DevkitConfig  # noqa: E402
-from nuscenes.eval.detection.evaluate import DetectionEval  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_detection import to_eval_boxes  # noqa: E402  (our boxes -> devkit EvalBoxes, shared with the benchmark)
 
 ATTRS_OF_CLASS = {
     "pedestrian": ATTRIBUTE_NAMES[0:3], "bicycle": ATTRIBUTE_NAMES[3:5], "motorcycle": ATTRIBUTE_NAMES[3:5],
@@ -140,6 +135,7 @@ def noisy_predictions(rng: np.random.Generator, gt: DetectionBoxes, noise: float
 # ---------------------------------------------------------------------------------------------- parity tests
 
 
+@pytest.mark.devkit
 @pytest.mark.parametrize("seed, noise, score_decimals", [(0, 0.4, None), (1, 0.8, 1), (2, 1.5, 2), (3, 0.2, 0)])
 def test_parity_random_scenes(seed: int, noise: float, score_decimals: int | None) -> None:
     rng = np.random.default_rng(seed)
@@ -151,6 +147,7 @@ def test_parity_random_scenes(seed: int, noise: float, score_decimals: int | Non
     assert_parity(gt, pred)
 
 
+@pytest.mark.devkit
 def test_parity_dense_clusters_and_ties() -> None:
     """Many GT within a metre of each other (competition for the same GT), all scores equal."""
     rng = np.random.default_rng(7)
@@ -164,6 +161,7 @@ def test_parity_dense_clusters_and_ties() -> None:
     assert_parity(gt, pred)
 
 
+@pytest.mark.devkit
 def test_parity_exact_distance_ties_and_thresholds() -> None:
     """Distances exactly on a threshold (not a match: strict <) and GT equidistant from a prediction."""
     tokens = ["s"] * 4
@@ -174,6 +172,7 @@ def test_parity_exact_distance_ties_and_thresholds() -> None:
     assert_parity(gt, pred)
 
 
+@pytest.mark.devkit
 def test_parity_rounding_at_threshold() -> None:
     """A distance one ulp from the 0.5 m threshold, where sqrt(dx*dx + dy*dy) and the devkit's np.linalg.norm
     (a BLAS dot product, fused multiply-add on many CPUs) can round to different sides: the match decision must
@@ -188,6 +187,7 @@ def test_parity_rounding_at_threshold() -> None:
     assert metrics.label_aps["car"][0.5] == pytest.approx(1.0 if devkit_dist < 0.5 else 0.0)
 
 
+@pytest.mark.devkit
 def test_parity_perfect_and_empty() -> None:
     rng = np.random.default_rng(11)
     gt = random_gt(rng, 5, 20, DETECTION_NAMES)
@@ -199,6 +199,7 @@ def test_parity_perfect_and_empty() -> None:
     assert_parity(DetectionBoxes.empty(), DetectionBoxes.empty())
 
 
+@pytest.mark.devkit
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_samples=st.integers(1, 4), n_per_sample=st.integers(0, 12),
        n_false=st.integers(0, 15), noise=st.floats(0.05, 3.0), decimals=st.sampled_from([None, 0, 1]))
@@ -211,7 +212,7 @@ def test_parity_hypothesis(seed: int, n_samples: int, n_per_sample: int, n_false
 
 def test_chunked_matching_equals_one_pass() -> None:
     """Matching in sample chunks (bounded memory) gives exactly the matches of one pass."""
-    from stridegen.eval.detection import match_boxes
+    from stridegen.eval.detection.algo import match_boxes
 
     rng = np.random.default_rng(9)
     gt = random_gt(rng, 15, 30, DETECTION_NAMES)
@@ -224,6 +225,7 @@ def test_chunked_matching_equals_one_pass() -> None:
     np.testing.assert_array_equal(one.match_dist, chunked.match_dist)
 
 
+@pytest.mark.devkit
 def test_parity_other_config() -> None:
     cfg = dict(CVPR_2019, dist_ths=[0.25, 1.0, 3.0], dist_th_tp=1.0, min_recall=0.2, min_precision=0.3,
                mean_ap_weight=3)
@@ -259,6 +261,7 @@ def _hand_case() -> tuple[DetectionBoxes, DetectionBoxes]:
     return gt, pred
 
 
+@pytest.mark.devkit
 def test_hand_computed_case() -> None:
     """Worked by hand on the 101-point grid (recall 1/3 and 2/3 fall between grid points).
 
@@ -293,6 +296,7 @@ def test_hand_computed_case() -> None:
     assert_parity(gt, pred)
 
 
+@pytest.mark.devkit
 def test_tie_order_follows_devkit() -> None:
     """Equal scores: the devkit sorts (score, index) ascending and reverses, so the later row goes first."""
     gt = DetectionBoxes(["s"], [[0, 0, 0]], np.ones((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 2)), ["car"])
@@ -314,6 +318,7 @@ def test_barrier_orientation_has_period_pi() -> None:
     assert math.isnan(metrics.label_tp_errors["barrier"]["vel_err"])
 
 
+@pytest.mark.devkit
 def test_cummean_and_calc_functions() -> None:
     np.testing.assert_allclose(cummean(np.array([np.nan, 1.0, np.nan, 3.0])), [0.0, 1.0, 1.0, 2.0])
     np.testing.assert_array_equal(cummean(np.array([np.nan, np.nan])), [1.0, 1.0])
@@ -327,6 +332,7 @@ def test_cummean_and_calc_functions() -> None:
 # ---------------------------------------------------------------------------------------------- config and input
 
 
+@pytest.mark.devkit
 def test_config_yaml_matches_devkit_json() -> None:
     import nuscenes
 
@@ -383,6 +389,7 @@ class FakeNusc:
         return self.tables[(table, token)]
 
 
+@pytest.mark.devkit
 def test_filter_parity_with_devkit() -> None:
     from nuscenes.eval.common.loaders import add_center_dist
     from nuscenes.eval.common.loaders import filter_eval_boxes as devkit_filter
@@ -424,6 +431,7 @@ def test_filter_parity_with_devkit() -> None:
     np.testing.assert_array_equal(ours_rows[np.lexsort(ours_rows.T)], theirs_rows[np.lexsort(theirs_rows.T)])
 
 
+@pytest.mark.devkit
 def test_centers_in_boxes_matches_devkit_points_in_box() -> None:
     from nuscenes.utils.data_classes import Box
     from nuscenes.utils.geometry_utils import points_in_box
@@ -442,7 +450,8 @@ def test_centers_in_boxes_matches_devkit_points_in_box() -> None:
     assert 30 < ours.sum() < k - 30
 
 
-@pytest.mark.skipif(not DEMO.exists(), reason="nuscenes-demo fixture missing")
+@pytest.mark.devkit
+@needs_nuscenes_demo
 def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
     """Real nuScenes keyframe: our GT gathering + filtering + metrics vs the devkit on its own NuScenes db."""
     from nuscenes import NuScenes
@@ -450,8 +459,8 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
     from nuscenes.eval.common.loaders import filter_eval_boxes as devkit_filter
     from nuscenes.eval.detection.utils import category_to_detection_name
 
-    from stridegen.eval.detection_cli import evaluate_log
-    from stridegen.eval.detection_gt import load_detection_gt
+    from stridegen.eval.detection.evaluate import evaluate_log
+    from stridegen.eval.detection.gt import load_detection_gt
     from stridegen.formats.nuscenes_results import load_results, write_results
 
     gt, context = load_detection_gt(DEMO)
@@ -493,13 +502,13 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
     assert 0 < report.metrics.mean_ap < 1
 
 
-@pytest.mark.skipif(not DEMO.exists(), reason="nuscenes-demo fixture missing")
+@needs_nuscenes_demo
 def test_cli_command_writes_summary(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from stridegen.eval.detection_cli import eval_detection
-    from stridegen.eval.detection_gt import load_detection_gt
+    from stridegen.eval.detection.cli import eval_detection
+    from stridegen.eval.detection.gt import load_detection_gt
     from stridegen.formats.nuscenes_results import write_results
 
     gt, context = load_detection_gt(DEMO)

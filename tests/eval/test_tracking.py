@@ -1,16 +1,14 @@
 """nuScenes tracking metrics: known answers, properties, and parity with nuscenes-devkit 1.2.0.
 
-The devkit is the reference: ``benchmarks/bench_tracking.py`` runs its own loaders (filter, score averaging,
+The devkit is the reference: ``tests/reference/devkit_tracking.py`` runs its own loaders (filter, score averaging,
 interpolation) and ``TrackingEval.evaluate`` on the same records through a stand-in for the ``NuScenes`` tables;
 the end-to-end test writes a small nuScenes-format log and runs the real ``NuScenes`` + ``TrackingEval`` on it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 import warnings
 from pathlib import Path
 
@@ -20,33 +18,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridegen.eval.tracking import (
-    TRACKING_METRICS,
-    RackBoxes,
-    Timeline,
-    TrackBoxes,
-    TrackingConfig,
-    average_track_scores,
-    compute_thresholds,
-    evaluate_tracking,
-    filter_tracks,
-    interpolate_tracks,
-)
+from stridegen.eval.tracking.algo import average_track_scores, compute_thresholds, filter_tracks, interpolate_tracks
+from stridegen.eval.tracking.data import TRACKING_METRICS, RackBoxes, Timeline, TrackBoxes, TrackingConfig
+from stridegen.eval.tracking.evaluate import evaluate_tracking
+from tests.reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
+from tests.shared_data import NUSCENES_DEMO as DEMO
+from tests.shared_data import needs_nuscenes_demo
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
-
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("bench_tracking", REPO / "benchmarks" / "bench_tracking.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_tracking"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
-devkit = pytest.importorskip("nuscenes.eval.tracking.evaluate")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -102,6 +81,7 @@ def _assert_devkit_agrees(data, ours=None) -> None:
 # ---------------------------------------------------------------------------------------------- config
 
 
+@pytest.mark.devkit
 def test_config_yaml_code_and_devkit_json_agree():
     from nuscenes.eval.common.config import config_factory
 
@@ -187,6 +167,7 @@ def test_compute_thresholds_known_values():
 # ---------------------------------------------------------------------------------------------- known answers
 
 
+@pytest.mark.devkit
 def test_perfect_tracks_give_amota_one_and_no_switch():
     tl = _timeline(6, n_scenes=2)
     rows = [(f, f"t{k}", cls, 3.0 * k, 0.5 * f) for f in range(12) for k, cls in
@@ -207,6 +188,7 @@ def test_perfect_tracks_give_amota_one_and_no_switch():
     _assert_devkit_agrees(_records(tl, gt, pred), result)
 
 
+@pytest.mark.devkit
 def test_single_id_switch_is_counted_once():
     tl = _timeline(6)
     gt = _boxes([(f, "obj", "car", 10.0 + f, 5.0) for f in range(6)], gt=True)
@@ -219,6 +201,7 @@ def test_single_id_switch_is_counted_once():
     _assert_devkit_agrees(_records(tl, gt, pred), result)
 
 
+@pytest.mark.devkit
 def test_fragmentation_counts_a_lost_and_regained_track():
     tl = _timeline(7)
     gt = _boxes([(f, "obj", "car", 0.0, 2.0 * f) for f in range(7)], gt=True)
@@ -232,6 +215,7 @@ def test_fragmentation_counts_a_lost_and_regained_track():
     _assert_devkit_agrees(_records(tl, gt, pred), result)
 
 
+@pytest.mark.devkit
 def test_class_with_gt_but_no_prediction_takes_worst_values():
     tl = _timeline(4)
     gt = _boxes([(f, "b1", "bus", 0.0, 0.0) for f in range(4)] + [(f, "c1", "car", 9.0, 0.0) for f in range(4)],
@@ -262,6 +246,7 @@ def test_validation_rejects_duplicate_ids_and_unknown_classes():
 # ---------------------------------------------------------------------------------------------- parity
 
 
+@pytest.mark.devkit
 @pytest.mark.parametrize("seed,scenes,frames,tracks,mode", [
     (1, 2, 10, 8, "plain"),
     (2, 2, 10, 10, "dense"),
@@ -286,6 +271,7 @@ def test_parity_with_devkit_on_random_scenes(seed, scenes, frames, tracks, mode)
     _assert_devkit_agrees(data)
 
 
+@pytest.mark.devkit
 def test_parity_survives_a_changed_config():
     data = bench.make_synthetic(7, 2, 10, 10)
     cfg_dict = _devkit_cfg_dict()
@@ -321,9 +307,10 @@ def _scenes(draw):
         cls = draw(st.sampled_from(["car", "pedestrian", "bus"]))
         start = draw(st.integers(0, n_frames - 1))
         stop = draw(st.integers(start + 1, n_frames))
-        x0 = draw(st.floats(-30, 30))
-        y0 = draw(st.floats(-30, 30))
-        vx = draw(st.floats(-3, 3))
+        # Inside every class's evaluation range (pedestrian: 40 m) at every frame: |x| <= 20 + 2 * 7, |y| <= 20.
+        x0 = draw(st.floats(-20, 20))
+        y0 = draw(st.floats(-20, 20))
+        vx = draw(st.floats(-2, 2))
         for f in range(start, stop):
             rows.append((f, f"t{k}", cls, x0 + vx * f, y0))
     return n_frames, rows
@@ -344,6 +331,7 @@ def test_property_perfect_predictions(scene, score):
         assert result.label_metrics["amota"][cls] == pytest.approx(1.0)
 
 
+@pytest.mark.devkit
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**31 - 1))
 def test_property_renaming_prediction_ids_changes_nothing(seed):
@@ -435,13 +423,15 @@ def _results_json(data, scenes: set[int] | None = None) -> dict:
     return {"meta": {"use_lidar": True}, "results": results}
 
 
+@pytest.mark.devkit
 def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     from nuscenes import NuScenes
     from nuscenes.eval.common.config import config_factory
     from nuscenes.eval.tracking.evaluate import TrackingEval
     from typer.testing import CliRunner
 
-    from stridegen.eval.tracking_cli import eval_tracking, evaluate_log
+    from stridegen.eval.tracking.cli import eval_tracking
+    from stridegen.eval.tracking.evaluate import evaluate_log
 
     data = bench.make_synthetic(11, 2, 8, 8)
     write_nuscenes_log(tmp_path / "log", data)
@@ -474,9 +464,10 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     assert set(summary["label_metrics"]) >= set(TRACKING_METRICS)
 
 
+@pytest.mark.devkit
 def test_cli_skips_uncovered_scenes_and_rejects_partial_ones(tmp_path):
     from stridegen.core.errors import PredictionFormatError
-    from stridegen.eval.tracking_cli import evaluate_log
+    from stridegen.eval.tracking.evaluate import evaluate_log
 
     data = bench.make_synthetic(12, 3, 6, 6)
     write_nuscenes_log(tmp_path / "log", data)
@@ -492,11 +483,11 @@ def test_cli_skips_uncovered_scenes_and_rejects_partial_ones(tmp_path):
         evaluate_log(tmp_path / "log", pred_path)
 
 
-@pytest.mark.skipif(not DEMO.is_dir(), reason="real fixture ../shared/data/nuscenes-demo not present")
+@needs_nuscenes_demo
 def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
     from stridegen.core.vocabulary import CATEGORY_TO_TRACKING
-    from stridegen.eval.tracking_cli import evaluate_log
-    from stridegen.eval.tracking_gt import load_tracking_gt
+    from stridegen.eval.tracking.evaluate import evaluate_log
+    from stridegen.eval.tracking.gt import load_tracking_gt
 
     gt = load_tracking_gt(DEMO)
     tables = DEMO / "v1.0-demo"
@@ -582,6 +573,7 @@ def _tiny_tracking_problem(draw):
     return tl, _boxes(gt_rows, gt=True), _boxes(pred_rows, gt=False)
 
 
+@pytest.mark.devkit
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_tiny_tracking_problem())
 def test_property_devkit_parity_on_degenerate_scenes(problem):

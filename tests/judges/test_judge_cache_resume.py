@@ -20,8 +20,6 @@ from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import Completion, JudgeItem
 from stridegen.eval.judges.runner import run_judge, summarise
 
-pytest.importorskip("openai")
-
 REPO = Path(__file__).resolve().parents[2]
 QUESTION_ID = re.compile(r"\[Question\]\nQ(\d+)\?")
 
@@ -44,6 +42,7 @@ def _items(n: int) -> list[JudgeItem]:
     return [JudgeItem(id=f"item{i}", question=f"Q{i}?", answer=f"answer {i}", category="c") for i in range(n)]
 
 
+@pytest.mark.openai
 def test_errors_are_recorded_not_cached_and_not_averaged(tmp_path: Path):
     # item0: unparseable reply on the first run; item1: server errors forever; item2: fine.
     def script(body, seen):

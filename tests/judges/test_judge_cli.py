@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from stridegen.eval.judges.cli import judge_app
 
-pytest.importorskip("openai")
 runner = CliRunner()
 
 
@@ -32,6 +31,7 @@ def _write_items(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.openai
 def test_run_writes_verdicts_summary_and_sends_images(tmp_path: Path):
     items = _write_items(tmp_path)
     out = tmp_path / "out"
@@ -67,6 +67,7 @@ def test_run_writes_verdicts_summary_and_sends_images(tmp_path: Path):
     assert "overall" in again.output and "requests sent 0, cached 3" in again.output
 
 
+@pytest.mark.openai
 def test_failed_items_give_exit_code_2_and_are_not_scored(tmp_path: Path):
     items = _write_items(tmp_path)
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("no verdict here"))) as server:

@@ -20,8 +20,6 @@ from stridegen.eval.judges.client import (
 from stridegen.eval.judges.ratelimit import RateLimiter
 from stridegen.eval.judges.records import BudgetExceededError, JudgeRequestError
 
-pytest.importorskip("openai")
-
 
 def _settings(server: ScriptedServer, **kw) -> ClientSettings:
     base = {"base_url": server.base_url, "model": "scripted-judge", "timeout_s": 0.5, "max_retries": 4,
@@ -42,6 +40,7 @@ class SleepRecorder:
         time.sleep(min(s, 0.01))
 
 
+@pytest.mark.openai
 def test_each_fault_is_retried_until_success():
     # First reply for each request is a fault chosen by the request text; the second is a good completion.
     faults = {
@@ -75,6 +74,7 @@ def test_each_fault_is_retried_until_success():
         assert len(server.requests) == 2 * len(faults)
 
 
+@pytest.mark.openai
 def test_retries_exhausted_raise_typed_error_with_kind():
     with ScriptedServer(lambda body, seen: Reply(500, {"error": {"message": "down"}})) as server:
         client = ChatClient(_settings(server, max_retries=2), sleep=lambda s: None)
@@ -85,6 +85,7 @@ def test_retries_exhausted_raise_typed_error_with_kind():
         assert len(server.requests) == 3
 
 
+@pytest.mark.openai
 def test_client_errors_are_not_retried():
     with ScriptedServer(lambda body, seen: Reply(400, {"error": {"message": "bad request"}})) as server:
         client = ChatClient(_settings(server), sleep=lambda s: None)
@@ -94,6 +95,7 @@ def test_client_errors_are_not_retried():
         assert len(server.requests) == 1
 
 
+@pytest.mark.openai
 def test_timeout_is_enforced():
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("late"), delay_s=1.0)) as server:
         client = ChatClient(_settings(server, timeout_s=0.2, max_retries=0), sleep=lambda s: None)
@@ -104,6 +106,7 @@ def test_timeout_is_enforced():
         assert time.monotonic() - t0 < 0.9
 
 
+@pytest.mark.openai
 def test_budget_refuses_before_sending():
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("ok", 1000, 1000))) as server:
         # 1 $/token in, 1 $/token out (absurd prices make the arithmetic obvious): budget $0.01 buys nothing.

@@ -18,8 +18,6 @@ from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import run_judge
 
-pytest.importorskip("openai")
-
 CLEAN = "The white car ahead is braking, so the ego vehicle should slow down and keep a safe gap."
 PREFERRED_B = "Slow down gradually behind the braking car and keep two seconds of headway."
 
@@ -62,6 +60,7 @@ def _raw_hostile(body: dict) -> list[str]:
     return [s.strip() for s in HOSTILE_SUFFIXES]
 
 
+@pytest.mark.openai
 @pytest.mark.parametrize("mode", ["robust", "faithful"])
 @pytest.mark.parametrize("method", list(METHOD_ITEMS))
 def test_hostile_answers_score_like_the_clean_answer(tmp_path: Path, method: str, mode: str):

@@ -14,8 +14,6 @@ from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import load_items, run_judge
 
-pytest.importorskip("openai")
-
 
 def _items(n: int) -> list[JudgeItem]:
     return [JudgeItem(id=f"i{k}", question=f"Q{k}?", answer=f"A{k}", reference="R", category=f"c{k % 2}")
@@ -28,6 +26,7 @@ def _client(server: ScriptedServer, **kw) -> ChatClient:
     return ChatClient(ClientSettings(**{**base, **kw}))
 
 
+@pytest.mark.openai
 def test_concurrency_is_bounded_and_no_item_is_lost_under_faults(tmp_path: Path):
     lock = threading.Lock()
     state = {"in_flight": 0, "peak": 0}
@@ -68,6 +67,7 @@ def test_concurrency_is_bounded_and_no_item_is_lost_under_faults(tmp_path: Path)
     assert result.summary["groups"]["category:c0"]["n"] == 6
 
 
+@pytest.mark.openai
 def test_budget_refusals_are_errors_not_zeros(tmp_path: Path):
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("Rating: [[9]]", 10, 5))) as server:
         client = _client(server, price_input_per_mtok=1e6, price_output_per_mtok=1e6, budget_usd=1e-9)
@@ -80,6 +80,7 @@ def test_budget_refusals_are_errors_not_zeros(tmp_path: Path):
     assert {e["kind"] for e in VerdictCache(tmp_path).errors()} == {"budget"}
 
 
+@pytest.mark.openai
 def test_unexpected_exception_loses_one_request_not_the_run(tmp_path: Path):
     calls = {"n": 0}
 

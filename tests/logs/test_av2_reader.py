@@ -15,22 +15,19 @@ from stridegen.core.errors import InvalidPoseError
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.av2 import AV2_TO_DETECTION, AV2Reader, slerp
+from tests.shared_data import AV2_LOGS, needs_av2
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 Rotation = pytest.importorskip("scipy.spatial.transform").Rotation
 Slerp = pytest.importorskip("scipy.spatial.transform").Slerp
 
-REPO = Path(__file__).resolve().parents[2]
-AV2_LOGS = REPO.parent / "shared" / "data" / "av2" / "logs"
 LOG_A = "7fab2350-7eaf-3b7e-a39d-6937a4c1bede"
 LOG_B = "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
 
-pytestmark = pytest.mark.skipif(not AV2_LOGS.is_dir(), reason="../shared/data/av2 not present")
-
 
 @pytest.fixture(scope="module")
-def reader() -> AV2Reader:
+def reader(av2_logs: Path) -> AV2Reader:  # skips where ../shared/data/av2 is absent
     r = open_log(AV2_LOGS)
     assert isinstance(r, AV2Reader)
     return r
@@ -177,6 +174,7 @@ def _copy_log_with_poses(tmp_path: Path, log_id: str, keep) -> Path:
     return dst
 
 
+@needs_av2
 def test_pose_interpolation_when_no_exact_match(tmp_path: Path) -> None:
     ann = _annotations_df(LOG_A)
     stamps = np.unique(ann.timestamp_ns.to_numpy())
@@ -196,6 +194,7 @@ def test_pose_interpolation_when_no_exact_match(tmp_path: Path) -> None:
     assert np.allclose(frame.T_global_from_ego, _T_city_from_ego_scipy(poses.loc[target]), atol=1e-3)
 
 
+@needs_av2
 def test_pose_outside_range_raises(tmp_path: Path) -> None:
     first = int(_annotations_df(LOG_B).timestamp_ns.min())
     log = _copy_log_with_poses(tmp_path, LOG_B, lambda p: p.timestamp_ns > first)

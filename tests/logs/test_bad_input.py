@@ -18,19 +18,15 @@ from stridegen.core.errors import (
     UnknownChannelError,
 )
 from stridegen.logs import open_log
+from tests.shared_data import AV2_LOGS, missing_reason
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data"
-DEMO = DATA / "nuscenes-demo"
-AV2_LOG = DATA / "av2" / "logs" / "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
-
-pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="../shared/data not present")
+AV2_LOG = AV2_LOGS / "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
 
 
 @pytest.fixture()
-def demo_copy(tmp_path: Path) -> Path:
+def demo_copy(tmp_path: Path, nuscenes_demo: Path) -> Path:  # skips where ../shared/data/nuscenes-demo is absent
     root = tmp_path / "nuscenes"
-    shutil.copytree(DEMO, root)
+    shutil.copytree(nuscenes_demo, root)
     return root
 
 
@@ -176,7 +172,7 @@ def test_unknown_layout_and_ambiguous_version(tmp_path: Path, demo_copy: Path) -
 @pytest.fixture()
 def av2_copy(tmp_path: Path) -> Path:
     if not AV2_LOG.is_dir():
-        pytest.skip("../shared/data/av2 not present")
+        pytest.skip(missing_reason(AV2_LOG))
     root = tmp_path / AV2_LOG.name
     shutil.copytree(AV2_LOG, root, ignore=shutil.ignore_patterns("map"))
     return root

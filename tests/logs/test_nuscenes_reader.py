@@ -17,23 +17,21 @@ from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import neighbour_velocity
 from stridegen.logs.nuscenes import NuScenesReader
 from stridegen.viz.boxes3d import boxes_in_image, corners_in_camera, render_annotations, save_rgb
+from tests.shared_data import NUSCENES_DEMO as DEMO
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
 CAMERAS = ("CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_FRONT_LEFT", "CAM_BACK", "CAM_BACK_LEFT", "CAM_BACK_RIGHT")
-
-pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="../shared/data/nuscenes-demo not present")
 
 
 @pytest.fixture(scope="module")
-def demo_reader() -> NuScenesReader:
+def demo_reader(nuscenes_demo: Path) -> NuScenesReader:  # skips where ../shared/data/nuscenes-demo is absent
     reader = open_log(DEMO)
     assert isinstance(reader, NuScenesReader)
     return reader
 
 
 @pytest.fixture(scope="module")
-def devkit():
+def devkit(nuscenes_demo: Path):
     nuscenes = pytest.importorskip("nuscenes.nuscenes")
     return nuscenes.NuScenes("v1.0-demo", str(DEMO), verbose=False)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,8 @@ from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
 from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.detect.simulated import ClassErrorModel, SimulatedProfile, load_profiles, perturb
-
-DEMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nuscenes-demo"
+from tests.shared_data import NUSCENES_DEMO as DEMO
+from tests.shared_data import needs_nuscenes_demo
 
 
 def _gt(n, label="car", seed=0):
@@ -76,7 +74,7 @@ def test_registry_errors():
         make_detector("simulated", profile="nope")
 
 
-@pytest.mark.skipif(not DEMO.exists(), reason="needs ../shared/data/nuscenes-demo")
+@needs_nuscenes_demo
 def test_oracle_and_simulated_on_nuscenes_demo():
     from stridegen.logs import open_log
 
@@ -92,7 +90,7 @@ def test_oracle_and_simulated_on_nuscenes_demo():
     assert len(a) != len(c) or not np.allclose(a.center, c.center)
 
 
-@pytest.mark.skipif(not DEMO.exists(), reason="needs ../shared/data/nuscenes-demo")
+@needs_nuscenes_demo
 def test_precomputed_round_trips_a_results_file(tmp_path):
     import json
 

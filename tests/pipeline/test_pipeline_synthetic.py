@@ -107,7 +107,7 @@ def test_tracker_switches_on_annotated_boxes_come_only_from_long_occlusions(synt
 
 
 def test_detector_validation_perfect_and_bevfusion_profiles(synthetic_log):
-    from stridegen.eval.detector_validation import validate_detector
+    from stridegen.eval.validate.scoring import validate_detector
 
     reader = open_log(synthetic_log)
     _, perfect = validate_detector(reader, make_detector("simulated", profile="perfect"))
@@ -160,7 +160,7 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
 
 
 def test_validate_reports_perfect_detection_for_the_oracle(synthetic_log):
-    from stridegen.eval.validate import validate_log
+    from stridegen.eval.validate.scoring import validate_log
 
     reader = open_log(synthetic_log)
     report = validate_log(reader, make_detector("oracle", min_lidar_points=1))

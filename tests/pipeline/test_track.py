@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +10,8 @@ from hypothesis import strategies as st
 from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import CenterTracker, TrackerConfig, greedy_match, track_scene
 from tests.reference.plain_tracker import PlainTracker
+from tests.shared_data import AV2_LOGS as AV2
+from tests.shared_data import needs_av2
 
 
 def dets(rows, frame="global"):
@@ -132,17 +131,13 @@ def test_agrees_with_plain_reference(seed):
         assert got == want
 
 
-AV2 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "av2" / "logs"
-
-
-@pytest.mark.skipif(not AV2.exists(), reason="needs ../shared/data/av2")
+@needs_av2
 def test_tracker_on_real_av2_tracks(tmp_path):
     import json
 
-    from av2_tracking_report import tracking_results
-
-    from stridegen.eval.tracking_cli import evaluate_log
+    from stridegen.eval.tracking.evaluate import evaluate_log
     from stridegen.logs import open_log
+    from tests.tracking_on_truth import tracking_results
 
     log_dir = AV2 / "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
     path = tmp_path / "tracks.json"

@@ -48,7 +48,7 @@ def test_unknown_names_and_kinds_are_config_errors():
         registry.resolve("detector", "no_such_module_xyz:Thing")
     with pytest.raises(ConfigError, match="has no attribute 'Nope'"):
         registry.resolve("detector", "stridegen.pipeline.detect.oracle:Nope")
-    with pytest.raises(ConfigError, match="package.module:Factory"):
+    with pytest.raises(ConfigError, match=r"package\.module:Factory"):
         registry.register("detector", "bad", "not a target")
 
 

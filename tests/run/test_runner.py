@@ -119,7 +119,7 @@ def test_backend_options_and_names_are_checked_when_the_config_loads(plugin_modu
         load_build_config(None, ["detector.name=nope"])
     with pytest.raises(ConfigError, match="unknown segmenter"):
         load_build_config(None, ["segmenter.name=sam3"])
-    with pytest.raises(ConfigError, match="qa.spatial_options: unknown key"):
+    with pytest.raises(ConfigError, match=r"qa\.spatial_options: unknown key"):
         load_build_config(None, ["qa.spatial_options.lateral_min=1"])
     with pytest.raises(ConfigError, match="not offsets of the keyframe window"):
         load_build_config(None, ["qa.temporal_options.context_offsets_s=[-1.25,0.0]"])

@@ -25,9 +25,10 @@ from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.journal import Journal
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import KeyframesTable
+from tests.shared_data import NUSCENES_DEMO as DEMO
+from tests.shared_data import needs_nuscenes_demo
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
 SYNTH = {"scenes": 2, "seconds": 8.0, "seed": 0, "width": 320, "height": 180}
 
 
@@ -109,6 +110,7 @@ def test_reference_build_content(reference_build, synth_log):
     assert m["source"]["format"] == "nuscenes"
 
 
+@needs_nuscenes_demo
 def test_demo_fixture_with_single_frame_overrides(tmp_path):
     cfg = load_build_config(None, ["keyframes.start_s=0", "keyframes.require_full_window=false",
                                    "cameras.channels=[CAM_FRONT, CAM_BACK]"])

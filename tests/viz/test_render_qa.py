@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import cv2
@@ -25,9 +24,7 @@ from stridegen.shards.schema import (
 )
 from stridegen.viz.render_qa import QuestionNotFoundError, render_qa, safe_file_stem
 from stridegen.viz.som import draw_set_of_marks
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
+from tests import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 90, 160
 N_FRAMES = 4

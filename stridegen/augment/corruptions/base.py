@@ -71,7 +71,7 @@ class PixelMap:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.map_x.shape  # type: ignore[return-value]
+        return self.map_x.shape
 
     def _check(self, array: np.ndarray) -> None:
         if array.shape[:2] != self.shape:

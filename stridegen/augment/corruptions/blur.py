@@ -53,9 +53,13 @@ def sparse_filter2d(array: np.ndarray, kernel: np.ndarray, anchor: tuple[int, in
     if kernel.size < _DFT_MIN_KERNEL_AREA or cv2.ocl.useOpenCL():
         return cv2.filter2D(array, -1, kernel, anchor=anchor, borderType=cv2.BORDER_REPLICATE)
     h, w = array.shape[:2]
-    parent = cv2.UMat(np.concatenate([array, array[-1:]], axis=0))
+    # The OpenCV stubs lack the UMat(ndarray) constructor and the mixed UMat-source / ndarray-kernel call of
+    # filter2D that the bindings accept at run time.
+    parent = cv2.UMat(np.concatenate([array, array[-1:]], axis=0))  # type: ignore[call-overload]
     roi = cv2.UMat(parent, [0, h], [0, w])
-    return cv2.filter2D(roi, -1, kernel, anchor=anchor, borderType=cv2.BORDER_REPLICATE).get()
+    filtered = cv2.filter2D(roi, -1, kernel, anchor=anchor,  # type: ignore[call-overload]
+                            borderType=cv2.BORDER_REPLICATE)
+    return filtered.get()
 
 
 def motion_blur_array(array: np.ndarray, radius: int, sigma: float, angle_deg: float) -> np.ndarray:

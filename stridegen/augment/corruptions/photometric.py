@@ -190,7 +190,10 @@ def _jpeg(image_rgb: np.ndarray, quality: int, rng: np.random.Generator) -> np.n
     ok, data = cv2.imencode(".jpg", cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:  # pragma: no cover - OpenCV always encodes a valid uint8 image
         raise RuntimeError("JPEG encoding failed")
-    return cv2.cvtColor(cv2.imdecode(data, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    decoded = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if decoded is None:  # pragma: no cover - OpenCV decodes what it has just encoded
+        raise RuntimeError("JPEG decoding failed")
+    return cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB)
 
 
 JPEG_COMPRESSION = Corruption(

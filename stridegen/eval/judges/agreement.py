@@ -15,12 +15,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+# One rater's values: a list of numbers or a 1-D float array.
+Floats: TypeAlias = "Sequence[float] | npt.NDArray[np.floating[Any]]"
+# One column that the bootstrap resamples by row: a list or a 1-D array of any dtype.
+Column: TypeAlias = "Sequence[Any] | npt.NDArray[Any]"
 
 
-def _finite_pair(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _finite_pair(a: Floats, b: Floats) -> tuple[FloatArray, FloatArray]:
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"expected two 1-D arrays of equal length, got {x.shape} and {y.shape}")
@@ -28,7 +35,7 @@ def _finite_pair(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np
     return x[keep], y[keep]
 
 
-def pearson(a: Sequence[float], b: Sequence[float]) -> float:
+def pearson(a: Floats, b: Floats) -> float:
     x, y = _finite_pair(a, b)
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
@@ -37,7 +44,7 @@ def pearson(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.pearsonr(x, y).statistic)
 
 
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+def spearman(a: Floats, b: Floats) -> float:
     x, y = _finite_pair(a, b)
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
@@ -46,7 +53,7 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-def kendall(a: Sequence[float], b: Sequence[float]) -> float:
+def kendall(a: Floats, b: Floats) -> float:
     x, y = _finite_pair(a, b)
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
@@ -55,20 +62,19 @@ def kendall(a: Sequence[float], b: Sequence[float]) -> float:
     return float(stats.kendalltau(x, y).statistic)  # tau-b
 
 
-def per_sample_pearson(a_dims: Sequence[Sequence[float]], b_dims: Sequence[Sequence[float]]) -> np.ndarray:
+def per_sample_pearson(a_dims: Sequence[Floats], b_dims: Sequence[Floats]) -> FloatArray:
     """Pearson r across dimensions for each sample (NaN where undefined)."""
     return np.array([pearson(x, y) for x, y in zip(a_dims, b_dims, strict=True)], dtype=float)
 
 
-def sample_level_pearson(a_dims: Sequence[Sequence[float]], b_dims: Sequence[Sequence[float]]
-                         ) -> tuple[float, int]:
+def sample_level_pearson(a_dims: Sequence[Floats], b_dims: Sequence[Floats]) -> tuple[float, int]:
     """Mean over samples of the Pearson r across dimensions; returns (mean r, number of samples used)."""
     rs = per_sample_pearson(a_dims, b_dims)
     used = rs[np.isfinite(rs)]
     return (float(used.mean()) if len(used) else float("nan")), len(used)
 
 
-def system_level_pearson(a: Sequence[float], b: Sequence[float], systems: Sequence[str]) -> float:
+def system_level_pearson(a: Floats, b: Floats, systems: Sequence[str]) -> float:
     """Pearson r between per-system mean scores of the two raters."""
     names = sorted(set(systems))
     sys_arr = np.asarray(systems)
@@ -78,7 +84,7 @@ def system_level_pearson(a: Sequence[float], b: Sequence[float], systems: Sequen
     return pearson(ma, mb)
 
 
-def pairwise_agreement(a: Sequence[float], b: Sequence[float], groups: Sequence[str] | None = None,
+def pairwise_agreement(a: Floats, b: Floats, groups: Sequence[str] | None = None,
                        tie_eps: float = 0.0) -> tuple[float, int]:
     """Agreement on preferences over pairs within each group, ties of either rater excluded.
 
@@ -130,7 +136,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
     return 1.0 - float((w * observed).sum()) / denom
 
 
-def bootstrap_ci(statistic: Callable[..., float], arrays: Sequence[Sequence[Any]], n_boot: int = 1000,
+def bootstrap_ci(statistic: Callable[..., float], arrays: Sequence[Column], n_boot: int = 1000,
                  alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic(*arrays)``, resampling samples (rows) jointly.
 
@@ -151,21 +157,21 @@ def bootstrap_ci(statistic: Callable[..., float], arrays: Sequence[Sequence[Any]
     return float(lo), float(hi)
 
 
-def agreement_report(a: Sequence[float], b: Sequence[float], systems: Sequence[str] | None = None,
-                     groups: Sequence[str] | None = None, a_dims: Sequence[Sequence[float]] | None = None,
-                     b_dims: Sequence[Sequence[float]] | None = None, n_boot: int = 1000, alpha: float = 0.05,
+def agreement_report(a: Floats, b: Floats, systems: Sequence[str] | None = None,
+                     groups: Sequence[str] | None = None, a_dims: Sequence[Floats] | None = None,
+                     b_dims: Sequence[Floats] | None = None, n_boot: int = 1000, alpha: float = 0.05,
                      seed: int = 0) -> dict[str, dict[str, float]]:
     """All agreement metrics with bootstrap intervals: {metric: {"value", "low", "high", "n"}}."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = len(x)
     report: dict[str, dict[str, float]] = {}
 
-    def add(name: str, fn: Callable[..., float], arrays: list[Sequence[Any]], count: int) -> None:
+    def add(name: str, fn: Callable[..., float], arrays: list[Column], count: int) -> None:
         value = fn(*arrays)
         lo, hi = bootstrap_ci(fn, arrays, n_boot, alpha, seed) if n_boot > 0 else (float("nan"),) * 2
         report[name] = {"value": value, "low": lo, "high": hi, "n": count}
 
-    def as_float(*cols: Any) -> list[np.ndarray]:
+    def as_float(*cols: Column) -> list[FloatArray]:
         return [np.asarray(c, dtype=float) for c in cols]
 
     add("pearson", lambda u, v: pearson(*as_float(u, v)), [x, y], n)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from stridegen.eval.judges.records import JudgeItem
 
 judge_app = typer.Typer(name="judge", help="LLM-as-a-judge evaluation of free-form answers.",
                         no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
@@ -98,21 +101,24 @@ def run_command(
 
 
 def _load_input(input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path,
-                with_images: bool) -> tuple[list[Any], Path]:
+                with_images: bool) -> tuple[list[JudgeItem], Path]:
     """Judge items from --input, or from --dataset + --pred (images drawn into <out>/images when judged)."""
     from stridegen.core.errors import StrideGenError
     from stridegen.eval.judges.runner import load_items
 
-    if (input_path is None) == (dataset is None):
-        raise typer.BadParameter("give either --input items.jsonl or --dataset DIR --pred preds.jsonl")
+    one_source = "give either --input items.jsonl or --dataset DIR --pred preds.jsonl"
     if input_path is not None:
+        if dataset is not None:
+            raise typer.BadParameter(one_source)
         if pred is not None:
             raise typer.BadParameter("--pred goes with --dataset", param_hint="--pred")
         return load_items(input_path), input_path.resolve().parent
+    if dataset is None:
+        raise typer.BadParameter(one_source)
     if pred is None:
         raise typer.BadParameter("--dataset needs --pred (predictions JSONL)", param_hint="--pred")
     from stridegen.eval.judges.dataset_items import items_from_dataset
-    from stridegen.eval.lsr import read_predictions_jsonl
+    from stridegen.eval.lsr.algo import read_predictions_jsonl
 
     try:
         predictions, _ = read_predictions_jsonl(str(pred), "error")

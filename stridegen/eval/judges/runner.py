@@ -15,7 +15,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from pydantic import ValidationError
 
@@ -212,6 +212,14 @@ def _verdict(p: _Planned, method: JudgeMethod, mode: str, ctx: JudgeContext, cac
             "judge_replies": raw}
 
 
+class ScoreStats(TypedDict):
+    """Count, mean and sample standard deviation of 0-100 scores (None where undefined)."""
+
+    n: int
+    mean_100: float | None
+    std_100: float | None
+
+
 def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     """Means over ok verdicts only (overall and per group); error counts alongside, never averaged in."""
     ok = [v for v in verdicts if v["status"] == "ok"]
@@ -228,9 +236,11 @@ def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
         for f in v.get("flags", []):
             flags[f] += 1
 
-    def stats(values: list[float]) -> dict[str, Any]:
+    def stats(values: list[float]) -> ScoreStats:
         n = len(values)
-        mean = sum(values) / n if n else None
+        if not n:
+            return {"n": n, "mean_100": None, "std_100": None}
+        mean = sum(values) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1)) if n > 1 else None
         return {"n": n, "mean_100": mean, "std_100": sd}
 

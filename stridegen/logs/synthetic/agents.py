@@ -78,6 +78,10 @@ class Path:
     start_xy: tuple[float, float]
     start_heading: float
     pieces: tuple[tuple[float, float], ...] = ()
+    # Derived in __post_init__: piece start points [n + 1, 2], headings [n + 1], arc lengths [n + 1].
+    _xy: np.ndarray = field(init=False, repr=False, compare=False)
+    _heading: np.ndarray = field(init=False, repr=False, compare=False)
+    _s_start: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         xy = [np.asarray(self.start_xy, dtype=np.float64)]
@@ -178,7 +182,7 @@ class SpeedProfile:
     def max_speed(self) -> float:
         return float(np.max(self.v_knots))
 
-    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def evaluate(self, t: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(s, speed, tangential acceleration) at times ``t``."""
         t = np.asarray(t, dtype=np.float64)
         i = np.clip(np.searchsorted(self.t_knots, t, side="right") - 1, 0, len(self.t_knots) - 1)

@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -90,7 +90,7 @@ def generate_dataset(out_dir: str | Path, scenes: int = 2, seconds: float = 20.0
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     tables = wr.TableSet(seed)
-    timings: Counter[str] = Counter()
+    timings: defaultdict[str, float] = defaultdict(float)
     metas = []
     try:
         with _progress(progress) as prog:
@@ -147,7 +147,7 @@ def _channel_table(rig) -> dict[str, tuple[str, np.ndarray, np.ndarray | None, t
 
 
 def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sweeps: bool,
-                 timings: Counter, advance) -> None:
+                 timings: defaultdict[str, float], advance) -> None:
     from stridegen.logs.synthetic.lidar import cast_lidar
     from stridegen.logs.synthetic.render import render_camera
 
@@ -223,7 +223,7 @@ def _annotate(writer: wr.SceneWriter, scene: SyntheticScene, sample: dict, boxes
 
 
 def _write_sweeps(writer: wr.SceneWriter, scene: SyntheticScene, k: int, t_key: float, sample_token: str,
-                  lidar, timings: Counter) -> None:
+                  lidar, timings: defaultdict[str, float]) -> None:
     """Non-key LiDAR sweeps at 20 Hz between key frame k and k + 1 (sample_token: key frame k)."""
     from stridegen.logs.synthetic.lidar import cast_lidar
 

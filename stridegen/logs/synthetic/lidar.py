@@ -194,20 +194,24 @@ def _slab_entry(origin_local: tuple[np.ndarray, ...], dir_local: tuple[np.ndarra
     Kay-Kajiya slab method; ``np.fmin`` / ``np.fmax`` drop the NaN of 0/0 (a ray parallel to a slab, starting on
     its plane), and a ray parallel to a slab and outside it gets (+inf, +inf) or (-inf, -inf): no hit.
     """
-    t_near = t_far = entry_cos = None
+    t_near: np.ndarray | None = None
+    t_far: np.ndarray | None = None
+    entry_cos: np.ndarray | None = None
     with np.errstate(divide="ignore", invalid="ignore"):
         for o, d, h in zip(origin_local, dir_local, half, strict=True):
             inv = 1.0 / d
             t1 = (-h - o) * inv
             t2 = (h - o) * inv
             t_min, t_max = np.fmin(t1, t2), np.fmax(t1, t2)
-            if t_near is None:
+            if t_near is None or t_far is None or entry_cos is None:  # the first axis
                 t_near, t_far, entry_cos = t_min, t_max, np.abs(d)
             else:
                 later = t_min > t_near
                 t_near = np.where(later, t_min, t_near)
                 entry_cos = np.where(later, np.abs(d), entry_cos)
                 t_far = np.fmin(t_far, t_max)
+    if t_near is None or t_far is None or entry_cos is None:
+        raise ValueError("ray / box entry needs at least one axis")
     return t_near, t_far, entry_cos
 
 

@@ -414,7 +414,7 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
         corners_cam = transform_points(T_cam_from_global, box_corners(center_global, size_lwh, yaw_global))
         boxes_2d, valid = project_boxes_2d(corners_cam, k, (w, h), near=near_m)
         face_2d = _face_bboxes_2d(T_cam_from_global, center_global, size_lwh, yaw_global, k, near_m)
-        crosses_near = (corners_cam[..., 2] < near_m).any(axis=1)
+        crosses_near = np.asarray((corners_cam[..., 2] < near_m).any(axis=1))
         c, s = np.cos(yaw_global), np.sin(yaw_global)
         zeros, ones = np.zeros(n_boxes), np.ones(n_boxes)
         R_local_from_global = np.stack([np.stack([c, s, zeros], -1), np.stack([-s, c, zeros], -1),
@@ -429,7 +429,7 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
         face_windows[..., 0::2] = np.maximum(face_windows[..., 0::2], box_windows[:, None, 0::2])
         face_windows[..., 1::2] = np.minimum(face_windows[..., 1::2], box_windows[:, None, 1::2])
         face_windows[~front, 1] = -1
-        for i in np.nonzero(valid & (box_windows[:, 1] >= box_windows[:, 0]))[0]:
+        for i in np.nonzero(valid & (box_windows[:, 1] >= box_windows[:, 0]))[0].tolist():
             box_window = box_windows[i].tolist()
             drawn.append(box_window)
             windows = [tuple(win) if win[1] >= win[0] and win[3] >= win[2] else None

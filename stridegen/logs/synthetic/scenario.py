@@ -260,9 +260,9 @@ class _Composer:
                 continue
             agent_id = len(self.agents) + 1
             color = AGENT_CLASSES[cls_name].colors_rgb
-            rgb = color[int(self.rng.integers(len(color)))]
+            r, g, b = color[int(self.rng.integers(len(color)))]
             agent = Agent(agent_id, make_token("instance", self.seed, self.scene_index, agent_id), cls_name,
-                          np.asarray(size, dtype=np.float64), tuple(int(c) for c in rgb), scenario, traj, parked,
+                          np.asarray(size, dtype=np.float64), (int(r), int(g), int(b)), scenario, traj, parked,
                           notes)
             self.agents.append(agent)
             self.tracks.append(_center_track(traj, self.times, size))

@@ -66,12 +66,12 @@ MATERIAL_TEXTURE = np.array([[0.10, 0.10], [0.05, 0.04], [0.06, 0.05], [0.03, 0.
                              [0.06, 0.05]], dtype=np.float32)
 
 
-def road_from_global(x_global: np.ndarray, y_global: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def road_from_global(x_global: np.ndarray | float, y_global: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """Road-frame (u, v) of global (x, y)."""
     return np.asarray(x_global) - ORIGIN_GLOBAL[0], np.asarray(y_global) - ORIGIN_GLOBAL[1]
 
 
-def global_from_road(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def global_from_road(u: np.ndarray | float, v: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """Global (x, y) of road-frame (u, v)."""
     return np.asarray(u) + ORIGIN_GLOBAL[0], np.asarray(v) + ORIGIN_GLOBAL[1]
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from numpy.typing import ArrayLike
 
 from stridegen.core.geometry import rotmat_to_quat, yaw_to_quat
 from stridegen.logs.synthetic.agents import AGENT_CLASSES, ATTRIBUTES
@@ -49,7 +50,7 @@ def visibility_token(fraction: float) -> str:
     return VISIBILITY_BINS[-1][0]
 
 
-def _floats(a: np.ndarray) -> list[float]:
+def _floats(a: ArrayLike) -> list[float]:
     return [float(x) for x in np.asarray(a, dtype=np.float64).reshape(-1)]
 
 

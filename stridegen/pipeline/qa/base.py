@@ -12,7 +12,7 @@ drawn from the generator's ``numpy.random.Generator`` (seeded per scene and stag
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +115,7 @@ class Phrasebook:
     MIN_QUESTIONS = 8
     MIN_ANSWERS = 4
 
-    def __init__(self, questions: dict[str, Sequence[str]], answers: dict[str, Sequence[str]]) -> None:
+    def __init__(self, questions: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]]) -> None:
         for name, options in questions.items():
             if len(options) < self.MIN_QUESTIONS:
                 raise ValueError(f"predicate {name!r}: {len(options)} question phrasings, need {self.MIN_QUESTIONS}")

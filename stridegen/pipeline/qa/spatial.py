@@ -170,6 +170,7 @@ _N_ANSWERS = np.array([max(len(a), 1) for a in _ANSWER_SETS], dtype=np.float64)
 def _check_phrasebook() -> None:
     """Every predicate has its question templates and every (predicate, label) it can emit an answer set."""
     for p in SPATIAL_PREDICATES:
+        labels: tuple[int, ...]
         if p == "ego_left_right":
             labels = (_LEFT, _RIGHT)
         elif _PRED_KIND[_PRED_INDEX[p]] == _NONE:
@@ -430,6 +431,8 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
             gt = v
             text = f"{int(v)} o'clock"
         name_a = names[a]
+        regions: tuple[int, ...]
+        tracks: tuple[int, ...]
         if b >= 0:
             name_b = names[b]
             regions, tracks = (rid[a], rid[b]), (tid[a], tid[b])

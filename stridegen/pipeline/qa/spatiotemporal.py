@@ -420,6 +420,7 @@ def lsr_records(items: Iterable[QAItem],
         scenario = lookup(it.group_id)
         oov = None if it.out_of_view == -1 else bool(it.out_of_view)
         cls = it.object_class or None
+        unit: str | None
         for dim in _dimensions(it.predicate):
             if dim == "target_direction" and it.predicate != "target_bearing_angle_data":
                 if "direction" not in it.gt_extra:

@@ -8,7 +8,7 @@ Slots: ``{region}`` ("Region [0]"), ``{n}`` (whole seconds ahead), ``{secs}`` ("
 from the rounded angle), ``{side}`` ("35 degrees to the right", "dead ahead", "directly behind"), ``{speed}``
 ("3.21 m/s", ``fmt_mps``).
 
-Every answer must read back to its ground truth with both answer grammars of ``stridegen.eval.answer_parser``
+Every answer must read back to its ground truth with both answer grammars of ``stridegen.eval.lsr.answer_parser``
 (the toolkit's ``official`` one and our ``robust`` one), which constrains the wording (tested for every
 phrasing in tests/pipeline/qa/test_spatiotemporal.py):
 

@@ -169,7 +169,9 @@ def run_grabcut(image_rgb: np.ndarray, labels: np.ndarray, iterations: int,
     fgd_model = np.zeros((1, 13 * N_COMPONENTS), np.float64)
     cv2.setRNGSeed(int(seed))
     try:
-        cv2.grabCut(image, labels, None, bgd_model, fgd_model, int(iterations), cv2.GC_INIT_WITH_MASK)
+        # rect is unused in mask mode and the bindings accept None for it; the stubs require a sequence
+        cv2.grabCut(image, labels, None, bgd_model, fgd_model, int(iterations),  # type: ignore[call-overload]
+                    cv2.GC_INIT_WITH_MASK)
     except cv2.error:
         return None
     fg = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)

@@ -54,7 +54,7 @@ def disc_kernel(radius: float) -> np.ndarray:
 
 def point_discs(uv: np.ndarray, radius: float, height: int, width: int) -> np.ndarray:
     """[H, W] bool: discs of ``radius`` pixels around image points [P, 2]."""
-    marks = np.zeros((height, width), dtype=np.uint8)
+    marks: np.ndarray = np.zeros((height, width), dtype=np.uint8)
     if len(uv):
         rows, cols = point_pixels(uv, height, width)
         marks[rows, cols] = 1
@@ -147,7 +147,7 @@ class LidarSegmenter(CropGrabCut):
         if len(seeds_uv) == 0:
             return np.zeros_like(hull)
         radius = self._grow_px(h)
-        region = polygon_mask(convex_hull_2d(seeds_uv), h, w).astype(np.uint8)
+        region: np.ndarray = polygon_mask(convex_hull_2d(seeds_uv), h, w).astype(np.uint8)
         region[point_discs(seeds_uv, 0.0, h, w)] = 1
         region = cv2.dilate(region, disc_kernel(radius))
         return cv2.morphologyEx(region, cv2.MORPH_CLOSE, disc_kernel(radius)).astype(bool) & hull

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,9 +30,8 @@ from stridegen.pipeline.qa.spatial import (
     generate_spatial_qa,
 )
 from stridegen.pipeline.qa.templates_spatial import ANSWERS, QUESTIONS, SPATIAL_PHRASEBOOK
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
-from bench_qa import DEMO, demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
+from tests.demo_contexts import demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
+from tests.shared_data import needs_nuscenes_demo
 
 EGO_LWH = (4.084, 1.730, 1.562)
 ALL = SpatialQAConfig(max_pairs_per_image=10_000, max_qa_per_image=0, predicates=frozenset(SPATIAL_PREDICATES))
@@ -539,7 +536,7 @@ def test_balance_of_answers_and_orders():
 
 # ---------------------------------------------------------------------------------------------- real geometry
 
-@pytest.mark.skipif(not DEMO.is_dir(), reason="shared nuScenes demo fixture not present")
+@needs_nuscenes_demo
 def test_real_nuscenes_keyframe_rederived():
     contexts = demo_contexts()
     assert sum(len(c) for c in contexts) >= 20

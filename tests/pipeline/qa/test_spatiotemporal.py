@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.eval.answer_parser import Parsed, parse_answer
-from stridegen.eval.lsr import evaluate, items_from_records
-from stridegen.eval.tolerance import PAPER, STRIDEQA_BENCH
+from stridegen.eval.lsr.algo import evaluate, items_from_records
+from stridegen.eval.lsr.answer_parser import Parsed, parse_answer
+from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
 from stridegen.pipeline.attributes import SceneTracks, extract_attributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, Phrasebook
 from stridegen.pipeline.qa.spatiotemporal import (

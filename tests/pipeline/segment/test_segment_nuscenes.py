@@ -20,15 +20,16 @@ import pytest
 from stridegen.pipeline.segment import make_segmenter
 from stridegen.pipeline.segment.lidar import point_pixels
 from stridegen.pipeline.segment.request import frame_request, hull_masks, nearest_first
+from tests.shared_data import NUSCENES_DEMO as DEMO
+from tests.shared_data import needs_nuscenes_demo
 
 REPO = Path(__file__).resolve().parents[3]
-DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"
 OUT = REPO / "test-output"
 MIN_POINTS = 10
 POINTS_INSIDE_MIN = {"projected_box": 0.95, "lidar": 0.9, "grabcut": 0.5}  # share of visible own points
 INSIDE_HULL_MIN = {"projected_box": 1.0, "lidar": 1.0, "grabcut": 0.85}  # |mask ∩ hull| / |mask|
 
-pytestmark = pytest.mark.skipif(not DEMO.is_dir(), reason="../shared/data/nuscenes-demo not present")
+pytestmark = needs_nuscenes_demo
 
 
 @pytest.fixture(scope="module")

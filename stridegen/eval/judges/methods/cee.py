@@ -48,7 +48,7 @@ class CEEJudge(JudgeMethod):
         specs = []
         for i, (system, instructions, heading, key) in enumerate(P.PROMPTS, start=1):
             user = f"{instructions} {P.format_instructions(heading, key)}"
-            if robust:
+            if nonce is not None:
                 user += f" {P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}"
             messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n{body}"}]
             specs.append(RequestSpec(tag=f"prompt{i}", messages=messages,

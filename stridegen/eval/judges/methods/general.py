@@ -46,7 +46,7 @@ class SingleAnswerJudge(JudgeMethod):
                                 "[Reference answer ends]"))
         parts.append(_block("ANSWER", item.answer, nonce, "[Assistant's answer begins]",
                             "[Assistant's answer ends]"))
-        if robust:
+        if nonce is not None:
             parts.append(f"{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}")
         messages = [{"role": "system", "content": P.SINGLE_SYSTEM},
                     user_message("\n\n".join(parts), self.image_path(item, ctx))]
@@ -98,7 +98,7 @@ class PairwiseJudge(JudgeMethod):
                                 "[Assistant A's answer ends]"))
             parts.append(_block("ANSWER B", second, nonce, "[Assistant B's answer begins]",
                                 "[Assistant B's answer ends]"))
-            if robust:
+            if nonce is not None:
                 parts.append(f"{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}")
             messages = [{"role": "system", "content": P.PAIR_SYSTEM}, user_message("\n\n".join(parts), image)]
             specs.append(RequestSpec(tag=tag, messages=messages,

@@ -73,7 +73,7 @@ class IntelliCockpitJudge(JudgeMethod):
         nonce = self.nonce(item, ctx) if robust else None
         dims = self.dimensions(item, ctx)
         listing = "\n".join(f"- {name}: {definition} (importance {w})" for name, (definition, w) in dims.items())
-        example = {name: [7 - i % 3, w] for i, (name, (_, w)) in enumerate(dims.items())}
+        example: dict[str, list[int] | int] = {name: [7 - i % 3, w] for i, (name, (_, w)) in enumerate(dims.items())}
         example[OVERALL_KEY] = 6
         output = P.OUTPUT_FORMAT.format(example=json.dumps(example))
         answer = wrap_untrusted(item.answer, nonce, "ANSWER") if nonce else item.answer
@@ -81,7 +81,7 @@ class IntelliCockpitJudge(JudgeMethod):
         text = P.FAITHFUL_LAYOUT.format(question=item.question, reference=reference, answer=answer,
                                         dimensions=listing, rules=P.RULES, output=output)
         system = P.SYSTEM
-        if robust:
+        if nonce is not None:
             text += f"\n\n{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}"
         sampling = dict(FAITHFUL_SAMPLING)
         temps = ctx.settings.get("temperature_by_category", {}) or {}
@@ -121,9 +121,12 @@ class IntelliCockpitJudge(JudgeMethod):
         if weighted is not None and abs(weighted - judge_overall) > tolerance:
             flags.append("overall_disagrees")
         source = ctx.settings.get("score_source", "judge")
-        if source == "weighted" and weighted is None:
-            raise JudgeError("no known dimension scored: cannot compute the weighted overall")
-        score = weighted if source == "weighted" else judge_overall
+        if source == "weighted":
+            if weighted is None:
+                raise JudgeError("no known dimension scored: cannot compute the weighted overall")
+            score = weighted
+        else:
+            score = judge_overall
         groups = [f"category:{item.category}"]
         if item.subcategory:
             groups.append(f"subcategory:{item.category}/{item.subcategory}")

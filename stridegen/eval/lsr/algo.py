@@ -20,17 +20,16 @@ Everything is computed with numpy on integer codes; no per-record Python loop af
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from stridegen.eval.answer_parser import Kind, parse_grouped
-from stridegen.eval.tolerance import ToleranceProfile
+from stridegen.core.gc_pause import gc_paused
+from stridegen.eval.lsr.answer_parser import Kind, parse_grouped
+from stridegen.eval.lsr.tolerance import ToleranceProfile
 from stridegen.formats.lsr_record import LsrRecord
 
 DIMENSIONS: tuple[str, ...] = ("target_distance", "target_direction", "target_velocity", "ego_velocity")
@@ -95,23 +94,6 @@ class LsrItems:
             i = int(np.flatnonzero(key == dup)[0])
             raise ValueError(f"two items for group {self.group_ids[self.group[i]]!r}, horizon {self.horizon[i]} s, "
                              f"dimension {DIMENSIONS[self.dimension[i]]} (question {self.question_id[i]!r})")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building and scoring items.
-
-    Reading 100k records allocates a few hundred thousand small containers and no reference cycles; the
-    collector's repeated full passes over them cost about a third of the evaluation time. Its previous state is
-    restored on exit (reference counting frees memory as usual meanwhile).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _slot_key(group: np.ndarray, horizon: np.ndarray, n_horizons: int) -> np.ndarray:
@@ -522,7 +504,9 @@ class ItemBuilder:
             text_idx = [i for i, t in enumerate(all_texts) if t is not None]
             texts = [all_texts[i] for i in text_idx]
         if texts:
-            values, why = parse_predictions(texts, dimension if text_idx is None else dimension[text_idx], profile)
+            # Without forced values every item has a text; otherwise text_idx lists the items that have one.
+            values, why = parse_predictions(cast("list[str]", texts),
+                                            dimension if text_idx is None else dimension[text_idx], profile)
             if text_idx is None:
                 pred, reasons = values, why
             else:
@@ -576,7 +560,7 @@ def items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any]
     (only for a one-dimension question), ``{"value": v, "unit": u}``, or a mapping dimension -> number. Records
     without a prediction are failures (``missing="fail"``) or left out (``missing="exclude"``), and counted.
     """
-    from stridegen.eval.answer_parser import convert_unit
+    from stridegen.eval.lsr.answer_parser import convert_unit
 
     if missing not in ("fail", "exclude"):
         raise ValueError(f"missing must be 'fail' or 'exclude', got {missing!r}")

@@ -17,7 +17,7 @@ from stridegen.formats.lsr_record import LsrRecord
 def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str | None] | None = None
                          ) -> list[LsrRecord]:
     """Every spatiotemporal QA of the dataset as LSR records (scenes in manifest order)."""
-    from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL
+    from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAItem
     from stridegen.pipeline.qa.spatiotemporal import lsr_records
     from stridegen.shards.adapters import items_from_table
     from stridegen.shards.reader import open_dataset
@@ -30,12 +30,16 @@ def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str 
                 continue
             rows = [(qid, item) for qid, item in items_from_table(table) if item.category == CATEGORY_SPATIOTEMPORAL]
             ids = {id(item): qid for qid, item in rows}
-            records += lsr_records([item for _, item in rows], scenario_of, question_id=lambda it, ids=ids: ids[id(it)])
+
+            def question_id(item: QAItem, ids: dict[int, str] = ids) -> str:
+                return ids[id(item)]
+
+            records += lsr_records([item for _, item in rows], scenario_of, question_id=question_id)
     return records
 
 
 def scenarios_from_sheet(path: str | Path) -> dict[str, str | None]:
     """group_id -> scenario relation from an annotation sheet CSV (missing cells -> None)."""
-    from stridegen.eval.strideqa_bench import read_annotation_sheet
+    from stridegen.formats.strideqa_bench import read_annotation_sheet
 
     return {gid: row.get("relation") for gid, row in read_annotation_sheet(path).items()}

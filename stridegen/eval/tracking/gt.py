@@ -4,7 +4,7 @@ Mirrors the devkit's ``load_gt`` for ``TrackingBox`` (nuscenes/eval/common/loade
 category maps to one of the 7 tracking classes (``category_to_tracking_name``) becomes a box whose tracking id is
 its instance token and whose ``num_pts`` is LiDAR + radar points; the ego position of each sample is the pose of
 its LiDAR sample (``add_center_dist``); bicycle racks are kept aside for the bike-rack filter. The class-range,
-zero-point and bike-rack filters themselves run in ``stridegen.eval.tracking.filter_tracks``.
+zero-point and bike-rack filters themselves run in ``stridegen.eval.tracking.algo.filter_tracks``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from stridegen.core.errors import LogFormatError
 from stridegen.core.vocabulary import CATEGORY_TO_TRACKING
-from stridegen.eval.tracking import BIKE_RACK_CATEGORY, RackBoxes, Timeline, TrackBoxes
+from stridegen.eval.tracking.data import BIKE_RACK_CATEGORY, RackBoxes, Timeline, TrackBoxes
 from stridegen.logs.base import Annotations, Scene
 
 _ROTATION_EXTRA = "rotation_global"  # Boxes extra the log readers fill with the full [w, x, y, z] rotation
@@ -35,6 +35,7 @@ class TrackingGroundTruth:
 
     @property
     def sample_tokens(self) -> list[str]:
+        assert self.timeline.token is not None  # a log's timeline has its sample tokens
         return [str(t) for t in self.timeline.token]
 
     def select_scenes(self, keep: np.ndarray) -> TrackingGroundTruth:
@@ -82,7 +83,10 @@ def _rotation_wxyz(ann: Annotations) -> np.ndarray:
 
 def gather_tracking_gt(scenes: Iterable[Scene], root: str | Path = "<log>") -> TrackingGroundTruth:
     """Scenes of a log -> timeline, GT track boxes of the tracking classes and bike racks (global frame)."""
-    scene_idx, timestamps, ego, tokens = [], [], [], []
+    scene_idx: list[int] = []
+    timestamps: list[int] = []
+    ego: list[np.ndarray] = []
+    tokens: list[str] = []
     names, scene_tokens = [], []
     box_parts: list[TrackBoxes] = []
     rack_frame, rack_center, rack_size, rack_rot = [], [], [], []
@@ -109,14 +113,15 @@ def gather_tracking_gt(scenes: Iterable[Scene], root: str | Path = "<log>") -> T
             if empty_id.size:
                 raise LogFormatError(root, f"annotation {ann.token[empty_id[0]]} of frame {frame.token} has no "
                                            "instance (tracking) id")
-            racks = np.flatnonzero(np.asarray(ann.category) == BIKE_RACK_CATEGORY)
-            if racks.size:
-                rack_frame.append(np.full(racks.size, f))
-                rack_center.append(ann.boxes.center[racks])
-                rack_size.append(ann.boxes.size_lwh[racks][:, [1, 0, 2]])  # nuScenes order [w, l, h]
-                rack_rot.append(_rotation_wxyz(ann)[racks])
+            rack_rows = np.flatnonzero(np.asarray(ann.category) == BIKE_RACK_CATEGORY)
+            if rack_rows.size:
+                rack_frame.append(np.full(rack_rows.size, f))
+                rack_center.append(ann.boxes.center[rack_rows])
+                rack_size.append(ann.boxes.size_lwh[rack_rows][:, [1, 0, 2]])  # nuScenes order [w, l, h]
+                rack_rot.append(_rotation_wxyz(ann)[rack_rows])
     try:
-        timeline = Timeline(scene_idx, timestamps, np.array(ego).reshape(-1, 3),
+        timeline = Timeline(np.asarray(scene_idx, dtype=np.int64), np.asarray(timestamps, dtype=np.int64),
+                            np.array(ego).reshape(-1, 3),
                             np.array(tokens, dtype=object))
     except ValueError as exc:
         raise LogFormatError(root, str(exc)) from None

@@ -1,33 +1,31 @@
-"""``stridegen eval tracking``: nuScenes tracking metrics of a results file against a log's ground truth."""
+"""nuScenes tracking evaluation, orchestrated: prepare and accumulate raw boxes (devkit ``TrackingEval``), and the
+whole run on a log's ground truth and a results file (load, select the covered scenes, evaluate)."""
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import typer
 
-from stridegen.core.errors import PredictionFormatError, StrideGenError
-from stridegen.eval.tracking import (
-    TrackBoxes,
-    TrackingConfig,
-    TrackingResult,
-    evaluate_tracking,
-)
-from stridegen.eval.tracking_gt import TrackingGroundTruth, load_tracking_gt
+from stridegen.core.errors import PredictionFormatError
+from stridegen.eval.tracking.algo import evaluate_prepared, prepare_tracks
+from stridegen.eval.tracking.data import RackBoxes, Timeline, TrackBoxes, TrackingConfig, TrackingResult
+from stridegen.eval.tracking.gt import TrackingGroundTruth, load_tracking_gt
 from stridegen.formats.tracking_results import TrackingResults, load_tracking_results
 
-# Two per-class tables (the devkit prints all of TRACKING_METRICS in one row; split to fit 80 columns) and the
-# number formats of devkit ``metric_name_to_print_format``.
-_TABLES = (("scores", ("amota", "amotp", "recall", "motar", "mota", "motp", "faf")),
-           ("counts", ("gt", "tp", "fp", "fn", "ids", "frag", "mt", "ml", "tid", "lgd")))
-_FLOAT3 = {"amota", "amotp", "motar", "recall", "mota", "motp"}
-_FLOAT2 = {"tid", "lgd"}
-_FLOAT1 = {"faf"}
+
+def evaluate_tracking(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig | None = None,
+                      racks: RackBoxes | None = None, filter_boxes: bool = True) -> TrackingResult:
+    """The nuScenes tracking evaluation of raw GT and predicted boxes: prepare (filter, average, interpolate)
+    then accumulate every class at every recall threshold."""
+    cfg = cfg or TrackingConfig()
+    gt_p, pred_p = prepare_tracks(gt, pred, timeline, cfg, racks, filter_boxes)
+    result = evaluate_prepared(gt_p, pred_p, timeline, cfg)
+    result.info.update({"gt_boxes_in": len(gt), "gt_boxes_evaluated": len(gt_p), "pred_boxes_in": len(pred),
+                        "pred_boxes_evaluated": len(pred_p)})
+    return result
 
 
 @dataclass
@@ -58,6 +56,7 @@ class TrackingReport:
 
 def results_to_boxes(results: TrackingResults, gt: TrackingGroundTruth) -> TrackBoxes:
     """Predicted boxes indexed on the ground truth's timeline (tokens were checked against it)."""
+    assert gt.timeline.token is not None  # a log's timeline has its sample tokens
     frame_of = {str(t): i for i, t in enumerate(gt.timeline.token)}
     frame = np.array([frame_of[str(t)] for t in results.sample_token], dtype=np.int64)
     return TrackBoxes(frame, results.tracking_id, results.tracking_name, results.translation,
@@ -68,6 +67,7 @@ def covered_scenes(results: TrackingResults, gt: TrackingGroundTruth) -> np.ndar
     """[n_scenes] whether the results list samples of each scene. A scene listed only in part is an error: the
     devkit requires every sample of an evaluated scene (an empty list where nothing was tracked)."""
     present = set(results.sample_tokens)
+    assert gt.timeline.token is not None  # a log's timeline has its sample tokens
     tokens = [str(t) for t in gt.timeline.token]
     has = np.array([t in present for t in tokens], dtype=bool)
     n_scenes = len(gt.scene_names)
@@ -99,61 +99,3 @@ def evaluate_log(gt_root: Path, pred_path: Path, cfg: TrackingConfig | None = No
     result = evaluate_tracking(gt.boxes, results_to_boxes(results, gt), gt.timeline, cfg, gt.racks)
     return TrackingReport(result, list(gt.scene_names), skipped, len(gt.timeline), results.meta,
                           results.nan_velocity, time.perf_counter() - start)
-
-
-def _fmt(metric: str, value: float) -> str:
-    if math.isnan(value):
-        return "-"
-    if metric in _FLOAT3:
-        return f"{value:.3f}"
-    if metric in _FLOAT2:
-        return f"{value:.2f}"
-    if metric in _FLOAT1:
-        return f"{value:.1f}"
-    return f"{value:.0f}"
-
-
-def print_report(report: TrackingReport) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    result = report.result
-    console = Console()
-    for title, metrics in _TABLES:
-        table = Table(title=f"nuScenes tracking metrics: {title}")
-        table.add_column("class", no_wrap=True)
-        for metric in metrics:
-            table.add_column(metric.upper(), justify="right", no_wrap=True)
-        for cls in result.cfg.class_names:
-            table.add_row(cls, *(_fmt(m, result.label_metrics[m][cls]) for m in metrics))
-        table.add_row("all", *(_fmt(m, result.summary(m)) for m in metrics), style="bold")
-        console.print(table)
-    info = result.info
-    console.print(f"AMOTA {_fmt('amota', result.summary('amota'))}  AMOTP {_fmt('amotp', result.summary('amotp'))}"
-                  f"  MOTA {_fmt('mota', result.summary('mota'))}  IDS {_fmt('ids', result.summary('ids'))}")
-    console.print(f"scenes {len(report.scenes_evaluated)} evaluated, {len(report.scenes_skipped)} skipped (no "
-                  f"sample in the results); samples {report.n_samples}; GT boxes {info.get('gt_boxes_in')} -> "
-                  f"{info.get('gt_boxes_evaluated')} after filtering + interpolation; predictions "
-                  f"{info.get('pred_boxes_in')} -> {info.get('pred_boxes_evaluated')}; {report.total_time_s:.2f} s")
-
-
-def eval_tracking(
-    gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
-    pred: Path = typer.Option(..., "--pred", help="nuScenes tracking results JSON."),
-    out: Path | None = typer.Option(None, "--out", help="Write the JSON summary here."),
-    config: Path | None = typer.Option(None, "--config",
-                                       help="Tracking config YAML or devkit JSON (default: tracking_nips_2019)."),
-    version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
-) -> None:
-    """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""
-    try:
-        cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
-        report = evaluate_log(gt, pred, cfg, version)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    print_report(report)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report.to_dict(), indent=2))
-        typer.echo(f"wrote {out}")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from stridegen.eval.lsr.answer_parser import ParserMode
 
 
 def _fail(message: str) -> None:
@@ -16,8 +19,8 @@ def _fail(message: str) -> None:
 
 def _official_inputs(bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any,
                      on_invalid: str, missing: str) -> tuple[Any, dict[str, Any]]:
-    from stridegen.eval import strideqa_bench as sb
-    from stridegen.eval.lsr import read_predictions_jsonl
+    from stridegen.eval.lsr import bench as sb
+    from stridegen.eval.lsr.algo import read_predictions_jsonl
 
     sheet = None
     annotations = None
@@ -62,9 +65,9 @@ def eval_lsr(
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
     from stridegen.core.errors import StrideGenError
-    from stridegen.eval.lsr import evaluate, items_from_records, read_predictions_jsonl, read_records_jsonl
-    from stridegen.eval.lsr_report import write_reports
-    from stridegen.eval.tolerance import load_profile
+    from stridegen.eval.lsr.algo import evaluate, items_from_records, read_predictions_jsonl, read_records_jsonl
+    from stridegen.eval.lsr.report import write_reports
+    from stridegen.eval.lsr.tolerance import load_profile
 
     if on_invalid not in ("error", "skip", "fail"):
         _fail(f"--on-invalid must be error, skip or fail, got {on_invalid!r}")
@@ -85,14 +88,15 @@ def eval_lsr(
     if responses is not None and pred is not None:
         _fail("--pred cannot be combined with --responses (responses already hold the answers)")
     try:
-        prof = load_profile(profile or ("strideqa-bench" if official else "paper")).with_parser(parser)
+        prof = load_profile(profile or ("strideqa-bench" if official else "paper"))
+        prof = prof.with_parser(cast("ParserMode | None", parser))
         if official:
             items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
         else:
             assert pred is not None
             preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
             if dataset is not None:
-                from stridegen.eval.lsr_dataset import records_from_dataset, scenarios_from_sheet
+                from stridegen.eval.lsr.dataset import records_from_dataset, scenarios_from_sheet
 
                 recs = records_from_dataset(dataset, scenarios_from_sheet(sheet) if sheet is not None else None)
                 if not recs:

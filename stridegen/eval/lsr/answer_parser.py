@@ -396,8 +396,8 @@ def _scan_robust(text: str) -> dict[Kind, ParseOutcome]:
     clock = _CLOCK.search(norm)
     if clock is not None and ("direction" not in found or clock.start() < found["direction"][0]):
         hour, minute = int(clock.group("h")), int(clock.group("min") or 0)
-        outcome: ParseOutcome = (Parsed(_clock_to_deg(hour, minute), "o'clock", "clock")
-                                 if 1 <= hour <= 12 and minute < 60 else Failure("bad_clock"))
+        outcome = (Parsed(_clock_to_deg(hour, minute), "o'clock", "clock")
+                   if 1 <= hour <= 12 and minute < 60 else Failure("bad_clock"))
         found["direction"] = (clock.start(), outcome)
     if "direction" not in found:
         if _AHEAD.search(norm):
@@ -481,10 +481,10 @@ def parse_grouped(texts: Sequence[str], kind_code: np.ndarray, kind_names: Seque
         else:
             outcomes = [(scans[j] if j in scans else scans.setdefault(j, _scan_robust(t)))[kind]
                         for j, t in zip(used_list, subset, strict=True)]
-            got = np.asarray([o.value if type(o) is Parsed else math.nan for o in outcomes],  # type: ignore[union-attr]
+            got = np.asarray([o.value if type(o) is Parsed else math.nan for o in outcomes],
                              dtype=np.float64)
             failed = [j for j, o in enumerate(outcomes) if type(o) is not Parsed]
-            why = [outcomes[j].reason for j in failed]  # type: ignore[union-attr]
+            why = [outcomes[j].reason for j in failed]
         why_code = np.zeros(len(used_list), dtype=np.int64)
         why_code[failed] = [reason_table.setdefault(w, len(reason_table)) for w in why]
         if sel is None:

@@ -1,0 +1,37 @@
+"""The spatial-QA contexts of the nuScenes demo keyframe (shared data), for tests/pipeline/qa/test_spatial.py and
+benchmarks/bench_qa.py."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+
+from stridegen.core import geometry as geo
+from stridegen.pipeline.qa.base import QAContext
+from tests.shared_data import NUSCENES_DEMO as DEMO
+
+
+def demo_contexts() -> list[QAContext]:
+    """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera image."""
+    from stridegen.core.vocabulary import stride_class
+    from stridegen.logs import open_log
+
+    reader = open_log(DEMO)
+    frame = reader.scenes()[0].frames[0]
+    ann = reader.load_annotations(frame)
+    out = []
+    for channel in sorted(frame.camera_channels):
+        cam = frame.sensors[channel]
+        center_ego = geo.transform_points(geo.invert_transform(cam.T_global_from_ego), ann.boxes.center)
+        center_cam = geo.transform_points(geo.invert_transform(cam.calibration.T_ego_from_sensor), center_ego)
+        intrinsic = cast(np.ndarray, cam.calibration.intrinsic)  # every camera of the demo log has one
+        uv, _, in_front = geo.project_points(center_cam, intrinsic, near=1.0)
+        with np.errstate(invalid="ignore"):
+            inside = in_front & (uv[:, 0] >= 0) & (uv[:, 0] < cam.calibration.width) & (uv[:, 1] >= 0) \
+                & (uv[:, 1] < cam.calibration.height)
+        idx = np.flatnonzero(inside)
+        out.append(QAContext("demo", 0, 0, channel, np.arange(idx.size), idx,
+                             np.array([stride_class(c) for c in ann.category[idx]], dtype=object),
+                             center_ego[idx], ann.boxes.size_lwh[idx], np.zeros(idx.size), center_cam[idx]))
+    return out
