@@ -32,11 +32,10 @@ from stridegen.pipeline.qa.spatial import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
 from stridegen.pipeline.track import TrackerConfig
 from stridegen.pipeline.visibility import VisibilityThresholds
+from stridegen.shards.schema import QA_FRAME_SLOTS
 
 # Fields that never change the output bytes and so stay out of the config hash.
 _UNHASHED_FIELDS = {"workers"}
-# Width of the QA table's frame_indices column (stridegen.shards.schema.QATable): context frames per question.
-QA_FRAME_SLOTS = 4
 
 
 class _Section(BaseModel):

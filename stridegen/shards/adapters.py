@@ -23,6 +23,8 @@ from stridegen.pipeline.qa.base import QAItem
 from stridegen.pipeline.qa.stage import QARow
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions
 from stridegen.shards.schema import (
+    QA_FRAME_SLOTS,
+    QA_REGION_SLOTS,
     AttributesTable,
     CamerasTable,
     DetectionsTable,
@@ -176,9 +178,9 @@ def qa_table(rows: Sequence[QARow]) -> QATable:
         predicate=str_array(it.predicate for it in items),
         keyframe_index=np.array([r[1] for r in rows], dtype=np.int32),
         channel_index=np.array([r[2] for r in rows], dtype=np.int32),
-        region_ids=_padded([tuple(it.region_ids) for it in items], 2),
-        track_index=_padded([tuple(it.track_indices) for it in items], 2),
-        frame_indices=_padded([tuple(it.frame_indices) for it in items], 4),
+        region_ids=_padded([tuple(it.region_ids) for it in items], QA_REGION_SLOTS),
+        track_index=_padded([tuple(it.track_indices) for it in items], QA_REGION_SLOTS),
+        frame_indices=_padded([tuple(it.frame_indices) for it in items], QA_FRAME_SLOTS),
         question=str_array(it.question for it in items),
         answer=str_array(it.answer for it in items),
         gt_value=np.array([it.gt_value for it in items], dtype=np.float64),

@@ -226,6 +226,11 @@ class RegionsTable(Table):
     mask_index: np.ndarray  # [R] int32 into masks (the keyframe image's mask of the track)
 
 
+# Widths of the QA table's padded columns: regions (and their tracks) a question names, frames it shows.
+QA_REGION_SLOTS = 2
+QA_FRAME_SLOTS = 4
+
+
 @dataclass
 class QATable(Table):
     """Question-answer pairs (stridegen.pipeline.qa.base.QAItem), one row each."""

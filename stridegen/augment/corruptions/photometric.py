@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from stridegen.augment.corruptions.base import Corruption, to_uint8
+from stridegen.formats.images import encode_jpeg
 
 _LEVELS = np.arange(256, dtype=np.float32)
 
@@ -187,10 +188,7 @@ COLOR_QUANTIZATION = Corruption(
 # Encode and decode at quality [25, 18, 15, 10, 7]. DriveBench's video codec corruptions (H.265, bit errors) need
 # ffmpeg; JPEG is the still-image compression artefact.
 def _jpeg(image_rgb: np.ndarray, quality: int, rng: np.random.Generator) -> np.ndarray:
-    ok, data = cv2.imencode(".jpg", cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:  # pragma: no cover - OpenCV always encodes a valid uint8 image
-        raise RuntimeError("JPEG encoding failed")
-    decoded = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    decoded = cv2.imdecode(encode_jpeg(image_rgb, quality), cv2.IMREAD_COLOR)
     if decoded is None:  # pragma: no cover - OpenCV decodes what it has just encoded
         raise RuntimeError("JPEG decoding failed")
     return cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB)

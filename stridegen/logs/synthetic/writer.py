@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from stridegen.core.geometry import rotmat_to_quat, yaw_to_quat
+from stridegen.formats import images
 from stridegen.logs.synthetic.agents import AGENT_CLASSES, ATTRIBUTES
 from stridegen.logs.synthetic.scenario import SyntheticScene, make_token
 
@@ -55,10 +56,7 @@ def _floats(a: ArrayLike) -> list[float]:
 
 
 def encode_jpeg(rgb: np.ndarray) -> bytes:
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-    if not ok:
-        raise RuntimeError("JPEG encoding failed")
-    return buf.tobytes()
+    return images.encode_jpeg(rgb, JPEG_QUALITY).tobytes()
 
 
 def encode_png16(instance: np.ndarray) -> bytes:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from stridegen.core.vocabulary import NUSCENES_EGO_SIZE_LWH
+
 CATEGORY_OBJECT_SPATIAL = "object_spatial"  # relations between two regions
 CATEGORY_EGO_SPATIAL = "ego_spatial"  # a region relative to the ego vehicle
 CATEGORY_SPATIOTEMPORAL = "spatiotemporal"  # a target over time (STRIDE-QA-Bench groups)
@@ -103,7 +105,7 @@ class QAContext:
     size_lwh: np.ndarray  # [N, 3] length, width, height, metres
     yaw_ego: np.ndarray  # [N] box heading in the keyframe ego frame, radians
     center_cam: np.ndarray  # [N, 3] box centres in the camera frame (x right, y down, z forward), metres
-    ego_size_lwh: tuple[float, float, float] = (4.084, 1.730, 1.562)  # nuScenes' Renault Zoe (manufacturer data)
+    ego_size_lwh: tuple[float, float, float] = NUSCENES_EGO_SIZE_LWH
 
     def __len__(self) -> int:
         return int(np.asarray(self.region_id).shape[0])
