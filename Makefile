@@ -36,9 +36,10 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/stridegen build --out $(DEMO_OUT) --overwrite
 
-# ruff, the layer contract (import-linter, pyproject [tool.importlinter]) and the type checker (mypy, [tool.mypy]).
+# ruff (lint and format), the layer contract (import-linter, pyproject [tool.importlinter]) and mypy ([tool.mypy]).
 lint: setup
 	$(BIN)/ruff check stridegen tests benchmarks
+	$(BIN)/ruff format --check stridegen tests benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -40,8 +40,10 @@ def main() -> None:
             report = evaluate_log(log_dir, path)
         r = report.result
         n_tracks = len({str(t) for s in reader.scenes() for f in s.frames for t in f.annotations().boxes.track_id})
-        print(f"{log_dir.name:38s} {report.n_samples:6d} {n_tracks:9d} {r.summary('ids'):5.0f} "
-              f"{r.summary('frag'):5.0f} {r.summary('mota'):7.3f} {r.summary('recall'):7.3f}")
+        print(
+            f"{log_dir.name:38s} {report.n_samples:6d} {n_tracks:9d} {r.summary('ids'):5.0f} "
+            f"{r.summary('frag'):5.0f} {r.summary('mota'):7.3f} {r.summary('recall'):7.3f}"
+        )
 
 
 if __name__ == "__main__":

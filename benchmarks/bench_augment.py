@@ -36,10 +36,20 @@ DEFAULT_IMAGE_DIR = REPO.parent / "shared" / "data" / "nuscenes-demo" / "samples
 
 # stridegen name -> imagecorruptions name (same ImageNet-C formula)
 IMAGECORRUPTIONS_NAMES = {
-    "gaussian_noise": "gaussian_noise", "shot_noise": "shot_noise", "impulse_noise": "impulse_noise",
-    "defocus_blur": "defocus_blur", "glass_blur": "glass_blur", "motion_blur": "motion_blur",
-    "zoom_blur": "zoom_blur", "snow": "snow", "fog": "fog", "brightness": "brightness", "contrast": "contrast",
-    "elastic": "elastic_transform", "pixelate": "pixelate", "jpeg_compression": "jpeg_compression",
+    "gaussian_noise": "gaussian_noise",
+    "shot_noise": "shot_noise",
+    "impulse_noise": "impulse_noise",
+    "defocus_blur": "defocus_blur",
+    "glass_blur": "glass_blur",
+    "motion_blur": "motion_blur",
+    "zoom_blur": "zoom_blur",
+    "snow": "snow",
+    "fog": "fog",
+    "brightness": "brightness",
+    "contrast": "contrast",
+    "elastic": "elastic_transform",
+    "pixelate": "pixelate",
+    "jpeg_compression": "jpeg_compression",
     "saturation": "saturate",
 }
 GOALS = ("snow", "fog", "motion_blur", "zoom_blur", "brightness")  # >= 5x faster than imagecorruptions
@@ -70,15 +80,22 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
         return A.Compose([t])
 
     return {
-        "brightness": ("RandomBrightnessContrast(+0.3)",
-                       one(A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1))),
-        "reduced_brightness": ("RandomBrightnessContrast(-0.5)",
-                               one(A.RandomBrightnessContrast(brightness_limit=(-0.5, -0.5), contrast_limit=(0, 0),
-                                                              p=1))),
-        "contrast": ("RandomBrightnessContrast(contrast -0.8)",
-                     one(A.RandomBrightnessContrast(brightness_limit=(0, 0), contrast_limit=(-0.8, -0.8), p=1))),
-        "saturation": ("ColorJitter(saturation=2)",
-                       one(A.ColorJitter(brightness=0, contrast=0, saturation=(2, 2), hue=0, p=1))),
+        "brightness": (
+            "RandomBrightnessContrast(+0.3)",
+            one(A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1)),
+        ),
+        "reduced_brightness": (
+            "RandomBrightnessContrast(-0.5)",
+            one(A.RandomBrightnessContrast(brightness_limit=(-0.5, -0.5), contrast_limit=(0, 0), p=1)),
+        ),
+        "contrast": (
+            "RandomBrightnessContrast(contrast -0.8)",
+            one(A.RandomBrightnessContrast(brightness_limit=(0, 0), contrast_limit=(-0.8, -0.8), p=1)),
+        ),
+        "saturation": (
+            "ColorJitter(saturation=2)",
+            one(A.ColorJitter(brightness=0, contrast=0, saturation=(2, 2), hue=0, p=1)),
+        ),
         "grayscale": ("ToGray", one(A.ToGray(p=1))),
         "color_quantization": ("Posterize(3 bits)", one(A.Posterize(num_bits=3, p=1))),
         "jpeg_compression": ("ImageCompression(q=15)", one(A.ImageCompression(quality_range=(15, 15), p=1))),
@@ -89,10 +106,16 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
         "zoom_blur": ("ZoomBlur(1.2)", one(A.ZoomBlur(max_factor=(1.2, 1.2), step_factor=(0.02, 0.02), p=1))),
         "defocus_blur": ("Defocus(r=6)", one(A.Defocus(radius=(6, 6), alias_blur=(0.5, 0.5), p=1))),
         "glass_blur": ("GlassBlur(1, 2, 3)", one(A.GlassBlur(sigma=1.0, max_delta=2, iterations=3, p=1))),
-        "pixelate": ("Downscale(.4, nearest)",
-                     one(A.Downscale(scale_range=(0.4, 0.4), interpolation_pair={"downscale": cv2.INTER_AREA,
-                                                                                 "upscale": cv2.INTER_NEAREST},
-                                     p=1))),
+        "pixelate": (
+            "Downscale(.4, nearest)",
+            one(
+                A.Downscale(
+                    scale_range=(0.4, 0.4),
+                    interpolation_pair={"downscale": cv2.INTER_AREA, "upscale": cv2.INTER_NEAREST},
+                    p=1,
+                )
+            ),
+        ),
         "low_resolution": ("Downscale(.25, linear)", one(A.Downscale(scale_range=(0.25, 0.25), p=1))),
         "fog": ("RandomFog(.5)", one(A.RandomFog(fog_coef_range=(0.5, 0.5), p=1))),
         "snow": ("RandomSnow", one(A.RandomSnow(p=1))),
@@ -179,18 +202,23 @@ def main(argv: list[str] | None = None) -> int:
     albu = _albumentations_transforms()
     np.random.seed(0)  # noqa: NPY002 - imagecorruptions draws from numpy's global generator
 
-    print(f"image {image.shape[1]}x{image.shape[0]}, severity {args.severity}, median of {args.repeats}, "
-          f"cv2 {cv2.__version__} ({cv2.getNumThreads()} threads), numpy {np.__version__}")
-    header = f"{'corruption':20s} {'ours ms':>9s} {'imagecorr ms':>13s} {'x faster':>9s} {'albu ms':>9s} " \
-             f"{'x faster':>9s}  albumentations transform"
+    print(
+        f"image {image.shape[1]}x{image.shape[0]}, severity {args.severity}, median of {args.repeats}, "
+        f"cv2 {cv2.__version__} ({cv2.getNumThreads()} threads), numpy {np.__version__}"
+    )
+    header = (
+        f"{'corruption':20s} {'ours ms':>9s} {'imagecorr ms':>13s} {'x faster':>9s} {'albu ms':>9s} "
+        f"{'x faster':>9s}  albumentations transform"
+    )
     print(header)
     print("-" * len(header))
     rows = []
     for name in names:
         corruption = CORRUPTIONS[name]
         seeds = iter(range(10**6))
-        ours = _time_ms(lambda c=corruption, s=seeds: c.apply(image, args.severity, np.random.default_rng(next(s))),
-                        args.repeats)
+        ours = _time_ms(
+            lambda c=corruption, s=seeds: c.apply(image, args.severity, np.random.default_rng(next(s))), args.repeats
+        )
         ref = None
         ic_name = IMAGECORRUPTIONS_NAMES.get(name)
         if ic_name and not (args.skip_slow and name in SLOW_REFERENCE):
@@ -210,8 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         if name in albu:
             alb_label, transform = albu[name]
             alb = _time_ms(lambda t=transform: t(image=image)["image"], args.repeats)
-        row = {"corruption": name, "ours_ms": ours, "imagecorruptions_ms": ref, "albumentations_ms": alb,
-               "albumentations_transform": alb_label or None}
+        row = {
+            "corruption": name,
+            "ours_ms": ours,
+            "imagecorruptions_ms": ref,
+            "albumentations_ms": alb,
+            "albumentations_transform": alb_label or None,
+        }
         rows.append(row)
 
         def fmt(v: float | None) -> str:
@@ -220,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         def ratio(v: float | None, base: float = ours) -> str:
             return f"{v / base:8.1f}x" if v is not None else f"{'-':>9s}"
 
-        print(f"{name:20s} {fmt(ours)} {fmt(ref):>13s} {ratio(ref)} {fmt(alb)} {ratio(alb)}  {alb_label}",
-              flush=True)
+        print(f"{name:20s} {fmt(ours)} {fmt(ref):>13s} {ratio(ref)} {fmt(alb)} {ratio(alb)}  {alb_label}", flush=True)
 
     goal_rows = [r for r in rows if r["corruption"] in GOALS and r["imagecorruptions_ms"]]
     if goal_rows:

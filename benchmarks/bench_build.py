@@ -50,9 +50,15 @@ def bench(log: Path, workers: int, repeat: int) -> dict[str, object]:
             digests = d
             report = json.loads((out / "build_report.json").read_text())
         keyframes = int(report["keyframes_built"])
-        row = {"workers": workers, "wall_s": wall, "keyframes": keyframes,
-               "keyframes_per_s": keyframes / wall, "keyframes_per_s_per_core": keyframes / wall / workers,
-               "stages_s": report["stage_seconds_total"], "digests": digests}
+        row = {
+            "workers": workers,
+            "wall_s": wall,
+            "keyframes": keyframes,
+            "keyframes_per_s": keyframes / wall,
+            "keyframes_per_s_per_core": keyframes / wall / workers,
+            "stages_s": report["stage_seconds_total"],
+            "digests": digests,
+        }
         if best is None or wall < best["wall_s"]:  # type: ignore[operator]
             best = row
     assert best is not None
@@ -69,18 +75,20 @@ def main() -> None:
     params = QUICK if args.quick else DEFAULT_SYNTHETIC
     t0 = time.perf_counter()
     log = ensure_default_log(params)
-    print(f"log {log} ({', '.join(f'{k}={v}' for k, v in params.items())}); ready in "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(f"log {log} ({', '.join(f'{k}={v}' for k, v in params.items())}); ready in {time.perf_counter() - t0:.1f} s")
     rows = [bench(log, w, args.repeat) for w in args.workers]
     if len({tuple(r["digests"]) for r in rows}) != 1:  # type: ignore[arg-type]
         raise SystemExit("shards differ between worker counts")
-    print(f"{'workers':>7} {'wall s':>8} {'keyframes':>9} {'kf/s':>8} {'kf/s/core':>9}  "
-          + " ".join(f"{s:>10}" for s in STAGES))
+    print(
+        f"{'workers':>7} {'wall s':>8} {'keyframes':>9} {'kf/s':>8} {'kf/s/core':>9}  "
+        + " ".join(f"{s:>10}" for s in STAGES)
+    )
     for r in rows:
         stages = r["stages_s"]
-        print(f"{r['workers']:>7} {r['wall_s']:>8.2f} {r['keyframes']:>9} {r['keyframes_per_s']:>8.1f} "
-              f"{r['keyframes_per_s_per_core']:>9.1f}  "
-              + " ".join(f"{stages.get(s, 0.0):>10.3f}" for s in STAGES))  # type: ignore[union-attr]
+        print(
+            f"{r['workers']:>7} {r['wall_s']:>8.2f} {r['keyframes']:>9} {r['keyframes_per_s']:>8.1f} "
+            f"{r['keyframes_per_s_per_core']:>9.1f}  " + " ".join(f"{stages.get(s, 0.0):>10.3f}" for s in STAGES)
+        )  # type: ignore[union-attr]
     print("shards byte-identical across runs and worker counts")
 
 

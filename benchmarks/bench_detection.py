@@ -42,26 +42,46 @@ def make_inputs(n_samples: int, n_boxes: int, seed: int) -> tuple[DetectionBoxes
     velocity = rng.normal(0, 3, (n, 2))
     velocity[rng.random(n) < 0.1] = np.nan
     center = ego[sample] + np.concatenate([rng.uniform(-55, 55, (n, 2)), rng.normal(1, 0.5, (n, 1))], axis=1)
-    gt = DetectionBoxes(tokens[sample], center, rng.uniform(0.4, 5, (n, 3)),
-                        geo.yaw_to_quat(rng.uniform(-np.pi, np.pi, n)), velocity, names, None, attrs,
-                        rng.integers(0, 30, n))
+    gt = DetectionBoxes(
+        tokens[sample],
+        center,
+        rng.uniform(0.4, 5, (n, 3)),
+        geo.yaw_to_quat(rng.uniform(-np.pi, np.pi, n)),
+        velocity,
+        names,
+        None,
+        attrs,
+        rng.integers(0, 30, n),
+    )
     keep = np.flatnonzero(rng.random(n) < 0.85)
     m = len(keep)
-    tp = DetectionBoxes(gt.sample_token[keep], gt.translation[keep] + rng.normal(0, 0.7, (m, 3)),
-                        gt.size[keep] * rng.uniform(0.8, 1.2, (m, 3)),
-                        geo.quat_multiply(gt.rotation[keep], geo.yaw_to_quat(rng.normal(0, 0.2, m))),
-                        np.nan_to_num(gt.velocity[keep]) + rng.normal(0, 0.5, (m, 2)), gt.detection_name[keep],
-                        np.round(rng.random(m), 3), attrs[keep])
+    tp = DetectionBoxes(
+        gt.sample_token[keep],
+        gt.translation[keep] + rng.normal(0, 0.7, (m, 3)),
+        gt.size[keep] * rng.uniform(0.8, 1.2, (m, 3)),
+        geo.quat_multiply(gt.rotation[keep], geo.yaw_to_quat(rng.normal(0, 0.2, m))),
+        np.nan_to_num(gt.velocity[keep]) + rng.normal(0, 0.5, (m, 2)),
+        gt.detection_name[keep],
+        np.round(rng.random(m), 3),
+        attrs[keep],
+    )
     n_fp = n - m
     fp_sample = rng.integers(0, n_samples, n_fp)
-    fp = DetectionBoxes(tokens[fp_sample], ego[fp_sample] + rng.uniform(-55, 55, (n_fp, 3)),
-                        rng.uniform(0.4, 5, (n_fp, 3)), geo.yaw_to_quat(rng.uniform(-3, 3, n_fp)),
-                        rng.normal(0, 2, (n_fp, 2)), rng.choice(DETECTION_NAMES, n_fp),
-                        np.round(rng.random(n_fp) * 0.6, 3), rng.choice(("", *ATTRIBUTE_NAMES), n_fp))
+    fp = DetectionBoxes(
+        tokens[fp_sample],
+        ego[fp_sample] + rng.uniform(-55, 55, (n_fp, 3)),
+        rng.uniform(0.4, 5, (n_fp, 3)),
+        geo.yaw_to_quat(rng.uniform(-3, 3, n_fp)),
+        rng.normal(0, 2, (n_fp, 2)),
+        rng.choice(DETECTION_NAMES, n_fp),
+        np.round(rng.random(n_fp) * 0.6, 3),
+        rng.choice(("", *ATTRIBUTE_NAMES), n_fp),
+    )
     pred = DetectionBoxes.concat([tp, fp])
     pred = pred.select(np.argsort(np.array([t for t in pred.sample_token]), kind="stable"))
-    context = SampleContext(list(tokens), ego, np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)),
-                            np.zeros((0, 4)))
+    context = SampleContext(
+        list(tokens), ego, np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4))
+    )
     return gt, pred, context
 
 
@@ -115,8 +135,10 @@ def main() -> None:
     t_dk_f = time.perf_counter() - start
     pred_dk = devkit_filter(db, add_center_dist(db, pred_eb), CVPR_2019["class_range"])
     assert len(gt_dk.all) == len(gt_f) and len(pred_dk.all) == len(pred_f)
-    print(f"filtering GT      devkit {t_dk_f * 1e3:9.1f} ms   stridegen {t_ours_f * 1e3:8.2f} ms   "
-          f"x{t_dk_f / t_ours_f:7.1f}")
+    print(
+        f"filtering GT      devkit {t_dk_f * 1e3:9.1f} ms   stridegen {t_ours_f * 1e3:8.2f} ms   "
+        f"x{t_dk_f / t_ours_f:7.1f}"
+    )
 
     # Evaluation on the filtered boxes (the devkit reads them in the order its filter left them).
     gt_f, pred_f = gt_f.select(gt_f.canonical_order()), pred_f.select(pred_f.canonical_order())
@@ -125,8 +147,7 @@ def main() -> None:
     ev.gt_boxes, ev.pred_boxes = to_eval_boxes(gt_f), to_eval_boxes(pred_f)
     t_dk, (theirs, _) = _best(ev.evaluate, 1)
     t_ours, (ours, _) = _best(lambda: evaluate_detection(gt_f, pred_f, cfg), args.repeat)
-    print(f"evaluation        devkit {t_dk * 1e3:9.1f} ms   stridegen {t_ours * 1e3:8.2f} ms   "
-          f"x{t_dk / t_ours:7.1f}")
+    print(f"evaluation        devkit {t_dk * 1e3:9.1f} ms   stridegen {t_ours * 1e3:8.2f} ms   x{t_dk / t_ours:7.1f}")
 
     worst = 0.0
     for c in cfg.class_names:
@@ -138,8 +159,10 @@ def main() -> None:
                 worst = max(worst, abs(a - b))
     worst = max(worst, abs(ours.mean_ap - theirs.mean_ap), abs(ours.nd_score - theirs.nd_score))
     assert worst <= 1e-9, f"metrics differ by {worst}"
-    print(f"mAP {ours.mean_ap:.6f}  NDS {ours.nd_score:.6f}  (devkit {theirs.mean_ap:.6f} / {theirs.nd_score:.6f}); "
-          f"max |difference| over all APs, TP errors, mAP, NDS: {worst:.1e}")
+    print(
+        f"mAP {ours.mean_ap:.6f}  NDS {ours.nd_score:.6f}  (devkit {theirs.mean_ap:.6f} / {theirs.nd_score:.6f}); "
+        f"max |difference| over all APs, TP errors, mAP, NDS: {worst:.1e}"
+    )
 
 
 if __name__ == "__main__":

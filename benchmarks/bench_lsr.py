@@ -50,14 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     n_items = sum(len(r["gt_value"]) for r in responses)
     print(f"{len(responses)} response records, {n_items} scored values, {args.groups} groups")
 
-    w_ref, c_ref, ref_out = _best(lambda: ref.reference_evaluate(responses, ref.OFFICIAL_TOLERANCE, sheet),
-                                  max(1, args.repeat - 1))
+    w_ref, c_ref, ref_out = _best(
+        lambda: ref.reference_evaluate(responses, ref.OFFICIAL_TOLERANCE, sheet), max(1, args.repeat - 1)
+    )
     w_ours, c_ours, ours_out = _best(lambda: ref.ours_official(responses, sheet), args.repeat)
     identical = ref_out == ours_out
     print(f"{'':20s}   {'wall s':>8s} {'cpu s':>8s}")
     print(f"official-style loop : {w_ref:8.3f} {c_ref:8.3f}")
-    print(f"stridegen (memory)  : {w_ours:8.3f} {c_ours:8.3f}   ratio wall {w_ref / w_ours:5.1f}x, "
-          f"cpu {c_ref / c_ours:5.1f}x   identical numbers: {identical}")
+    print(
+        f"stridegen (memory)  : {w_ours:8.3f} {c_ours:8.3f}   ratio wall {w_ref / w_ours:5.1f}x, "
+        f"cpu {c_ref / c_ours:5.1f}x   identical numbers: {identical}"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         per_t: dict[int, list] = {}

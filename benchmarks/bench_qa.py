@@ -33,8 +33,12 @@ from stridegen.pipeline.qa.spatial import (
 from tests.demo_contexts import DEMO, demo_contexts  # the demo keyframe (shared data), as in test_spatial
 
 CLASS_SIZES = {  # rough mean l, w, h (m) per STRIDE-QA class
-    "vehicle": (4.6, 1.95, 1.72), "large vehicle": (6.7, 2.46, 2.73), "bus": (11.2, 2.94, 3.47),
-    "pedestrian": (0.73, 0.66, 1.76), "bicycle": (1.7, 0.6, 1.28), "traffic cone": (0.41, 0.41, 1.07),
+    "vehicle": (4.6, 1.95, 1.72),
+    "large vehicle": (6.7, 2.46, 2.73),
+    "bus": (11.2, 2.94, 3.47),
+    "pedestrian": (0.73, 0.66, 1.76),
+    "bicycle": (1.7, 0.6, 1.28),
+    "traffic cone": (0.41, 0.41, 1.07),
 }
 
 
@@ -47,8 +51,21 @@ def synthetic_contexts(rng: np.random.Generator, images: int, regions: int) -> l
         size = mean[cls_idx] * rng.uniform(0.9, 1.1, (regions, 3))
         center_ego = np.c_[rng.uniform(3, 60, regions), rng.uniform(-15, 15, regions), size[:, 2] / 2]
         center_cam = np.c_[-center_ego[:, 1], 1.5 - center_ego[:, 2], center_ego[:, 0] - 1.0]
-        out.append(QAContext("bench", k, k, "CAM_FRONT", np.arange(regions), rng.integers(0, 500, regions),
-                             classes[cls_idx], center_ego, size, np.zeros(regions), center_cam))
+        out.append(
+            QAContext(
+                "bench",
+                k,
+                k,
+                "CAM_FRONT",
+                np.arange(regions),
+                rng.integers(0, 500, regions),
+                classes[cls_idx],
+                center_ego,
+                size,
+                np.zeros(regions),
+                center_cam,
+            )
+        )
     return out
 
 
@@ -80,11 +97,15 @@ def balance_report(items: list[QAItem]) -> None:
             answers.setdefault(families[it.predicate], Counter())[it.gt_label] += 1
         if len(it.region_ids) == 2:
             orders["ascending" if it.region_ids[0] < it.region_ids[1] else "descending"] += 1
-    print("  yes share per family:", ", ".join(f"{fam} {c['yes'] / (c['yes'] + c['no']):.3f} (n={c.total()})"
-                                              for fam, c in answers.items()))
+    print(
+        "  yes share per family:",
+        ", ".join(f"{fam} {c['yes'] / (c['yes'] + c['no']):.3f} (n={c.total()})" for fam, c in answers.items()),
+    )
     total = sum(c["yes"] for c in answers.values()), sum(c.total() for c in answers.values())
-    print(f"  yes share overall: {total[0] / max(total[1], 1):.3f} of {total[1]} yes/no items; pair order "
-          f"ascending {orders['ascending'] / max(orders.total(), 1):.3f} of {orders.total()} two-region items")
+    print(
+        f"  yes share overall: {total[0] / max(total[1], 1):.3f} of {total[1]} yes/no items; pair order "
+        f"ascending {orders['ascending'] / max(orders.total(), 1):.3f} of {orders.total()} two-region items"
+    )
     counts = Counter(it.predicate for it in items)
     print("  items per predicate:", ", ".join(f"{p} {counts[p]}" for p in SPATIAL_PREDICATES if counts[p]))
 
@@ -100,11 +121,15 @@ def main() -> int:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     configs = {
         "default config": SpatialQAConfig(),
-        "all predicates, no caps": SpatialQAConfig(max_pairs_per_image=10_000, max_qa_per_image=0,
-                                                   predicates=frozenset(SPATIAL_PREDICATES)),
+        "all predicates, no caps": SpatialQAConfig(
+            max_pairs_per_image=10_000, max_qa_per_image=0, predicates=frozenset(SPATIAL_PREDICATES)
+        ),
     }
-    sets = {f"synthetic, {args.regions} regions x {args.images} images":
-            synthetic_contexts(np.random.default_rng(1), args.images, args.regions)}
+    sets = {
+        f"synthetic, {args.regions} regions x {args.images} images": synthetic_contexts(
+            np.random.default_rng(1), args.images, args.regions
+        )
+    }
     if not args.no_real and DEMO.is_dir():
         demo = demo_contexts()
         reps = max(1, args.images // (10 * len(demo)))
@@ -113,8 +138,10 @@ def main() -> int:
         for cfg_name, cfg in configs.items():
             wall_rate, cpu_rate, items = run(contexts, cfg, args.repeat)
             per_image = len(items) / len(contexts)
-            print(f"{set_name} | {cfg_name}: {cpu_rate:,.0f} QA per CPU second ({wall_rate:,.0f} per wall second), "
-                  f"{per_image / cpu_rate * 1e6:.0f} us CPU per image, {per_image:.1f} QA per image")
+            print(
+                f"{set_name} | {cfg_name}: {cpu_rate:,.0f} QA per CPU second ({wall_rate:,.0f} per wall second), "
+                f"{per_image / cpu_rate * 1e6:.0f} us CPU per image, {per_image:.1f} QA per image"
+            )
             balance_report(items)
     return 0
 

@@ -124,23 +124,32 @@ def _fmt(x: float) -> str:
 
 
 def tables(results: dict[str, Scores]) -> str:
-    lines = ["| backend | masks | ms / mask | ms / image | scored | mean IoU | median IoU | IoU >= 0.9 | "
-             "quality > 0.8 | Spearman(quality, IoU) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| backend | masks | ms / mask | ms / image | scored | mean IoU | median IoU | IoU >= 0.9 | "
+        "quality > 0.8 | Spearman(quality, IoU) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, s in results.items():
         iou, q = np.array(s.iou), np.array(s.quality)
-        lines.append(f"| `{name}` | {s.masks} | {1e3 * s.seconds / max(s.masks, 1):.2f} | "
-                     f"{1e3 * s.seconds / max(s.images, 1):.1f} | {iou.size} | {iou.mean():.3f} | "
-                     f"{np.median(iou):.3f} | {np.mean(iou >= 0.9):.2f} | {np.mean(q > 0.8):.2f} | "
-                     f"{_fmt(spearman(q, iou))} |")
+        lines.append(
+            f"| `{name}` | {s.masks} | {1e3 * s.seconds / max(s.masks, 1):.2f} | "
+            f"{1e3 * s.seconds / max(s.images, 1):.1f} | {iou.size} | {iou.mean():.3f} | "
+            f"{np.median(iou):.3f} | {np.mean(iou >= 0.9):.2f} | {np.mean(q > 0.8):.2f} | "
+            f"{_fmt(spearman(q, iou))} |"
+        )
     classes = sorted({c for s in results.values() for c in s.label})
-    lines += ["", "Mean IoU by class (scored objects):", "",
-              "| backend | " + " | ".join(f"{c} (n)" for c in classes) + " |",
-              "|---|" + "---:|" * len(classes)]
+    lines += [
+        "",
+        "Mean IoU by class (scored objects):",
+        "",
+        "| backend | " + " | ".join(f"{c} (n)" for c in classes) + " |",
+        "|---|" + "---:|" * len(classes),
+    ]
     for name, s in results.items():
         label, iou = np.array(s.label), np.array(s.iou)
-        cells = [f"{iou[label == c].mean():.3f} ({int(np.sum(label == c))})" if np.any(label == c) else "-"
-                 for c in classes]
+        cells = [
+            f"{iou[label == c].mean():.3f} ({int(np.sum(label == c))})" if np.any(label == c) else "-" for c in classes
+        ]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -181,23 +190,38 @@ def main() -> None:
 
             root = Path(tmp) / "synth"
             t0 = time.perf_counter()
-            generate_dataset(root, scenes=args.scenes, seconds=args.seconds, seed=args.seed, width=args.width,
-                             height=args.height, progress=False)
-            print(f"generated {args.scenes} x {args.seconds:g} s at {args.width}x{args.height} "
-                  f"(seed {args.seed}) in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            generate_dataset(
+                root,
+                scenes=args.scenes,
+                seconds=args.seconds,
+                seed=args.seed,
+                width=args.width,
+                height=args.height,
+                progress=False,
+            )
+            print(
+                f"generated {args.scenes} x {args.seconds:g} s at {args.width}x{args.height} "
+                f"(seed {args.seed}) in {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
         images, request_s = load_images(Path(root))
         n_objects = sum(len(i.request) for i in images)
         results = {}
         for name in args.backends.split(","):
             results[name] = run_backend(name, images, args.min_area, options.get(name, {}))
             print(f"{name}: {results[name].seconds:.1f} s", file=sys.stderr)
-    source = f"`--root {args.root}`" if args.root else (
-        f"{args.scenes} synthetic scene(s) x {args.seconds:g} s, {args.width}x{args.height}, seed {args.seed}")
+    source = (
+        f"`--root {args.root}`"
+        if args.root
+        else (f"{args.scenes} synthetic scene(s) x {args.seconds:g} s, {args.width}x{args.height}, seed {args.seed}")
+    )
     command = "python benchmarks/bench_segment.py " + " ".join(sys.argv[1:]).replace("--update-docs", "").strip()
-    text = (f"Command: `{command.strip()}` ({source}; {len(images)} images with objects, {n_objects} masks, "
-            f"objects with >= {args.min_area} truth pixels scored; one core). Request building (image decode, "
-            f"LiDAR read, projection, LiDAR assignment): {1e3 * request_s / max(len(images), 1):.1f} ms / image."
-            f"\n\n{tables(results)}")
+    text = (
+        f"Command: `{command.strip()}` ({source}; {len(images)} images with objects, {n_objects} masks, "
+        f"objects with >= {args.min_area} truth pixels scored; one core). Request building (image decode, "
+        f"LiDAR read, projection, LiDAR assignment): {1e3 * request_s / max(len(images), 1):.1f} ms / image."
+        f"\n\n{tables(results)}"
+    )
     print(text)
     if args.update_docs:
         update_docs(text)

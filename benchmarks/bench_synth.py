@@ -42,16 +42,25 @@ def main() -> None:
     for run in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             wall0, cpu0 = time.perf_counter(), time.process_time()
-            summary = generate_dataset(Path(tmp) / "ds", scenes=1, seconds=args.seconds, seed=0, width=args.width,
-                                       height=args.height, sweeps=args.sweeps, progress=False)
+            summary = generate_dataset(
+                Path(tmp) / "ds",
+                scenes=1,
+                seconds=args.seconds,
+                seed=0,
+                width=args.width,
+                height=args.height,
+                sweeps=args.sweeps,
+                progress=False,
+            )
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(summary.timings_s.items()))
-        print(f"run {run}: one {args.seconds:g} s scene ({summary.samples} key frames, 6 cameras at "
-              f"{args.width}x{args.height}{', sweeps' if args.sweeps else ''}): wall {wall:.2f} s, cpu {cpu:.2f} s "
-              f"(target <= 10 s)")
+        print(
+            f"run {run}: one {args.seconds:g} s scene ({summary.samples} key frames, 6 cameras at "
+            f"{args.width}x{args.height}{', sweeps' if args.sweeps else ''}): wall {wall:.2f} s, cpu {cpu:.2f} s "
+            f"(target <= 10 s)"
+        )
         print(f"  break-down (cpu s): {parts}")
-        print(f"  annotations: {sum(summary.annotations_per_class.values())}, "
-              f"sample_data: {summary.sample_data}")
+        print(f"  annotations: {sum(summary.annotations_per_class.values())}, sample_data: {summary.sample_data}")
 
 
 if __name__ == "__main__":

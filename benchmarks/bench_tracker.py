@@ -33,8 +33,16 @@ def make_scene(rng: np.random.Generator, frames: int, objects: int) -> list[list
         for i in range(objects):
             if rng.random() < 0.9:
                 p = pos[i] + vel[i] * 0.5 * k + rng.normal(0, 0.2, 2)
-                rows.append((p[0], p[1], vel[i, 0] + rng.normal(0, 0.3), vel[i, 1] + rng.normal(0, 0.3),
-                             str(labels[i]), float(rng.uniform(0.05, 1.0))))
+                rows.append(
+                    (
+                        p[0],
+                        p[1],
+                        vel[i, 0] + rng.normal(0, 0.3),
+                        vel[i, 1] + rng.normal(0, 0.3),
+                        str(labels[i]),
+                        float(rng.uniform(0.05, 1.0)),
+                    )
+                )
         for _ in range(rng.poisson(3)):  # false positives
             p = rng.uniform(-60, 60, 2)
             rows.append((p[0], p[1], 0.0, 0.0, str(rng.choice(CLASSES)), float(rng.uniform(0.05, 0.4))))
@@ -47,8 +55,14 @@ def to_boxes(rows: list[tuple]) -> Boxes:
         return Boxes.empty("global")
     a = np.array([r[:4] for r in rows], dtype=float)
     n = len(rows)
-    return Boxes(np.c_[a[:, :2], np.zeros(n)], np.tile([4.0, 2.0, 1.5], (n, 1)), np.zeros(n), a[:, 2:4],
-                 label=[r[4] for r in rows], score=[r[5] for r in rows])
+    return Boxes(
+        np.c_[a[:, :2], np.zeros(n)],
+        np.tile([4.0, 2.0, 1.5], (n, 1)),
+        np.zeros(n),
+        a[:, 2:4],
+        label=[r[4] for r in rows],
+        score=[r[5] for r in rows],
+    )
 
 
 def main() -> int:

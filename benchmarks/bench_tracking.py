@@ -37,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.scenes, args.frames, args.tracks = 4, 20, 15
     data = make_synthetic(args.seed, args.scenes, args.frames, args.tracks)
-    print(f"{args.scenes} scenes x {args.frames} frames x {args.tracks} tracks: {len(data.gt)} GT boxes, "
-          f"{len(data.pred)} predicted boxes")
+    print(
+        f"{args.scenes} scenes x {args.frames} frames x {args.tracks} tracks: {len(data.gt)} GT boxes, "
+        f"{len(data.pred)} predicted boxes"
+    )
     ours_s = ours_cpu = math.inf
     for _ in range(max(1, args.repeat)):
         t, c = time.perf_counter(), time.process_time()
@@ -55,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"devkit:    {devkit_s:8.2f} s wall, {devkit_cpu:8.2f} s CPU ({devkit_s / args.scenes:.2f} s per scene)")
     print(f"stridegen: {ours_s:8.3f} s wall, {ours_cpu:8.3f} s CPU (best of {args.repeat})")
     print(f"speed-up:  {devkit_s / ours_s:8.1f}x wall, {devkit_cpu / ours_cpu:8.1f}x CPU")
-    print(f"AMOTA {ours.summary('amota'):.6f} (devkit {dk_metrics.compute_metric('amota'):.6f}), "
-          f"AMOTP {ours.summary('amotp'):.6f}, MOTA {ours.summary('mota'):.6f}, IDS {ours.summary('ids'):.0f}")
+    print(
+        f"AMOTA {ours.summary('amota'):.6f} (devkit {dk_metrics.compute_metric('amota'):.6f}), "
+        f"AMOTP {ours.summary('amotp'):.6f}, MOTA {ours.summary('mota'):.6f}, IDS {ours.summary('ids'):.0f}"
+    )
     if bad:
         print(f"{len(bad)} MISMATCHES:")
         print("\n".join(bad[:30]))

@@ -37,8 +37,9 @@ def main() -> int:
     args = ap.parse_args()
     failed = []
     for script, quick, full in BENCHMARKS:
-        if script == "bench_augment.py" and not all(importlib.util.find_spec(m) for m in
-                                                    ("imagecorruptions", "albumentations")):
+        if script == "bench_augment.py" and not all(
+            importlib.util.find_spec(m) for m in ("imagecorruptions", "albumentations")
+        ):
             print(f"== {script}: skipped (imagecorruptions / albumentations are not installed here)")
             continue
         print(f"== {script} {' '.join(full if args.full else quick)}", flush=True)

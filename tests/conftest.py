@@ -18,12 +18,18 @@ from tests.shared_data import AV2_LOGS, NUSCENES_DEMO, SHARED_DATA, missing_reas
 
 # marker -> (the optional module it needs, the skip reason where that module is not installed)
 OPTIONAL_DEPENDENCIES = {
-    "devkit": ("nuscenes", "nuscenes-devkit not installed (pip install 'stridegen[devkit]', then "
-                           "pip install --no-deps nuscenes-devkit==1.2.0; see Makefile)"),
+    "devkit": (
+        "nuscenes",
+        "nuscenes-devkit not installed (pip install 'stridegen[devkit]', then "
+        "pip install --no-deps nuscenes-devkit==1.2.0; see Makefile)",
+    ),
     "openai": ("openai", "openai SDK not installed (pip install 'stridegen[judges]')"),
 }
-MISSING = {marker: reason for marker, (module, reason) in OPTIONAL_DEPENDENCIES.items()
-           if importlib.util.find_spec(module) is None}
+MISSING = {
+    marker: reason
+    for marker, (module, reason) in OPTIONAL_DEPENDENCIES.items()
+    if importlib.util.find_spec(module) is None
+}
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

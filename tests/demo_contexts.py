@@ -28,10 +28,27 @@ def demo_contexts() -> list[QAContext]:
         intrinsic = cast(np.ndarray, cam.calibration.intrinsic)  # every camera of the demo log has one
         uv, _, in_front = geo.project_points(center_cam, intrinsic, near=1.0)
         with np.errstate(invalid="ignore"):
-            inside = in_front & (uv[:, 0] >= 0) & (uv[:, 0] < cam.calibration.width) & (uv[:, 1] >= 0) \
+            inside = (
+                in_front
+                & (uv[:, 0] >= 0)
+                & (uv[:, 0] < cam.calibration.width)
+                & (uv[:, 1] >= 0)
                 & (uv[:, 1] < cam.calibration.height)
+            )
         idx = np.flatnonzero(inside)
-        out.append(QAContext("demo", 0, 0, channel, np.arange(idx.size), idx,
-                             np.array([stride_class(c) for c in ann.category[idx]], dtype=object),
-                             center_ego[idx], ann.boxes.size_lwh[idx], np.zeros(idx.size), center_cam[idx]))
+        out.append(
+            QAContext(
+                "demo",
+                0,
+                0,
+                channel,
+                np.arange(idx.size),
+                idx,
+                np.array([stride_class(c) for c in ann.category[idx]], dtype=object),
+                center_ego[idx],
+                ann.boxes.size_lwh[idx],
+                np.zeros(idx.size),
+                center_cam[idx],
+            )
+        )
     return out

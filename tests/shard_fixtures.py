@@ -48,27 +48,39 @@ def frames_table(tokens: list[str]) -> FramesTable:
     return FramesTable(str_array(tokens), np.arange(n, dtype=np.int64) * FRAME_STEP_US, np.tile(np.eye(4), (n, 1, 1)))
 
 
-def cameras_table(channels: list[str] | tuple[str, ...], intrinsic: np.ndarray, width: int,
-                  height: int) -> CamerasTable:
+def cameras_table(
+    channels: list[str] | tuple[str, ...], intrinsic: np.ndarray, width: int, height: int
+) -> CamerasTable:
     """Cameras of one size sharing ``intrinsic`` (3x3, pixels), every camera-to-ego transform the identity."""
     n = len(channels)
-    return CamerasTable(str_array(channels), np.tile(intrinsic, (n, 1, 1)), np.tile(np.eye(4), (n, 1, 1)),
-                        np.full(n, width, np.int32), np.full(n, height, np.int32))
+    return CamerasTable(
+        str_array(channels),
+        np.tile(intrinsic, (n, 1, 1)),
+        np.tile(np.eye(4), (n, 1, 1)),
+        np.full(n, width, np.int32),
+        np.full(n, height, np.int32),
+    )
 
 
-def images_table(rows: list[tuple[int, int]], data: list[bytes], token_prefix: str = "",
-                 timestamp_step_us: int = 1) -> ImagesTable:
+def images_table(
+    rows: list[tuple[int, int]], data: list[bytes], token_prefix: str = "", timestamp_step_us: int = 1
+) -> ImagesTable:
     """One image per (frame index, channel index) row with its file bytes ``data``; sample tokens
     ``<token_prefix>sd<i>``, timestamps ``i * timestamp_step_us``, identity sensor poses."""
     n = len(rows)
-    return ImagesTable(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.int32),
-                       str_array(f"{token_prefix}sd{i}" for i in range(n)),
-                       np.arange(n, dtype=np.int64) * timestamp_step_us, np.tile(np.eye(4), (n, 1, 1)),
-                       bytes_array(data))
+    return ImagesTable(
+        np.array([r[0] for r in rows], np.int32),
+        np.array([r[1] for r in rows], np.int32),
+        str_array(f"{token_prefix}sd{i}" for i in range(n)),
+        np.arange(n, dtype=np.int64) * timestamp_step_us,
+        np.tile(np.eye(4), (n, 1, 1)),
+        bytes_array(data),
+    )
 
 
-def masks_table(mask_rows: list[MaskRow], depth_m: np.ndarray | float, quality: float, box_iou: float,
-                coverage: float) -> MasksTable:
+def masks_table(
+    mask_rows: list[MaskRow], depth_m: np.ndarray | float, quality: float, box_iou: float, coverage: float
+) -> MasksTable:
     """The masks of ``mask_rows`` (RLE, area and box from the mask itself; the projected box is the mask's box),
     the given depth (metres) and scores, every visibility rule passed."""
     all_masks = np.stack([m for _, _, m in mask_rows])
@@ -78,16 +90,30 @@ def masks_table(mask_rows: list[MaskRow], depth_m: np.ndarray | float, quality: 
     def column(value: np.ndarray | float) -> np.ndarray:
         return np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)).copy()
 
-    return MasksTable(np.array([r[0] for r in mask_rows], np.int32), np.array([r[1] for r in mask_rows], np.int32),
-                      str_array(encode_rle(m) for m in all_masks), area, boxes, boxes.copy(), column(depth_m),
-                      column(quality), column(box_iou), column(coverage), *(np.ones(n, bool) for _ in range(4)))
+    return MasksTable(
+        np.array([r[0] for r in mask_rows], np.int32),
+        np.array([r[1] for r in mask_rows], np.int32),
+        str_array(encode_rle(m) for m in all_masks),
+        area,
+        boxes,
+        boxes.copy(),
+        column(depth_m),
+        column(quality),
+        column(box_iou),
+        column(coverage),
+        *(np.ones(n, bool) for _ in range(4)),
+    )
 
 
 def keyframes_table(frame_index: int) -> KeyframesTable:
     """One keyframe at ``frame_index`` whose window (``WINDOW_OFFSETS_S``) holds it and the three frames before."""
     window = np.arange(frame_index - len(WINDOW_OFFSETS_S) + 1, frame_index + 1, dtype=np.int32)
-    return KeyframesTable(np.array([frame_index], np.int32), np.array([frame_index * FRAME_STEP_US / 1e6]),
-                          window[None], np.array(WINDOW_OFFSETS_S))
+    return KeyframesTable(
+        np.array([frame_index], np.int32),
+        np.array([frame_index * FRAME_STEP_US / 1e6]),
+        window[None],
+        np.array(WINDOW_OFFSETS_S),
+    )
 
 
 def no_skipped_keyframes() -> SkippedKeyframesTable:

@@ -14,8 +14,15 @@ from stridegen.core.errors import GeometryError
 
 def _boxes(n=3, seed=0):
     rng = np.random.default_rng(seed)
-    return Boxes(rng.normal(size=(n, 3)) * 20, rng.uniform(0.5, 5, (n, 3)), rng.uniform(-np.pi, np.pi, n),
-                 rng.normal(size=(n, 2)), label=["car"] * n, track_id=[f"t{i}" for i in range(n)], frame="global")
+    return Boxes(
+        rng.normal(size=(n, 3)) * 20,
+        rng.uniform(0.5, 5, (n, 3)),
+        rng.uniform(-np.pi, np.pi, n),
+        rng.normal(size=(n, 2)),
+        label=["car"] * n,
+        track_id=[f"t{i}" for i in range(n)],
+        frame="global",
+    )
 
 
 def test_transform_known():

@@ -12,24 +12,47 @@ from stridegen.core.errors import GeometryError
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 angles = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
-unit_quats = st.tuples(*[st.floats(-1, 1, allow_nan=False)] * 4).filter(
-    lambda q: np.linalg.norm(q) > 0.1).map(lambda q: np.array(q) / np.linalg.norm(q))
+unit_quats = (
+    st.tuples(*[st.floats(-1, 1, allow_nan=False)] * 4)
+    .filter(lambda q: np.linalg.norm(q) > 0.1)
+    .map(lambda q: np.array(q) / np.linalg.norm(q))
+)
 
 
 # ---------------------------------------------------------------------------------------------- angles
 
-@pytest.mark.parametrize(("x", "y", "deg"), [
-    (1, 0, 0.0), (0, 1, 90.0), (0, -1, -90.0), (-1, 0, 180.0), (-1, -0.0, 180.0), (1, 1, 45.0), (1, -1, -45.0),
-])
+
+@pytest.mark.parametrize(
+    ("x", "y", "deg"),
+    [
+        (1, 0, 0.0),
+        (0, 1, 90.0),
+        (0, -1, -90.0),
+        (-1, 0, 180.0),
+        (-1, -0.0, 180.0),
+        (1, 1, 45.0),
+        (1, -1, -45.0),
+    ],
+)
 def test_polar_angle_known(x, y, deg):
     assert geo.polar_angle_deg(x, y) == pytest.approx(deg, abs=1e-9)
 
 
-@pytest.mark.parametrize(("x", "y", "hour"), [
-    (1, 0, 12), (0, -1, 3), (-1, 0, 6), (0, 1, 9), (1, -1, 2),  # 45 deg right = 1.5 h -> rounds up to 2
-    (1, -0.5, 1), (np.cos(np.radians(-14)), np.sin(np.radians(-14)), 12), (1, 1, 11),
-    (np.cos(np.radians(-16)), np.sin(np.radians(-16)), 1), (-1, 1e-9, 6),
-])
+@pytest.mark.parametrize(
+    ("x", "y", "hour"),
+    [
+        (1, 0, 12),
+        (0, -1, 3),
+        (-1, 0, 6),
+        (0, 1, 9),
+        (1, -1, 2),  # 45 deg right = 1.5 h -> rounds up to 2
+        (1, -0.5, 1),
+        (np.cos(np.radians(-14)), np.sin(np.radians(-14)), 12),
+        (1, 1, 11),
+        (np.cos(np.radians(-16)), np.sin(np.radians(-16)), 1),
+        (-1, 1e-9, 6),
+    ],
+)
 def test_clock_direction_known(x, y, hour):
     assert int(geo.clock_direction(x, y)) == hour
 
@@ -52,6 +75,7 @@ def test_clock_matches_polar(r, deg):
 
 
 # ---------------------------------------------------------------------------------------------- quaternions
+
 
 def test_quat_known_rotation():
     q = geo.yaw_to_quat(np.pi / 2)  # 90 deg about z
@@ -84,8 +108,9 @@ def test_quat_rotmat_round_trip(q):
 
 @given(unit_quats, unit_quats)
 def test_quat_multiply_composes_rotations(a, b):
-    np.testing.assert_allclose(geo.quat_to_rotmat(geo.quat_multiply(a, b)),
-                               geo.quat_to_rotmat(a) @ geo.quat_to_rotmat(b), atol=1e-9)
+    np.testing.assert_allclose(
+        geo.quat_to_rotmat(geo.quat_multiply(a, b)), geo.quat_to_rotmat(a) @ geo.quat_to_rotmat(b), atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("bad", [[1, 0, 0, np.nan], [2, 0, 0, 0], [0.9, 0, 0, 0], [1, 0, 0]])
@@ -96,8 +121,10 @@ def test_check_unit_quaternion_rejects(bad):
 
 # ---------------------------------------------------------------------------------------------- SE(3)
 
-@given(unit_quats, st.tuples(finite, finite, finite), st.lists(st.tuples(finite, finite, finite), min_size=1,
-                                                                max_size=5))
+
+@given(
+    unit_quats, st.tuples(finite, finite, finite), st.lists(st.tuples(finite, finite, finite), min_size=1, max_size=5)
+)
 def test_transform_inverse_round_trip(q, t, pts):
     T = geo.make_transform(q, np.array(t))
     pts = np.array(pts)
@@ -113,6 +140,7 @@ def test_transform_known():
 
 
 # ---------------------------------------------------------------------------------------------- boxes
+
 
 def test_box_corners_known_and_devkit_order():
     corners = geo.box_corners([0, 0, 0], [4, 2, 1], [0.0])[0]
@@ -185,6 +213,7 @@ def test_project_boxes_2d_contains_visible_corners(x, y, z, yaw):
 
 # ---------------------------------------------------------------------------------------------- IoU
 
+
 def test_iou_2d_known():
     a = np.array([[0, 0, 2, 2]])
     b = np.array([[1, 1, 3, 3], [5, 5, 6, 6], [0, 0, 2, 2]])
@@ -200,10 +229,18 @@ def test_bev_iou_known():
     assert sq[0, 0] == pytest.approx(inter / (8 - inter))
 
 
-@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6),
-                          st.floats(-3.2, 3.2)), min_size=1, max_size=4),
-       st.lists(st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6),
-                          st.floats(-3.2, 3.2)), min_size=1, max_size=4))
+@given(
+    st.lists(
+        st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6), st.floats(-3.2, 3.2)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(
+        st.tuples(st.floats(-5, 5), st.floats(-5, 5), st.floats(0.2, 6), st.floats(0.2, 6), st.floats(-3.2, 3.2)),
+        min_size=1,
+        max_size=4,
+    ),
+)
 @settings(max_examples=60, deadline=None)
 def test_bev_iou_matches_shapely(a, b):
     shapely = pytest.importorskip("shapely")
@@ -217,5 +254,6 @@ def test_bev_iou_matches_shapely(a, b):
             ref = pa.intersection(pb).area / pa.union(pb).area
             assert ours[i, j] == pytest.approx(ref, abs=1e-9)
     # symmetry
-    np.testing.assert_allclose(ours, geo.bev_iou(b[:, :2], b[:, 2:4], b[:, 4], a[:, :2], a[:, 2:4], a[:, 4]).T,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        ours, geo.bev_iou(b[:, :2], b[:, 2:4], b[:, 4], a[:, :2], a[:, 2:4], a[:, 4]).T, atol=1e-9
+    )

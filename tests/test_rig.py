@@ -34,7 +34,8 @@ def test_camera_extrinsics_look_where_they_say():
         T = cam.T_ego_from_sensor
         forward_ego = geo.rotate_vectors(T, [0, 0, 1])  # optical axis
         assert float(geo.polar_angle_deg(forward_ego[0], forward_ego[1])) == pytest.approx(
-            float(geo.wrap_angle_deg(cam.yaw_deg)), abs=1e-9)
+            float(geo.wrap_angle_deg(cam.yaw_deg)), abs=1e-9
+        )
         assert geo.rotate_vectors(T, [0, 1, 0])[2] == pytest.approx(-1.0)  # image y points down
         # a point 10 m along the optical axis projects to the principal point
         p_ego = geo.transform_points(T, [0, 0, 10])
@@ -43,7 +44,8 @@ def test_camera_extrinsics_look_where_they_say():
         np.testing.assert_allclose(uv[0], [cam.cx, cam.cy], atol=1e-9)
     half = rig.camera("CAM_FRONT").scaled(800, 450)
     assert half.fx == pytest.approx(633.0) and half.horizontal_fov_deg == pytest.approx(
-        rig.camera("CAM_FRONT").horizontal_fov_deg)
+        rig.camera("CAM_FRONT").horizontal_fov_deg
+    )
 
 
 def test_bad_rig(tmp_path):

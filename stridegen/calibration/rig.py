@@ -59,16 +59,32 @@ class CameraSpec(BaseModel):
     @property
     def T_ego_from_sensor(self) -> np.ndarray:
         # Look direction: yaw about ego z, then pitch about the camera's lateral axis, roll about its optical axis.
-        r_cam = _R_EGO_FROM_CAM_FORWARD @ _rot_z(self.roll_deg) @ np.array(
-            [[1.0, 0.0, 0.0], [0.0, np.cos(np.radians(self.pitch_deg)), -np.sin(np.radians(self.pitch_deg))],
-             [0.0, np.sin(np.radians(self.pitch_deg)), np.cos(np.radians(self.pitch_deg))]])
+        r_cam = (
+            _R_EGO_FROM_CAM_FORWARD
+            @ _rot_z(self.roll_deg)
+            @ np.array(
+                [
+                    [1.0, 0.0, 0.0],
+                    [0.0, np.cos(np.radians(self.pitch_deg)), -np.sin(np.radians(self.pitch_deg))],
+                    [0.0, np.sin(np.radians(self.pitch_deg)), np.cos(np.radians(self.pitch_deg))],
+                ]
+            )
+        )
         return make_transform(_rot_z(self.yaw_deg) @ r_cam, np.array(self.translation_ego))
 
     def scaled(self, width: int, height: int) -> CameraSpec:
         """The same camera at another resolution (intrinsics scaled, mounting unchanged)."""
         sx, sy = width / self.width, height / self.height
-        return self.model_copy(update={"width": width, "height": height, "fx": self.fx * sx, "fy": self.fy * sy,
-                                       "cx": self.cx * sx, "cy": self.cy * sy})
+        return self.model_copy(
+            update={
+                "width": width,
+                "height": height,
+                "fx": self.fx * sx,
+                "fy": self.fy * sy,
+                "cx": self.cx * sx,
+                "cy": self.cy * sy,
+            }
+        )
 
 
 class LidarSpec(BaseModel):
@@ -142,8 +158,9 @@ def load_rig(name_or_path: str | Path) -> Rig:
                 path = d / f"{name_or_path}.yaml"
                 break
         else:
-            raise MissingFileError(f"calibration/{name_or_path}.yaml",
-                                   f"no rig named {name_or_path!r}; known rigs: {rig_names()}")
+            raise MissingFileError(
+                f"calibration/{name_or_path}.yaml", f"no rig named {name_or_path!r}; known rigs: {rig_names()}"
+            )
     if not path.is_file():
         raise MissingFileError(path, "rig file does not exist")
     try:

@@ -33,8 +33,9 @@ _GROUPS: list[tuple[str, str, str]] = [
 ]
 
 # `stridegen eval ...`: evaluators. (module, attribute, command name).
-eval_app = typer.Typer(help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).",
-                       no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).", no_args_is_help=True
+)
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.eval.detection.cli", "eval_detection", "detection"),
     ("stridegen.eval.tracking.cli", "eval_tracking", "tracking"),
@@ -50,8 +51,9 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """stridegen: driving logs -> sharded VQA datasets, plus the evaluators that score models on them."""
 

@@ -35,8 +35,16 @@ def _preview(preview: Path, out: Path, corruptions: str, severity: str, seed: in
         typer.echo(f"not shown (they act on the cameras of a frame, not on one image): {', '.join(skipped)}")
 
 
-def _split(dataset: Path, out: Path, corruptions: str, severity: str, seed: int, workers: int, overwrite: bool,
-           jpeg_quality: int) -> None:
+def _split(
+    dataset: Path,
+    out: Path,
+    corruptions: str,
+    severity: str,
+    seed: int,
+    workers: int,
+    overwrite: bool,
+    jpeg_quality: int,
+) -> None:
     from rich.console import Console
 
     from stridegen.cli.progress import SceneProgress
@@ -45,8 +53,17 @@ def _split(dataset: Path, out: Path, corruptions: str, severity: str, seed: int,
     console = Console()
     labels = [name for name in resolve_corruptions(corruptions) for _ in resolve_levels(severity)]
     with SceneProgress(console=console, job_labels=labels, label_width=32) as progress:
-        result = build_robustness_split(dataset, out, corruptions, severity, seed=seed, workers=workers,
-                                        overwrite=overwrite, jpeg_quality=jpeg_quality, observer=progress)
+        result = build_robustness_split(
+            dataset,
+            out,
+            corruptions,
+            severity,
+            seed=seed,
+            workers=workers,
+            overwrite=overwrite,
+            jpeg_quality=jpeg_quality,
+            observer=progress,
+        )
     console.print(summary_table(result))
     console.print(f"index: {result.index_path}")
     failed = [(s.spec.rel_path, r) for s in result.splits for r in s.failed]
@@ -59,19 +76,28 @@ def _split(dataset: Path, out: Path, corruptions: str, severity: str, seed: int,
 
 def augment(
     dataset: Path | None = typer.Argument(None, help="Built dataset folder to rewrite with degraded images."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output: the splits' folder (with DATASET) or the contact "
-                                                      "sheet file (with --preview: .png / .jpg)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="Output: the splits' folder (with DATASET) or the contact sheet file (with --preview: .png / .jpg).",
+    ),
     preview: Path | None = typer.Option(None, "--preview", help="Draw a corruption x severity sheet of this image."),
-    corruptions: str = typer.Option("all", "--corruptions", "-c",
-                                    help="Comma-separated names or groups (intellicockpit, nuscenes_c, drivebench, "
-                                         "imagenet_c), or 'all'."),
+    corruptions: str = typer.Option(
+        "all",
+        "--corruptions",
+        "-c",
+        help="Comma-separated names or groups (intellicockpit, nuscenes_c, drivebench, imagenet_c), or 'all'.",
+    ),
     severity: str = typer.Option("all", "--severity", "-s", help="1-5, a list such as 1,3,5, a range 2-4, or 'all'."),
     seed: int = typer.Option(0, "--seed", help="Seed of every random draw."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene of one split each)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace splits in --out made from another source "
-                                                              "or with other arguments."),
-    jpeg_quality: int = typer.Option(95, "--jpeg-quality", min=1, max=100,
-                                     help="JPEG quality of the re-encoded images."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace splits in --out made from another source or with other arguments."
+    ),
+    jpeg_quality: int = typer.Option(
+        95, "--jpeg-quality", min=1, max=100, help="JPEG quality of the re-encoded images."
+    ),
     tile_width: int = typer.Option(320, "--tile-width", help="Width of one tile of the sheet in pixels (--preview)."),
 ) -> None:
     """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C): a
@@ -79,8 +105,9 @@ def augment(
     from stridegen.core.errors import StrideGenError
 
     if (preview is None) == (dataset is None):
-        typer.echo("error: give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)",
-                   err=True)
+        typer.echo(
+            "error: give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)", err=True
+        )
         raise typer.Exit(2)
     try:
         if preview is not None:
@@ -98,12 +125,24 @@ def summary_table(result: RobustnessResult) -> Any:
     from rich.table import Table
 
     table = Table(title=f"robustness splits {result.out_dir}  ({result.wall_s:.1f} s)")
-    for name, justify in (("corruption", "left"), ("severity", "right"), ("built", "right"), ("resumed", "right"),
-                          ("failed", "right"), ("path", "left")):
+    for name, justify in (
+        ("corruption", "left"),
+        ("severity", "right"),
+        ("built", "right"),
+        ("resumed", "right"),
+        ("failed", "right"),
+        ("path", "left"),
+    ):
         table.add_column(name, justify=justify, no_wrap=name != "path", overflow="fold")  # type: ignore[arg-type]
     for split in result.splits:
         n = {s: sum(r.status == s for r in split.results) for s in ("built", "resumed", "failed")}
         failed = f"[red]{n['failed']}[/red]" if n["failed"] else "0"
-        table.add_row(split.spec.corruption, str(split.spec.severity), str(n["built"]), str(n["resumed"]), failed,
-                      split.spec.rel_path)
+        table.add_row(
+            split.spec.corruption,
+            str(split.spec.severity),
+            str(n["built"]),
+            str(n["resumed"]),
+            failed,
+            split.spec.rel_path,
+        )
     return table

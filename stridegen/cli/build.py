@@ -32,18 +32,22 @@ def _split_arguments(log_root: Path | None, overrides: list[str] | None) -> tupl
 
 
 def build(
-    log_root: Path | None = typer.Argument(None, help="Log folder (nuScenes or AV2 layout). Left out: build the "
-                                                     "embedded synthetic default (generated once, cached)."),
-    overrides: list[str] | None = typer.Argument(None, help="Config overrides key=value, e.g. "
-                                                           "keyframes.start_s=0 detector.name=simulated.",
-                                                 show_default=False),
-    out: Path = typer.Option(..., "--out", "-o", help="Output dataset folder (resumed if it holds a build with "
-                                                      "the same config)."),
+    log_root: Path | None = typer.Argument(
+        None,
+        help="Log folder (nuScenes or AV2 layout). Left out: build the "
+        "embedded synthetic default (generated once, cached).",
+    ),
+    overrides: list[str] | None = typer.Argument(
+        None, help="Config overrides key=value, e.g. keyframes.start_s=0 detector.name=simulated.", show_default=False
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Output dataset folder (resumed if it holds a build with the same config)."
+    ),
     config: Path | None = typer.Option(None, "--config", "-c", help="Build config YAML (see configs/build.yaml)."),
-    workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="Worker processes (scene granularity)"
-                                                                            "; default: the config's."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an output folder built with another "
-                                                              "config."),
+    workers: int | None = typer.Option(
+        None, "--workers", "-w", min=1, help="Worker processes (scene granularity); default: the config's."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an output folder built with another config."),
 ) -> None:
     """Build a sharded dataset: keyframes, detections, tracks, attributes and images per scene, one HDF5 shard
     per scene. A rerun resumes: finished scenes are kept."""
@@ -61,8 +65,10 @@ def build(
             extra.append(f"workers={workers}")
         cfg = load_build_config(config, extra)
         if log_root is None:
-            console.print("[bold]no LOG_ROOT: using the embedded synthetic default[/bold] "
-                          f"({', '.join(f'{k}={v}' for k, v in DEFAULT_SYNTHETIC.items())})")
+            console.print(
+                "[bold]no LOG_ROOT: using the embedded synthetic default[/bold] "
+                f"({', '.join(f'{k}={v}' for k, v in DEFAULT_SYNTHETIC.items())})"
+            )
             log_root = ensure_default_log()
             console.print(f"synthetic log: {log_root}")
         with SceneProgress(console=console, stages=STAGES) as progress:
@@ -86,19 +92,32 @@ def summary_table(result: BuildResult) -> Any:
     table = Table(title=f"build {result.out_dir}  ({result.wall_s:.1f} s)")
     table.add_column("scene", overflow="fold")
     table.add_column("status", no_wrap=True, min_width=7)
-    columns = (("frames", "frames"), ("kf", "keyframes"), ("dets", "detections"), ("tracks", "tracks"),
-               ("images", "images"), ("vis", "visible_masks"), ("qa", "qa"))
+    columns = (
+        ("frames", "frames"),
+        ("kf", "keyframes"),
+        ("dets", "detections"),
+        ("tracks", "tracks"),
+        ("images", "images"),
+        ("vis", "visible_masks"),
+        ("qa", "qa"),
+    )
     for header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("s", justify="right", no_wrap=True)
     for r in result.results:
         counts = r.shard.counts if r.shard is not None else {}
         style = {"built": "green", "resumed": "cyan", "failed": "red"}[r.status]
-        table.add_row(r.scene, f"[{style}]{r.status}[/{style}]", *(str(counts.get(k, "")) for _, k in columns),
-                      f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "")
+        table.add_row(
+            r.scene,
+            f"[{style}]{r.status}[/{style}]",
+            *(str(counts.get(k, "")) for _, k in columns),
+            f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "",
+        )
     n = {status: sum(r.status == status for r in result.results) for status in ("built", "resumed", "failed")}
-    table.caption = (f"{len(result.results)} scenes: {n['built']} built, {n['resumed']} resumed, "
-                     f"{n['failed']} failed (kf = keyframes, vis = visible masks, s = seconds of work)")
+    table.caption = (
+        f"{len(result.results)} scenes: {n['built']} built, {n['resumed']} resumed, "
+        f"{n['failed']} failed (kf = keyframes, vis = visible masks, s = seconds of work)"
+    )
     return table
 
 
@@ -117,12 +136,17 @@ def inspect(
     try:
         ds = open_dataset(dir, verify=verify)
         m = ds.manifest
-        console.print(f"[bold]{dir}[/bold]: schema v{m['schema_version']}, stridegen "
-                      f"{m.get('versions', {}).get('stridegen', '?')}, config {m['config_hash'][:12]}...")
+        console.print(
+            f"[bold]{dir}[/bold]: schema v{m['schema_version']}, stridegen "
+            f"{m.get('versions', {}).get('stridegen', '?')}, config {m['config_hash'][:12]}..."
+        )
         src = m.get("source", {})
         console.print(f"source: {src.get('format', '?')} {src.get('version', '')} {src.get('root', '')}")
-        table = Table(title=f"{len(ds)} scene(s)", caption="kf = keyframes, dets = detections, gt = ground-truth "
-                                                           "boxes, vis = visible masks; classes: tracks per class")
+        table = Table(
+            title=f"{len(ds)} scene(s)",
+            caption="kf = keyframes, dets = detections, gt = ground-truth "
+            "boxes, vis = visible masks; classes: tracks per class",
+        )
         table.add_column("scene", overflow="fold")
         for col in ("frames", "kf", "dets", "tracks", "images", "gt", "masks", "vis", "qa"):
             table.add_column(col, justify="right", no_wrap=True)
@@ -134,10 +158,25 @@ def inspect(
                 labels = view.tracks.label
                 classes = " ".join(f"{c}:{int((labels == c).sum())}" for c in sorted(set(labels.tolist())))
                 c = shard["counts"]
-                table.add_row(name, *(str(c.get(k, 0)) for k in ("frames", "keyframes", "detections", "tracks",
-                                                                   "images", "ground_truth", "masks",
-                                                                   "visible_masks", "qa")),
-                              classes, f"{shard['bytes'] / 1e6:.1f}")
+                table.add_row(
+                    name,
+                    *(
+                        str(c.get(k, 0))
+                        for k in (
+                            "frames",
+                            "keyframes",
+                            "detections",
+                            "tracks",
+                            "images",
+                            "ground_truth",
+                            "masks",
+                            "visible_masks",
+                            "qa",
+                        )
+                    ),
+                    classes,
+                    f"{shard['bytes'] / 1e6:.1f}",
+                )
         console.print(table)
         totals = m["totals"]
         console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items() if "/" not in k))
@@ -162,8 +201,10 @@ def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
     vis = manifest.get("visibility")
     if vis and vis.get("candidates"):
         passed = ", ".join(f"{rule} {n}" for rule, n in vis["pass"].items())
-        console.print(f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passed {passed}; "
-                      f"visible {vis['visible']}; regions {vis['regions']}")
+        console.print(
+            f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passed {passed}; "
+            f"visible {vis['visible']}; regions {vis['regions']}"
+        )
     qa = manifest.get("qa")
     if not qa or not qa.get("total"):
         return

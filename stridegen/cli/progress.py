@@ -16,8 +16,14 @@ class SceneProgress:
     """``stages``: the stage names to show a bar for (their totals are the number of scenes to run); or
     ``job_labels``: the label of each job (jobs with one label share a bar, advanced when a scene finishes)."""
 
-    def __init__(self, enabled: bool = True, console: Any = None, stages: Sequence[str] = (),
-                 job_labels: Sequence[str] = (), label_width: int = 28) -> None:
+    def __init__(
+        self,
+        enabled: bool = True,
+        console: Any = None,
+        stages: Sequence[str] = (),
+        job_labels: Sequence[str] = (),
+        label_width: int = 28,
+    ) -> None:
         self.enabled = enabled
         self.console = console
         self.stages = list(stages)
@@ -37,8 +43,14 @@ class SceneProgress:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn(f"{{task.description:<{self.label_width}}}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, transient=False)
+        self.progress = Progress(
+            TextColumn(f"{{task.description:<{self.label_width}}}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+        )
         self.overall = self.progress.add_task(self._overall_text(), total=len(tasks))
         totals: dict[str, int] = dict.fromkeys(self.stages, len(tasks))
         for job, _ in tasks:

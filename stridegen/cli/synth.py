@@ -38,8 +38,18 @@ def synth(
 
     console = Console()
     try:
-        summary = generate_dataset(out, scenes=scenes, seconds=seconds, seed=seed, width=width, height=height,
-                                   rig=rig, sweeps=sweeps, progress=True, overwrite=overwrite)
+        summary = generate_dataset(
+            out,
+            scenes=scenes,
+            seconds=seconds,
+            seed=seed,
+            width=width,
+            height=height,
+            rig=rig,
+            sweeps=sweeps,
+            progress=True,
+            overwrite=overwrite,
+        )
     except (StrideGenError, ValueError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(code=1) from None

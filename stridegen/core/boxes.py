@@ -104,10 +104,15 @@ class Boxes:
         keys = set(parts[0].extras)
         extras = {k: np.concatenate([p.extras[k] for p in parts]) for k in keys if all(k in p.extras for p in parts)}
         return cls(
-            np.concatenate([p.center for p in parts]), np.concatenate([p.size_lwh for p in parts]),
-            np.concatenate([p.yaw for p in parts]), np.concatenate([p.velocity for p in parts]),
-            np.concatenate([p.label for p in parts]), np.concatenate([p.score for p in parts]),
-            np.concatenate([p.track_id for p in parts]), parts[0].frame, extras,
+            np.concatenate([p.center for p in parts]),
+            np.concatenate([p.size_lwh for p in parts]),
+            np.concatenate([p.yaw for p in parts]),
+            np.concatenate([p.velocity for p in parts]),
+            np.concatenate([p.label for p in parts]),
+            np.concatenate([p.score for p in parts]),
+            np.concatenate([p.track_id for p in parts]),
+            parts[0].frame,
+            extras,
         )
 
     def __len__(self) -> int:
@@ -116,9 +121,17 @@ class Boxes:
     def __getitem__(self, index: int | slice | np.ndarray | Sequence[int]) -> Boxes:
         if isinstance(index, (int, np.integer)):
             index = [int(index)]
-        return Boxes(self.center[index], self.size_lwh[index], self.yaw[index], self.velocity[index],
-                     self.label[index], self.score[index], self.track_id[index], self.frame,
-                     {k: v[index] for k, v in self.extras.items()})
+        return Boxes(
+            self.center[index],
+            self.size_lwh[index],
+            self.yaw[index],
+            self.velocity[index],
+            self.label[index],
+            self.score[index],
+            self.track_id[index],
+            self.frame,
+            {k: v[index] for k, v in self.extras.items()},
+        )
 
     def replace(self, **changes: object) -> Boxes:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -103,20 +103,28 @@ def rotmat_to_quat(r: np.ndarray) -> np.ndarray:
         s = m[sel]
         if k == 0:
             t = np.sqrt(1.0 + tr[sel]) * 2
-            q[sel] = np.stack([0.25 * t, (s[:, 2, 1] - s[:, 1, 2]) / t, (s[:, 0, 2] - s[:, 2, 0]) / t,
-                               (s[:, 1, 0] - s[:, 0, 1]) / t], axis=1)
+            q[sel] = np.stack(
+                [0.25 * t, (s[:, 2, 1] - s[:, 1, 2]) / t, (s[:, 0, 2] - s[:, 2, 0]) / t, (s[:, 1, 0] - s[:, 0, 1]) / t],
+                axis=1,
+            )
         elif k == 1:
             t = np.sqrt(1.0 + s[:, 0, 0] - s[:, 1, 1] - s[:, 2, 2]) * 2
-            q[sel] = np.stack([(s[:, 2, 1] - s[:, 1, 2]) / t, 0.25 * t, (s[:, 0, 1] + s[:, 1, 0]) / t,
-                               (s[:, 0, 2] + s[:, 2, 0]) / t], axis=1)
+            q[sel] = np.stack(
+                [(s[:, 2, 1] - s[:, 1, 2]) / t, 0.25 * t, (s[:, 0, 1] + s[:, 1, 0]) / t, (s[:, 0, 2] + s[:, 2, 0]) / t],
+                axis=1,
+            )
         elif k == 2:
             t = np.sqrt(1.0 + s[:, 1, 1] - s[:, 0, 0] - s[:, 2, 2]) * 2
-            q[sel] = np.stack([(s[:, 0, 2] - s[:, 2, 0]) / t, (s[:, 0, 1] + s[:, 1, 0]) / t, 0.25 * t,
-                               (s[:, 1, 2] + s[:, 2, 1]) / t], axis=1)
+            q[sel] = np.stack(
+                [(s[:, 0, 2] - s[:, 2, 0]) / t, (s[:, 0, 1] + s[:, 1, 0]) / t, 0.25 * t, (s[:, 1, 2] + s[:, 2, 1]) / t],
+                axis=1,
+            )
         else:
             t = np.sqrt(1.0 + s[:, 2, 2] - s[:, 0, 0] - s[:, 1, 1]) * 2
-            q[sel] = np.stack([(s[:, 1, 0] - s[:, 0, 1]) / t, (s[:, 0, 2] + s[:, 2, 0]) / t,
-                               (s[:, 1, 2] + s[:, 2, 1]) / t, 0.25 * t], axis=1)
+            q[sel] = np.stack(
+                [(s[:, 1, 0] - s[:, 0, 1]) / t, (s[:, 0, 2] + s[:, 2, 0]) / t, (s[:, 1, 2] + s[:, 2, 1]) / t, 0.25 * t],
+                axis=1,
+            )
     q = quat_normalize(q)
     q = np.where(q[:, :1] < 0, -q, q)
     return q.reshape(batch + (4,))
@@ -126,12 +134,15 @@ def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a * b of [..., 4] quaternions [w, x, y, z] (apply b first, then a)."""
     aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
     bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def yaw_to_quat(yaw: np.ndarray | float) -> np.ndarray:
@@ -199,20 +210,49 @@ def rotate_vectors(t: np.ndarray, vectors: np.ndarray) -> np.ndarray:
 
 # Corner order of the nuScenes devkit ``Box.corners``: the four front corners (+x half) first, then the rear
 # ones; within each face: top-left, top-right, bottom-right, bottom-left seen from outside (y left, z up).
-_CORNER_SIGNS = np.array([
-    [1, 1, 1], [1, -1, 1], [1, -1, -1], [1, 1, -1],
-    [-1, 1, 1], [-1, -1, 1], [-1, -1, -1], [-1, 1, -1],
-], dtype=np.float64)
+_CORNER_SIGNS = np.array(
+    [
+        [1, 1, 1],
+        [1, -1, 1],
+        [1, -1, -1],
+        [1, 1, -1],
+        [-1, 1, 1],
+        [-1, -1, 1],
+        [-1, -1, -1],
+        [-1, 1, -1],
+    ],
+    dtype=np.float64,
+)
 
 # The 12 edges of a box as pairs of corner indices.
-BOX_EDGES = np.array([
-    [0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4], [0, 4], [1, 5], [2, 6], [3, 7],
-])
+BOX_EDGES = np.array(
+    [
+        [0, 1],
+        [1, 2],
+        [2, 3],
+        [3, 0],
+        [4, 5],
+        [5, 6],
+        [6, 7],
+        [7, 4],
+        [0, 4],
+        [1, 5],
+        [2, 6],
+        [3, 7],
+    ]
+)
 
 # The 6 faces as corner quadruples (front, back, left, right, top, bottom).
-BOX_FACES = np.array([
-    [0, 1, 2, 3], [5, 4, 7, 6], [4, 0, 3, 7], [1, 5, 6, 2], [4, 5, 1, 0], [3, 2, 6, 7],
-])
+BOX_FACES = np.array(
+    [
+        [0, 1, 2, 3],
+        [5, 4, 7, 6],
+        [4, 0, 3, 7],
+        [1, 5, 6, 2],
+        [4, 5, 1, 0],
+        [3, 2, 6, 7],
+    ]
+)
 
 
 def box_corners(center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
@@ -240,8 +280,7 @@ def bev_corners(center_xy: np.ndarray, size_lw: np.ndarray, yaw: np.ndarray) -> 
     return np.stack([x, y], axis=-1) + center_xy[:, None, :]
 
 
-def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray,
-                    yaw: np.ndarray) -> np.ndarray:
+def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     """Boolean [N_boxes, N_points]: whether each point lies inside each yaw-only box (boundary inclusive)."""
     points = np.asarray(points, dtype=np.float64)[:, :3]
     center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
@@ -252,15 +291,15 @@ def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray
     lx = c * d[..., 0] + s * d[..., 1]
     ly = -s * d[..., 0] + c * d[..., 1]
     half = 0.5 * size_lwh
-    return ((np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1])
-            & (np.abs(d[..., 2]) <= half[:, None, 2]))
+    return (np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1]) & (np.abs(d[..., 2]) <= half[:, None, 2])
 
 
 # ---------------------------------------------------------------------------------------------- projection
 
 
-def project_points(points_cam: np.ndarray, intrinsic: np.ndarray,
-                   near: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project_points(
+    points_cam: np.ndarray, intrinsic: np.ndarray, near: float = 0.1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pinhole projection of [N, 3] camera-frame points (x right, y down, z forward).
 
     Returns (uv [N, 2] pixels, depth [N], in_front [N] = depth >= near). uv of points behind the near plane is NaN.
@@ -292,8 +331,9 @@ def clip_segments_near(p0: np.ndarray, p1: np.ndarray, near: float) -> tuple[np.
     return q0, q1, in0 | in1
 
 
-def project_clipped_edges(corners_cam: np.ndarray, intrinsic: np.ndarray,
-                          near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def project_clipped_edges(
+    corners_cam: np.ndarray, intrinsic: np.ndarray, near: float = 0.1
+) -> tuple[np.ndarray, np.ndarray]:
     """End points of the 12 edges of each 3D box, clipped at the near plane ``z >= near`` and projected to pixels.
 
     ``corners_cam`` is [N, 8, 3] in the camera frame (metres), ``intrinsic`` the 3x3 pinhole matrix. Returns
@@ -315,8 +355,9 @@ def project_clipped_edges(corners_cam: np.ndarray, intrinsic: np.ndarray,
     return uv, keep2
 
 
-def project_boxes_2d(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int] | None = None,
-                     near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def project_boxes_2d(
+    corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int] | None = None, near: float = 0.1
+) -> tuple[np.ndarray, np.ndarray]:
     """2D boxes [N, 4] (x0, y0, x1, y1) of projected 3D boxes, edges clipped at the near plane.
 
     ``corners_cam`` is [N, 8, 3] in the camera frame. With ``image_size = (width, height)`` the boxes are also
@@ -420,8 +461,14 @@ def convex_intersection_area(subject: np.ndarray, clip: np.ndarray) -> np.ndarra
     return np.where(count >= 3, area, 0.0)
 
 
-def bev_iou(center_xy_a: np.ndarray, size_lw_a: np.ndarray, yaw_a: np.ndarray,
-            center_xy_b: np.ndarray, size_lw_b: np.ndarray, yaw_b: np.ndarray) -> np.ndarray:
+def bev_iou(
+    center_xy_a: np.ndarray,
+    size_lw_a: np.ndarray,
+    yaw_a: np.ndarray,
+    center_xy_b: np.ndarray,
+    size_lw_b: np.ndarray,
+    yaw_b: np.ndarray,
+) -> np.ndarray:
     """Pairwise rotated bird's-eye-view IoU [N, M] of yaw-only boxes."""
     ca = bev_corners(center_xy_a, size_lw_a, yaw_a)
     cb = bev_corners(center_xy_b, size_lw_b, yaw_b)

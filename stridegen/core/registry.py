@@ -30,8 +30,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from stridegen.core.errors import ConfigError
 
-KINDS: tuple[str, ...] = ("log_reader", "detector", "tracker", "segmenter", "qa_family", "corruption", "judge",
-                          "exporter", "executor")
+KINDS: tuple[str, ...] = (
+    "log_reader",
+    "detector",
+    "tracker",
+    "segmenter",
+    "qa_family",
+    "corruption",
+    "judge",
+    "exporter",
+    "executor",
+)
 
 # Built-in backends: kind -> name -> "module:attribute". The built-in corruptions stay in their own tables
 # (stridegen.augment.corruptions: instances with severity tables, aliases and suites); this kind holds plugins.
@@ -89,8 +98,13 @@ def _check_kind(kind: str) -> None:
 
 def _is_target_string(text: str) -> bool:
     module, sep, attr = text.partition(":")
-    return bool(sep and module and attr and all(part.isidentifier() for part in module.split("."))
-                and all(part.isidentifier() for part in attr.split(".")))
+    return bool(
+        sep
+        and module
+        and attr
+        and all(part.isidentifier() for part in module.split("."))
+        and all(part.isidentifier() for part in attr.split("."))
+    )
 
 
 def register(kind: str, name: str, target: Target) -> None:
@@ -134,8 +148,10 @@ def _target(kind: str, name: str) -> Target:
         return plugins[name]
     if _is_target_string(name):
         return name
-    raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; available: {names(kind)} "
-                      f"(or a 'package.module:Factory' string, or an entry point in the group 'stridegen.{kind}')")
+    raise ConfigError(
+        f"unknown {kind.replace('_', ' ')} {name!r}; available: {names(kind)} "
+        f"(or a 'package.module:Factory' string, or an entry point in the group 'stridegen.{kind}')"
+    )
 
 
 def resolve(kind: str, name: str) -> Callable[..., Any]:
@@ -153,8 +169,7 @@ def resolve(kind: str, name: str) -> Callable[..., Any]:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {module_name!r} has no attribute {attr!r}") \
-                from None
+            raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {module_name!r} has no attribute {attr!r}") from None
     return obj
 
 
@@ -181,8 +196,7 @@ def _parameters(factory: Callable[..., Any]) -> dict[str, inspect.Parameter]:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # builtins without a signature: accept anything
         return {}
-    return {p.name: p for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {p.name: p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 def _takes_any_keyword(factory: Callable[..., Any]) -> bool:
@@ -205,8 +219,11 @@ def options_model(kind: str, name: str) -> type[BaseModel] | None:
     for pname, p in _parameters(factory).items():
         annotation = hints.get(pname, Any)
         fields[pname] = (annotation, ... if p.default is p.empty else p.default)
-    return create_model(f"{kind}_{name}_options".replace(".", "_").replace(":", "_"),
-                        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+    return create_model(
+        f"{kind}_{name}_options".replace(".", "_").replace(":", "_"),
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
 
 
 def validate_options(kind: str, name: str, options: Mapping[str, Any], where: str | None = None) -> None:
@@ -219,10 +236,10 @@ def validate_options(kind: str, name: str, options: Mapping[str, Any], where: st
     unknown = sorted(set(options) - set(model.model_fields))
     if unknown:
         raise OptionError(f"{where}: unknown option(s) {unknown}; it takes {sorted(model.model_fields)}")
-    fields: dict[str, Any] = {k: (f.annotation, f.default if not f.is_required() else None)
-                              for k, f in model.model_fields.items()}
-    partial = create_model(model.__name__ + "_partial", __config__=ConfigDict(arbitrary_types_allowed=True),
-                           **fields)
+    fields: dict[str, Any] = {
+        k: (f.annotation, f.default if not f.is_required() else None) for k, f in model.model_fields.items()
+    }
+    partial = create_model(model.__name__ + "_partial", __config__=ConfigDict(arbitrary_types_allowed=True), **fields)
     try:
         partial.model_validate(dict(options))
     except ValidationError as exc:
@@ -232,8 +249,10 @@ def validate_options(kind: str, name: str, options: Mapping[str, Any], where: st
 
 def snapshot() -> dict[str, dict[str, Target]]:
     """The run-time registrations as plain data (picklable when the targets are strings or importable objects)."""
-    out = {kind: {name: target for name, target in entries.items() if BUILTIN[kind].get(name) != target}
-           for kind, entries in _TABLES.items()}
+    out = {
+        kind: {name: target for name, target in entries.items() if BUILTIN[kind].get(name) != target}
+        for kind, entries in _TABLES.items()
+    }
     return {kind: entries for kind, entries in out.items() if entries}
 
 

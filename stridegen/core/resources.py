@@ -20,6 +20,8 @@ def resource_path(*parts: str) -> Path:
     """
     node = files(RESOURCES_PACKAGE).joinpath(*parts)
     if not isinstance(node, Path):
-        raise RuntimeError(f"{RESOURCES_PACKAGE} is not installed as plain files ({node!r}); "
-                           "install stridegen from a wheel or a source checkout")
+        raise RuntimeError(
+            f"{RESOURCES_PACKAGE} is not installed as plain files ({node!r}); "
+            "install stridegen from a wheel or a source checkout"
+        )
     return node

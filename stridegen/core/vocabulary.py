@@ -28,16 +28,31 @@ CATEGORY_TO_DETECTION: dict[str, str] = {
 }
 
 DETECTION_CLASSES = (
-    "car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian", "motorcycle", "bicycle",
-    "traffic_cone", "barrier",
+    "car",
+    "truck",
+    "bus",
+    "trailer",
+    "construction_vehicle",
+    "pedestrian",
+    "motorcycle",
+    "bicycle",
+    "traffic_cone",
+    "barrier",
 )
 TRACKING_CLASSES: tuple[str, ...] = ("bicycle", "bus", "car", "motorcycle", "pedestrian", "trailer", "truck")
 # nuScenes category -> tracking class (nuscenes-devkit eval/tracking/utils.py category_to_tracking_name).
 CATEGORY_TO_TRACKING: dict[str, str] = {
-    "vehicle.bicycle": "bicycle", "vehicle.bus.bendy": "bus", "vehicle.bus.rigid": "bus", "vehicle.car": "car",
-    "vehicle.motorcycle": "motorcycle", "human.pedestrian.adult": "pedestrian",
-    "human.pedestrian.child": "pedestrian", "human.pedestrian.construction_worker": "pedestrian",
-    "human.pedestrian.police_officer": "pedestrian", "vehicle.trailer": "trailer", "vehicle.truck": "truck",
+    "vehicle.bicycle": "bicycle",
+    "vehicle.bus.bendy": "bus",
+    "vehicle.bus.rigid": "bus",
+    "vehicle.car": "car",
+    "vehicle.motorcycle": "motorcycle",
+    "human.pedestrian.adult": "pedestrian",
+    "human.pedestrian.child": "pedestrian",
+    "human.pedestrian.construction_worker": "pedestrian",
+    "human.pedestrian.police_officer": "pedestrian",
+    "vehicle.trailer": "trailer",
+    "vehicle.truck": "truck",
 }
 
 # nuScenes category -> STRIDE-QA class name used in questions ("" = not used for QA).
@@ -65,9 +80,16 @@ CATEGORY_TO_STRIDE: dict[str, str] = {
 
 # Detection class -> STRIDE-QA class, for detector outputs that carry no finer category.
 DETECTION_TO_STRIDE: dict[str, str] = {
-    "car": "vehicle", "truck": "large vehicle", "trailer": "large vehicle", "construction_vehicle": "large vehicle",
-    "bus": "bus", "pedestrian": "pedestrian", "motorcycle": "motorcycle", "bicycle": "bicycle",
-    "traffic_cone": "traffic cone", "barrier": "barrier",
+    "car": "vehicle",
+    "truck": "large vehicle",
+    "trailer": "large vehicle",
+    "construction_vehicle": "large vehicle",
+    "bus": "bus",
+    "pedestrian": "pedestrian",
+    "motorcycle": "motorcycle",
+    "bicycle": "bicycle",
+    "traffic_cone": "traffic cone",
+    "barrier": "barrier",
 }
 
 STRIDE_CLASSES = tuple(dict.fromkeys(CATEGORY_TO_STRIDE.values()))
@@ -81,14 +103,22 @@ def detection_class(category: str) -> str:
 def stride_class(category_or_detection_class: str) -> str:
     """STRIDE-QA class of a nuScenes category or detection class ("" when unmapped)."""
     return CATEGORY_TO_STRIDE.get(category_or_detection_class) or DETECTION_TO_STRIDE.get(
-        category_or_detection_class, "")
+        category_or_detection_class, ""
+    )
 
 
 # nuscenes-devkit 1.2.0 nuscenes/eval/detection/constants.py: the detection names are DETECTION_CLASSES, in that order.
 DETECTION_NAMES: tuple[str, ...] = DETECTION_CLASSES
-ATTRIBUTE_NAMES: tuple[str, ...] = ("pedestrian.moving", "pedestrian.sitting_lying_down", "pedestrian.standing",
-                                    "cycle.with_rider", "cycle.without_rider", "vehicle.moving", "vehicle.parked",
-                                    "vehicle.stopped")
+ATTRIBUTE_NAMES: tuple[str, ...] = (
+    "pedestrian.moving",
+    "pedestrian.sitting_lying_down",
+    "pedestrian.standing",
+    "cycle.with_rider",
+    "cycle.without_rider",
+    "vehicle.moving",
+    "vehicle.parked",
+    "vehicle.stopped",
+)
 
 
 # STRIDE-QA-Bench spatiotemporal question categories (turingmotors/STRIDE-QA-Dataset benchmarks/STRIDE-QA-Bench).
@@ -106,9 +136,16 @@ QA_CATEGORIES: dict[str, tuple[int, str]] = {
 
 # A plausible attribute per class for boxes that carry none (nuScenes attribute names; "" for cones / barriers).
 DEFAULT_ATTRIBUTE = {
-    "car": "vehicle.moving", "truck": "vehicle.moving", "bus": "vehicle.moving", "trailer": "vehicle.parked",
-    "construction_vehicle": "vehicle.parked", "pedestrian": "pedestrian.moving", "motorcycle": "cycle.with_rider",
-    "bicycle": "cycle.with_rider", "traffic_cone": "", "barrier": "",
+    "car": "vehicle.moving",
+    "truck": "vehicle.moving",
+    "bus": "vehicle.moving",
+    "trailer": "vehicle.parked",
+    "construction_vehicle": "vehicle.parked",
+    "pedestrian": "pedestrian.moving",
+    "motorcycle": "cycle.with_rider",
+    "bicycle": "cycle.with_rider",
+    "traffic_cone": "",
+    "barrier": "",
 }
 
 # The nuScenes ego vehicle (Renault Zoe), length, width, height in metres: the default ego size of ego-size QA.

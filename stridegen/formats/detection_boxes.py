@@ -76,22 +76,32 @@ class DetectionBoxes:
         self.rotation = np.asarray(rotation, dtype=np.float64).reshape(n, 4)
         self.velocity = np.asarray(velocity, dtype=np.float64).reshape(n, 2)
         self.detection_name = _str_array(detection_name, n, "detection_name")
-        self.detection_score = (np.full(n, -1.0) if detection_score is None
-                                else np.asarray(detection_score, dtype=np.float64).reshape(n))
-        self.attribute_name = (np.full(n, "", dtype=object) if attribute_name is None
-                               else _str_array(attribute_name, n, "attribute_name"))
-        self.num_pts = (np.full(n, -1, dtype=np.int64) if num_pts is None
-                        else np.asarray(num_pts, dtype=np.int64).reshape(n))
-        self.ego_translation = (np.zeros((n, 3)) if ego_translation is None
-                                else np.asarray(ego_translation, dtype=np.float64).reshape(n, 3))
+        self.detection_score = (
+            np.full(n, -1.0) if detection_score is None else np.asarray(detection_score, dtype=np.float64).reshape(n)
+        )
+        self.attribute_name = (
+            np.full(n, "", dtype=object) if attribute_name is None else _str_array(attribute_name, n, "attribute_name")
+        )
+        self.num_pts = (
+            np.full(n, -1, dtype=np.int64) if num_pts is None else np.asarray(num_pts, dtype=np.int64).reshape(n)
+        )
+        self.ego_translation = (
+            np.zeros((n, 3)) if ego_translation is None else np.asarray(ego_translation, dtype=np.float64).reshape(n, 3)
+        )
 
     def __len__(self) -> int:
         return len(self.sample_token)
 
     @classmethod
     def empty(cls) -> DetectionBoxes:
-        return cls(np.empty(0, dtype=object), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)),
-                   np.zeros((0, 2)), np.empty(0, dtype=object))
+        return cls(
+            np.empty(0, dtype=object),
+            np.zeros((0, 3)),
+            np.zeros((0, 3)),
+            np.zeros((0, 4)),
+            np.zeros((0, 2)),
+            np.empty(0, dtype=object),
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[DetectionBoxes]) -> DetectionBoxes:
@@ -105,13 +115,20 @@ class DetectionBoxes:
 
     def validate(self, what: str = "boxes") -> None:
         """Raise GeometryError for values the devkit rejects (NaN geometry, sizes <= 0, unknown names)."""
-        checks = [("translation", self.translation), ("size", self.size), ("rotation", self.rotation),
-                  ("detection_score", self.detection_score), ("ego_translation", self.ego_translation)]
+        checks = [
+            ("translation", self.translation),
+            ("size", self.size),
+            ("rotation", self.rotation),
+            ("detection_score", self.detection_score),
+            ("ego_translation", self.ego_translation),
+        ]
         for name, values in checks:
             bad = ~np.isfinite(values if values.ndim == 2 else values[:, None]).all(axis=1)
             if bad.any():
-                raise GeometryError(f"{what}: {bad.sum()} rows have non-finite {name} "
-                                    f"(first in sample {self.sample_token[np.argmax(bad)]})")
+                raise GeometryError(
+                    f"{what}: {bad.sum()} rows have non-finite {name} "
+                    f"(first in sample {self.sample_token[np.argmax(bad)]})"
+                )
         if np.isinf(self.velocity).any():
             raise GeometryError(f"{what}: infinite velocity (NaN marks an unknown velocity)")
         if (self.size <= 0).any():
@@ -146,8 +163,18 @@ def factorize(tokens: Sequence[str] | np.ndarray) -> np.ndarray:
     return np.fromiter((codes.setdefault(t, len(codes)) for t in tokens), dtype=np.int64, count=len(tokens))
 
 
-_FIELDS = ("sample_token", "translation", "size", "rotation", "velocity", "detection_name", "detection_score",
-           "attribute_name", "num_pts", "ego_translation")
+_FIELDS = (
+    "sample_token",
+    "translation",
+    "size",
+    "rotation",
+    "velocity",
+    "detection_name",
+    "detection_score",
+    "attribute_name",
+    "num_pts",
+    "ego_translation",
+)
 
 
 def to_detection_boxes(samples: Sequence[tuple[str, Boxes]]) -> DetectionBoxes:
@@ -160,16 +187,26 @@ def to_detection_boxes(samples: Sequence[tuple[str, Boxes]]) -> DetectionBoxes:
         tokens += [token] * n
         centers.append(boxes.center)
         sizes.append(boxes.size_lwh[:, [1, 0, 2]])
-        quats.append(boxes.extras["rotation_global"] if "rotation_global" in boxes.extras
-                     else geo.yaw_to_quat(boxes.yaw))
+        quats.append(
+            boxes.extras["rotation_global"] if "rotation_global" in boxes.extras else geo.yaw_to_quat(boxes.yaw)
+        )
         vels.append(boxes.velocity[:, :2])
         names += boxes.label.tolist()
         scores.append(boxes.score)
         given = boxes.extras.get("attribute")
-        attrs += [str(given[i]) if given is not None and given[i] else DEFAULT_ATTRIBUTE.get(str(c), "")
-                  for i, c in enumerate(boxes.label.tolist())]
+        attrs += [
+            str(given[i]) if given is not None and given[i] else DEFAULT_ATTRIBUTE.get(str(c), "")
+            for i, c in enumerate(boxes.label.tolist())
+        ]
     if not tokens:
         return DetectionBoxes.empty()
-    return DetectionBoxes(np.array(tokens, dtype=object), np.concatenate(centers), np.concatenate(sizes),
-                          np.concatenate(quats), np.concatenate(vels), np.array(names, dtype=object),
-                          np.concatenate(scores), np.array(attrs, dtype=object))
+    return DetectionBoxes(
+        np.array(tokens, dtype=object),
+        np.concatenate(centers),
+        np.concatenate(sizes),
+        np.concatenate(quats),
+        np.concatenate(vels),
+        np.array(names, dtype=object),
+        np.concatenate(scores),
+        np.array(attrs, dtype=object),
+    )

@@ -22,6 +22,7 @@ def decode_image(data: bytes, path: str | Path) -> np.ndarray:
         raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
+
 def check_image_bytes(data: bytes, path: str | Path) -> None:
     """Cheap integrity check of camera bytes stored unchanged: non-empty, JPEG (complete) or PNG."""
     if not data:
@@ -34,6 +35,7 @@ def check_image_bytes(data: bytes, path: str | Path) -> None:
         return
     raise LogFormatError(path, "camera file is neither JPEG nor PNG")
 
+
 def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:
     """RGB uint8 -> JPEG bytes (uint8 array) at ``quality`` with OpenCV's libjpeg (baseline, deterministic)."""
     bgr = cv2.cvtColor(np.ascontiguousarray(image_rgb), cv2.COLOR_RGB2BGR)
@@ -41,6 +43,7 @@ def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:
     if not ok:
         raise StrideGenError("OpenCV could not encode a JPEG")
     return np.asarray(buf, dtype=np.uint8).reshape(-1)
+
 
 def read_rgb(path: str | Path) -> np.ndarray:
     """Read an image file as RGB uint8 (ConfigError if it cannot be read)."""
@@ -54,8 +57,7 @@ def write_rgb(path: str | Path, image_rgb: np.ndarray) -> Path:
     """Write an RGB image (format from the suffix: .png, .jpg, ...), creating the parent folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    params = [cv2.IMWRITE_PNG_COMPRESSION, 9] if path.suffix.lower() == ".png" else \
-        [cv2.IMWRITE_JPEG_QUALITY, 88]
+    params = [cv2.IMWRITE_PNG_COMPRESSION, 9] if path.suffix.lower() == ".png" else [cv2.IMWRITE_JPEG_QUALITY, 88]
     if not cv2.imwrite(str(path), cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), params):
         raise ConfigError(f"{path}: cannot write an image here (unknown suffix or unwritable folder)")
     return path

@@ -30,8 +30,16 @@ from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.formats.results_json import is_number, number_vector, read_results_json, results_samples
 
-REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity",
-                                    "detection_name", "detection_score", "attribute_name")
+REQUIRED_FIELDS: tuple[str, ...] = (
+    "sample_token",
+    "translation",
+    "size",
+    "rotation",
+    "velocity",
+    "detection_name",
+    "detection_score",
+    "attribute_name",
+)
 MAX_BOXES_PER_SAMPLE = 500  # devkit detection_cvpr_2019.json max_boxes_per_sample
 _VECTOR_FIELDS = {"translation": 3, "size": 3, "rotation": 4, "velocity": 2}
 _QUATERNION_NORM_TOL = 1e-2  # a results quaternion farther than this from unit norm is a bug, not rounding
@@ -61,8 +69,9 @@ def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
     if missing:
         raise PredictionFormatError(path, f"{where}: missing field(s) {missing}")
     if box["sample_token"] != key:
-        raise PredictionFormatError(path, f"{where}: field 'sample_token' is {box['sample_token']!r}, "
-                                          f"but the box is listed under {key!r}")
+        raise PredictionFormatError(
+            path, f"{where}: field 'sample_token' is {box['sample_token']!r}, but the box is listed under {key!r}"
+        )
     translation = _vector(path, where, "translation", box["translation"], allow_nan=False)
     size = _vector(path, where, "size", box["size"], allow_nan=False)
     if min(size) <= 0:
@@ -70,27 +79,34 @@ def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
     rotation = _vector(path, where, "rotation", box["rotation"], allow_nan=False)
     norm = math.sqrt(sum(v * v for v in rotation))
     if abs(norm - 1.0) > _QUATERNION_NORM_TOL:
-        raise PredictionFormatError(path, f"{where}: field 'rotation' is not a unit quaternion [w, x, y, z] "
-                                          f"(norm {norm:.4f})")
+        raise PredictionFormatError(
+            path, f"{where}: field 'rotation' is not a unit quaternion [w, x, y, z] (norm {norm:.4f})"
+        )
     velocity = _vector(path, where, "velocity", box["velocity"], allow_nan=True)
     name = box["detection_name"]
     if name not in DETECTION_NAMES:
-        raise PredictionFormatError(path, f"{where}: field 'detection_name' {name!r} is not one of "
-                                          f"{list(DETECTION_NAMES)}")
+        raise PredictionFormatError(
+            path, f"{where}: field 'detection_name' {name!r} is not one of {list(DETECTION_NAMES)}"
+        )
     score = box["detection_score"]
     if not is_number(score) or not math.isfinite(score) or score < 0:
-        raise PredictionFormatError(path, f"{where}: field 'detection_score' must be a finite number >= 0, "
-                                          f"got {score!r}")
+        raise PredictionFormatError(
+            path, f"{where}: field 'detection_score' must be a finite number >= 0, got {score!r}"
+        )
     attribute = box["attribute_name"]
     if attribute != "" and attribute not in ATTRIBUTE_NAMES:
-        raise PredictionFormatError(path, f"{where}: field 'attribute_name' {attribute!r} is not '' or one of "
-                                          f"{list(ATTRIBUTE_NAMES)}")
+        raise PredictionFormatError(
+            path, f"{where}: field 'attribute_name' {attribute!r} is not '' or one of {list(ATTRIBUTE_NAMES)}"
+        )
     return key, translation, size, rotation, velocity, name, float(score), attribute
 
 
-def load_results(path: str | Path, known_sample_tokens: Collection[str] | None = None,
-                 max_boxes_per_sample: int = MAX_BOXES_PER_SAMPLE, allow_missing_samples: bool = False
-                 ) -> LoadedResults:
+def load_results(
+    path: str | Path,
+    known_sample_tokens: Collection[str] | None = None,
+    max_boxes_per_sample: int = MAX_BOXES_PER_SAMPLE,
+    allow_missing_samples: bool = False,
+) -> LoadedResults:
     """Read and validate a results file.
 
     ``known_sample_tokens``: the samples of the ground truth. A results key outside it is an error; a known
@@ -98,9 +114,15 @@ def load_results(path: str | Path, known_sample_tokens: Collection[str] | None =
     ``allow_missing_samples``, in which case it simply has no predictions.
     """
     path = Path(path)
-    meta, samples = results_samples(read_results_json(path), path, meta_required=True,
-                                    max_boxes_per_sample=max_boxes_per_sample, known_sample_tokens=known_sample_tokens,
-                                    allow_missing_samples=allow_missing_samples, label=lambda key: f"sample {key!r}")
+    meta, samples = results_samples(
+        read_results_json(path),
+        path,
+        meta_required=True,
+        max_boxes_per_sample=max_boxes_per_sample,
+        known_sample_tokens=known_sample_tokens,
+        allow_missing_samples=allow_missing_samples,
+        label=lambda key: f"sample {key!r}",
+    )
     rows: list[tuple] = []
     for key, boxes in samples:
         seen: dict[tuple, int] = {}
@@ -109,8 +131,9 @@ def load_results(path: str | Path, known_sample_tokens: Collection[str] | None =
             # repr() so that NaN velocities compare equal to each other.
             fingerprint = tuple(repr(v) for v in row[1:])
             if fingerprint in seen:
-                raise PredictionFormatError(path, f"sample {key!r}: box {i} duplicates box {seen[fingerprint]} "
-                                                  "(every field equal)")
+                raise PredictionFormatError(
+                    path, f"sample {key!r}: box {i} duplicates box {seen[fingerprint]} (every field equal)"
+                )
             seen[fingerprint] = i
             rows.append(row)
     detections = _rows_to_boxes(rows)
@@ -122,9 +145,16 @@ def _rows_to_boxes(rows: list[tuple]) -> DetectionBoxes:
     if not rows:
         return DetectionBoxes.empty()
     tokens, translation, size, rotation, velocity, names, scores, attributes = zip(*rows, strict=True)
-    return DetectionBoxes(np.array(tokens, dtype=object), np.array(translation), np.array(size),
-                          np.array(rotation), np.array(velocity), np.array(names, dtype=object),
-                          np.array(scores), np.array(attributes, dtype=object))
+    return DetectionBoxes(
+        np.array(tokens, dtype=object),
+        np.array(translation),
+        np.array(size),
+        np.array(rotation),
+        np.array(velocity),
+        np.array(names, dtype=object),
+        np.array(scores),
+        np.array(attributes, dtype=object),
+    )
 
 
 def results_dict(boxes: DetectionBoxes, sample_tokens: Sequence[str] | None = None) -> dict:
@@ -136,27 +166,34 @@ def results_dict(boxes: DetectionBoxes, sample_tokens: Sequence[str] | None = No
     for i in order:
         token = str(boxes.sample_token[i])
         if token not in results:
-            raise PredictionFormatError("<results>", f"box {i} belongs to sample {token!r}, which is not among "
-                                                     "the sample tokens to write")
-        results[token].append({
-            "sample_token": token,
-            "translation": boxes.translation[i].tolist(),
-            "size": boxes.size[i].tolist(),
-            "rotation": boxes.rotation[i].tolist(),
-            "velocity": boxes.velocity[i].tolist(),
-            "detection_name": str(boxes.detection_name[i]),
-            "detection_score": float(boxes.detection_score[i]),
-            "attribute_name": str(boxes.attribute_name[i]),
-        })
+            raise PredictionFormatError(
+                "<results>", f"box {i} belongs to sample {token!r}, which is not among the sample tokens to write"
+            )
+        results[token].append(
+            {
+                "sample_token": token,
+                "translation": boxes.translation[i].tolist(),
+                "size": boxes.size[i].tolist(),
+                "rotation": boxes.rotation[i].tolist(),
+                "velocity": boxes.velocity[i].tolist(),
+                "detection_name": str(boxes.detection_name[i]),
+                "detection_score": float(boxes.detection_score[i]),
+                "attribute_name": str(boxes.attribute_name[i]),
+            }
+        )
     return results
 
 
-def write_results(path: str | Path, boxes: DetectionBoxes, meta: dict | None = None,
-                  sample_tokens: Sequence[str] | None = None) -> Path:
+def write_results(
+    path: str | Path, boxes: DetectionBoxes, meta: dict | None = None, sample_tokens: Sequence[str] | None = None
+) -> Path:
     """Write a results file the devkit and ``load_results`` read back unchanged (NaN velocities stay NaN)."""
     path = Path(path)
-    meta = meta if meta is not None else {"use_camera": False, "use_lidar": True, "use_radar": False,
-                                          "use_map": False, "use_external": False}
+    meta = (
+        meta
+        if meta is not None
+        else {"use_camera": False, "use_lidar": True, "use_radar": False, "use_map": False, "use_external": False}
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "results": results_dict(boxes, sample_tokens)}))
     return path

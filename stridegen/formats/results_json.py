@@ -36,8 +36,9 @@ def read_results_json(path: Path) -> object:
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except _DuplicateKeyError as exc:
-        raise PredictionFormatError(path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last "
-                                          "one; merge the lists instead)") from None
+        raise PredictionFormatError(
+            path, f"duplicate key {exc.args[0]!r} (a JSON object keeps only the last one; merge the lists instead)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise PredictionFormatError(path, f"not valid JSON: {exc}") from None
 
@@ -52,16 +53,24 @@ def number_vector(path: Path, where: str, name: str, value: object, length: int,
         got = f"{len(value)} values" if isinstance(value, (list, tuple)) else type(value).__name__
         raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {length} numbers, got {got}")
     if not all(is_number(v) for v in value):
-        raise PredictionFormatError(path, f"{where}: field {name!r} must be a list of {length} numbers; it holds a "
-                                          f"non-number: {value!r}")
+        raise PredictionFormatError(
+            path, f"{where}: field {name!r} must be a list of {length} numbers; it holds a non-number: {value!r}"
+        )
     if any(math.isinf(v) or (math.isnan(v) and not allow_nan) for v in value):
         raise PredictionFormatError(path, f"{where}: field {name!r} has a non-finite value (not finite): {value!r}")
     return [float(v) for v in value]
 
 
-def results_samples(data: object, path: Path, *, meta_required: bool, max_boxes_per_sample: int,
-                    known_sample_tokens: Collection[str] | None, allow_missing_samples: bool,
-                    label: Callable[[str], str]) -> tuple[dict[str, Any], list[tuple[str, list[Any]]]]:
+def results_samples(
+    data: object,
+    path: Path,
+    *,
+    meta_required: bool,
+    max_boxes_per_sample: int,
+    known_sample_tokens: Collection[str] | None,
+    allow_missing_samples: bool,
+    label: Callable[[str], str],
+) -> tuple[dict[str, Any], list[tuple[str, list[Any]]]]:
     """The checks every nuScenes results document gets (detection and tracking alike): an object with ``meta``
     (required or optional) and ``results`` {sample token: [box, ...]}, every key a ground-truth sample when those
     are given (and every ground-truth sample a key unless ``allow_missing_samples``), every value a list of at
@@ -82,19 +91,26 @@ def results_samples(data: object, path: Path, *, meta_required: bool, max_boxes_
         known = set(known_sample_tokens)
         unknown = [t for t in results if t not in known]
         if unknown:
-            raise PredictionFormatError(path, f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
-                                              f"{unknown[:3]} (wrong split or wrong log?)")
+            raise PredictionFormatError(
+                path,
+                f"{len(unknown)} sample token(s) are not in the ground truth, e.g. "
+                f"{unknown[:3]} (wrong split or wrong log?)",
+            )
         if not allow_missing_samples:
             missing = [t for t in known_sample_tokens if t not in results]
             if missing:
-                raise PredictionFormatError(path, f"{len(missing)} ground-truth sample(s) have no entry in "
-                                                  f"'results', e.g. {missing[:3]} (give them an empty list)")
+                raise PredictionFormatError(
+                    path,
+                    f"{len(missing)} ground-truth sample(s) have no entry in "
+                    f"'results', e.g. {missing[:3]} (give them an empty list)",
+                )
     samples: list[tuple[str, list[Any]]] = []
     for key, boxes in results.items():
         if not isinstance(boxes, list):
             raise PredictionFormatError(path, f"{label(key)}: value must be a list of boxes")
         if len(boxes) > max_boxes_per_sample:
-            raise PredictionFormatError(path, f"{label(key)}: {len(boxes)} boxes; at most {max_boxes_per_sample} "
-                                              "per sample are allowed")
+            raise PredictionFormatError(
+                path, f"{label(key)}: {len(boxes)} boxes; at most {max_boxes_per_sample} per sample are allowed"
+            )
         samples.append((key, boxes))
     return meta, samples

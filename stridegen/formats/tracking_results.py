@@ -30,8 +30,16 @@ from stridegen.core.errors import PredictionFormatError
 from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.formats.results_json import is_number, number_vector, read_results_json, results_samples
 
-REQUIRED_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity", "tracking_id",
-                                    "tracking_name", "tracking_score")
+REQUIRED_FIELDS: tuple[str, ...] = (
+    "sample_token",
+    "translation",
+    "size",
+    "rotation",
+    "velocity",
+    "tracking_id",
+    "tracking_name",
+    "tracking_score",
+)
 _VECTOR_FIELDS = {"translation": 3, "size": 3, "rotation": 4, "velocity": 2}
 
 
@@ -76,33 +84,43 @@ def _check_box(path: Path, key: str, index: int, box: object, class_names: Colle
     velocity = _vector(path, where, "velocity", box["velocity"], allow_nan=True)
     track_id = box["tracking_id"]
     if isinstance(track_id, bool) or not isinstance(track_id, (str, int)) or str(track_id) == "":
-        raise PredictionFormatError(path, f"{where}: field 'tracking_id' must be a non-empty string or an "
-                                          f"integer, got {track_id!r}")
+        raise PredictionFormatError(
+            path, f"{where}: field 'tracking_id' must be a non-empty string or an integer, got {track_id!r}"
+        )
     name = box["tracking_name"]
     if name not in class_names:
         raise PredictionFormatError(path, f"{where}: tracking_name {name!r} is not one of {sorted(class_names)}")
     score = box["tracking_score"]
     if not is_number(score) or not math.isfinite(float(score)):
-        raise PredictionFormatError(path, f"{where}: field 'tracking_score' must be a finite number, "
-                                          f"got {score!r}")
+        raise PredictionFormatError(path, f"{where}: field 'tracking_score' must be a finite number, got {score!r}")
     num_pts = box.get("num_pts", -1)  # optional; the devkit drops boxes with num_pts == 0
     if isinstance(num_pts, bool) or not isinstance(num_pts, int):
         raise PredictionFormatError(path, f"{where}: optional field 'num_pts' must be an integer, got {num_pts!r}")
     return key, translation, size, rotation, velocity, str(track_id), str(name), float(score), num_pts
 
 
-def parse_tracking_results(data: object, path: str | Path = "<results>",
-                           class_names: Collection[str] = TRACKING_CLASSES, max_boxes_per_sample: int = 500,
-                           known_sample_tokens: Collection[str] | None = None) -> TrackingResults:
+def parse_tracking_results(
+    data: object,
+    path: str | Path = "<results>",
+    class_names: Collection[str] = TRACKING_CLASSES,
+    max_boxes_per_sample: int = 500,
+    known_sample_tokens: Collection[str] | None = None,
+) -> TrackingResults:
     """Validate an already decoded results document (see the module docstring for what is checked).
 
     ``known_sample_tokens``: the ground-truth samples; a results key outside them is an error (wrong split or
     wrong log).
     """
     path = Path(path)
-    meta, samples = results_samples(data, path, meta_required=False, max_boxes_per_sample=max_boxes_per_sample,
-                                    known_sample_tokens=known_sample_tokens, allow_missing_samples=True,
-                                    label=lambda key: f"results[{key!r}]")
+    meta, samples = results_samples(
+        data,
+        path,
+        meta_required=False,
+        max_boxes_per_sample=max_boxes_per_sample,
+        known_sample_tokens=known_sample_tokens,
+        allow_missing_samples=True,
+        label=lambda key: f"results[{key!r}]",
+    )
     class_set = set(class_names)
     rows: list[tuple] = []
     for key, boxes in samples:
@@ -110,8 +128,11 @@ def parse_tracking_results(data: object, path: str | Path = "<results>",
         for i, box in enumerate(boxes):
             row = _check_box(path, key, i, box, class_set)
             if row[5] in seen:
-                raise PredictionFormatError(path, f"results[{key!r}][{i}]: tracking_id {row[5]!r} already used by "
-                                                  f"box {seen[row[5]]} of the same sample")
+                raise PredictionFormatError(
+                    path,
+                    f"results[{key!r}][{i}]: tracking_id {row[5]!r} already used by "
+                    f"box {seen[row[5]]} of the same sample",
+                )
             seen[row[5]] = i
             rows.append(row)
     return _rows_to_results(path, meta, [key for key, _ in samples], rows)
@@ -125,11 +146,16 @@ def _rows_to_results(path: Path, meta: dict, keys: list[str], rows: list[tuple])
         tokens = translation = size = rotation = velocity = ids = names = scores = num_pts = ()
     velocity_arr = np.array(velocity, dtype=np.float64).reshape(-1, 2)
     return TrackingResults(
-        path=str(path), meta=meta, sample_tokens=keys, sample_token=_objects(tokens),
+        path=str(path),
+        meta=meta,
+        sample_tokens=keys,
+        sample_token=_objects(tokens),
         translation=np.array(translation, dtype=np.float64).reshape(-1, 3),
         size_wlh=np.array(size, dtype=np.float64).reshape(-1, 3),
-        rotation=np.array(rotation, dtype=np.float64).reshape(-1, 4), velocity=velocity_arr,
-        tracking_id=_objects(ids), tracking_name=_objects(names),
+        rotation=np.array(rotation, dtype=np.float64).reshape(-1, 4),
+        velocity=velocity_arr,
+        tracking_id=_objects(ids),
+        tracking_name=_objects(names),
         tracking_score=np.array(scores, dtype=np.float64).reshape(-1),
         num_pts=np.array(num_pts, dtype=np.int64).reshape(-1),
         nan_velocity=int(np.isnan(velocity_arr).any(axis=1).sum()),
@@ -142,9 +168,12 @@ def _objects(values) -> np.ndarray:
     return out
 
 
-def load_tracking_results(path: str | Path, class_names: Collection[str] = TRACKING_CLASSES,
-                          max_boxes_per_sample: int = 500,
-                          known_sample_tokens: Collection[str] | None = None) -> TrackingResults:
+def load_tracking_results(
+    path: str | Path,
+    class_names: Collection[str] = TRACKING_CLASSES,
+    max_boxes_per_sample: int = 500,
+    known_sample_tokens: Collection[str] | None = None,
+) -> TrackingResults:
     """Read and validate a tracking-results JSON file."""
     path = Path(path)
     return parse_tracking_results(read_results_json(path), path, class_names, max_boxes_per_sample, known_sample_tokens)
@@ -152,7 +181,9 @@ def load_tracking_results(path: str | Path, class_names: Collection[str] = TRACK
 
 def write_tracking_results(path: str | Path, results: dict[str, list[dict]], meta: dict | None = None) -> None:
     """Write ``{"meta", "results"}`` (``results``: sample token -> list of box dicts) as the devkit expects."""
-    content = {"meta": meta or {"use_camera": False, "use_lidar": True, "use_radar": False, "use_map": False,
-                                "use_external": False},
-               "results": results}
+    content = {
+        "meta": meta
+        or {"use_camera": False, "use_lidar": True, "use_radar": False, "use_map": False, "use_external": False},
+        "results": results,
+    }
     Path(path).write_text(json.dumps(content))

@@ -10,12 +10,21 @@ from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCali
 
 FORMATS = ("nuscenes", "av2")
 
-__all__ = ["FORMATS", "Annotations", "Frame", "LogReader", "Scene", "SensorCalibration", "SensorSample",
-           "detect_format", "open_log"]
+__all__ = [
+    "FORMATS",
+    "Annotations",
+    "Frame",
+    "LogReader",
+    "Scene",
+    "SensorCalibration",
+    "SensorSample",
+    "detect_format",
+    "open_log",
+]
 
 
 def detect_format(path: str | Path) -> str:
-    """"nuscenes" or "av2" from the folder layout; LogFormatError saying what was looked for otherwise.
+    """ "nuscenes" or "av2" from the folder layout; LogFormatError saying what was looked for otherwise.
 
     nuScenes: ``path`` holds a version folder (``v1.0-mini``, ...) with ``scene.json``, or is such a folder.
     AV2: ``path`` is a log folder with ``annotations.feather``, or a folder of such log folders.
@@ -30,9 +39,12 @@ def detect_format(path: str | Path) -> str:
         return "nuscenes"
     if find_av2_logs(root):
         return "av2"
-    raise LogFormatError(root, "unknown log format: looked for a nuScenes version folder (<root>/<version>/"
-                               "scene.json) and for AV2 logs (<root>/annotations.feather or "
-                               "<root>/<log_id>/annotations.feather)")
+    raise LogFormatError(
+        root,
+        "unknown log format: looked for a nuScenes version folder (<root>/<version>/"
+        "scene.json) and for AV2 logs (<root>/annotations.feather or "
+        "<root>/<log_id>/annotations.feather)",
+    )
 
 
 def open_log(path: str | Path, format: str | None = None, version: str | None = None) -> LogReader:

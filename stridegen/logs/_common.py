@@ -43,8 +43,7 @@ def validate_pose(rotation: object, translation: object, path: str | Path, what:
     return q, t
 
 
-def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str | Path,
-                        keys: np.ndarray) -> None:
+def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str | Path, keys: np.ndarray) -> None:
     """Vectorised check of [N, 4] rotations and [N, 3] translations; the error names the first bad row's key."""
     rotation = np.asarray(rotation, dtype=np.float64)
     translation = np.asarray(translation, dtype=np.float64)
@@ -58,8 +57,13 @@ def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str
         raise InvalidPoseError(path, f"row {i} ({keys[i]}): invalid pose")  # not reached: validate_pose raised
 
 
-def neighbour_velocity(position: np.ndarray, time_s: np.ndarray, prev_idx: np.ndarray, next_idx: np.ndarray,
-                       max_time_diff_s: float = MAX_TIME_DIFF_S) -> np.ndarray:
+def neighbour_velocity(
+    position: np.ndarray,
+    time_s: np.ndarray,
+    prev_idx: np.ndarray,
+    next_idx: np.ndarray,
+    max_time_diff_s: float = MAX_TIME_DIFF_S,
+) -> np.ndarray:
     """Velocities [N, 3] of annotations from their track neighbours, vectorised.
 
     Same rule as nuscenes-devkit ``NuScenes.box_velocity`` (python-sdk/nuscenes/nuscenes.py): the centred

@@ -47,8 +47,22 @@ AV2_TO_DETECTION: dict[str, str] = {
     # ANIMAL, DOG, SIGN, STOP_SIGN, MOBILE_PEDESTRIAN_CROSSING_SIGN.
 }
 
-ANNOTATION_COLUMNS = ("timestamp_ns", "track_uuid", "category", "length_m", "width_m", "height_m",
-                      "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m", "num_interior_pts")
+ANNOTATION_COLUMNS = (
+    "timestamp_ns",
+    "track_uuid",
+    "category",
+    "length_m",
+    "width_m",
+    "height_m",
+    "qw",
+    "qx",
+    "qy",
+    "qz",
+    "tx_m",
+    "ty_m",
+    "tz_m",
+    "num_interior_pts",
+)
 POSE_COLUMNS = ("timestamp_ns", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")
 LIDAR_COLUMNS = ("x", "y", "z", "intensity")
 LIDAR_CHANNEL = "LIDAR"
@@ -125,8 +139,10 @@ class _PoseTable:
         outside = (ts < self.timestamp_ns[0]) | (ts > self.timestamp_ns[-1])
         if np.any(outside):
             bad = int(ts[np.argmax(outside)])
-            raise InvalidPoseError(self.path, f"timestamp {bad} ns is outside the pose range "
-                                              f"[{self.timestamp_ns[0]}, {self.timestamp_ns[-1]}] ns")
+            raise InvalidPoseError(
+                self.path,
+                f"timestamp {bad} ns is outside the pose range [{self.timestamp_ns[0]}, {self.timestamp_ns[-1]}] ns",
+            )
         hi = np.searchsorted(self.timestamp_ns, ts, side="left")
         exact = self.timestamp_ns[np.minimum(hi, self.timestamp_ns.size - 1)] == ts
         lo = np.where(exact, hi, hi - 1)  # not exact: pose[hi - 1] < ts < pose[hi]
@@ -197,8 +213,7 @@ class AV2Reader(LogReader):
         center_global = np.einsum("nij,nj->ni", T_rows[:, :3, :3], center_ego) + T_rows[:, :3, 3]
         rotation_global = geo.quat_multiply(geo.rotmat_to_quat(T_rows[:, :3, :3]), quat_ego)
         velocity = self._velocities(cols["track_uuid"], ts, center_global)
-        return _LogData(log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global,
-                        velocity)
+        return _LogData(log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global, velocity)
 
     @staticmethod
     def _poses(log_dir: Path) -> _PoseTable:
@@ -243,8 +258,9 @@ class AV2Reader(LogReader):
             lidar_path = lidar_dir / f"{int(ts_ns)}.feather"
             if lidar_path.is_file():
                 calib = SensorCalibration(LIDAR_CHANNEL, "lidar", np.eye(4))
-                sensors[LIDAR_CHANNEL] = SensorSample(token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path,
-                                                      pose, calib, True)
+                sensors[LIDAR_CHANNEL] = SensorSample(
+                    token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path, pose, calib, True
+                )
             scene.frames.append(Frame(self, token, log_id, i, int(ts_ns) // 1000, pose, sensors))
             self._frame_rows[token] = (log_id, i)
         return scene
@@ -271,10 +287,18 @@ class AV2Reader(LogReader):
             if name not in row_of:
                 raise LogFormatError(extr_path, f"camera {name!r} of intrinsics.feather has no extrinsics")
             j = row_of[name]
-            k = np.array([[intr["fx_px"][i], 0.0, intr["cx_px"][i]], [0.0, intr["fy_px"][i], intr["cy_px"][i]],
-                          [0.0, 0.0, 1.0]], dtype=np.float64)
-            out[name] = SensorCalibration(name, "camera", geo.make_transform(rotation[j], translation[j]), k,
-                                          int(intr["width_px"][i]), int(intr["height_px"][i]))
+            k = np.array(
+                [[intr["fx_px"][i], 0.0, intr["cx_px"][i]], [0.0, intr["fy_px"][i], intr["cy_px"][i]], [0.0, 0.0, 1.0]],
+                dtype=np.float64,
+            )
+            out[name] = SensorCalibration(
+                name,
+                "camera",
+                geo.make_transform(rotation[j], translation[j]),
+                k,
+                int(intr["width_px"][i]),
+                int(intr["height_px"][i]),
+            )
         return out
 
     # ------------------------------------------------------------------------------------------ data
@@ -298,16 +322,21 @@ class AV2Reader(LogReader):
         boxes = Boxes(
             center=data.center_global[rows],
             size_lwh=np.stack([cols["length_m"], cols["width_m"], cols["height_m"]], axis=1),
-            yaw=geo.quat_to_yaw(rotation), velocity=data.velocity_global[rows],
+            yaw=geo.quat_to_yaw(rotation),
+            velocity=data.velocity_global[rows],
             label=_str_array([av2_to_detection(c) for c in category]),
             track_id=_str_array([str(t) for t in cols["track_uuid"]]),
-            frame="global", extras={ROTATION_GLOBAL: rotation},
+            frame="global",
+            extras={ROTATION_GLOBAL: rotation},
         )
         return Annotations(
-            boxes=boxes, category=category,
+            boxes=boxes,
+            category=category,
             token=_str_array([f"{frame.token}_{t}" for t in cols["track_uuid"]]),
-            num_lidar_pts=cols["num_interior_pts"].astype(np.int64), num_radar_pts=np.zeros(n, dtype=np.int64),
-            visibility=np.zeros(n, dtype=np.int64), attribute=_str_array([""] * n),
+            num_lidar_pts=cols["num_interior_pts"].astype(np.int64),
+            num_radar_pts=np.zeros(n, dtype=np.int64),
+            visibility=np.zeros(n, dtype=np.int64),
+            attribute=_str_array([""] * n),
         )
 
 

@@ -76,8 +76,15 @@ class Annotations:
 
     def select(self, mask: np.ndarray) -> Annotations:
         idx = np.flatnonzero(mask)
-        return Annotations(self.boxes[idx], self.category[idx], self.token[idx], self.num_lidar_pts[idx],
-                           self.num_radar_pts[idx], self.visibility[idx], self.attribute[idx])
+        return Annotations(
+            self.boxes[idx],
+            self.category[idx],
+            self.token[idx],
+            self.num_lidar_pts[idx],
+            self.num_radar_pts[idx],
+            self.visibility[idx],
+            self.attribute[idx],
+        )
 
 
 @dataclass(eq=False)
@@ -200,8 +207,9 @@ class LogReader(ABC):
         try:
             return sample.path.read_bytes()
         except FileNotFoundError:
-            raise MissingFileError(sample.path, f"{sample.channel} file of sample_data {sample.token} is missing") \
-                from None
+            raise MissingFileError(
+                sample.path, f"{sample.channel} file of sample_data {sample.token} is missing"
+            ) from None
 
     def scene(self, name_or_token: str) -> Scene:
         for s in self.scenes():

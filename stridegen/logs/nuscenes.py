@@ -21,8 +21,18 @@ from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 REQUIRED_TABLES = (
-    "scene", "sample", "sample_data", "calibrated_sensor", "ego_pose", "sensor", "sample_annotation",
-    "instance", "category", "visibility", "log", "attribute",
+    "scene",
+    "sample",
+    "sample_data",
+    "calibrated_sensor",
+    "ego_pose",
+    "sensor",
+    "sample_annotation",
+    "instance",
+    "category",
+    "visibility",
+    "log",
+    "attribute",
 )
 OPTIONAL_TABLES = ("map",)
 
@@ -145,22 +155,29 @@ class NuScenesReader(LogReader):
             sensor = self.get("sensor", cs["sensor_token"])
             intrinsic = np.asarray(cs.get("camera_intrinsic") or [], dtype=np.float64)
             if intrinsic.size and intrinsic.shape != (3, 3):
-                raise LogFormatError(self.table_path("calibrated_sensor"),
-                                     f"calibrated_sensor {cs['token']}: camera_intrinsic must be 3x3")
+                raise LogFormatError(
+                    self.table_path("calibrated_sensor"),
+                    f"calibrated_sensor {cs['token']}: camera_intrinsic must be 3x3",
+                )
             self._calib_cache[key] = SensorCalibration(
-                channel=sensor["channel"], modality=sensor["modality"],
+                channel=sensor["channel"],
+                modality=sensor["modality"],
                 T_ego_from_sensor=geo.make_transform(cs["rotation"], cs["translation"]),
                 intrinsic=intrinsic if intrinsic.size else None,
-                width=width or None, height=height or None,
+                width=width or None,
+                height=height or None,
             )
         return self._calib_cache[key]
 
     def sensor_sample(self, sample_data: dict[str, Any]) -> SensorSample:
         return SensorSample(
-            token=sample_data["token"], channel=self.calibration(sample_data).channel,
-            timestamp_us=int(sample_data["timestamp"]), path=self.root / sample_data["filename"],
+            token=sample_data["token"],
+            channel=self.calibration(sample_data).channel,
+            timestamp_us=int(sample_data["timestamp"]),
+            path=self.root / sample_data["filename"],
             T_global_from_ego=self.ego_pose(sample_data["ego_pose_token"]),
-            calibration=self.calibration(sample_data), is_key_frame=bool(sample_data.get("is_key_frame", False)),
+            calibration=self.calibration(sample_data),
+            is_key_frame=bool(sample_data.get("is_key_frame", False)),
         )
 
     # ------------------------------------------------------------------------------------------ scenes
@@ -171,10 +188,10 @@ class NuScenesReader(LogReader):
 
     def _make_scene(self, rec: dict[str, Any]) -> Scene:
         log = self.index["log"].get(rec.get("log_token", ""), {})
-        scene = Scene(self, rec["token"], rec.get("name", rec["token"]), [], rec.get("description", ""),
-                      log.get("logfile", ""))
-        scene.frames = [self._make_frame(sample, rec["token"], i)
-                        for i, sample in enumerate(self._scene_samples(rec))]
+        scene = Scene(
+            self, rec["token"], rec.get("name", rec["token"]), [], rec.get("description", ""), log.get("logfile", "")
+        )
+        scene.frames = [self._make_frame(sample, rec["token"], i) for i, sample in enumerate(self._scene_samples(rec))]
         return scene
 
     def _scene_samples(self, scene: dict[str, Any]) -> list[dict[str, Any]]:
@@ -188,8 +205,9 @@ class NuScenesReader(LogReader):
             seen.add(token)
             sample = self.get("sample", token)
             if sample.get("scene_token", scene["token"]) != scene["token"]:
-                raise LogFormatError(path, f"sample {token} reached from scene {scene['token']} belongs to "
-                                           f"scene {sample['scene_token']}")
+                raise LogFormatError(
+                    path, f"sample {token} reached from scene {scene['token']} belongs to scene {sample['scene_token']}"
+                )
             if samples and int(sample["timestamp"]) < int(samples[-1]["timestamp"]):
                 raise LogFormatError(path, f"sample {token} is earlier than its prev sample")
             samples.append(sample)
@@ -202,12 +220,21 @@ class NuScenesReader(LogReader):
         for sd in self._key_data_by_sample.get(sample["token"], []):
             s = self.sensor_sample(sd)
             if s.channel in sensors:
-                raise LogFormatError(self.table_path("sample_data"),
-                                     f"sample {sample['token']} has two key sample_data of {s.channel}")
+                raise LogFormatError(
+                    self.table_path("sample_data"), f"sample {sample['token']} has two key sample_data of {s.channel}"
+                )
             sensors[s.channel] = s
             sweeps[s.channel] = self._sweeps_before(sd)
-        return Frame(self, sample["token"], scene_token, index, int(sample["timestamp"]),
-                     self._reference_pose(sensors), sensors, sweeps)
+        return Frame(
+            self,
+            sample["token"],
+            scene_token,
+            index,
+            int(sample["timestamp"]),
+            self._reference_pose(sensors),
+            sensors,
+            sweeps,
+        )
 
     def _sweeps_before(self, key_sd: dict[str, Any]) -> list[SensorSample]:
         """Non-key sample_data before a key one, walking ``prev`` back to the previous key frame, newest first."""
@@ -249,8 +276,11 @@ class NuScenesReader(LogReader):
         except FileNotFoundError:
             raise MissingFileError(sample.path, f"LiDAR file of sample_data {sample.token} is missing") from None
         if size % LIDAR_POINT_BYTES:
-            raise PointCloudSizeError(sample.path, f"size {size} bytes is not a multiple of {LIDAR_POINT_BYTES} "
-                                                   f"({LIDAR_VALUES_PER_POINT} float32 per point)")
+            raise PointCloudSizeError(
+                sample.path,
+                f"size {size} bytes is not a multiple of {LIDAR_POINT_BYTES} "
+                f"({LIDAR_VALUES_PER_POINT} float32 per point)",
+            )
         return np.fromfile(sample.path, dtype="<f4").reshape(-1, LIDAR_VALUES_PER_POINT)
 
     def load_annotations(self, frame: Frame) -> Annotations:
@@ -267,15 +297,19 @@ class NuScenesReader(LogReader):
             validate_pose(q, c, ann_path, f"sample_annotation {r['token']}")
         category = [self._category_name(r) for r in records]
         boxes = Boxes(
-            center=center, size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
+            center=center,
+            size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
             yaw=geo.quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
             velocity=self.annotation_velocities()[rows] if rows else np.zeros((0, 3)),
             label=[detection_class(c) for c in category],
             track_id=[r.get("instance_token", "") for r in records],
-            frame="global", extras={ROTATION_GLOBAL: rotation},
+            frame="global",
+            extras={ROTATION_GLOBAL: rotation},
         )
         return Annotations(
-            boxes=boxes, category=_str_array(category), token=_str_array([r["token"] for r in records]),
+            boxes=boxes,
+            category=_str_array(category),
+            token=_str_array([r["token"] for r in records]),
             num_lidar_pts=np.array([int(r.get("num_lidar_pts", 0)) for r in records], dtype=np.int64),
             num_radar_pts=np.array([int(r.get("num_radar_pts", 0)) for r in records], dtype=np.int64),
             visibility=np.array([_visibility_bin(r.get("visibility_token", "")) for r in records], dtype=np.int64),
@@ -298,8 +332,9 @@ class NuScenesReader(LogReader):
             table = self.tables["sample_annotation"]
             row_of = {r["token"]: i for i, r in enumerate(table)}
             position = np.array([r["translation"] for r in table], dtype=np.float64).reshape(-1, 3)
-            time_s = 1e-6 * np.array([int(self.get("sample", r["sample_token"])["timestamp"]) for r in table],
-                                     dtype=np.float64)
+            time_s = 1e-6 * np.array(
+                [int(self.get("sample", r["sample_token"])["timestamp"]) for r in table], dtype=np.float64
+            )
             prev_idx = np.array([self._row(row_of, r, "prev") for r in table], dtype=np.int64)
             next_idx = np.array([self._row(row_of, r, "next") for r in table], dtype=np.int64)
             self._velocity = neighbour_velocity(position, time_s, prev_idx, next_idx)
@@ -310,8 +345,10 @@ class NuScenesReader(LogReader):
         if not token:
             return -1
         if token not in row_of:
-            raise LogFormatError(self.table_path("sample_annotation"),
-                                 f"sample_annotation {ann['token']} has {key} {token!r} that does not exist")
+            raise LogFormatError(
+                self.table_path("sample_annotation"),
+                f"sample_annotation {ann['token']} has {key} {token!r} that does not exist",
+            )
         return row_of[token]
 
 
@@ -343,9 +380,13 @@ def read_pcd(path: Path) -> np.ndarray:
     try:
         fields = header["FIELDS"]
         counts = [int(c) for c in header.get("COUNT", ["1"] * len(fields))]
-        dtype = np.dtype([(f"{name}_{k}", f"<{_PCD_KINDS[kind]}{size}")
-                          for name, size, kind, count in zip(fields, header["SIZE"], header["TYPE"], counts,
-                                                             strict=True) for k in range(count)])
+        dtype = np.dtype(
+            [
+                (f"{name}_{k}", f"<{_PCD_KINDS[kind]}{size}")
+                for name, size, kind, count in zip(fields, header["SIZE"], header["TYPE"], counts, strict=True)
+                for k in range(count)
+            ]
+        )
         n = int(header["POINTS"][0])
     except (KeyError, ValueError, IndexError, TypeError) as exc:
         raise LogFormatError(path, f"PCD header is malformed ({type(exc).__name__}: {exc})") from None
@@ -353,8 +394,7 @@ def read_pcd(path: Path) -> np.ndarray:
     mode = header["DATA"][0].lower()
     if mode == "binary":
         if len(raw) - offset < n * dtype.itemsize:
-            raise PointCloudSizeError(path, f"{len(raw) - offset} data bytes for {n} points of {dtype.itemsize} "
-                                            "bytes")
+            raise PointCloudSizeError(path, f"{len(raw) - offset} data bytes for {n} points of {dtype.itemsize} bytes")
         data = np.frombuffer(raw, dtype=dtype, count=n, offset=offset)
         return np.stack([data[name].astype(np.float32) for name in names], axis=1).reshape(n, -1)
     if mode == "ascii":

@@ -47,8 +47,9 @@ class SceneTracks:
         return self.track_id.shape[0]
 
 
-def dense_tracks(boxes_per_frame: Sequence[Boxes], times_s: Sequence[float],
-                 T_global_from_ego: np.ndarray) -> SceneTracks:
+def dense_tracks(
+    boxes_per_frame: Sequence[Boxes], times_s: Sequence[float], T_global_from_ego: np.ndarray
+) -> SceneTracks:
     """Gather per-frame tracked boxes (global frame, ``track_id`` set) into dense track x frame arrays."""
     n_frames = len(boxes_per_frame)
     poses = np.asarray(T_global_from_ego, dtype=np.float64).reshape(n_frames, 4, 4)
@@ -80,8 +81,9 @@ def dense_tracks(boxes_per_frame: Sequence[Boxes], times_s: Sequence[float],
         score[rows, f] = b.score[ok]
         labels[rows, f] = b.label[ok]
     track_label = np.array([_most_frequent(labels[t][present[t]]) for t in range(n_tracks)], dtype=object)
-    return SceneTracks(ids, track_label, np.asarray(times_s, dtype=np.float64), present, center, size, yaw, score,
-                       poses)
+    return SceneTracks(
+        ids, track_label, np.asarray(times_s, dtype=np.float64), present, center, size, yaw, score, poses
+    )
 
 
 def _most_frequent(values: np.ndarray) -> str:

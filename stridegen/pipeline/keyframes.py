@@ -92,19 +92,27 @@ def sample_keyframes(timestamps_s: np.ndarray, config: KeyframeConfig | None = N
     offsets = config.window_offsets_s
     for target, k in zip(targets.tolist(), key_idx.tolist(), strict=True):
         if k < 0:
-            reason = ("clip ends before this time" if target > rel[-1] + config.tolerance_s
-                      else f"no frame within {config.tolerance_s:g} s")
+            reason = (
+                "clip ends before this time"
+                if target > rel[-1] + config.tolerance_s
+                else f"no frame within {config.tolerance_s:g} s"
+            )
             selection.skipped.append((target, reason))
             continue
         wanted = rel[k] + offsets
         window = nearest_within(rel, wanted, config.tolerance_s)
         missing = offsets[window < 0]
         if missing.size and config.require_full_window:
-            selection.skipped.append((target, "window incomplete: no frame at offsets "
-                                      + ", ".join(f"{o:+g} s" for o in missing)))
+            selection.skipped.append(
+                (target, "window incomplete: no frame at offsets " + ", ".join(f"{o:+g} s" for o in missing))
+            )
             continue
-        selection.keyframes.append(Keyframe(
-            frame_index=int(k), time_s=float(rel[k]), offsets_s=tuple(offsets.tolist()),
-            window=tuple(int(i) if i >= 0 else None for i in window.tolist()),
-        ))
+        selection.keyframes.append(
+            Keyframe(
+                frame_index=int(k),
+                time_s=float(rel[k]),
+                offsets_s=tuple(offsets.tolist()),
+                window=tuple(int(i) if i >= 0 else None for i in window.tolist()),
+            )
+        )
     return selection

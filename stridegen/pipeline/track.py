@@ -38,7 +38,13 @@ from stridegen.core.vocabulary import TRACKING_CLASSES
 _CLASS_INDEX = {c: i for i, c in enumerate(TRACKING_CLASSES)}
 
 DEFAULT_DISTANCE_GATES_M = {
-    "car": 4.0, "truck": 4.0, "bus": 5.5, "trailer": 3.0, "pedestrian": 1.0, "motorcycle": 13.0, "bicycle": 3.0,
+    "car": 4.0,
+    "truck": 4.0,
+    "bus": 5.5,
+    "trailer": 3.0,
+    "pedestrian": 1.0,
+    "motorcycle": 13.0,
+    "bicycle": 3.0,
 }
 
 
@@ -158,8 +164,9 @@ class SceneTracker:
         return track_scene(detections_per_frame, timestamps_s, self.config)
 
 
-def track_scene(detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float],
-                config: TrackerConfig | None = None) -> list[Boxes]:
+def track_scene(
+    detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float], config: TrackerConfig | None = None
+) -> list[Boxes]:
     """Track a whole scene (the tracker starts fresh). Returns the active tracks of each frame."""
     if len(detections_per_frame) != len(timestamps_s):
         raise ValueError("one timestamp per frame of detections is needed")

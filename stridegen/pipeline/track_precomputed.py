@@ -44,11 +44,20 @@ class PrecomputedTracks:
     def tracks(self, frame: Frame) -> Boxes:
         """The active tracks of a frame, ``track_id`` = the file's tracking_id."""
         if frame.token not in self._known:
-            raise PredictionFormatError(self.path, f"no entry for sample {frame.token} (every sample of the log needs "
-                                                   "one, possibly an empty list)")
+            raise PredictionFormatError(
+                self.path,
+                f"no entry for sample {frame.token} (every sample of the log needs one, possibly an empty list)",
+            )
         r = self.results
         rows = self._rows.get(frame.token, np.zeros(0, dtype=np.int64))
-        return Boxes(r.translation[rows], r.size_wlh[rows][:, [1, 0, 2]], geo.quat_to_yaw(r.rotation[rows]),
-                     np.c_[r.velocity[rows], np.zeros(rows.size)], label=r.tracking_name[rows],
-                     score=r.tracking_score[rows], track_id=r.tracking_id[rows].astype(str), frame="global",
-                     extras={"rotation_global": r.rotation[rows]})
+        return Boxes(
+            r.translation[rows],
+            r.size_wlh[rows][:, [1, 0, 2]],
+            geo.quat_to_yaw(r.rotation[rows]),
+            np.c_[r.velocity[rows], np.zeros(rows.size)],
+            label=r.tracking_name[rows],
+            score=r.tracking_score[rows],
+            track_id=r.tracking_id[rows].astype(str),
+            frame="global",
+            extras={"rotation_global": r.rotation[rows]},
+        )

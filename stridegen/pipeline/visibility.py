@@ -107,8 +107,9 @@ def unoccluded_share(hull_pixels: np.ndarray, depth_m: np.ndarray) -> np.ndarray
     return out
 
 
-def measure_visibility(request: SegmentRequest, result: SegmentResult,
-                       thresholds: VisibilityThresholds | None = None) -> Visibility:
+def measure_visibility(
+    request: SegmentRequest, result: SegmentResult, thresholds: VisibilityThresholds | None = None
+) -> Visibility:
     """Measure the three rules for every object of one segmented image."""
     from stridegen.pipeline.segment.request import hull_masks
 
@@ -125,6 +126,13 @@ def measure_visibility(request: SegmentRequest, result: SegmentResult,
     inside = np.array([inside_share(h, request.width, request.height) for h in request.hull_uv], dtype=np.float64)
     hulls = hull_masks(request.hull_uv, request.height, request.width) if n else np.zeros((0,), dtype=bool)
     coverage = inside * unoccluded_share(hulls, request.depth_m) if n else np.zeros(0)
-    return Visibility(area_px=area, mask_box_xyxy=box, box_iou=box_iou, coverage=coverage, quality=quality,
-                      pass_box_iou=box_iou > t.min_box_iou, pass_coverage=coverage > t.min_coverage,
-                      pass_quality=quality > t.min_quality)
+    return Visibility(
+        area_px=area,
+        mask_box_xyxy=box,
+        box_iou=box_iou,
+        coverage=coverage,
+        quality=quality,
+        pass_box_iou=box_iou > t.min_box_iou,
+        pass_coverage=coverage > t.min_coverage,
+        pass_quality=quality > t.min_quality,
+    )

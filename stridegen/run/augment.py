@@ -54,6 +54,7 @@ AUGMENTATION_TABLE = "augmentation"
 # Draw scope of the camera-set corruptions (module docstring); unknown ones draw per frame.
 CAMERA_SCOPE: dict[str, str] = {"camera_crash": "scene", "frame_lost": "frame"}
 
+
 # ---------------------------------------------------------------------------------------------------------- specs
 def _jsonable(value: Any) -> Any:
     """Severity parameters as plain JSON (tuples and arrays to lists, numpy scalars to Python numbers)."""
@@ -84,8 +85,12 @@ class SourceInfo:
     @classmethod
     def of(cls, dataset) -> SourceInfo:
         shards = [[s["file"], s["sha256"]] for s in dataset.manifest["shards"]]
-        return cls(str(Path(dataset.root).resolve()), str(dataset.manifest["config_hash"]), _sha256_json(shards),
-                   tuple(dataset.scenes))
+        return cls(
+            str(Path(dataset.root).resolve()),
+            str(dataset.manifest["config_hash"]),
+            _sha256_json(shards),
+            tuple(dataset.scenes),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "config_hash": self.config_hash, "shards_digest": self.shards_digest}
@@ -122,23 +127,43 @@ class SplitSpec:
         """What the manifest and the index record about the corruption."""
         c = self.corruption_object()
         kind = "camera_set" if self.camera_set else ("warp" if c.moves_pixels else "image")
-        out = {"corruption": self.corruption, "severity": self.severity, "params": self.params(), "kind": kind,
-               "seed": self.seed, "jpeg_quality": self.jpeg_quality, "description": c.description,
-               "sources": list(c.sources)}
+        out = {
+            "corruption": self.corruption,
+            "severity": self.severity,
+            "params": self.params(),
+            "kind": kind,
+            "seed": self.seed,
+            "jpeg_quality": self.jpeg_quality,
+            "description": c.description,
+            "sources": list(c.sources),
+        }
         if self.camera_set:
             out["draw_scope"] = CAMERA_SCOPE.get(self.corruption, "frame")
         return out
 
     def split_hash(self, source: SourceInfo) -> str:
         """The sub-dataset's config hash: changes with anything that changes its bytes."""
-        return _sha256_json({"format": SPLIT_FORMAT, "version": SPLIT_VERSION, "source_config_hash":
-                             source.config_hash, "source_shards": source.shards_digest, "corruption":
-                             self.corruption, "severity": self.severity, "params": self.params(), "seed": self.seed,
-                             "jpeg_quality": self.jpeg_quality})
+        return _sha256_json(
+            {
+                "format": SPLIT_FORMAT,
+                "version": SPLIT_VERSION,
+                "source_config_hash": source.config_hash,
+                "source_shards": source.shards_digest,
+                "corruption": self.corruption,
+                "severity": self.severity,
+                "params": self.params(),
+                "seed": self.seed,
+                "jpeg_quality": self.jpeg_quality,
+            }
+        )
 
     def to_task(self) -> dict[str, Any]:
-        return {"corruption": self.corruption, "severity": self.severity, "seed": self.seed,
-                "jpeg_quality": self.jpeg_quality}
+        return {
+            "corruption": self.corruption,
+            "severity": self.severity,
+            "seed": self.seed,
+            "jpeg_quality": self.jpeg_quality,
+        }
 
 
 def resolve_corruptions(corruptions: str | Sequence[str]) -> list[str]:
@@ -197,8 +222,11 @@ def qa_visual_evidence(record, dropped: np.ndarray) -> np.ndarray | None:
     evidence = np.asarray(qa.visual_evidence, dtype=bool).copy()
     if not dropped.any():
         return evidence
-    gone = {(int(f), int(c)) for f, c, d in zip(record.images.frame_index, record.images.channel_index, dropped,
-                                                strict=True) if d}
+    gone = {
+        (int(f), int(c))
+        for f, c, d in zip(record.images.frame_index, record.images.channel_index, dropped, strict=True)
+        if d
+    }
     keyframe_frames = np.asarray(record.keyframes.frame_index, dtype=np.int64)
     for q in range(len(qa)):
         channel = int(qa.channel_index[q])
@@ -209,8 +237,7 @@ def qa_visual_evidence(record, dropped: np.ndarray) -> np.ndarray | None:
     return evidence
 
 
-def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], columns: dict[str, np.ndarray]) \
-        -> None:
+def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], columns: dict[str, np.ndarray]) -> None:
     """Sample the masks ``rows`` through ``pixel_map``; write counts, area and box into ``columns`` in place."""
     from stridegen.formats.rle import decode_rle, encode_rle
     from stridegen.pipeline.visibility import mask_boxes
@@ -238,10 +265,15 @@ def corrupt_record(record, spec: SplitSpec):
     if moves and masks is not None:
         for m, i in enumerate(np.asarray(masks.image_index, dtype=np.int64)):
             mask_rows.setdefault(int(i), []).append(m)
-    columns = {"rle_counts": np.array(masks.rle_counts, dtype=object, copy=True),
-               "area_px": np.array(masks.area_px, dtype=np.int64, copy=True),
-               "mask_box_xyxy": np.array(masks.mask_box_xyxy, dtype=np.float64, copy=True)} \
-        if masks is not None else {}
+    columns = (
+        {
+            "rle_counts": np.array(masks.rle_counts, dtype=object, copy=True),
+            "area_px": np.array(masks.area_px, dtype=np.int64, copy=True),
+            "mask_box_xyxy": np.array(masks.mask_box_xyxy, dtype=np.float64, copy=True),
+        }
+        if masks is not None
+        else {}
+    )
     data = []
     for i in range(len(images)):
         raw = np.asarray(images.data[i], dtype=np.uint8)
@@ -281,8 +313,10 @@ def _check_mask_size(record, image_row: int, shape_hw: tuple[int, int]) -> None:
     c = int(record.images.channel_index[image_row])
     h, w = int(record.cameras.height[c]), int(record.cameras.width[c])
     if (h, w) != (0, 0) and (h, w) != tuple(shape_hw):
-        raise ShardError(record.meta.name, f"image {image_row} is {shape_hw[1]}x{shape_hw[0]} but its camera "
-                                           f"{record.cameras.channel[c]} says {w}x{h}")
+        raise ShardError(
+            record.meta.name,
+            f"image {image_row} is {shape_hw[1]}x{shape_hw[0]} but its camera {record.cameras.channel[c]} says {w}x{h}",
+        )
 
 
 def _compression(source_manifest: dict[str, Any]) -> tuple[str, int]:
@@ -290,8 +324,9 @@ def _compression(source_manifest: dict[str, Any]) -> tuple[str, int]:
     return str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
 
 
-def process_split_scene(src_dir: str | Path, spec: SplitSpec, scene_name: str, sub_dir: str | Path,
-                        split_hash: str) -> SceneResult:
+def process_split_scene(
+    src_dir: str | Path, spec: SplitSpec, scene_name: str, sub_dir: str | Path, split_hash: str
+) -> SceneResult:
     """Corrupt one scene of the source into one sub-dataset. Never raises for a bad scene: the failure comes back
     in the result."""
     from stridegen.shards.reader import open_dataset
@@ -376,13 +411,17 @@ def _check_index(out: Path, source: SourceInfo, overwrite: bool) -> list[dict[st
         if overwrite:
             return []
         raise ConfigError(f"{path} is unreadable; pass --overwrite to replace it") from None
-    same = (prev_source.get("config_hash"), prev_source.get("shards_digest")) == \
-        (source.config_hash, source.shards_digest)
+    same = (prev_source.get("config_hash"), prev_source.get("shards_digest")) == (
+        source.config_hash,
+        source.shards_digest,
+    )
     if not same:
         if overwrite:
             return []
-        raise ConfigError(f"{out} holds robustness splits of another source dataset (config "
-                          f"{str(prev_source.get('config_hash'))[:12]}...); pass --overwrite or choose another --out")
+        raise ConfigError(
+            f"{out} holds robustness splits of another source dataset (config "
+            f"{str(prev_source.get('config_hash'))[:12]}...); pass --overwrite or choose another --out"
+        )
     return entries
 
 
@@ -408,13 +447,17 @@ def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, co
     from stridegen.shards.manifest import build_manifest, write_manifest
 
     shards = [r.shard for r in split.results if r.ok and r.shard is not None]
-    manifest = build_manifest(config, source_ds.manifest.get("source", {}), shards,
-                              [(r.scene, r.reason) for r in split.results if not r.ok])
+    manifest = build_manifest(
+        config, source_ds.manifest.get("source", {}), shards, [(r.scene, r.reason) for r in split.results if not r.ok]
+    )
     manifest["config"] = source_ds.manifest.get("config", {})  # the source build's config, verbatim
     manifest["config_hash"] = split.config_hash
     manifest["augmentation"] = {
-        "format": SPLIT_FORMAT, "version": SPLIT_VERSION, **split.spec.describe(),
-        "source_dataset": source.to_json(), "versions": {"opencv": cv2.__version__},
+        "format": SPLIT_FORMAT,
+        "version": SPLIT_VERSION,
+        **split.spec.describe(),
+        "source_dataset": source.to_json(),
+        "versions": {"opencv": cv2.__version__},
         "totals": _augmentation_totals(split.path, shards),
     }
     return write_manifest(split.path, manifest)
@@ -422,10 +465,18 @@ def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, co
 
 def _index_entry(split: SplitOutcome) -> dict[str, Any]:
     desc = split.spec.describe()
-    return {"corruption": desc["corruption"], "severity": desc["severity"], "kind": desc["kind"],
-            "params": desc["params"], "seed": desc["seed"], "jpeg_quality": desc["jpeg_quality"],
-            "path": split.spec.rel_path, "config_hash": split.config_hash,
-            "scenes": sum(r.ok for r in split.results), "failed_scenes": len(split.failed)}
+    return {
+        "corruption": desc["corruption"],
+        "severity": desc["severity"],
+        "kind": desc["kind"],
+        "params": desc["params"],
+        "seed": desc["seed"],
+        "jpeg_quality": desc["jpeg_quality"],
+        "path": split.spec.rel_path,
+        "config_hash": split.config_hash,
+        "scenes": sum(r.ok for r in split.results),
+        "failed_scenes": len(split.failed),
+    }
 
 
 def _write_index(out: Path, source: SourceInfo, kept: list[dict[str, Any]], splits: list[SplitOutcome]) -> Path:
@@ -453,10 +504,17 @@ def _still_there(out: Path, entry: dict[str, Any]) -> bool:
         return False
 
 
-def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions: str | Sequence[str],
-                           severities: str | int | Sequence[int], seed: int = 0, workers: int = 1,
-                           overwrite: bool = False, jpeg_quality: int = 95,
-                           observer: RunObserver | None = None) -> RobustnessResult:
+def build_robustness_split(
+    src_dir: str | Path,
+    out_dir: str | Path,
+    corruptions: str | Sequence[str],
+    severities: str | int | Sequence[int],
+    seed: int = 0,
+    workers: int = 1,
+    overwrite: bool = False,
+    jpeg_quality: int = 95,
+    observer: RunObserver | None = None,
+) -> RobustnessResult:
     """Write ``out_dir/<corruption>/s<severity>/`` for every pair and ``out_dir/index.json`` (module docstring).
 
     Config errors (unknown corruption, bad severity, an output folder holding another split) raise ConfigError
@@ -479,14 +537,22 @@ def build_robustness_split(src_dir: str | Path, out_dir: str | Path, corruptions
         if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
             raise ConfigError(f"--out {out} must lie outside the source dataset {src}")
         kept = _check_index(out, source, overwrite)
-        splits = [SplitOutcome(SplitSpec(n, s, int(seed), int(jpeg_quality)), out / n / f"s{s}", "")
-                  for n in names for s in levels]
+        splits = [
+            SplitOutcome(SplitSpec(n, s, int(seed), int(jpeg_quality)), out / n / f"s{s}", "")
+            for n in names
+            for s in levels
+        ]
         for split in splits:
             split.config_hash = split.spec.split_hash(source)
         targets = [JobTarget(split.path, split.config_hash, list(source.scenes)) for split in splits]
-        outcomes = run_jobs(targets, lambda k, scene: (str(src), splits[k].spec.to_task(), scene, str(splits[k].path),
-                                                       splits[k].config_hash),
-                            _split_worker, LocalExecutor(int(workers)), overwrite, observer)
+        outcomes = run_jobs(
+            targets,
+            lambda k, scene: (str(src), splits[k].spec.to_task(), scene, str(splits[k].path), splits[k].config_hash),
+            _split_worker,
+            LocalExecutor(int(workers)),
+            overwrite,
+            observer,
+        )
         for split, outcome in zip(splits, outcomes, strict=True):
             split.results = outcome.results
         for split in splits:

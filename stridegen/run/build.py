@@ -171,8 +171,7 @@ def read_stage(st: SceneState) -> None:
     if not scene.frames:
         raise LogFormatError(scene.name, "scene has no frames")
     st.frames = adapters.frames_table(scene)
-    channels = list(config.cameras.channels) if config.cameras.channels is not None \
-        else scene.frames[0].camera_channels
+    channels = list(config.cameras.channels) if config.cameras.channels is not None else scene.frames[0].camera_channels
     st.cameras = adapters.cameras_table(scene, channels)
     st.ground_truth = adapters.ground_truth_table(scene) if config.output.ground_truth else None
     st.times_s = st.frames.timestamp_us.astype(np.float64) * 1e-6
@@ -243,8 +242,18 @@ def segment_stage(st: SceneState) -> None:
             sample = frame.sensor(frame.lidar_channels[0])
             return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
 
-    st.masks = segment_images(rows, images, cameras, tracked_ok, st.need("scene_tracks").track_id, segmenter,
-                              st.config.visibility, decode, lidar, st.timings)
+    st.masks = segment_images(
+        rows,
+        images,
+        cameras,
+        tracked_ok,
+        st.need("scene_tracks").track_id,
+        segmenter,
+        st.config.visibility,
+        decode,
+        lidar,
+        st.timings,
+    )
     st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks)
 
 
@@ -252,61 +261,104 @@ def qa_stage(st: SceneState) -> None:
     if st.regions is None:  # no segmenter: no regions, no QA
         return
     rng = rng_for(st.config.seed, st.scene.token, "qa")
-    result = generate_scene_qa(st.scene.name, st.need("keyframes"), st.need("cameras"), st.times_s,
-                               st.need("attributes"), st.need("scene_tracks").label, st.regions, st.config.qa, rng)
+    result = generate_scene_qa(
+        st.scene.name,
+        st.need("keyframes"),
+        st.need("cameras"),
+        st.times_s,
+        st.need("attributes"),
+        st.need("scene_tracks").label,
+        st.regions,
+        st.config.qa,
+        rng,
+    )
     st.qa_rows, st.qa_skipped = result.rows, dict(result.skipped)
 
 
 def scene_record(st: SceneState) -> SceneRecord:
     """The storage form of a scene whose stages all ran."""
     scene = st.scene
-    meta = SceneMeta(token=scene.token, name=scene.name, description=scene.description, log_name=scene.log_name,
-                     source_format=st.source_format, source_version=st.source_version)
+    meta = SceneMeta(
+        token=scene.token,
+        name=scene.name,
+        description=scene.description,
+        log_name=scene.log_name,
+        source_format=st.source_format,
+        source_version=st.source_version,
+    )
     segmented = st.masks is not None and st.regions is not None
     return SceneRecord(
-        meta, st.need("frames"), st.need("cameras"), st.need("images"), st.need("keyframes"), st.need("skipped"),
-        adapters.detections_table(st.detections, st.track_ids), adapters.tracks_table(st.need("scene_tracks")),
-        adapters.attributes_table(st.need("attributes")), st.ground_truth,
+        meta,
+        st.need("frames"),
+        st.need("cameras"),
+        st.need("images"),
+        st.need("keyframes"),
+        st.need("skipped"),
+        adapters.detections_table(st.detections, st.track_ids),
+        adapters.tracks_table(st.need("scene_tracks")),
+        adapters.attributes_table(st.need("attributes")),
+        st.ground_truth,
         adapters.masks_table(st.need("masks")) if segmented else None,
         adapters.regions_table(st.need("regions")) if segmented else None,
-        adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None, st.qa_skipped)
+        adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None,
+        st.qa_skipped,
+    )
 
 
 # The stages of a scene, in order (``write`` follows them in ``process_scene``).
 SCENE_STAGES: tuple[tuple[str, Callable[[SceneState], None]], ...] = (
-    ("read", read_stage), ("keyframes", keyframes_stage), ("detect", detect_stage), ("track", track_stage),
-    ("attributes", attributes_stage), ("images", images_stage), ("segment", segment_stage), ("qa", qa_stage),
+    ("read", read_stage),
+    ("keyframes", keyframes_stage),
+    ("detect", detect_stage),
+    ("track", track_stage),
+    ("attributes", attributes_stage),
+    ("images", images_stage),
+    ("segment", segment_stage),
+    ("qa", qa_stage),
 )
 
 
-def build_scene_record(scene: Scene, config: BuildConfig, source_format: str = "", source_version: str = "",
-                       on_stage: StageCallback | None = None, timings: dict[str, float] | None = None) -> SceneRecord:
+def build_scene_record(
+    scene: Scene,
+    config: BuildConfig,
+    source_format: str = "",
+    source_version: str = "",
+    on_stage: StageCallback | None = None,
+    timings: dict[str, float] | None = None,
+) -> SceneRecord:
     """Run every stage on one scene and gather the SceneRecord (no file is written)."""
     state = SceneState(scene, config, source_format, source_version, timings if timings is not None else {})
     report = on_stage or (lambda scene_name, stage: None)
     steps = [(name, functools.partial(stage, state)) for name, stage in SCENE_STAGES]
     if make_build_segmenter(config) is None:  # no masks: neither segment, visibility nor qa runs
         steps = [(name, step) for name, step in steps if name not in ("segment", "qa")]
-    run_stages(scene.name, steps, state.timings, report,
-               {} if make_build_segmenter(config) is None else SUB_STAGES)
+    run_stages(scene.name, steps, state.timings, report, {} if make_build_segmenter(config) is None else SUB_STAGES)
     return scene_record(state)
 
 
-def process_scene(log_root: str | Path, config: BuildConfig, scene_name: str, out_dir: str | Path, cfg_hash: str,
-                  on_stage: StageCallback | None = None) -> SceneResult:
+def process_scene(
+    log_root: str | Path,
+    config: BuildConfig,
+    scene_name: str,
+    out_dir: str | Path,
+    cfg_hash: str,
+    on_stage: StageCallback | None = None,
+) -> SceneResult:
     """Build and write one scene. Never raises for a bad scene: the failure comes back in the result."""
     timings: dict[str, float] = {}
     report = on_stage or (lambda scene_name, stage: None)
     try:
         reader = open_log_cached(log_root, config.log.format, config.log.version)
         scene = reader.scene(scene_name)
-        record = build_scene_record(scene, config, reader.format_name, str(getattr(reader, "version", "") or ""),
-                                    report, timings)
+        record = build_scene_record(
+            scene, config, reader.format_name, str(getattr(reader, "version", "") or ""), report, timings
+        )
         info: list[Any] = []
 
         def write() -> None:
-            info.append(write_shard(record, out_dir, cfg_hash, config.output.compression,
-                                    config.output.compression_level))
+            info.append(
+                write_shard(record, out_dir, cfg_hash, config.output.compression, config.output.compression_level)
+            )
 
         run_stages(scene_name, [("write", write)], timings, report)
         return SceneResult(scene_name, "built", info[0], timings_s=timings)
@@ -333,8 +385,13 @@ def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
     return [s.name for s in scenes if s.name in wanted or s.token in wanted]
 
 
-def run_build(log_root: str | Path, out_dir: str | Path, config: BuildConfig | None = None, overwrite: bool = False,
-              observer: RunObserver | None = None) -> BuildResult:
+def run_build(
+    log_root: str | Path,
+    out_dir: str | Path,
+    config: BuildConfig | None = None,
+    overwrite: bool = False,
+    observer: RunObserver | None = None,
+) -> BuildResult:
     """Build (or resume) a dataset from a log into ``out_dir``. Config errors raise; scene failures do not.
     ``observer`` is told of the run's tasks, stage events and finished scenes (progress display)."""
     start = time.perf_counter()
@@ -352,14 +409,26 @@ def run_build(log_root: str | Path, out_dir: str | Path, config: BuildConfig | N
     names = select_scenes(reader, config)
 
     config_data = config.model_dump(mode="json")
-    [outcome] = run_jobs([JobTarget(out, cfg_hash, names)],
-                         lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash),
-                         _build_worker, executor, overwrite, observer)
+    [outcome] = run_jobs(
+        [JobTarget(out, cfg_hash, names)],
+        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash),
+        _build_worker,
+        executor,
+        overwrite,
+        observer,
+    )
     results = outcome.results
-    source = {"root": str(log_root.resolve()), "format": reader.format_name,
-              "version": str(getattr(reader, "version", "") or "")}
-    manifest = build_manifest(config, source, [r.shard for r in results if r.ok and r.shard is not None],
-                              [(r.scene, r.reason) for r in results if not r.ok])
+    source = {
+        "root": str(log_root.resolve()),
+        "format": reader.format_name,
+        "version": str(getattr(reader, "version", "") or ""),
+    }
+    manifest = build_manifest(
+        config,
+        source,
+        [r.shard for r in results if r.ok and r.shard is not None],
+        [(r.scene, r.reason) for r in results if not r.ok],
+    )
     manifest_path = write_manifest(out, manifest)
     result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start)
     atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
@@ -377,12 +446,22 @@ def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:
         "workers": config.workers,
         "cpu_count": os.cpu_count(),
         "wall_s": round(result.wall_s, 4),
-        "scenes": {"total": len(result.results), "built": len(built),
-                   "resumed": sum(r.status == "resumed" for r in result.results),
-                   "failed": len(result.failed)},
+        "scenes": {
+            "total": len(result.results),
+            "built": len(built),
+            "resumed": sum(r.status == "resumed" for r in result.results),
+            "failed": len(result.failed),
+        },
         "keyframes_built": keyframes,
         "keyframes_per_s": round(keyframes / result.wall_s, 4) if result.wall_s > 0 else None,
         "stage_seconds_total": stage_totals,
-        "per_scene": [{"scene": r.scene, "status": r.status, "reason": r.reason,
-                       "timings_s": {k: round(v, 4) for k, v in r.timings_s.items()}} for r in result.results],
+        "per_scene": [
+            {
+                "scene": r.scene,
+                "status": r.status,
+                "reason": r.reason,
+                "timings_s": {k: round(v, 4) for k, v in r.timings_s.items()},
+            }
+            for r in result.results
+        ],
     }

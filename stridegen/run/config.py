@@ -210,8 +210,10 @@ class BuildConfig(_Section):
     @model_validator(mode="after")
     def _segmenter_needs_images(self) -> BuildConfig:
         if self.segmenter.name != "none" and self.output.images == "none":
-            raise ValueError("segmenter needs the camera images: set output.images to windows, keyframes or all, "
-                             "or segmenter.name=none")
+            raise ValueError(
+                "segmenter needs the camera images: set output.images to windows, keyframes or all, "
+                "or segmenter.name=none"
+            )
         return self
 
     @model_validator(mode="after")
@@ -220,13 +222,16 @@ class BuildConfig(_Section):
         window, and fit the QA table (checked here once, not at the end of every scene)."""
         offsets = self.context_offsets_s()
         if len(offsets) > QA_FRAME_SLOTS:
-            raise ValueError(f"qa.temporal_options.context_offsets_s: at most {QA_FRAME_SLOTS} context frames, "
-                             f"got {len(offsets)}")
+            raise ValueError(
+                f"qa.temporal_options.context_offsets_s: at most {QA_FRAME_SLOTS} context frames, got {len(offsets)}"
+            )
         window = self.keyframes.window_offsets_s
         missing = [o for o in offsets if not any(abs(o - w) <= 1e-6 for w in window)]
         if missing:
-            raise ValueError(f"qa.temporal_options.context_offsets_s: {missing} are not offsets of the keyframe "
-                             f"window {list(window)} (keyframes.window_before_s / window_rate_hz)")
+            raise ValueError(
+                f"qa.temporal_options.context_offsets_s: {missing} are not offsets of the keyframe "
+                f"window {list(window)} (keyframes.window_before_s / window_rate_hz)"
+            )
         return self
 
     def context_offsets_s(self) -> tuple[float, ...]:
@@ -265,14 +270,16 @@ def _set_dotted(data: dict[str, Any], model: type[BaseModel], key: str, value: A
         if current is not None:
             if part not in current.model_fields:
                 where = ".".join(parts[:depth]) or "the top level"
-                raise ConfigError(f"unknown config key {key!r}: {part!r} is not a field of {where} "
-                                  f"(fields: {sorted(current.model_fields)})")
+                raise ConfigError(
+                    f"unknown config key {key!r}: {part!r} is not a field of {where} "
+                    f"(fields: {sorted(current.model_fields)})"
+                )
             annotation = current.model_fields[part].annotation
             nested = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
             if _free_form(current, part):
                 nested = None
             elif not last and nested is None:
-                raise ConfigError(f"unknown config key {key!r}: {'.'.join(parts[:depth + 1])} is not a section")
+                raise ConfigError(f"unknown config key {key!r}: {'.'.join(parts[: depth + 1])} is not a section")
             current = nested
         if last:
             node[part] = value
@@ -335,5 +342,4 @@ def load_build_config(path: str | Path | None = None, overrides: list[str] | tup
         return config
     # Overrides apply to the resolved config, so `tracker.distance_gates_m.car=2` changes that one entry.
     resolved = {**config.model_dump(mode="json"), "executor": config.executor}  # the one field dumps leave out
-    return build_config_from_dict(apply_overrides(resolved, overrides),
-                                  f"{source} + overrides")
+    return build_config_from_dict(apply_overrides(resolved, overrides), f"{source} + overrides")

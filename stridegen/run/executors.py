@@ -79,8 +79,13 @@ class LocalExecutor:
             raise ConfigError(f"workers must be at least 1, got {workers}")
         self.workers = int(workers)
 
-    def run(self, worker: Worker, tasks: Sequence[tuple[int, str, Any]], finish: Callable[[int, SceneResult], None],
-            on_event: EventCallback) -> None:
+    def run(
+        self,
+        worker: Worker,
+        tasks: Sequence[tuple[int, str, Any]],
+        finish: Callable[[int, SceneResult], None],
+        on_event: EventCallback,
+    ) -> None:
         if self.workers <= 1 or len(tasks) <= 1:
             for index, (job, scene, payload) in enumerate(tasks):
                 on_event(StageEvent(job, scene, "start"))
@@ -88,8 +93,13 @@ class LocalExecutor:
             return
         self._run_pool(worker, tasks, finish, on_event)
 
-    def _run_pool(self, worker: Worker, tasks: Sequence[tuple[int, str, Any]],
-                  finish: Callable[[int, SceneResult], None], on_event: EventCallback) -> None:
+    def _run_pool(
+        self,
+        worker: Worker,
+        tasks: Sequence[tuple[int, str, Any]],
+        finish: Callable[[int, SceneResult], None],
+        on_event: EventCallback,
+    ) -> None:
         import multiprocessing as mp
         import queue as queue_mod
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -106,10 +116,15 @@ class LocalExecutor:
 
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (OOM kill, segfault) breaks the
         # pool and fails its futures instead of leaving the parent waiting forever.
-        with ProcessPoolExecutor(min(self.workers, len(tasks)), mp_context=context, initializer=_init_worker,
-                                 initargs=(events, registry.snapshot(), os.getpid())) as pool:
-            futures = {pool.submit(_call, (worker, job, scene, payload)): k
-                       for k, (job, scene, payload) in enumerate(tasks)}
+        with ProcessPoolExecutor(
+            min(self.workers, len(tasks)),
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(events, registry.snapshot(), os.getpid()),
+        ) as pool:
+            futures = {
+                pool.submit(_call, (worker, job, scene, payload)): k for k, (job, scene, payload) in enumerate(tasks)
+            }
             pending = set(futures)
             while pending:
                 drain()
@@ -120,9 +135,12 @@ class LocalExecutor:
                     try:
                         result = future.result()
                     except Exception as exc:  # the worker process itself failed
-                        result = SceneResult(tasks[k][1], "failed",
-                                             reason=f"worker process failed: {type(exc).__name__}: {exc}",
-                                             error_type=type(exc).__name__)
+                        result = SceneResult(
+                            tasks[k][1],
+                            "failed",
+                            reason=f"worker process failed: {type(exc).__name__}: {exc}",
+                            error_type=type(exc).__name__,
+                        )
                     finish(k, result)
             drain()
 

@@ -66,6 +66,8 @@ class RunObserver(Protocol):
     def event(self, event: StageEvent) -> None: ...
 
     def finished(self, job: int, result: SceneResult) -> None: ...
+
+
 StageCallback = Callable[[str, str], None]  # (scene name, finished stage), what a worker reports
 Worker = Callable[[Any, StageCallback], SceneResult]  # (payload, report) -> result; must be picklable (top level)
 
@@ -81,8 +83,13 @@ def failed_scene(scene_name: str, exc: BaseException, timings: dict[str, float])
     return SceneResult(scene_name, "failed", reason=reason, error_type=type(exc).__name__, timings_s=timings)
 
 
-def run_stages(scene_name: str, stages: Sequence[tuple[str, Callable[[], None]]], timings: dict[str, float],
-               report: StageCallback, sub_stages: dict[str, Sequence[str]] | None = None) -> None:
+def run_stages(
+    scene_name: str,
+    stages: Sequence[tuple[str, Callable[[], None]]],
+    timings: dict[str, float],
+    report: StageCallback,
+    sub_stages: dict[str, Sequence[str]] | None = None,
+) -> None:
     """Run ``(name, step)`` pairs in order, timing each into ``timings`` and reporting each as finished. A step may
     record the time of its named parts itself (``sub_stages[name]``, e.g. segment -> visibility): those are taken
     out of its own time and reported after it."""
@@ -116,8 +123,13 @@ class Executor(Protocol):
     """Runs scene tasks. ``run`` calls ``finish(task index, result)`` in the calling process for every task, and
     ``on_event`` for the stage events of the workers."""
 
-    def run(self, worker: Worker, tasks: Sequence[tuple[int, str, Any]], finish: Callable[[int, SceneResult], None],
-            on_event: EventCallback) -> None: ...
+    def run(
+        self,
+        worker: Worker,
+        tasks: Sequence[tuple[int, str, Any]],
+        finish: Callable[[int, SceneResult], None],
+        on_event: EventCallback,
+    ) -> None: ...
 
 
 @dataclass
@@ -146,8 +158,14 @@ def prepare_folder(target: JobTarget, overwrite: bool) -> tuple[Journal, dict[st
     return journal, journal.completed()
 
 
-def run_jobs(targets: Sequence[JobTarget], payload: Callable[[int, str], Any], worker: Worker, executor: Executor,
-             overwrite: bool = False, observer: RunObserver | None = None) -> list[JobOutcome]:
+def run_jobs(
+    targets: Sequence[JobTarget],
+    payload: Callable[[int, str], Any],
+    worker: Worker,
+    executor: Executor,
+    overwrite: bool = False,
+    observer: RunObserver | None = None,
+) -> list[JobOutcome]:
     """Run every scene of every target that is not done yet (module docstring). ``payload(job, scene)`` is what
     the worker gets for that task; ``observer`` is told what happens (progress display)."""
     journals, completed = [], []
@@ -155,8 +173,12 @@ def run_jobs(targets: Sequence[JobTarget], payload: Callable[[int, str], Any], w
         journal, done = prepare_folder(target, overwrite)
         journals.append(journal)
         completed.append(done)
-    tasks = [(k, scene, payload(k, scene)) for k, target in enumerate(targets) for scene in target.scenes
-             if scene not in completed[k]]
+    tasks = [
+        (k, scene, payload(k, scene))
+        for k, target in enumerate(targets)
+        for scene in target.scenes
+        if scene not in completed[k]
+    ]
     built: list[dict[str, SceneResult]] = [{} for _ in targets]
     if observer is not None:
         observer.planned([(job, scene) for job, scene, _ in tasks])
@@ -179,5 +201,10 @@ def run_jobs(targets: Sequence[JobTarget], payload: Callable[[int, str], Any], w
             observer.finished(job, result)
 
     executor.run(worker, tasks, finish, event)
-    return [JobOutcome(target, [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n]
-                                for n in target.scenes]) for k, target in enumerate(targets)]
+    return [
+        JobOutcome(
+            target,
+            [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n] for n in target.scenes],
+        )
+        for k, target in enumerate(targets)
+    ]

@@ -49,6 +49,7 @@ def frames_table(scene: Scene) -> FramesTable:
         T_global_from_ego=np.array([f.T_global_from_ego for f in scene.frames], dtype=np.float64).reshape(-1, 4, 4),
     )
 
+
 def cameras_table(scene: Scene, channels: list[str]) -> CamerasTable:
     cals = []
     for ch in channels:
@@ -63,6 +64,7 @@ def cameras_table(scene: Scene, channels: list[str]) -> CamerasTable:
         width=np.array([c.width or 0 for c in cals], dtype=np.int32),
         height=np.array([c.height or 0 for c in cals], dtype=np.int32),
     )
+
 
 def ground_truth_table(scene: Scene) -> GroundTruthTable | None:
     parts = [(i, f.annotations()) for i, f in enumerate(scene.frames)]
@@ -88,8 +90,10 @@ def ground_truth_table(scene: Scene) -> GroundTruthTable | None:
         attribute=str_array(cat(lambda a: a.attribute, object)),
     )
 
-def keyframe_tables(selection: KeyframeSelection,
-                    window_offsets_s: np.ndarray) -> tuple[KeyframesTable, SkippedKeyframesTable]:
+
+def keyframe_tables(
+    selection: KeyframeSelection, window_offsets_s: np.ndarray
+) -> tuple[KeyframesTable, SkippedKeyframesTable]:
     offsets = np.asarray(window_offsets_s, dtype=np.float64)
     kfs = selection.keyframes
     window = np.array([[-1 if i is None else i for i in k.window] for k in kfs], dtype=np.int32)
@@ -104,6 +108,7 @@ def keyframe_tables(selection: KeyframeSelection,
         reason=str_array(r for _, r in selection.skipped),
     )
     return keyframes, skipped
+
 
 def images_table(scene: Scene, channels: list[str], frame_indices: list[int]) -> ImagesTable:
     rows: list[tuple[int, int, Any, bytes]] = []
@@ -128,18 +133,29 @@ def detections_table(detections: Sequence[Boxes], track_ids: Sequence[np.ndarray
     """Every frame's detections (global frame) with the tracker's id of each ("" where it made none)."""
     all_dets = Boxes.concat(list(detections)) if detections else Boxes.empty("global")
     return DetectionsTable(
-        frame_index=np.concatenate([np.full(len(d), i, dtype=np.int32) for i, d in enumerate(detections)]
-                                   or [np.zeros(0, dtype=np.int32)]),
-        center_global=all_dets.center, size_lwh=all_dets.size_lwh, yaw_global=all_dets.yaw,
-        velocity_global=all_dets.velocity, label=str_array(all_dets.label), score=all_dets.score,
+        frame_index=np.concatenate(
+            [np.full(len(d), i, dtype=np.int32) for i, d in enumerate(detections)] or [np.zeros(0, dtype=np.int32)]
+        ),
+        center_global=all_dets.center,
+        size_lwh=all_dets.size_lwh,
+        yaw_global=all_dets.yaw,
+        velocity_global=all_dets.velocity,
+        label=str_array(all_dets.label),
+        score=all_dets.score,
         track_id=str_array(np.concatenate(list(track_ids)) if track_ids else []),
     )
 
 
 def tracks_table(tracks: SceneTracks) -> TracksTable:
-    return TracksTable(track_id=str_array(tracks.track_id), label=str_array(tracks.label), present=tracks.present,
-                       center_global=tracks.center_global, size_lwh=tracks.size_lwh, yaw_global=tracks.yaw_global,
-                       score=tracks.score)
+    return TracksTable(
+        track_id=str_array(tracks.track_id),
+        label=str_array(tracks.label),
+        present=tracks.present,
+        center_global=tracks.center_global,
+        size_lwh=tracks.size_lwh,
+        yaw_global=tracks.yaw_global,
+        score=tracks.score,
+    )
 
 
 def attributes_table(attrs: SceneAttributes) -> AttributesTable:
@@ -161,7 +177,7 @@ def _padded(values: list[tuple[int, ...]], width: int) -> np.ndarray:
     for i, v in enumerate(values):
         if len(v) > width:
             raise ValueError(f"a QA row names {len(v)} entries, the table holds {width}")
-        out[i, :len(v)] = v
+        out[i, : len(v)] = v
     return out
 
 
@@ -203,12 +219,26 @@ def items_from_table(table: QATable) -> list[tuple[str, QAItem]]:
 
     out = []
     for i, qid in enumerate(table.question_id.tolist()):
-        out.append((str(qid), QAItem(
-            category=str(table.category[i]), predicate=str(table.predicate[i]), question=str(table.question[i]),
-            answer=str(table.answer[i]), region_ids=unpad(table.region_ids[i]),
-            track_indices=unpad(table.track_index[i]), gt_value=float(table.gt_value[i]), unit=str(table.unit[i]),
-            gt_label=str(table.gt_label[i]), gt_extra=json.loads(str(table.gt_extra[i]) or "{}"),
-            group_id=str(table.group_id[i]), horizon_s=int(table.horizon_s[i]),
-            frame_indices=unpad(table.frame_indices[i]), out_of_view=int(table.out_of_view[i]),
-            object_class=str(table.object_class[i]))))
+        out.append(
+            (
+                str(qid),
+                QAItem(
+                    category=str(table.category[i]),
+                    predicate=str(table.predicate[i]),
+                    question=str(table.question[i]),
+                    answer=str(table.answer[i]),
+                    region_ids=unpad(table.region_ids[i]),
+                    track_indices=unpad(table.track_index[i]),
+                    gt_value=float(table.gt_value[i]),
+                    unit=str(table.unit[i]),
+                    gt_label=str(table.gt_label[i]),
+                    gt_extra=json.loads(str(table.gt_extra[i]) or "{}"),
+                    group_id=str(table.group_id[i]),
+                    horizon_s=int(table.horizon_s[i]),
+                    frame_indices=unpad(table.frame_indices[i]),
+                    out_of_view=int(table.out_of_view[i]),
+                    object_class=str(table.object_class[i]),
+                ),
+            )
+        )
     return out

@@ -97,8 +97,13 @@ class Journal:
                 continue
             shard = state.record.get("shard") or {}
             try:
-                info = ShardInfo(str(shard["file"]), list(shard["scenes"]), dict(shard["counts"]),
-                                 str(shard["sha256"]), int(shard["bytes"]))
+                info = ShardInfo(
+                    str(shard["file"]),
+                    list(shard["scenes"]),
+                    dict(shard["counts"]),
+                    str(shard["sha256"]),
+                    int(shard["bytes"]),
+                )
             except (KeyError, TypeError, ValueError):
                 continue
             path = self.out_dir / info.file
@@ -128,8 +133,10 @@ def check_output_folder(out_dir: str | Path, config_hash: str, overwrite: bool) 
     if not foreign:
         return
     if not overwrite:
-        raise ConfigError(f"{out} holds a build with another config (hash {sorted(foreign)[0][:12]}..., this "
-                          f"config {config_hash[:12]}...); pass --overwrite to replace it or choose another --out")
+        raise ConfigError(
+            f"{out} holds a build with another config (hash {sorted(foreign)[0][:12]}..., this "
+            f"config {config_hash[:12]}...); pass --overwrite to replace it or choose another --out"
+        )
     clear_build_outputs(out)
 
 

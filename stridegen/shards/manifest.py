@@ -20,8 +20,19 @@ from stridegen.shards.writer import ShardInfo, atomic_write_bytes
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "stridegen-dataset"
-COUNT_KEYS = ("frames", "keyframes", "detections", "tracks", "images", "skipped_keyframes", "ground_truth", "masks",
-              "visible_masks", "regions", "qa")
+COUNT_KEYS = (
+    "frames",
+    "keyframes",
+    "detections",
+    "tracks",
+    "images",
+    "skipped_keyframes",
+    "ground_truth",
+    "masks",
+    "visible_masks",
+    "regions",
+    "qa",
+)
 
 
 def library_versions() -> dict[str, str]:
@@ -29,8 +40,12 @@ def library_versions() -> dict[str, str]:
     import h5py
     import numpy as np
 
-    return {"stridegen": __version__, "h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version,
-            "numpy": np.__version__}
+    return {
+        "stridegen": __version__,
+        "h5py": h5py.__version__,
+        "hdf5": h5py.version.hdf5_version,
+        "numpy": np.__version__,
+    }
 
 
 class HashedConfig(Protocol):
@@ -39,8 +54,9 @@ class HashedConfig(Protocol):
     def hashed_dict(self) -> dict[str, Any]: ...
 
 
-def build_manifest(config: HashedConfig, source: dict[str, Any], shards: Sequence[ShardInfo],
-                   failed: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+def build_manifest(
+    config: HashedConfig, source: dict[str, Any], shards: Sequence[ShardInfo], failed: Sequence[tuple[str, str]] = ()
+) -> dict[str, Any]:
     """The manifest mapping. ``shards`` must already be in scene order; ``failed`` is (scene, reason)."""
     config_data = config.hashed_dict()
     totals = {key: 0 for key in COUNT_KEYS}
@@ -99,9 +115,14 @@ def qa_summary(totals: dict[str, int]) -> dict[str, Any]:
         elif kind == "qa_category_class":
             cat, _, cls = rest.partition("/")
             by_category_class.setdefault(cat, {})[cls] = value
-    return {"total": int(totals.get("qa", 0)), "by_category": by_category, "by_class": by_class,
-            "by_category_and_class": by_category_class, "by_predicate": by_predicate,
-            "spatiotemporal_groups_skipped": skipped}
+    return {
+        "total": int(totals.get("qa", 0)),
+        "by_category": by_category,
+        "by_class": by_class,
+        "by_category_and_class": by_category_class,
+        "by_predicate": by_predicate,
+        "spatiotemporal_groups_skipped": skipped,
+    }
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
@@ -128,12 +149,17 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ShardError(path, f"manifest is unreadable or corrupt: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise ShardError(path, f"not a stridegen manifest (format {data.get('format')!r})"
-                         if isinstance(data, dict) else "not a stridegen manifest")
+        raise ShardError(
+            path,
+            f"not a stridegen manifest (format {data.get('format')!r})"
+            if isinstance(data, dict)
+            else "not a stridegen manifest",
+        )
     version = data.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ShardError(path, f"schema version {version!r} is newer than this stridegen reads "
-                               f"({SCHEMA_VERSION}); upgrade stridegen")
+        raise ShardError(
+            path, f"schema version {version!r} is newer than this stridegen reads ({SCHEMA_VERSION}); upgrade stridegen"
+        )
     for key in ("shards", "totals", "config_hash"):
         if key not in data:
             raise ShardError(path, f"manifest lacks {key!r}")

@@ -169,8 +169,7 @@ class SceneView:
         channels = self.cameras.channel
         frame_index = g["frame_index"][()]
         channel_index = g["channel_index"][()]
-        return {(str(channels[c]), int(f)): i for i, (f, c) in enumerate(zip(frame_index, channel_index,
-                                                                               strict=True))}
+        return {(str(channels[c]), int(f)): i for i, (f, c) in enumerate(zip(frame_index, channel_index, strict=True))}
 
     def image_keys(self) -> list[tuple[str, int]]:
         """(channel, frame index) of every stored image, in storage order."""
@@ -206,10 +205,22 @@ class SceneView:
         images = ImagesTable.from_arrays(arrays)
         known = set(TABLE_BY_GROUP)
         extra = {n: self.table(n) for n in self.table_names if n not in known}
-        return SceneRecord(meta, self.frames, self.cameras, images, self.keyframes,  # type: ignore[arg-type]
-                           self.skipped_keyframes, self.detections, self.tracks, self.attributes,
-                           self.ground_truth, self.masks, self.regions, self.qa,
-                           extra=extra)  # type: ignore[arg-type]
+        return SceneRecord(
+            meta,
+            self.frames,
+            self.cameras,
+            images,  # type: ignore[arg-type]
+            self.keyframes,
+            self.skipped_keyframes,
+            self.detections,
+            self.tracks,
+            self.attributes,
+            self.ground_truth,
+            self.masks,
+            self.regions,
+            self.qa,
+            extra=extra,  # type: ignore[arg-type]
+        )
 
     def __repr__(self) -> str:
         return f"SceneView({self.name!r}, {self.shard_file.name})"
@@ -268,8 +279,7 @@ class Dataset:
         version = f.attrs.get("schema_version")
         if fmt != SHARD_FORMAT or version is None or int(version) > SCHEMA_VERSION:
             f.close()
-            raise ShardError(path, f"not a stridegen shard this version reads (format {fmt!r}, "
-                                   f"schema {version!r})")
+            raise ShardError(path, f"not a stridegen shard this version reads (format {fmt!r}, schema {version!r})")
         return f
 
     def verify(self, scenes: list[str] | None = None) -> None:
@@ -286,8 +296,7 @@ class Dataset:
                 raise ShardError(path, f"size {size} differs from the manifest's {shard['bytes']} bytes")
             digest = sha256_file(path)
             if digest != shard["sha256"]:
-                raise ShardError(path, f"sha256 {digest[:12]}... differs from the manifest's "
-                                       f"{shard['sha256'][:12]}...")
+                raise ShardError(path, f"sha256 {digest[:12]}... differs from the manifest's {shard['sha256'][:12]}...")
 
     def close(self) -> None:
         for view in self._views.values():

@@ -45,8 +45,10 @@ def bytes_array(values) -> np.ndarray:
     """An object array of uint8 arrays (the in-memory form of variable-length byte datasets)."""
     values = list(values)
     arr = np.empty(len(values), dtype=object)
-    arr[:] = [np.frombuffer(v, dtype=np.uint8).copy() if isinstance(v, bytes | bytearray) else
-              np.asarray(v, dtype=np.uint8) for v in values]
+    arr[:] = [
+        np.frombuffer(v, dtype=np.uint8).copy() if isinstance(v, bytes | bytearray) else np.asarray(v, dtype=np.uint8)
+        for v in values
+    ]
     return arr
 
 
@@ -80,8 +82,9 @@ class Table:
             if name in self.FREE_FIELDS:
                 continue
             if np.ndim(value) == 0 or np.shape(value)[0] != n:
-                raise ValueError(f"{self.GROUP}/{name}: leading dimension must be {n} ({self.ROWS}), "
-                                 f"got shape {np.shape(value)}")
+                raise ValueError(
+                    f"{self.GROUP}/{name}: leading dimension must be {n} ({self.ROWS}), got shape {np.shape(value)}"
+                )
 
 
 @dataclass
@@ -260,8 +263,18 @@ class QATable(Table):
 
 # The tables of the schema, in the order they are written.
 TABLES: tuple[type[Table], ...] = (
-    FramesTable, CamerasTable, ImagesTable, KeyframesTable, SkippedKeyframesTable, DetectionsTable, TracksTable,
-    AttributesTable, GroundTruthTable, MasksTable, RegionsTable, QATable,
+    FramesTable,
+    CamerasTable,
+    ImagesTable,
+    KeyframesTable,
+    SkippedKeyframesTable,
+    DetectionsTable,
+    TracksTable,
+    AttributesTable,
+    GroundTruthTable,
+    MasksTable,
+    RegionsTable,
+    QATable,
 )
 TABLE_BY_GROUP: dict[str, type[Table]] = {t.GROUP: t for t in TABLES}
 
@@ -315,20 +328,33 @@ class SceneRecord:
     extra: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # tables of later schema additions
 
     def tables(self) -> list[Table]:
-        out: list[Table] = [self.frames, self.cameras, self.images, self.keyframes, self.skipped_keyframes,
-                            self.detections, self.tracks, self.attributes]
+        out: list[Table] = [
+            self.frames,
+            self.cameras,
+            self.images,
+            self.keyframes,
+            self.skipped_keyframes,
+            self.detections,
+            self.tracks,
+            self.attributes,
+        ]
         out.extend(t for t in (self.ground_truth, self.masks, self.regions, self.qa) if t is not None)
         return out
 
     def counts(self) -> dict[str, int]:
-        counts = {"frames": len(self.frames), "keyframes": len(self.keyframes),
-                  "detections": len(self.detections), "tracks": len(self.tracks), "images": len(self.images),
-                  "skipped_keyframes": len(self.skipped_keyframes),
-                  "ground_truth": len(self.ground_truth) if self.ground_truth is not None else 0,
-                  "masks": len(self.masks) if self.masks is not None else 0,
-                  "visible_masks": int(np.count_nonzero(self.masks.visible)) if self.masks is not None else 0,
-                  "regions": len(self.regions) if self.regions is not None else 0,
-                  "qa": len(self.qa) if self.qa is not None else 0}
+        counts = {
+            "frames": len(self.frames),
+            "keyframes": len(self.keyframes),
+            "detections": len(self.detections),
+            "tracks": len(self.tracks),
+            "images": len(self.images),
+            "skipped_keyframes": len(self.skipped_keyframes),
+            "ground_truth": len(self.ground_truth) if self.ground_truth is not None else 0,
+            "masks": len(self.masks) if self.masks is not None else 0,
+            "visible_masks": int(np.count_nonzero(self.masks.visible)) if self.masks is not None else 0,
+            "regions": len(self.regions) if self.regions is not None else 0,
+            "qa": len(self.qa) if self.qa is not None else 0,
+        }
         if self.masks is not None:
             for rule in ("box_iou", "coverage", "quality"):
                 counts[f"mask_pass_{rule}"] = int(np.count_nonzero(getattr(self.masks, f"pass_{rule}")))
@@ -351,11 +377,13 @@ class SceneRecord:
         for name, got, want in checks:
             if tuple(got) != tuple(want):
                 raise ValueError(f"{name}: shape {tuple(got)} does not match {tuple(want)}")
-        for name, idx, bound in (("images/frame_index", self.images.frame_index, n_frames),
-                                 ("images/channel_index", self.images.channel_index, n_cams),
-                                 ("detections/frame_index", self.detections.frame_index, n_frames),
-                                 ("keyframes/frame_index", self.keyframes.frame_index, n_frames),
-                                 *self._vision_indices(n_frames, n_cams, n_tracks)):
+        for name, idx, bound in (
+            ("images/frame_index", self.images.frame_index, n_frames),
+            ("images/channel_index", self.images.channel_index, n_cams),
+            ("detections/frame_index", self.detections.frame_index, n_frames),
+            ("keyframes/frame_index", self.keyframes.frame_index, n_frames),
+            *self._vision_indices(n_frames, n_cams, n_tracks),
+        ):
             idx = np.asarray(idx)
             if idx.size and (idx.min() < 0 or idx.max() >= bound):
                 raise ValueError(f"{name}: index out of range [0, {bound})")
@@ -365,20 +393,27 @@ class SceneRecord:
         out: list[tuple[str, np.ndarray, int]] = []
         n_masks = len(self.masks) if self.masks is not None else 0
         if self.masks is not None:
-            out += [("masks/image_index", self.masks.image_index, len(self.images)),
-                    ("masks/track_index", self.masks.track_index, n_tracks)]
+            out += [
+                ("masks/image_index", self.masks.image_index, len(self.images)),
+                ("masks/track_index", self.masks.track_index, n_tracks),
+            ]
         if self.regions is not None:
-            out += [("regions/keyframe_index", self.regions.keyframe_index, len(self.keyframes)),
-                    ("regions/channel_index", self.regions.channel_index, n_cams),
-                    ("regions/track_index", self.regions.track_index, n_tracks),
-                    ("regions/mask_index", self.regions.mask_index, n_masks)]
+            out += [
+                ("regions/keyframe_index", self.regions.keyframe_index, len(self.keyframes)),
+                ("regions/channel_index", self.regions.channel_index, n_cams),
+                ("regions/track_index", self.regions.track_index, n_tracks),
+                ("regions/mask_index", self.regions.mask_index, n_masks),
+            ]
         if self.qa is not None:
+
             def valid(a: np.ndarray) -> np.ndarray:
                 a = np.asarray(a)
                 return a[a >= 0]
 
-            out += [("qa/keyframe_index", self.qa.keyframe_index, len(self.keyframes)),
-                    ("qa/channel_index", self.qa.channel_index, n_cams),
-                    ("qa/track_index", valid(self.qa.track_index), n_tracks),
-                    ("qa/frame_indices", valid(self.qa.frame_indices), n_frames)]
+            out += [
+                ("qa/keyframe_index", self.qa.keyframe_index, len(self.keyframes)),
+                ("qa/channel_index", self.qa.channel_index, n_cams),
+                ("qa/track_index", valid(self.qa.track_index), n_tracks),
+                ("qa/frame_indices", valid(self.qa.frame_indices), n_frames),
+            ]
         return out

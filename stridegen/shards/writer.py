@@ -38,8 +38,13 @@ class ShardInfo:
     extra: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "scenes": list(self.scenes), "counts": dict(self.counts),
-                "sha256": self.sha256, "bytes": self.bytes}
+        return {
+            "file": self.file,
+            "scenes": list(self.scenes),
+            "counts": dict(self.counts),
+            "sha256": self.sha256,
+            "bytes": self.bytes,
+        }
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -87,8 +92,9 @@ def create_file(path: str | Path):
     return h5py.File(fid)
 
 
-def write_array(group, name: str, value: np.ndarray, is_bytes: bool = False, compression: str = "none",
-                level: int = 4) -> None:
+def write_array(
+    group, name: str, value: np.ndarray, is_bytes: bool = False, compression: str = "none", level: int = 4
+) -> None:
     """One dataset. Object arrays become UTF-8 strings, or variable-length uint8 when ``is_bytes``."""
     h5py = _h5()
     arr = np.asarray(value)
@@ -130,8 +136,9 @@ def write_record(group, record: SceneRecord, compression: str = "gzip", level: i
             write_array(sub, key, record.extra[name][key], compression=compression, level=level)
 
 
-def write_shard(record: SceneRecord, out_dir: str | Path, config_hash: str, compression: str = "gzip",
-                level: int = 4) -> ShardInfo:
+def write_shard(
+    record: SceneRecord, out_dir: str | Path, config_hash: str, compression: str = "gzip", level: int = 4
+) -> ShardInfo:
     """Write ``record`` to ``<out_dir>/shards/<scene name>.h5`` atomically. Returns its manifest entry."""
     record.validate()
     shard_dir = Path(out_dir) / "shards"

@@ -38,8 +38,9 @@ def color_for_label(label: str) -> tuple[int, int, int]:
     return (64 + h % 192, 64 + (h >> 8) % 192, 64 + (h >> 16) % 192)
 
 
-def project_box_edges(corners_cam: np.ndarray, intrinsic: np.ndarray,
-                      near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def project_box_edges(
+    corners_cam: np.ndarray, intrinsic: np.ndarray, near: float = 0.1
+) -> tuple[np.ndarray, np.ndarray]:
     """Pixel end points [N, 12, 2, 2] of the 12 edges of each box, clipped at the near plane, and [N, 12] keep."""
     corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
     p0 = corners_cam[:, geo.BOX_EDGES[:, 0]]
@@ -51,8 +52,9 @@ def project_box_edges(corners_cam: np.ndarray, intrinsic: np.ndarray,
     return edges, keep
 
 
-def boxes_in_image(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int],
-                   level: str = "any") -> np.ndarray:
+def boxes_in_image(
+    corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: tuple[int, int], level: str = "any"
+) -> np.ndarray:
     """Which boxes [N] are visible in the image, ignoring occlusion.
 
     Same test as nuscenes-devkit ``box_in_image`` (python-sdk/nuscenes/utils/geometry_utils.py): every corner
@@ -77,9 +79,16 @@ def boxes_in_image(corners_cam: np.ndarray, intrinsic: np.ndarray, image_size: t
     raise ValueError(f"level must be 'any', 'all' or 'none', got {level!r}")
 
 
-def draw_boxes3d(image_rgb: np.ndarray, corners_cam: np.ndarray, intrinsic: np.ndarray,
-                 labels: Sequence[str] | None = None, thickness: int = 2, near: float = 0.1,
-                 mark_front: bool = True, antialias: bool = True) -> np.ndarray:
+def draw_boxes3d(
+    image_rgb: np.ndarray,
+    corners_cam: np.ndarray,
+    intrinsic: np.ndarray,
+    labels: Sequence[str] | None = None,
+    thickness: int = 2,
+    near: float = 0.1,
+    mark_front: bool = True,
+    antialias: bool = True,
+) -> np.ndarray:
     """A copy of ``image_rgb`` with the wireframes of boxes given by their camera-frame corners [N, 8, 3].
 
     Edges are clipped at the near plane before projection, so boxes partly behind the camera draw correctly.
@@ -104,8 +113,14 @@ def draw_boxes3d(image_rgb: np.ndarray, corners_cam: np.ndarray, intrinsic: np.n
     return out
 
 
-def _draw_segment(image: np.ndarray, seg: np.ndarray, color: tuple[int, int, int], thickness: int,
-                  rect: tuple[int, int, int, int], line_type: int) -> None:
+def _draw_segment(
+    image: np.ndarray,
+    seg: np.ndarray,
+    color: tuple[int, int, int],
+    thickness: int,
+    rect: tuple[int, int, int, int],
+    line_type: int,
+) -> None:
     if not np.all(np.isfinite(seg)):
         return
     big = 1e7  # keep the float -> int conversion in range; cv2.clipLine then cuts to the drawing rectangle
@@ -127,13 +142,19 @@ def corners_in_camera(annotations: Annotations, sample: SensorSample) -> np.ndar
     return geo.transform_points(T_cam_from_global, corners_global(annotations.boxes))
 
 
-def render_annotations(frame: Frame, channel: str, annotations: Annotations | None = None,
-                       thickness: int = 2) -> np.ndarray:
+def render_annotations(
+    frame: Frame, channel: str, annotations: Annotations | None = None, thickness: int = 2
+) -> np.ndarray:
     """The camera image of ``channel`` with the frame's ground-truth boxes (or ``annotations``) drawn on it."""
     sample = frame.sensor(channel)
     if sample.calibration.intrinsic is None:
         raise ValueError(f"channel {channel!r} has no camera intrinsics")
     annotations = annotations if annotations is not None else frame.annotations()
     corners_cam = corners_in_camera(annotations, sample)
-    return draw_boxes3d(frame.image(channel), corners_cam, sample.calibration.intrinsic,
-                        list(annotations.boxes.label), thickness=thickness)
+    return draw_boxes3d(
+        frame.image(channel),
+        corners_cam,
+        sample.calibration.intrinsic,
+        list(annotations.boxes.label),
+        thickness=thickness,
+    )

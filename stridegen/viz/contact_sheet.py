@@ -49,8 +49,14 @@ def _label(canvas: np.ndarray, text: str, x0: int, y0: int, width: int, height: 
     cv2.putText(canvas, text, org, _FONT, scale, _INK, thickness, cv2.LINE_AA)
 
 
-def contact_sheet(image_rgb: np.ndarray, names: Sequence[str], severities: Sequence[int] = SEVERITIES,
-                  seed: int = 0, tile_width: int = 320, gap: int = 4) -> np.ndarray:
+def contact_sheet(
+    image_rgb: np.ndarray,
+    names: Sequence[str],
+    severities: Sequence[int] = SEVERITIES,
+    seed: int = 0,
+    tile_width: int = 320,
+    gap: int = 4,
+) -> np.ndarray:
     """An RGB uint8 contact sheet: one row per image corruption in ``names``, columns clean + ``severities``.
 
     Camera-set names are skipped (see the module docstring); unknown names raise ConfigError.
@@ -81,11 +87,11 @@ def contact_sheet(image_rgb: np.ndarray, names: Sequence[str], severities: Seque
         y = header_h + row * (tile_h + gap)
         _label(canvas, corruption.name.replace("_", " "), 0, y, label_w, tile_h, 0.75 * scale)
         x = label_w + gap
-        canvas[y:y + tile_h, x:x + tile_w] = clean_tile
+        canvas[y : y + tile_h, x : x + tile_w] = clean_tile
         for col, severity in enumerate(levels, start=1):
             x = label_w + gap + col * (tile_w + gap)
             out = corruption.apply(image_rgb, severity, tile_rng(seed, corruption.name, severity))
-            canvas[y:y + tile_h, x:x + tile_w] = shrink(out)
+            canvas[y : y + tile_h, x : x + tile_w] = shrink(out)
     return canvas
 
 
@@ -104,8 +110,9 @@ def _car(canvas: np.ndarray, x: int, y: int, width: int, colour: tuple[int, int,
     for lx in (x0 + lamp, x1 - 2 * lamp):
         cv2.rectangle(canvas, (lx, y0 + h // 2), (lx + lamp, y0 + h // 2 + lamp), (220, 30, 30), -1)
     plate_w = width // 4
-    cv2.rectangle(canvas, (x - plate_w // 2, y - h // 4), (x + plate_w // 2, y - h // 4 + max(3, h // 10)),
-                  (235, 235, 235), -1)
+    cv2.rectangle(
+        canvas, (x - plate_w // 2, y - h // 4), (x + plate_w // 2, y - h // 4 + max(3, h // 10)), (235, 235, 235), -1
+    )
 
 
 def synthetic_road_scene(width: int = 1600, height: int = 900) -> np.ndarray:
@@ -134,19 +141,36 @@ def synthetic_road_scene(width: int = 1600, height: int = 900) -> np.ndarray:
         i += 1
     # road: trapezoid to the vanishing point
     cx = width // 2
-    road = np.array([[int(width * 0.02), height], [int(width * 0.98), height], [cx + width // 40, horizon],
-                     [cx - width // 40, horizon]], np.int32)
+    road = np.array(
+        [
+            [int(width * 0.02), height],
+            [int(width * 0.98), height],
+            [cx + width // 40, horizon],
+            [cx - width // 40, horizon],
+        ],
+        np.int32,
+    )
     cv2.fillPoly(canvas, [road], (85, 85, 90), cv2.LINE_AA)
     for side in (-1, 1):  # edge lines
-        cv2.line(canvas, (cx + side * width // 40, horizon), (cx + side * int(width * 0.46), height),
-                 (240, 240, 240), max(2, width // 300), cv2.LINE_AA)
+        cv2.line(
+            canvas,
+            (cx + side * width // 40, horizon),
+            (cx + side * int(width * 0.46), height),
+            (240, 240, 240),
+            max(2, width // 300),
+            cv2.LINE_AA,
+        )
     for k in range(12):  # dashed centre line, perspective spacing
         a, b = (k / 12) ** 1.8, ((k + 0.5) / 12) ** 1.8
         ya, yb = int(horizon + a * (height - horizon)), int(horizon + b * (height - horizon))
         cv2.line(canvas, (cx, ya), (cx, yb), (245, 220, 60), max(2, int(width / 200 * (0.2 + b))), cv2.LINE_AA)
     # cars at several depths
-    for frac, dx, colour in ((0.85, -0.18, (200, 40, 40)), (0.62, 0.12, (40, 90, 200)),
-                             (0.52, -0.06, (235, 235, 235)), (0.47, 0.04, (40, 160, 80))):
+    for frac, dx, colour in (
+        (0.85, -0.18, (200, 40, 40)),
+        (0.62, 0.12, (40, 90, 200)),
+        (0.52, -0.06, (235, 235, 235)),
+        (0.47, 0.04, (40, 160, 80)),
+    ):
         y = int(horizon + (frac - 0.45) / 0.55 * (height - horizon))
         depth = (y - horizon) / (height - horizon)
         _car(canvas, int(cx + dx * width * depth * 1.6), y, max(12, int(width * 0.28 * depth)), colour)
@@ -156,14 +180,30 @@ def synthetic_road_scene(width: int = 1600, height: int = 900) -> np.ndarray:
     cv2.line(canvas, (px, py - ph + ph // 10), (px, py - ph // 2), (200, 60, 140), max(3, ph // 12), cv2.LINE_AA)
     for leg in (-1, 1):
         cv2.line(canvas, (px, py - ph // 2), (px + leg * ph // 8, py), (40, 40, 90), max(3, ph // 16), cv2.LINE_AA)
-        cv2.line(canvas, (px, py - ph * 4 // 5), (px + leg * ph // 6, py - ph // 2), (200, 60, 140),
-                 max(2, ph // 20), cv2.LINE_AA)
+        cv2.line(
+            canvas,
+            (px, py - ph * 4 // 5),
+            (px + leg * ph // 6, py - ph // 2),
+            (200, 60, 140),
+            max(2, ph // 20),
+            cv2.LINE_AA,
+        )
     # stop sign with text (edges and letters for blur / compression)
     sx, sy, sr = int(width * 0.12), int(height * 0.5), int(height * 0.06)
     cv2.line(canvas, (sx, sy), (sx, int(height * 0.75)), (120, 120, 120), max(3, sr // 6), cv2.LINE_AA)
-    octagon = np.array([[sx + sr * np.cos(np.pi / 8 + k * np.pi / 4), sy + sr * np.sin(np.pi / 8 + k * np.pi / 4)]
-                        for k in range(8)], np.int32)
+    octagon = np.array(
+        [[sx + sr * np.cos(np.pi / 8 + k * np.pi / 4), sy + sr * np.sin(np.pi / 8 + k * np.pi / 4)] for k in range(8)],
+        np.int32,
+    )
     cv2.fillPoly(canvas, [octagon], (200, 20, 30), cv2.LINE_AA)
-    cv2.putText(canvas, "STOP", (sx - int(sr * 0.78), sy + int(sr * 0.22)), _FONT, sr / 48, (255, 255, 255),
-                max(1, sr // 20), cv2.LINE_AA)
+    cv2.putText(
+        canvas,
+        "STOP",
+        (sx - int(sr * 0.78), sy + int(sr * 0.22)),
+        _FONT,
+        sr / 48,
+        (255, 255, 255),
+        max(1, sr // 20),
+        cv2.LINE_AA,
+    )
     return canvas

@@ -100,9 +100,11 @@ def _mask_of_region(view, keyframe_index: int, channel_index: int, region_id: in
     regions = view.regions
     if regions is None:
         return None
-    rows = np.flatnonzero((np.asarray(regions.keyframe_index) == keyframe_index)
-                          & (np.asarray(regions.channel_index) == channel_index)
-                          & (np.asarray(regions.region_id) == region_id))
+    rows = np.flatnonzero(
+        (np.asarray(regions.keyframe_index) == keyframe_index)
+        & (np.asarray(regions.channel_index) == channel_index)
+        & (np.asarray(regions.region_id) == region_id)
+    )
     return int(regions.mask_index[rows[0]]) if rows.size else None
 
 
@@ -110,8 +112,7 @@ def _mask_of_track(view, image_row: int | None, track_index: int) -> int | None:
     masks = view.masks
     if masks is None or image_row is None:
         return None
-    rows = np.flatnonzero((np.asarray(masks.image_index) == image_row)
-                          & (np.asarray(masks.track_index) == track_index))
+    rows = np.flatnonzero((np.asarray(masks.image_index) == image_row) & (np.asarray(masks.track_index) == track_index))
     return int(rows[0]) if rows.size else None
 
 
@@ -132,8 +133,13 @@ def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, a
     kf, ch = int(qa.keyframe_index[row]), int(qa.channel_index[row])
     channel = str(view.cameras.channel[ch])
     spatiotemporal = str(qa.category[row]) == "spatiotemporal"
-    pairs = [(int(r), int(t)) for r, t in zip(np.asarray(qa.region_ids[row]).reshape(-1),
-                                               np.asarray(qa.track_index[row]).reshape(-1), strict=True) if r >= 0]
+    pairs = [
+        (int(r), int(t))
+        for r, t in zip(
+            np.asarray(qa.region_ids[row]).reshape(-1), np.asarray(qa.track_index[row]).reshape(-1), strict=True
+        )
+        if r >= 0
+    ]
     if spatiotemporal:
         pairs = pairs[:1]  # the target only
     image = view.image(channel, frame)

@@ -33,7 +33,7 @@ def _golden_ratio_palette(n: int) -> tuple[tuple[int, int, int], ...]:
     """``n`` RGB colours with hues stepped by the golden-ratio conjugate (0.618...), which spreads consecutive
     ids far apart on the colour wheel; saturation and value alternate between two levels so that ids whose hues
     come close again still differ in brightness."""
-    conjugate = (5 ** 0.5 - 1) / 2
+    conjugate = (5**0.5 - 1) / 2
     colours = []
     for i in range(n):
         hue = (0.02 + i * conjugate) % 1.0
@@ -57,6 +57,7 @@ def region_color(region_id: int) -> tuple[int, int, int]:
 def relative_luminance(rgb: Sequence[int]) -> float:
     """WCAG 2.x relative luminance of an sRGB colour (0 black .. 1 white): linearise each channel with the sRGB
     transfer function, then weight 0.2126 R + 0.7152 G + 0.0722 B (ITU-R BT.709 primaries)."""
+
     def lin(c: float) -> float:
         c = c / 255.0
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
@@ -97,8 +98,7 @@ def label_anchor(mask: np.ndarray) -> tuple[int, int] | None:
     return int(xs[k]), int(ys[k])
 
 
-def _check_inputs(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence[int]) -> tuple[np.ndarray,
-                                                                                                   np.ndarray]:
+def _check_inputs(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     image = np.asarray(image_rgb)
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise ConfigError(f"expected an RGB uint8 image [H, W, 3], got {image.dtype} {image.shape}")
@@ -106,8 +106,9 @@ def _check_inputs(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence
     if masks.ndim == 2:
         masks = masks[None]
     if masks.ndim != 3 or masks.shape[1:] != image.shape[:2]:
-        raise ConfigError(f"masks must be [N, {image.shape[0]}, {image.shape[1]}] to match the image, "
-                          f"got {masks.shape}")
+        raise ConfigError(
+            f"masks must be [N, {image.shape[0]}, {image.shape[1]}] to match the image, got {masks.shape}"
+        )
     ids = np.asarray(list(region_ids), dtype=np.int64).reshape(-1)
     if ids.shape[0] != masks.shape[0]:
         raise ConfigError(f"{masks.shape[0]} masks but {ids.shape[0]} region ids")
@@ -116,8 +117,9 @@ def _check_inputs(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence
     return masks, ids
 
 
-def _draw_label(canvas: np.ndarray, text: str, anchor: tuple[int, int], colour: tuple[int, int, int],
-                scale: float) -> None:
+def _draw_label(
+    canvas: np.ndarray, text: str, anchor: tuple[int, int], colour: tuple[int, int, int], scale: float
+) -> None:
     """Text centred on ``anchor`` over a filled box of ``colour``; the box is shifted to stay inside the image."""
     h, w = canvas.shape[:2]
     thickness = max(1, round(scale * 2))
@@ -128,13 +130,18 @@ def _draw_label(canvas: np.ndarray, text: str, anchor: tuple[int, int], colour: 
     y0 = int(np.clip(anchor[1] - box_h // 2, 0, max(0, h - box_h)))
     cv2.rectangle(canvas, (x0, y0), (x0 + box_w - 1, y0 + box_h - 1), colour, -1)
     cv2.rectangle(canvas, (x0, y0), (x0 + box_w - 1, y0 + box_h - 1), text_color_on(colour), 1)
-    cv2.putText(canvas, text, (x0 + pad, y0 + pad + th), _FONT, scale, text_color_on(colour), thickness,
-                cv2.LINE_AA)
+    cv2.putText(canvas, text, (x0 + pad, y0 + pad + th), _FONT, scale, text_color_on(colour), thickness, cv2.LINE_AA)
 
 
-def draw_set_of_marks(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence[int], alpha: float = 0.4,
-                      label_format: str = "{id}", contour_thickness: int | None = None,
-                      font_scale: float | None = None) -> np.ndarray:
+def draw_set_of_marks(
+    image_rgb: np.ndarray,
+    masks: np.ndarray,
+    region_ids: Sequence[int],
+    alpha: float = 0.4,
+    label_format: str = "{id}",
+    contour_thickness: int | None = None,
+    font_scale: float | None = None,
+) -> np.ndarray:
     """A copy of ``image_rgb`` (RGB uint8 [H, W, 3]) with the Set-of-Mark overlay of ``masks`` ([N, H, W] bool).
 
     ``region_ids[i]`` names mask i: it picks the colour (``region_color``) and the label

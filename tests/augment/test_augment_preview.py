@@ -47,15 +47,15 @@ def test_contact_sheet_layout(small_scene):
     label_w, header_h = int(200 * 0.5), int(44 * 0.5)
     assert sheet.shape == (header_h + 2 * (tile_h + 4) + 4, label_w + 3 * (160 + 4) + 4, 3)  # camera_crash skipped
     # first tile column is the clean image, shrunk
-    clean = sheet[header_h:header_h + tile_h, label_w + 4:label_w + 4 + 160]
+    clean = sheet[header_h : header_h + tile_h, label_w + 4 : label_w + 4 + 160]
     assert np.abs(clean.astype(int) - small_scene[::2, ::2].astype(int)).mean() < 12
     # tiles are the corruptions of the full image with the per-tile generator
     x = label_w + 4 + 2 * (160 + 4)
-    tile = sheet[header_h:header_h + tile_h, x:x + 160]
+    tile = sheet[header_h : header_h + tile_h, x : x + 160]
     expected = get_corruption("fog").apply(small_scene, 5, tile_rng(3, "fog", 5))
     assert np.abs(tile.astype(int) - expected[::2, ::2].astype(int)).mean() < 12
     # labels are drawn in the left column
-    assert (sheet[header_h:header_h + tile_h, :label_w] < 128).any()
+    assert (sheet[header_h : header_h + tile_h, :label_w] < 128).any()
 
 
 def test_contact_sheet_is_reproducible(small_scene):
@@ -81,8 +81,21 @@ def test_read_write_round_trip(tmp_path, small_scene):
 def test_cli_preview_writes_a_sheet(tmp_path, small_scene):
     image = write_rgb(tmp_path / "scene.png", small_scene)
     out = tmp_path / "sheet.png"
-    result = CliRunner().invoke(_app(), ["--preview", str(image), "--out", str(out), "--corruptions",
-                                         "fog,camera_crash", "--severity", "1,5", "--tile-width", "64"])
+    result = CliRunner().invoke(
+        _app(),
+        [
+            "--preview",
+            str(image),
+            "--out",
+            str(out),
+            "--corruptions",
+            "fog,camera_crash",
+            "--severity",
+            "1,5",
+            "--tile-width",
+            "64",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert out.exists() and "1 corruptions x 2 severities" in result.output
     assert "camera_crash" in result.output

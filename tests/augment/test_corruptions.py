@@ -61,13 +61,35 @@ def mean_saturation(image: np.ndarray) -> float:
 def test_registry_covers_the_issue_list():
     wanted = {
         # IntelliCockpitBench
-        "reduced_brightness", "lens_distortion", "grayscale", "low_resolution", "motion_blur", "snow",
-        "lens_obstruction", "overexposure",
+        "reduced_brightness",
+        "lens_distortion",
+        "grayscale",
+        "low_resolution",
+        "motion_blur",
+        "snow",
+        "lens_obstruction",
+        "overexposure",
         # nuScenes-C / DriveBench cameras
-        "brightness", "low_light", "fog", "rain", "water_splash", "lens_obstacle", "saturation",
-        "color_quantization", "zoom_blur", "jpeg_compression", "camera_crash", "frame_lost",
+        "brightness",
+        "low_light",
+        "fog",
+        "rain",
+        "water_splash",
+        "lens_obstacle",
+        "saturation",
+        "color_quantization",
+        "zoom_blur",
+        "jpeg_compression",
+        "camera_crash",
+        "frame_lost",
         # ImageNet-C noises and blurs
-        "gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur", "pixelate", "contrast",
+        "gaussian_noise",
+        "shot_noise",
+        "impulse_noise",
+        "defocus_blur",
+        "glass_blur",
+        "pixelate",
+        "contrast",
         "elastic",
     }
     assert wanted <= set(all_names())
@@ -165,8 +187,9 @@ def test_numpy_integer_severity_is_accepted(scene):
     assert out.shape == scene.shape
 
 
-@pytest.mark.parametrize("bad", [np.zeros((20, 30), np.uint8), np.zeros((20, 30, 4), np.uint8),
-                                 np.zeros((20, 30, 3), np.float32)])
+@pytest.mark.parametrize(
+    "bad", [np.zeros((20, 30), np.uint8), np.zeros((20, 30, 4), np.uint8), np.zeros((20, 30, 3), np.float32)]
+)
 def test_bad_image_raises(bad):
     with pytest.raises(ConfigError):
         get_corruption("contrast").apply(bad, 1, _rng())
@@ -201,18 +224,21 @@ def test_saturation_washes_out_then_oversaturates(scene):
     assert clean < levels[2] < levels[3] < levels[4]  # levels 3-5: S * 2, 5, 20 (+ offset)
 
 
-@pytest.mark.parametrize(("name", "statistic", "direction"), [
-    ("brightness", lambda im: im.mean(), +1),
-    ("overexposure", lambda im: im.mean(), +1),
-    ("reduced_brightness", lambda im: im.mean(), -1),
-    ("low_light", lambda im: im.mean(), -1),
-    ("contrast", lambda im: im.astype(float).std(), -1),
-    ("grayscale", mean_saturation, -1),
-    ("color_quantization", lambda im: len(np.unique(im.reshape(-1, 3), axis=0)), -1),
-    ("defocus_blur", sharpness, -1),
-    ("motion_blur", sharpness, -1),
-    ("low_resolution", sharpness, -1),
-])
+@pytest.mark.parametrize(
+    ("name", "statistic", "direction"),
+    [
+        ("brightness", lambda im: im.mean(), +1),
+        ("overexposure", lambda im: im.mean(), +1),
+        ("reduced_brightness", lambda im: im.mean(), -1),
+        ("low_light", lambda im: im.mean(), -1),
+        ("contrast", lambda im: im.astype(float).std(), -1),
+        ("grayscale", mean_saturation, -1),
+        ("color_quantization", lambda im: len(np.unique(im.reshape(-1, 3), axis=0)), -1),
+        ("defocus_blur", sharpness, -1),
+        ("motion_blur", sharpness, -1),
+        ("low_resolution", sharpness, -1),
+    ],
+)
 def test_physical_statistic_moves_with_severity(name, statistic, direction, scene):
     c = CORRUPTIONS[name]
     values = [statistic(scene)] + [statistic(c.apply(scene, s, _rng())) for s in range(1, 6)]
@@ -264,11 +290,13 @@ def test_motion_blur_matches_the_shifted_sum_it_stands_for(radius, sigma, angle)
     # imagecorruptions' _motion_blur: sum_i w_i * image shifted by (ceil(i cos a - 1/2), ceil(i sin a - 1/2)).
     image = np.random.default_rng(3).random((40, 50)).astype(np.float32)
     width = 2 * radius + 1
-    weights = np.exp(-np.arange(width) ** 2 / (2 * sigma**2))
+    weights = np.exp(-(np.arange(width) ** 2) / (2 * sigma**2))
     weights /= weights.sum()
     a = math.radians(angle)
-    expected = sum(w * _shift_replicate(image, math.ceil(i * math.cos(a) - 0.5), math.ceil(i * math.sin(a) - 0.5))
-                   for i, w in enumerate(weights))
+    expected = sum(
+        w * _shift_replicate(image, math.ceil(i * math.cos(a) - 0.5), math.ceil(i * math.sin(a) - 0.5))
+        for i, w in enumerate(weights)
+    )
     got = motion_blur_array(image, radius, sigma, angle)
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
@@ -277,8 +305,7 @@ def test_sparse_filter_equals_opencv_filter2d_on_uint8_images():
     image = np.random.default_rng(4).integers(0, 256, (120, 160, 3), dtype=np.uint8)
     for radius, sigma, angle in ((10, 3.0, 30.0), (20, 15.0, -40.0), (15, 8.0, 3.0)):
         kernel, anchor = motion_blur_kernel(radius, sigma, angle)
-        expected = cv2.filter2D(image.astype(np.float32), -1, kernel, anchor=anchor,
-                                borderType=cv2.BORDER_REPLICATE)
+        expected = cv2.filter2D(image.astype(np.float32), -1, kernel, anchor=anchor, borderType=cv2.BORDER_REPLICATE)
         got = sparse_filter2d(image, kernel, anchor)
         assert got.dtype == np.uint8 and got.shape == image.shape
         assert np.abs(got.astype(np.float32) - expected).max() <= 0.5 + 1e-3
@@ -294,10 +321,22 @@ def test_disk_kernel_is_a_normalised_disk():
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
-@given(colour=st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)),
-       name=st.sampled_from(["motion_blur", "zoom_blur", "defocus_blur", "glass_blur", "pixelate",
-                             "low_resolution", "lens_distortion", "elastic"]),
-       severity=st.integers(1, 5))
+@given(
+    colour=st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)),
+    name=st.sampled_from(
+        [
+            "motion_blur",
+            "zoom_blur",
+            "defocus_blur",
+            "glass_blur",
+            "pixelate",
+            "low_resolution",
+            "lens_distortion",
+            "elastic",
+        ]
+    ),
+    severity=st.integers(1, 5),
+)
 def test_blurs_and_warps_keep_a_flat_image_flat(colour, name, severity):
     image = np.empty((48, 64, 3), np.uint8)
     image[:] = colour
@@ -384,7 +423,7 @@ def test_warped_mask_lines_up_with_the_warped_image(name, severity, corner):
     h, w = 450, 800
     y0, x0 = corner
     mask = np.zeros((h, w), bool)
-    mask[y0:y0 + 120, x0:x0 + 90] = True
+    mask[y0 : y0 + 120, x0 : x0 + 90] = True
     image = np.zeros((h, w, 3), np.uint8)
     image[mask] = 255
     c = CORRUPTIONS[name]

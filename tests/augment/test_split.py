@@ -53,7 +53,7 @@ def _image_and_masks(rng: np.random.Generator, frame: int, channel: int) -> tupl
     image = rng.integers(10, 60, (H, W, 3), dtype=np.uint8)
     masks = []
     for (x0, y0, side), value in zip(_squares(frame, channel), (BRIGHT, GREY), strict=True):
-        image[y0:y0 + side, x0:x0 + side] = value
+        image[y0 : y0 + side, x0 : x0 + side] = value
         masks.append(hand.rect_mask(H, W, x0, y0, x0 + side, y0 + side))
     return image, masks
 
@@ -79,36 +79,81 @@ def make_scene(name: str, seed: int) -> SceneRecord:
             data.append(_jpeg(image))
             mask_rows.extend((len(rows) - 1, t, m) for t, m in enumerate(masks))
     images = hand.images_table(rows, data, token_prefix=f"{name}-", timestamp_step_us=10)
-    dets = DetectionsTable(np.zeros(2, np.int32), rng.normal(size=(2, 3)), np.ones((2, 3)), np.zeros(2),
-                           np.zeros((2, 3)), str_array(["car", "car"]), np.ones(2), str_array(["1", "2"]))
+    dets = DetectionsTable(
+        np.zeros(2, np.int32),
+        rng.normal(size=(2, 3)),
+        np.ones((2, 3)),
+        np.zeros(2),
+        np.zeros((2, 3)),
+        str_array(["car", "car"]),
+        np.ones(2),
+        str_array(["1", "2"]),
+    )
     present = np.ones((n_tracks, N_FRAMES), dtype=bool)
-    tracks = TracksTable(str_array(["1", "2"]), str_array(["car", "pedestrian"]), present,
-                         rng.normal(size=(n_tracks, N_FRAMES, 3)), np.full((n_tracks, N_FRAMES, 3), 2.0),
-                         np.zeros((n_tracks, N_FRAMES)), np.ones((n_tracks, N_FRAMES)))
+    tracks = TracksTable(
+        str_array(["1", "2"]),
+        str_array(["car", "pedestrian"]),
+        present,
+        rng.normal(size=(n_tracks, N_FRAMES, 3)),
+        np.full((n_tracks, N_FRAMES, 3), 2.0),
+        np.zeros((n_tracks, N_FRAMES)),
+        np.ones((n_tracks, N_FRAMES)),
+    )
     masks = hand.masks_table(mask_rows, np.linspace(5, 20, len(mask_rows)), quality=0.95, box_iou=1.0, coverage=0.9)
     key_rows = {(r[0], r[1]): m for m, r in enumerate(mask_rows) if rows[r[0]][0] == 3}
-    regions = RegionsTable(np.zeros(4, np.int32), np.array([0, 0, 1, 1], np.int32), np.array([0, 1, 0, 1], np.int32),
-                           np.array([0, 1, 0, 1], np.int32),
-                           np.array([key_rows[(rows.index((3, c)), t)] for c in (0, 1) for t in (0, 1)], np.int32))
+    regions = RegionsTable(
+        np.zeros(4, np.int32),
+        np.array([0, 0, 1, 1], np.int32),
+        np.array([0, 1, 0, 1], np.int32),
+        np.array([0, 1, 0, 1], np.int32),
+        np.array([key_rows[(rows.index((3, c)), t)] for c in (0, 1) for t in (0, 1)], np.int32),
+    )
     qa = QATable(
         question_id=str_array([f"{name}-q0", f"{name}-q1", f"{name}-q2"]),
         category=str_array(["object_spatial", "ego_spatial", "spatiotemporal"]),
         predicate=str_array(["left_of", "ego_distance", "target_distance"]),
-        keyframe_index=np.zeros(3, np.int32), channel_index=np.array([0, 1, 0], np.int32),
+        keyframe_index=np.zeros(3, np.int32),
+        channel_index=np.array([0, 1, 0], np.int32),
         region_ids=np.array([[0, 1], [0, -1], [0, -1]], np.int32),
         track_index=np.array([[0, 1], [0, -1], [0, -1]], np.int32),
         frame_indices=np.array([[-1] * 4, [-1] * 4, [0, 1, 2, 3]], np.int32),
-        question=str_array(["Is Region [0] left of Region [1]?", "How far is Region [0]?",
-                            "How far will Region [0] be in 1 s?"]),
-        answer=str_array(["Yes.", "12.35 m", "10.00 m"]), gt_value=np.array([np.nan, 12.35, 10.0]),
-        unit=str_array(["", "m", "m"]), gt_label=str_array(["yes", "", ""]),
-        gt_extra=str_array(["{}", "{}", '{"bearing_deg": 3.0}']), group_id=str_array(["", "", f"{name}-g0"]),
-        horizon_s=np.array([0, 0, 1], np.int32), out_of_view=np.array([-1, -1, 0], np.int8),
-        object_class=str_array(["vehicle", "vehicle", "vehicle"]), visual_evidence=np.ones(3, bool))
-    meta = SceneMeta(token=f"tok-{name}", name=name, description="hand-built", log_name="log",
-                     source_format="nuscenes", source_version="v-test")
-    return SceneRecord(meta, frames, cameras, images, hand.keyframes_table(3), hand.no_skipped_keyframes(), dets,
-                       tracks, hand.still_attributes(n_tracks, N_FRAMES), None, masks, regions, qa)
+        question=str_array(
+            ["Is Region [0] left of Region [1]?", "How far is Region [0]?", "How far will Region [0] be in 1 s?"]
+        ),
+        answer=str_array(["Yes.", "12.35 m", "10.00 m"]),
+        gt_value=np.array([np.nan, 12.35, 10.0]),
+        unit=str_array(["", "m", "m"]),
+        gt_label=str_array(["yes", "", ""]),
+        gt_extra=str_array(["{}", "{}", '{"bearing_deg": 3.0}']),
+        group_id=str_array(["", "", f"{name}-g0"]),
+        horizon_s=np.array([0, 0, 1], np.int32),
+        out_of_view=np.array([-1, -1, 0], np.int8),
+        object_class=str_array(["vehicle", "vehicle", "vehicle"]),
+        visual_evidence=np.ones(3, bool),
+    )
+    meta = SceneMeta(
+        token=f"tok-{name}",
+        name=name,
+        description="hand-built",
+        log_name="log",
+        source_format="nuscenes",
+        source_version="v-test",
+    )
+    return SceneRecord(
+        meta,
+        frames,
+        cameras,
+        images,
+        hand.keyframes_table(3),
+        hand.no_skipped_keyframes(),
+        dets,
+        tracks,
+        hand.still_attributes(n_tracks, N_FRAMES),
+        None,
+        masks,
+        regions,
+        qa,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +163,11 @@ def source(tmp_path_factory) -> Path:
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
     """Every deterministic file of a split folder (journals hold times and are left out)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "journal.jsonl"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "journal.jsonl"
+    }
 
 
 def _assert_table_equal(a, b, skip: tuple[str, ...] = ()) -> None:
@@ -143,7 +191,11 @@ def test_split_is_readable_keeps_qa_and_truth_and_changes_images(source, tmp_pat
     assert result.ok and len(result.splits) == 4
     index = json.loads((tmp_path / INDEX_NAME).read_text())
     assert [(e["corruption"], e["severity"]) for e in index["splits"]] == [
-        ("gaussian_noise", 1), ("gaussian_noise", 3), ("fog", 1), ("fog", 3)]
+        ("gaussian_noise", 1),
+        ("gaussian_noise", 3),
+        ("fog", 1),
+        ("fog", 3),
+    ]
     assert index["source"]["path"] == str(source.resolve())
     src = open_dataset(source)
     for entry in index["splits"]:
@@ -157,8 +209,17 @@ def test_split_is_readable_keeps_qa_and_truth_and_changes_images(source, tmp_pat
         assert ds.scenes == src.scenes
         for name in src.scenes:
             a, b = src.scene(name), ds.scene(name)
-            for table in ("frames", "cameras", "keyframes", "detections", "tracks", "attributes", "masks",
-                          "regions", "qa"):
+            for table in (
+                "frames",
+                "cameras",
+                "keyframes",
+                "detections",
+                "tracks",
+                "attributes",
+                "masks",
+                "regions",
+                "qa",
+            ):
                 _assert_table_equal(getattr(a, table), getattr(b, table))
             assert a.ground_truth is None and b.ground_truth is None
             assert b.image_keys() == a.image_keys()
@@ -246,8 +307,9 @@ def test_camera_crash_blacks_out_a_camera_and_marks_its_questions(source, tmp_pa
     aug = ds.manifest["augmentation"]
     assert aug["kind"] == "camera_set" and aug["draw_scope"] == "scene"
     assert aug["totals"]["images_dropped"] == total_dropped
-    assert aug["totals"]["qa_without_visual_evidence"] == sum(int((~ds.scene(s).qa.visual_evidence).sum())
-                                                             for s in ds.scenes)
+    assert aug["totals"]["qa_without_visual_evidence"] == sum(
+        int((~ds.scene(s).qa.visual_evidence).sum()) for s in ds.scenes
+    )
 
 
 def test_camera_crash_at_severity_five_leaves_no_evidence(source, tmp_path):
@@ -265,8 +327,9 @@ def test_frame_lost_marks_exactly_the_questions_that_show_a_lost_image(source):
         dropped = dropped_images(record, spec)
         out = corrupt_record(record, spec)
         np.testing.assert_array_equal(out.extra["augmentation"]["image_dropped"], dropped)
-        lost = {(int(record.images.frame_index[i]), int(record.images.channel_index[i]))
-                for i in np.flatnonzero(dropped)}
+        lost = {
+            (int(record.images.frame_index[i]), int(record.images.channel_index[i])) for i in np.flatnonzero(dropped)
+        }
         shows = [[(3, 0)], [(3, 1)], [(f, 0) for f in range(4)]]  # q0, q1 (keyframe 3), q2 (frames 0..3)
         expected = [not any(p in lost for p in s) for s in shows]
         assert out.qa.visual_evidence.tolist() == expected, seed
@@ -294,8 +357,10 @@ def test_same_arguments_give_identical_bytes(source, tmp_path):
     c = _tree_bytes(tmp_path / "c")
     assert c["gaussian_noise/s2/shards/scene-a.h5"] != a["gaussian_noise/s2/shards/scene-a.h5"]
     # deterministic corruptions do not draw: the seed changes only the hash, not the images
-    pa, pc = open_dataset(tmp_path / "a" / "lens_distortion" / "s2"), open_dataset(tmp_path / "c" / "lens_distortion"
-                                                                                   / "s2")
+    pa, pc = (
+        open_dataset(tmp_path / "a" / "lens_distortion" / "s2"),
+        open_dataset(tmp_path / "c" / "lens_distortion" / "s2"),
+    )
     key = pa.scene("scene-a").image_keys()[0]
     assert pa.scene("scene-a").image_bytes(*key) == pc.scene("scene-a").image_bytes(*key)
 
@@ -354,7 +419,9 @@ def test_other_arguments_in_the_same_folder_need_overwrite(source, tmp_path):
     build_robustness_split(source, tmp_path, "grayscale", 2, seed=1)
     index = json.loads((tmp_path / INDEX_NAME).read_text())
     assert [(e["corruption"], e["severity"], e["seed"]) for e in index["splits"]] == [
-        ("contrast", 1, 1), ("grayscale", 2, 1)]
+        ("contrast", 1, 1),
+        ("grayscale", 2, 1),
+    ]
 
 
 def test_missing_source_is_a_clear_error(tmp_path):
@@ -373,8 +440,9 @@ def _app() -> typer.Typer:
 
 def test_cli_builds_splits_and_reports_bad_names(source, tmp_path):
     out = tmp_path / "splits"
-    result = CliRunner().invoke(_app(), [str(source), "--out", str(out), "--corruptions", "pixelate",
-                                         "--severity", "2", "--seed", "4"])
+    result = CliRunner().invoke(
+        _app(), [str(source), "--out", str(out), "--corruptions", "pixelate", "--severity", "2", "--seed", "4"]
+    )
     assert result.exit_code == 0, result.output
     assert (out / INDEX_NAME).is_file() and open_dataset(out / "pixelate" / "s2").scenes == ["scene-a", "scene-b"]
     bad = CliRunner().invoke(_app(), [str(source), "--out", str(out), "--corruptions", "hail", "--severity", "2"])

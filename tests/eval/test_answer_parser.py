@@ -130,16 +130,19 @@ def test_corpus(text: str, robust: tuple, official: tuple) -> None:
         _check(parse_official(text, kind), o, text, kind)
 
 
-@pytest.mark.parametrize(("text", "kind", "reason"), [
-    ("", "distance", "empty"),
-    ("   ", "velocity", "empty"),
-    ("I cannot tell.", "distance", "no_number"),
-    ("12.5", "distance", "no_unit"),
-    ("12 m/s", "distance", "no_unit"),
-    ("-5 meters", "distance", "negative"),
-    ("-3 m/s", "velocity", "negative"),
-    ("It is at 13 o'clock", "direction", "bad_clock"),
-])
+@pytest.mark.parametrize(
+    ("text", "kind", "reason"),
+    [
+        ("", "distance", "empty"),
+        ("   ", "velocity", "empty"),
+        ("I cannot tell.", "distance", "no_number"),
+        ("12.5", "distance", "no_unit"),
+        ("12 m/s", "distance", "no_unit"),
+        ("-5 meters", "distance", "negative"),
+        ("-3 m/s", "velocity", "negative"),
+        ("It is at 13 o'clock", "direction", "bad_clock"),
+    ],
+)
 def test_failure_reasons(text: str, kind: str, reason: str) -> None:
     outcome = parse_robust(text, kind)  # type: ignore[arg-type]
     assert outcome == Failure(reason)
@@ -172,27 +175,31 @@ def test_parse_many_matches_single_parses_and_caches() -> None:
         parse_answer("1 m", "distance", "fuzzy")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("hour", "angle"), [(12, 0.0), (1, -30.0), (3, -90.0), (5, -150.0), (6, 180.0),
-                                             (7, 150.0), (9, 90.0), (11, 30.0)])
+@pytest.mark.parametrize(
+    ("hour", "angle"), [(12, 0.0), (1, -30.0), (3, -90.0), (5, -150.0), (6, 180.0), (7, 150.0), (9, 90.0), (11, 30.0)]
+)
 def test_clock_positions_follow_the_ego_convention(hour: int, angle: float) -> None:
     # 12 = ahead, 3 = right (negative, clockwise), 9 = left (positive): docs/metrics-lsr.md, DESIGN.md
     assert parse_robust(f"{hour} o'clock", "direction").value == angle  # type: ignore[union-attr]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.floats(0, 5000, allow_nan=False).map(lambda x: round(x, 2)),
-       st.sampled_from([("m", 1.0), (" meters", 1.0), (" cm", 0.01), (" km", 1000.0), (" ft", 0.3048),
-                        (" feet", 0.3048)]),
-       st.sampled_from(["", "about ", "Region [2] is ", "It will be roughly "]),
-       st.sampled_from(["", ".", " away.", " ahead of the ego vehicle."]))
+@given(
+    st.floats(0, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+    st.sampled_from([("m", 1.0), (" meters", 1.0), (" cm", 0.01), (" km", 1000.0), (" ft", 0.3048), (" feet", 0.3048)]),
+    st.sampled_from(["", "about ", "Region [2] is ", "It will be roughly "]),
+    st.sampled_from(["", ".", " away.", " ahead of the ego vehicle."]),
+)
 def test_robust_distance_round_trip(value: float, unit: tuple[str, float], prefix: str, suffix: str) -> None:
     text = f"{prefix}{value}{unit[0]}{suffix}"
     assert parse_robust(text, "distance").value == pytest.approx(value * unit[1])  # type: ignore[union-attr]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.floats(-720, 720, allow_nan=False).map(lambda x: round(x, 1)),
-       st.sampled_from([" degrees", "°", " deg", "-degree"]))
+@given(
+    st.floats(-720, 720, allow_nan=False).map(lambda x: round(x, 1)),
+    st.sampled_from([" degrees", "°", " deg", "-degree"]),
+)
 def test_robust_direction_round_trip_wraps(angle: float, unit: str) -> None:
     out = parse_robust(f"at {angle}{unit}", "direction").value  # type: ignore[union-attr]
     assert -180 < out <= 180

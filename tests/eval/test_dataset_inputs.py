@@ -33,8 +33,14 @@ def _qa_rows(dataset: Path) -> list[dict]:
         for scene in ds:
             qa = scene.qa
             for i in range(len(qa)):
-                rows.append({"question_id": str(qa.question_id[i]), "category": str(qa.category[i]),
-                             "answer": str(qa.answer[i]), "group_id": str(qa.group_id[i])})
+                rows.append(
+                    {
+                        "question_id": str(qa.question_id[i]),
+                        "category": str(qa.category[i]),
+                        "answer": str(qa.answer[i]),
+                        "group_id": str(qa.group_id[i]),
+                    }
+                )
     return rows
 
 
@@ -52,8 +58,10 @@ def test_lsr_scores_the_datasets_own_answers_perfectly_and_a_wrong_one_lower(dat
     assert rows, "the fixture must have spatiotemporal QA"
     pred = tmp_path / "pred.jsonl"
     pred.write_text("".join(json.dumps({"question_id": r["question_id"], "pred": r["answer"]}) + "\n" for r in rows))
-    result = runner.invoke(_lsr_app(), ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out",
-                                        str(tmp_path / "lsr"), "--no-plots"])
+    result = runner.invoke(
+        _lsr_app(),
+        ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out", str(tmp_path / "lsr"), "--no-plots"],
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "lsr" / "metrics.json").read_text())
     for dim in ("target_distance", "target_direction", "target_velocity", "ego_velocity", "lsr"):
@@ -64,11 +72,15 @@ def test_lsr_scores_the_datasets_own_answers_perfectly_and_a_wrong_one_lower(dat
 
     # One group's distance answers become nonsense: that group's TLC drops, LSR falls below 1.
     bad_group = sorted(groups)[0]
-    lines = [{"question_id": r["question_id"],
-              "pred": "I cannot tell." if r["group_id"] == bad_group else r["answer"]} for r in rows]
+    lines = [
+        {"question_id": r["question_id"], "pred": "I cannot tell." if r["group_id"] == bad_group else r["answer"]}
+        for r in rows
+    ]
     pred.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    result = runner.invoke(_lsr_app(), ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out",
-                                        str(tmp_path / "lsr2"), "--no-plots"])
+    result = runner.invoke(
+        _lsr_app(),
+        ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out", str(tmp_path / "lsr2"), "--no-plots"],
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "lsr2" / "metrics.json").read_text())
     tlc = metrics["temporal_consistency"][0]["TLC"]
@@ -78,8 +90,10 @@ def test_lsr_scores_the_datasets_own_answers_perfectly_and_a_wrong_one_lower(dat
 def test_lsr_dataset_rejects_unknown_question_ids(dataset, tmp_path):
     pred = tmp_path / "pred.jsonl"
     pred.write_text(json.dumps({"question_id": "scene-9999/k000/CAM_FRONT/0000", "pred": "3 m"}) + "\n")
-    result = runner.invoke(_lsr_app(), ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out",
-                                        str(tmp_path / "lsr"), "--no-plots"])
+    result = runner.invoke(
+        _lsr_app(),
+        ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out", str(tmp_path / "lsr"), "--no-plots"],
+    )
     assert result.exit_code == 2
     assert "unknown_question_id" in result.output or "scene-9999" in result.output
 
@@ -114,9 +128,23 @@ def test_judge_run_dry_run_on_a_dataset(dataset, tmp_path):
     rows = _qa_rows(dataset)[:3]
     pred = tmp_path / "pred.jsonl"
     pred.write_text("".join(json.dumps({"question_id": r["question_id"], "pred": "no idea"}) + "\n" for r in rows))
-    result = runner.invoke(judge_app, ["run", "--method", "general", "--dataset", str(dataset), "--pred", str(pred),
-                                       "--out", str(tmp_path / "judge"), "--model", "gpt-4o-2024-08-06",
-                                       "--dry-run"])
+    result = runner.invoke(
+        judge_app,
+        [
+            "run",
+            "--method",
+            "general",
+            "--dataset",
+            str(dataset),
+            "--pred",
+            str(pred),
+            "--out",
+            str(tmp_path / "judge"),
+            "--model",
+            "gpt-4o-2024-08-06",
+            "--dry-run",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "# dry run" in result.output
     assert rows[0]["answer"][:30] in result.output  # the dataset's answer is the reference the judge sees

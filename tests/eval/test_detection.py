@@ -37,8 +37,11 @@ REPO = Path(__file__).resolve().parents[2]
 TOL = 1e-9
 
 ATTRS_OF_CLASS = {
-    "pedestrian": ATTRIBUTE_NAMES[0:3], "bicycle": ATTRIBUTE_NAMES[3:5], "motorcycle": ATTRIBUTE_NAMES[3:5],
-    "barrier": (), "traffic_cone": (),
+    "pedestrian": ATTRIBUTE_NAMES[0:3],
+    "bicycle": ATTRIBUTE_NAMES[3:5],
+    "motorcycle": ATTRIBUTE_NAMES[3:5],
+    "barrier": (),
+    "traffic_cone": (),
 }
 
 
@@ -62,8 +65,13 @@ def assert_parity(gt: DetectionBoxes, pred: DetectionBoxes, cfg_dict: dict = CVP
         for th in cfg.dist_ths:
             assert ours.label_aps[c][th] == pytest.approx(theirs.get_label_ap(c, th), abs=TOL), (c, th)
             for key in ("precision", "confidence", *TP_METRICS):
-                np.testing.assert_allclose(getattr(ours_md[(c, th)], key), getattr(theirs_md[(c, th)], key),
-                                           atol=TOL, rtol=0, err_msg=f"{c} {th} {key}")
+                np.testing.assert_allclose(
+                    getattr(ours_md[(c, th)], key),
+                    getattr(theirs_md[(c, th)], key),
+                    atol=TOL,
+                    rtol=0,
+                    err_msg=f"{c} {th} {key}",
+                )
         for m in TP_METRICS:
             a, b = ours.label_tp_errors[c][m], theirs.get_label_tp(c, m)
             assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=TOL), (c, m, a, b)
@@ -88,8 +96,7 @@ def random_quaternions(rng: np.random.Generator, n: int, tilt: float) -> np.ndar
     return geo.quat_multiply(q_yaw, q_tilt)
 
 
-def random_gt(rng: np.random.Generator, n_samples: int, n_per_sample: int, classes: tuple[str, ...]
-              ) -> DetectionBoxes:
+def random_gt(rng: np.random.Generator, n_samples: int, n_per_sample: int, classes: tuple[str, ...]) -> DetectionBoxes:
     n = n_samples * n_per_sample
     names = rng.choice(classes, n)
     attrs = np.array([rng.choice(("", *ATTRS_OF_CLASS.get(c, ATTRIBUTE_NAMES[5:8]))) for c in names], dtype=object)
@@ -97,13 +104,22 @@ def random_gt(rng: np.random.Generator, n_samples: int, n_per_sample: int, class
     velocity = rng.normal(0, 3, (n, 2))
     velocity[rng.random(n) < 0.1] = np.nan
     tokens = np.repeat([f"sample-{i:03d}" for i in range(n_samples)], n_per_sample)
-    return DetectionBoxes(tokens, rng.uniform(-20, 20, (n, 3)), rng.uniform(0.3, 5, (n, 3)),
-                          random_quaternions(rng, n, 0.05), velocity, names, None, attrs,
-                          rng.integers(0, 50, n))
+    return DetectionBoxes(
+        tokens,
+        rng.uniform(-20, 20, (n, 3)),
+        rng.uniform(0.3, 5, (n, 3)),
+        random_quaternions(rng, n, 0.05),
+        velocity,
+        names,
+        None,
+        attrs,
+        rng.integers(0, 50, n),
+    )
 
 
-def noisy_predictions(rng: np.random.Generator, gt: DetectionBoxes, noise: float, n_false: int,
-                      score_decimals: int | None) -> DetectionBoxes:
+def noisy_predictions(
+    rng: np.random.Generator, gt: DetectionBoxes, noise: float, n_false: int, score_decimals: int | None
+) -> DetectionBoxes:
     """Perturbed copies of most GT boxes plus false positives, shuffled, with optionally heavily tied scores."""
     keep = rng.random(len(gt)) < 0.8
     tp = gt.select(keep)
@@ -117,14 +133,27 @@ def noisy_predictions(rng: np.random.Generator, gt: DetectionBoxes, noise: float
     velocity[np.isnan(velocity)] = 0.0
     velocity[rng.random(n) < 0.05] = np.nan
     yaw_noise = geo.yaw_to_quat(rng.normal(0, 0.3, n) + np.pi * (rng.random(n) < 0.1))
-    tps = DetectionBoxes(tp.sample_token, tp.translation + rng.normal(0, noise, (n, 3)),
-                         tp.size * rng.uniform(0.7, 1.3, (n, 3)), geo.quat_multiply(tp.rotation, yaw_noise),
-                         velocity, names, rng.random(n), attrs)
+    tps = DetectionBoxes(
+        tp.sample_token,
+        tp.translation + rng.normal(0, noise, (n, 3)),
+        tp.size * rng.uniform(0.7, 1.3, (n, 3)),
+        geo.quat_multiply(tp.rotation, yaw_noise),
+        velocity,
+        names,
+        rng.random(n),
+        attrs,
+    )
     samples = np.unique(gt.sample_token) if len(gt) else np.array(["sample-000"], dtype=object)
-    fps = DetectionBoxes(rng.choice(samples, n_false), rng.uniform(-20, 20, (n_false, 3)),
-                         rng.uniform(0.3, 5, (n_false, 3)), random_quaternions(rng, n_false, 0.0),
-                         rng.normal(0, 2, (n_false, 2)), rng.choice(DETECTION_NAMES, n_false),
-                         rng.random(n_false) * 0.7, rng.choice(("", *ATTRIBUTE_NAMES), n_false))
+    fps = DetectionBoxes(
+        rng.choice(samples, n_false),
+        rng.uniform(-20, 20, (n_false, 3)),
+        rng.uniform(0.3, 5, (n_false, 3)),
+        random_quaternions(rng, n_false, 0.0),
+        rng.normal(0, 2, (n_false, 2)),
+        rng.choice(DETECTION_NAMES, n_false),
+        rng.random(n_false) * 0.7,
+        rng.choice(("", *ATTRIBUTE_NAMES), n_false),
+    )
     pred = DetectionBoxes.concat([tps, fps])
     pred = pred.select(rng.permutation(len(pred)))
     if score_decimals is not None:
@@ -140,8 +169,7 @@ def noisy_predictions(rng: np.random.Generator, gt: DetectionBoxes, noise: float
 def test_parity_random_scenes(seed: int, noise: float, score_decimals: int | None) -> None:
     rng = np.random.default_rng(seed)
     # truck and trailer never appear in the GT; classes get confused, so some have predictions but no GT.
-    classes = ("car", "bus", "construction_vehicle", "pedestrian", "motorcycle", "bicycle", "traffic_cone",
-               "barrier")
+    classes = ("car", "bus", "construction_vehicle", "pedestrian", "motorcycle", "bicycle", "traffic_cone", "barrier")
     gt = random_gt(rng, n_samples=12, n_per_sample=25, classes=classes)
     pred = noisy_predictions(rng, gt, noise, n_false=150, score_decimals=score_decimals)
     assert_parity(gt, pred)
@@ -153,11 +181,26 @@ def test_parity_dense_clusters_and_ties() -> None:
     rng = np.random.default_rng(7)
     n = 120
     tokens = rng.choice(["a", "b", "c"], n)
-    gt = DetectionBoxes(tokens, rng.uniform(0, 3, (n, 3)), np.ones((n, 3)), geo.yaw_to_quat(np.zeros(n)),
-                        np.zeros((n, 2)), rng.choice(["car", "pedestrian"], n), None, np.full(n, "", dtype=object))
-    pred = DetectionBoxes(rng.choice(["a", "b", "c", "d"], 150), rng.uniform(0, 3, (150, 3)), np.ones((150, 3)),
-                          geo.yaw_to_quat(rng.uniform(-3, 3, 150)), np.zeros((150, 2)),
-                          rng.choice(["car", "pedestrian"], 150), np.full(150, 0.5), None)
+    gt = DetectionBoxes(
+        tokens,
+        rng.uniform(0, 3, (n, 3)),
+        np.ones((n, 3)),
+        geo.yaw_to_quat(np.zeros(n)),
+        np.zeros((n, 2)),
+        rng.choice(["car", "pedestrian"], n),
+        None,
+        np.full(n, "", dtype=object),
+    )
+    pred = DetectionBoxes(
+        rng.choice(["a", "b", "c", "d"], 150),
+        rng.uniform(0, 3, (150, 3)),
+        np.ones((150, 3)),
+        geo.yaw_to_quat(rng.uniform(-3, 3, 150)),
+        np.zeros((150, 2)),
+        rng.choice(["car", "pedestrian"], 150),
+        np.full(150, 0.5),
+        None,
+    )
     assert_parity(gt, pred)
 
 
@@ -165,10 +208,23 @@ def test_parity_dense_clusters_and_ties() -> None:
 def test_parity_exact_distance_ties_and_thresholds() -> None:
     """Distances exactly on a threshold (not a match: strict <) and GT equidistant from a prediction."""
     tokens = ["s"] * 4
-    gt = DetectionBoxes(tokens, [[1, 0, 0], [0, 1, 0], [10, 0, 0], [20, 0, 0]], np.ones((4, 3)),
-                        np.tile([1.0, 0, 0, 0], (4, 1)), np.zeros((4, 2)), ["car"] * 4)
-    pred = DetectionBoxes(["s"] * 4, [[0, 0, 0], [10.5, 0, 0], [20.3, 0.4, 0], [0.6, 0.8, 0]], np.ones((4, 3)),
-                          np.tile([1.0, 0, 0, 0], (4, 1)), np.zeros((4, 2)), ["car"] * 4, [0.9, 0.8, 0.7, 0.6])
+    gt = DetectionBoxes(
+        tokens,
+        [[1, 0, 0], [0, 1, 0], [10, 0, 0], [20, 0, 0]],
+        np.ones((4, 3)),
+        np.tile([1.0, 0, 0, 0], (4, 1)),
+        np.zeros((4, 2)),
+        ["car"] * 4,
+    )
+    pred = DetectionBoxes(
+        ["s"] * 4,
+        [[0, 0, 0], [10.5, 0, 0], [20.3, 0.4, 0], [0.6, 0.8, 0]],
+        np.ones((4, 3)),
+        np.tile([1.0, 0, 0, 0], (4, 1)),
+        np.zeros((4, 2)),
+        ["car"] * 4,
+        [0.9, 0.8, 0.7, 0.6],
+    )
     assert_parity(gt, pred)
 
 
@@ -179,8 +235,7 @@ def test_parity_rounding_at_threshold() -> None:
     follow the devkit's arithmetic."""
     dx, dy = 0.06638940957447788, 0.4955728466092066
     gt = DetectionBoxes(["s"], [[0.0, 0.0, 0.0]], np.ones((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 2)), ["car"])
-    pred = DetectionBoxes(["s"], [[dx, dy, 0.0]], np.ones((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 2)), ["car"],
-                          [0.5])
+    pred = DetectionBoxes(["s"], [[dx, dy, 0.0]], np.ones((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 2)), ["car"], [0.5])
     assert_parity(gt, pred)
     metrics, _ = evaluate_detection(gt, pred)
     devkit_dist = float(np.linalg.norm(np.array([dx, dy]) - np.array([0.0, 0.0])))
@@ -191,8 +246,16 @@ def test_parity_rounding_at_threshold() -> None:
 def test_parity_perfect_and_empty() -> None:
     rng = np.random.default_rng(11)
     gt = random_gt(rng, 5, 20, DETECTION_NAMES)
-    perfect = DetectionBoxes(gt.sample_token, gt.translation, gt.size, gt.rotation,
-                             np.nan_to_num(gt.velocity), gt.detection_name, rng.random(len(gt)), gt.attribute_name)
+    perfect = DetectionBoxes(
+        gt.sample_token,
+        gt.translation,
+        gt.size,
+        gt.rotation,
+        np.nan_to_num(gt.velocity),
+        gt.detection_name,
+        rng.random(len(gt)),
+        gt.attribute_name,
+    )
     assert_parity(gt, perfect)
     assert_parity(gt, DetectionBoxes.empty())
     assert_parity(DetectionBoxes.empty(), perfect)
@@ -201,10 +264,17 @@ def test_parity_perfect_and_empty() -> None:
 
 @pytest.mark.devkit
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_samples=st.integers(1, 4), n_per_sample=st.integers(0, 12),
-       n_false=st.integers(0, 15), noise=st.floats(0.05, 3.0), decimals=st.sampled_from([None, 0, 1]))
-def test_parity_hypothesis(seed: int, n_samples: int, n_per_sample: int, n_false: int, noise: float,
-                           decimals: int | None) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_samples=st.integers(1, 4),
+    n_per_sample=st.integers(0, 12),
+    n_false=st.integers(0, 15),
+    noise=st.floats(0.05, 3.0),
+    decimals=st.sampled_from([None, 0, 1]),
+)
+def test_parity_hypothesis(
+    seed: int, n_samples: int, n_per_sample: int, n_false: int, noise: float, decimals: int | None
+) -> None:
     rng = np.random.default_rng(seed)
     gt = random_gt(rng, n_samples, n_per_sample, DETECTION_NAMES)
     assert_parity(gt, noisy_predictions(rng, gt, noise, n_false, decimals))
@@ -227,8 +297,9 @@ def test_chunked_matching_equals_one_pass() -> None:
 
 @pytest.mark.devkit
 def test_parity_other_config() -> None:
-    cfg = dict(CVPR_2019, dist_ths=[0.25, 1.0, 3.0], dist_th_tp=1.0, min_recall=0.2, min_precision=0.3,
-               mean_ap_weight=3)
+    cfg = dict(
+        CVPR_2019, dist_ths=[0.25, 1.0, 3.0], dist_th_tp=1.0, min_recall=0.2, min_precision=0.3, mean_ap_weight=3
+    )
     rng = np.random.default_rng(5)
     gt = random_gt(rng, 6, 20, DETECTION_NAMES)
     assert_parity(gt, noisy_predictions(rng, gt, 0.6, 40, 1), cfg)
@@ -242,8 +313,16 @@ def test_perfect_predictions_score_one() -> None:
     gt = random_gt(rng, 4, 30, DETECTION_NAMES)
     gt.velocity = np.nan_to_num(gt.velocity)
     assert set(gt.detection_name) == set(DETECTION_NAMES)
-    pred = DetectionBoxes(gt.sample_token, gt.translation, gt.size, gt.rotation, gt.velocity, gt.detection_name,
-                          np.linspace(1, 0.1, len(gt)), gt.attribute_name)
+    pred = DetectionBoxes(
+        gt.sample_token,
+        gt.translation,
+        gt.size,
+        gt.rotation,
+        gt.velocity,
+        gt.detection_name,
+        np.linspace(1, 0.1, len(gt)),
+        gt.attribute_name,
+    )
     metrics, _ = evaluate_detection(gt, pred)
     assert metrics.mean_ap == pytest.approx(1.0)
     for m, err in metrics.tp_errors.items():
@@ -253,11 +332,23 @@ def test_perfect_predictions_score_one() -> None:
 
 def _hand_case() -> tuple[DetectionBoxes, DetectionBoxes]:
     """3 cars; a hit at 0.2 m (score .9), a false positive (.8), a hit at 0.6 m turned by 0.3 rad (.7)."""
-    gt = DetectionBoxes(["s"] * 3, [[0, 0, 0], [10, 0, 0], [20, 0, 0]], np.ones((3, 3)),
-                        np.tile([1.0, 0, 0, 0], (3, 1)), np.zeros((3, 2)), ["car"] * 3)
-    pred = DetectionBoxes(["s"] * 3, [[0.2, 0, 0], [30, 0, 0], [10, 0.6, 0]], np.ones((3, 3)),
-                          [[1.0, 0, 0, 0], [1.0, 0, 0, 0], geo.yaw_to_quat(0.3)], np.zeros((3, 2)),
-                          ["car"] * 3, [0.9, 0.8, 0.7])
+    gt = DetectionBoxes(
+        ["s"] * 3,
+        [[0, 0, 0], [10, 0, 0], [20, 0, 0]],
+        np.ones((3, 3)),
+        np.tile([1.0, 0, 0, 0], (3, 1)),
+        np.zeros((3, 2)),
+        ["car"] * 3,
+    )
+    pred = DetectionBoxes(
+        ["s"] * 3,
+        [[0.2, 0, 0], [30, 0, 0], [10, 0.6, 0]],
+        np.ones((3, 3)),
+        [[1.0, 0, 0, 0], [1.0, 0, 0, 0], geo.yaw_to_quat(0.3)],
+        np.zeros((3, 2)),
+        ["car"] * 3,
+        [0.9, 0.8, 0.7],
+    )
     return gt, pred
 
 
@@ -300,18 +391,38 @@ def test_hand_computed_case() -> None:
 def test_tie_order_follows_devkit() -> None:
     """Equal scores: the devkit sorts (score, index) ascending and reverses, so the later row goes first."""
     gt = DetectionBoxes(["s"], [[0, 0, 0]], np.ones((1, 3)), [[1.0, 0, 0, 0]], np.zeros((1, 2)), ["car"])
-    pred = DetectionBoxes(["s", "s"], [[0.4, 0, 0], [0.3, 0, 0]], np.ones((2, 3)), np.tile([1.0, 0, 0, 0], (2, 1)),
-                          np.zeros((2, 2)), ["car", "car"], [0.5, 0.5])
+    pred = DetectionBoxes(
+        ["s", "s"],
+        [[0.4, 0, 0], [0.3, 0, 0]],
+        np.ones((2, 3)),
+        np.tile([1.0, 0, 0, 0], (2, 1)),
+        np.zeros((2, 2)),
+        ["car", "car"],
+        [0.5, 0.5],
+    )
     metrics, _ = evaluate_detection(gt, pred)
     assert metrics.label_tp_errors["car"]["trans_err"] == pytest.approx(0.3, abs=1e-12)
     assert_parity(gt, pred)
 
 
 def test_barrier_orientation_has_period_pi() -> None:
-    gt = DetectionBoxes(["s", "s"], [[0, 0, 0], [5, 0, 0]], np.ones((2, 3)), geo.yaw_to_quat(np.zeros(2)),
-                        np.zeros((2, 2)), ["barrier", "car"])
-    pred = DetectionBoxes(["s", "s"], [[0, 0, 0], [5, 0, 0]], np.ones((2, 3)), geo.yaw_to_quat(np.full(2, np.pi)),
-                          np.zeros((2, 2)), ["barrier", "car"], [0.5, 0.5])
+    gt = DetectionBoxes(
+        ["s", "s"],
+        [[0, 0, 0], [5, 0, 0]],
+        np.ones((2, 3)),
+        geo.yaw_to_quat(np.zeros(2)),
+        np.zeros((2, 2)),
+        ["barrier", "car"],
+    )
+    pred = DetectionBoxes(
+        ["s", "s"],
+        [[0, 0, 0], [5, 0, 0]],
+        np.ones((2, 3)),
+        geo.yaw_to_quat(np.full(2, np.pi)),
+        np.zeros((2, 2)),
+        ["barrier", "car"],
+        [0.5, 0.5],
+    )
     metrics, _ = evaluate_detection(gt, pred)
     assert metrics.label_tp_errors["barrier"]["orient_err"] == pytest.approx(0.0, abs=1e-12)
     assert metrics.label_tp_errors["car"]["orient_err"] == pytest.approx(np.pi, abs=1e-12)
@@ -401,19 +512,39 @@ def test_filter_parity_with_devkit() -> None:
     sample = rng.integers(0, 6, n)
     center = ego[sample] + np.concatenate([rng.uniform(-60, 60, (n, 2)), rng.normal(0, 1, (n, 1))], axis=1)
     names = rng.choice(["car", "pedestrian", "bicycle", "motorcycle", "traffic_cone", "barrier"], n)
-    boxes = DetectionBoxes(np.array(tokens, dtype=object)[sample], center, rng.uniform(0.5, 3, (n, 3)),
-                           random_quaternions(rng, n, 0.05), np.zeros((n, 2)), names, None, None,
-                           rng.integers(0, 3, n))
+    boxes = DetectionBoxes(
+        np.array(tokens, dtype=object)[sample],
+        center,
+        rng.uniform(0.5, 3, (n, 3)),
+        random_quaternions(rng, n, 0.05),
+        np.zeros((n, 2)),
+        names,
+        None,
+        None,
+        rng.integers(0, 3, n),
+    )
     # Racks around some of the cycles (so that some centres fall inside), with roll/pitch.
     cyc = np.flatnonzero(np.isin(names, ["bicycle", "motorcycle"]))[:40]
     racks = []
     rack_q = random_quaternions(rng, len(cyc), 0.1)
     for j, i in enumerate(cyc):
-        racks.append({"token": f"rack{j}", "category_name": "static_object.bicycle_rack",
-                      "translation": (center[i] + rng.normal(0, 0.8, 3)).tolist(), "size": [2.0, 3.0, 1.5],
-                      "rotation": rack_q[j].tolist()})
-    context = SampleContext(tokens, ego, [tokens[sample[i]] for i in cyc], [r["translation"] for r in racks],
-                            [r["size"] for r in racks], [r["rotation"] for r in racks])
+        racks.append(
+            {
+                "token": f"rack{j}",
+                "category_name": "static_object.bicycle_rack",
+                "translation": (center[i] + rng.normal(0, 0.8, 3)).tolist(),
+                "size": [2.0, 3.0, 1.5],
+                "rotation": rack_q[j].tolist(),
+            }
+        )
+    context = SampleContext(
+        tokens,
+        ego,
+        [tokens[sample[i]] for i in cyc],
+        [r["translation"] for r in racks],
+        [r["size"] for r in racks],
+        [r["rotation"] for r in racks],
+    )
     by_sample: dict[str, list[dict]] = {}
     for r, i in zip(racks, cyc, strict=True):
         by_sample.setdefault(tokens[sample[i]], []).append(r)
@@ -444,8 +575,7 @@ def test_centers_in_boxes_matches_devkit_points_in_box() -> None:
     rot = random_quaternions(rng, k, 0.5)
     pts = center + rng.normal(0, 1.5, (k, 3))
     ours = centers_in_boxes(pts, center, size, rot)
-    theirs = [bool(points_in_box(Box(center[i], size[i], Quaternion(rot[i])), pts[i][:, None])[0])
-              for i in range(k)]
+    theirs = [bool(points_in_box(Box(center[i], size[i], Quaternion(rot[i])), pts[i][:, None])[0]) for i in range(k)]
     np.testing.assert_array_equal(ours, theirs)
     assert 30 < ours.sum() < k - 30
 
@@ -473,10 +603,21 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
         name = category_to_detection_name(a["category_name"])
         if name is None:
             continue
-        gt_dk.add_boxes(sample["token"], [DetectionBox(
-            sample_token=sample["token"], translation=a["translation"], size=a["size"], rotation=a["rotation"],
-            velocity=nusc.box_velocity(a["token"])[:2], num_pts=a["num_lidar_pts"] + a["num_radar_pts"],
-            detection_name=name, attribute_name=attr[a["attribute_tokens"][0]] if a["attribute_tokens"] else "")])
+        gt_dk.add_boxes(
+            sample["token"],
+            [
+                DetectionBox(
+                    sample_token=sample["token"],
+                    translation=a["translation"],
+                    size=a["size"],
+                    rotation=a["rotation"],
+                    velocity=nusc.box_velocity(a["token"])[:2],
+                    num_pts=a["num_lidar_pts"] + a["num_radar_pts"],
+                    detection_name=name,
+                    attribute_name=attr[a["attribute_tokens"][0]] if a["attribute_tokens"] else "",
+                )
+            ],
+        )
     assert len(gt) == len(gt_dk.all) == 68
     np.testing.assert_array_equal(gt.translation, [b.translation for b in gt_dk.all])
     np.testing.assert_array_equal(gt.rotation, [b.rotation for b in gt_dk.all])
@@ -513,9 +654,16 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
 
     gt, context = load_detection_gt(DEMO)
     kept, _ = filter_eval_boxes(gt, context, CVPR_2019["class_range"])
-    perfect = DetectionBoxes(kept.sample_token, kept.translation, kept.size, kept.rotation,
-                             np.nan_to_num(kept.velocity), kept.detection_name, np.linspace(0.9, 0.2, len(kept)),
-                             kept.attribute_name)
+    perfect = DetectionBoxes(
+        kept.sample_token,
+        kept.translation,
+        kept.size,
+        kept.rotation,
+        np.nan_to_num(kept.velocity),
+        kept.detection_name,
+        np.linspace(0.9, 0.2, len(kept)),
+        kept.attribute_name,
+    )
     path = write_results(tmp_path / "perfect.json", perfect, sample_tokens=context.sample_tokens)
     app = typer.Typer()
     app.command()(eval_detection)
@@ -528,8 +676,9 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
     assert len(present) >= 3
     for c in DETECTION_NAMES:
         assert summary["mean_dist_aps"][c] == pytest.approx(1.0 if c in present else 0.0)
-    assert summary["summary_row"]["mATE"] == pytest.approx(sum(c not in present for c in DETECTION_NAMES) / 10,
-                                                           abs=1e-12)
+    assert summary["summary_row"]["mATE"] == pytest.approx(
+        sum(c not in present for c in DETECTION_NAMES) / 10, abs=1e-12
+    )
     assert summary["label_tp_errors"]["traffic_cone"]["orient_err"] is None  # exempt: NaN written as null
     # A results file with an unknown sample token: exit code 2 and a message naming the file.
     bad = tmp_path / "bad.json"

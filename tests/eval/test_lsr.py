@@ -55,16 +55,16 @@ def _per_t(metrics: dict[str, Any], name: str) -> list[tuple[Any, float, int]]:
 
 def _fixture_metrics(profile: Any) -> dict[str, Any]:
     sheet = sb.read_annotation_sheet(FIXTURE / "annotation_sheet.csv")
-    items, report = sb.build_items(sb.load_responses(FIXTURE / "responses"), profile, sheet,
-                                   sb.load_annotation_questions(FIXTURE))
+    items, report = sb.build_items(
+        sb.load_responses(FIXTURE / "responses"), profile, sheet, sb.load_annotation_questions(FIXTURE)
+    )
     assert report["skipped"] == {} and report["missing_predictions"] == 0
     return evaluate(items, profile).metrics()
 
 
 def test_fixture_hand_computed_strideqa_bench() -> None:
     m = _fixture_metrics(STRIDEQA_BENCH)
-    assert _per_t(m, "target_distance") == [(0, 1.0, 3), (1, 0.66666667, 3), (2, 0.5, 2), (3, 0.5, 2),
-                                            ("avg", 0.7, 10)]
+    assert _per_t(m, "target_distance") == [(0, 1.0, 3), (1, 0.66666667, 3), (2, 0.5, 2), (3, 0.5, 2), ("avg", 0.7, 10)]
     # t=2 "2 o'clock" has no degree form: the official grammar cannot read it.
     assert _per_t(m, "target_direction") == [(0, 1.0, 3), (1, 1.0, 3), (2, 0.5, 2), (3, 0.5, 2), ("avg", 0.8, 10)]
     assert _per_t(m, "ego_velocity") == [(0, 1.0, 2), (1, 1.0, 2), (2, 1.0, 2), (3, 0.5, 2), ("avg", 0.875, 8)]
@@ -73,8 +73,7 @@ def test_fixture_hand_computed_strideqa_bench() -> None:
     assert _per_t(m, "lsr") == [(0, 1.0, 3), (1, 0.66666667, 3), (2, 0.0, 2), (3, 0.5, 2), ("avg", 0.6, 10)]
     tc = {r["relation"]: r for r in m["temporal_consistency"]}
     # Group g00003 has no relation: the official pivot leaves it out of TLC / MLSR.
-    assert tc["Overall"] == {"relation": "Overall", "TLC@1": 0.5, "TLC@2": 0.0, "TLC@3": 0.0, "TLC": 0.0,
-                             "MLSR": 0.5}
+    assert tc["Overall"] == {"relation": "Overall", "TLC@1": 0.5, "TLC@2": 0.0, "TLC@3": 0.0, "TLC": 0.0, "MLSR": 0.5}
     assert tc["Oncoming_Pass"]["TLC@1"] == 1.0 and tc["Overtake"]["TLC@1"] == 0.0
     assert tc["Oncoming_Pass"]["MLSR"] == 0.5 and tc["Overtake"]["MLSR"] == 0.5
     assert m["counts"]["unparsed"] == {"empty": 2, "no_number": 1, "no_unit": 1}
@@ -119,14 +118,48 @@ def test_parity_is_order_independent() -> None:
     assert ours_official(shuffled, sheet) == ours_official(responses, sheet)
 
 
-_TEXT_PIECES = st.sampled_from([
-    " ", "m", "meters", "metres", "km", "cm", "ft", "feet", "in", "inch", "°", "deg", "degrees", "-degree",
-    "m/s", "km/h", "mph", "kph", "mps", "m s-1", "miles per hour", "meters per second", "at", "about", "-", "+",
-    ".", ",", "/", "2 o'clock", "away", "\n", "Region [0]",
-])
-_NUMBERS = st.one_of(st.integers(-400, 400).map(str),
-                     st.floats(-400, 400, allow_nan=False).map(lambda x: f"{x:.2f}"),
-                     st.integers(0, 99).map(lambda x: f"{x}."))
+_TEXT_PIECES = st.sampled_from(
+    [
+        " ",
+        "m",
+        "meters",
+        "metres",
+        "km",
+        "cm",
+        "ft",
+        "feet",
+        "in",
+        "inch",
+        "°",
+        "deg",
+        "degrees",
+        "-degree",
+        "m/s",
+        "km/h",
+        "mph",
+        "kph",
+        "mps",
+        "m s-1",
+        "miles per hour",
+        "meters per second",
+        "at",
+        "about",
+        "-",
+        "+",
+        ".",
+        ",",
+        "/",
+        "2 o'clock",
+        "away",
+        "\n",
+        "Region [0]",
+    ]
+)
+_NUMBERS = st.one_of(
+    st.integers(-400, 400).map(str),
+    st.floats(-400, 400, allow_nan=False).map(lambda x: f"{x:.2f}"),
+    st.integers(0, 99).map(lambda x: f"{x}."),
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -140,9 +173,14 @@ def test_official_grammar_equals_plain_reference(pieces: list[str]) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.one_of(_TEXT_PIECES, _NUMBERS, st.just("\x00"), st.just("12")), max_size=6)
-                .map("".join), min_size=1, max_size=12),
-       st.sampled_from(["distance", "direction", "velocity"]))
+@given(
+    st.lists(
+        st.lists(st.one_of(_TEXT_PIECES, _NUMBERS, st.just("\x00"), st.just("12")), max_size=6).map("".join),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from(["distance", "direction", "velocity"]),
+)
 def test_official_batch_parse_equals_per_text_reference(texts: list[str], kind: str) -> None:
     # many answers are scanned in one pass (joined with NUL): each must read as if alone
     values, _ = parse_many(texts, [kind] * len(texts), "official")  # type: ignore[list-item]
@@ -172,31 +210,40 @@ _FINITE = st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False)
 def test_rules_equal_scalar_reference(pairs: list[tuple[float, float]]) -> None:
     gt = np.array([p[0] for p in pairs])
     pred = np.array([p[1] for p in pairs])
-    for qa_type, rule in (("distance", STRIDEQA_BENCH.distance), ("direction", STRIDEQA_BENCH.direction),
-                          ("velocity", STRIDEQA_BENCH.velocity)):
+    for qa_type, rule in (
+        ("distance", STRIDEQA_BENCH.distance),
+        ("direction", STRIDEQA_BENCH.direction),
+        ("velocity", STRIDEQA_BENCH.velocity),
+    ):
         expected = [ref_judge(qa_type, g, p, OFFICIAL_TOLERANCE["tolerance"][qa_type]) for g, p in pairs]
         assert rule.judge(gt, pred).tolist() == expected
 
 
 def test_rules_boundaries_and_nan() -> None:
     dist = Rule("relative", 0.25)
-    assert dist.judge(np.array([20.0, 20.0, 20.0, 20.0]), np.array([15.0, 25.0, 14.99, np.nan])).tolist() == \
-        [True, True, False, False]
+    assert dist.judge(np.array([20.0, 20.0, 20.0, 20.0]), np.array([15.0, 25.0, 14.99, np.nan])).tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]
     ang = Rule("angular_absolute", 10)
-    assert ang.judge(np.array([175.0, -178.0, 0.0]), np.array([-175.0, 175.0, 10.0])).tolist() == \
-        [True, True, True]
+    assert ang.judge(np.array([175.0, -178.0, 0.0]), np.array([-175.0, 175.0, 10.0])).tolist() == [True, True, True]
     assert ang.judge(np.array([0.0]), np.array([10.001])).tolist() == [False]
 
 
-@pytest.mark.parametrize(("gt", "pred", "paper_ok", "bench_ok"), [
-    (0.8, 1.2, True, False),    # paper: below 1.0 -> +-0.5; bench: relative +-0.16
-    (0.4, 0.55, True, False),   # bench: below 0.5 -> +-0.1
-    (0.3, 0.39, True, True),
-    (0.0, 0.1, True, True),
-    (0.0, 0.11, True, False),
-    (0.9, 1.45, False, False),
-    (5.0, 6.0, True, True),
-])
+@pytest.mark.parametrize(
+    ("gt", "pred", "paper_ok", "bench_ok"),
+    [
+        (0.8, 1.2, True, False),  # paper: below 1.0 -> +-0.5; bench: relative +-0.16
+        (0.4, 0.55, True, False),  # bench: below 0.5 -> +-0.1
+        (0.3, 0.39, True, True),
+        (0.0, 0.1, True, True),
+        (0.0, 0.11, True, False),
+        (0.9, 1.45, False, False),
+        (5.0, 6.0, True, True),
+    ],
+)
 def test_paper_and_bench_velocity_floor_differ(gt: float, pred: float, paper_ok: bool, bench_ok: bool) -> None:
     assert PAPER.velocity.judge(np.array([gt]), np.array([pred]))[0] == paper_ok
     assert STRIDEQA_BENCH.velocity.judge(np.array([gt]), np.array([pred]))[0] == bench_ok
@@ -212,14 +259,31 @@ def _records(n_groups: int, seed: int, complete: bool) -> tuple[list[LsrRecord],
         for t in range(4):
             if not complete and rng.random() < 0.15:
                 continue
-            for dim, gt in (("target_distance", rng.uniform(2, 50)), ("target_direction", rng.uniform(-180, 180)),
-                            ("target_velocity", rng.uniform(0, 10)), ("ego_velocity", rng.uniform(0, 10))):
+            for dim, gt in (
+                ("target_distance", rng.uniform(2, 50)),
+                ("target_direction", rng.uniform(-180, 180)),
+                ("target_velocity", rng.uniform(0, 10)),
+                ("ego_velocity", rng.uniform(0, 10)),
+            ):
                 qid = f"q{g}_{t}_{dim}"
-                recs.append(LsrRecord(qid, f"g{g}", t, dim, float(gt), scenario=f"s{g % 3}",
-                                      object_class=f"c{g % 2}", out_of_view=bool(g % 4 == 0)))
+                recs.append(
+                    LsrRecord(
+                        qid,
+                        f"g{g}",
+                        t,
+                        dim,
+                        float(gt),
+                        scenario=f"s{g % 3}",
+                        object_class=f"c{g % 2}",
+                        out_of_view=bool(g % 4 == 0),
+                    )
+                )
                 noise = rng.choice([0.0, 0.1, 0.5, np.nan])
-                preds[qid] = None if np.isnan(noise) else float(gt * (1 + noise) if dim != "target_direction"
-                                                                 else gt + 100 * noise)
+                preds[qid] = (
+                    None
+                    if np.isnan(noise)
+                    else float(gt * (1 + noise) if dim != "target_direction" else gt + 100 * noise)
+                )
     preds = {k: v for k, v in preds.items() if v is not None}
     return recs, preds
 
@@ -247,10 +311,10 @@ def test_metric_properties(n_groups: int, seed: int, complete: bool) -> None:
         per_t = [r["success_rate"] for r in m["lsr"] if r["time"] != "avg"]
         assert overall["MLSR"] == pytest.approx(float(np.mean(per_t)), abs=1e-8)
     # breakdowns partition the slots
-    assert sum(v["lsr"][-1]["sample_size"] for v in m["breakdowns"]["scenario"].values()) == \
-        m["lsr"][-1]["sample_size"]
-    assert sum(v["lsr"][-1]["sample_size"] for v in m["breakdowns"]["out_of_view"].values()) == \
-        m["lsr"][-1]["sample_size"]
+    assert sum(v["lsr"][-1]["sample_size"] for v in m["breakdowns"]["scenario"].values()) == m["lsr"][-1]["sample_size"]
+    assert (
+        sum(v["lsr"][-1]["sample_size"] for v in m["breakdowns"]["out_of_view"].values()) == m["lsr"][-1]["sample_size"]
+    )
 
 
 # ============================================================================================ bad input
@@ -305,12 +369,12 @@ def test_unknown_ids_and_missing_predictions_against_annotations() -> None:
     recs.append(dict(recs[0], question_id="q99999999_g00001"))
     with pytest.raises(PredictionFormatError, match="unknown question id"):
         sb.build_items([(Path("r.json"), recs)], STRIDEQA_BENCH, annotations=annotations)
-    items, report = sb.build_items([(Path("r.json"), recs)], STRIDEQA_BENCH, annotations=annotations,
-                                   on_invalid="skip")
+    items, report = sb.build_items([(Path("r.json"), recs)], STRIDEQA_BENCH, annotations=annotations, on_invalid="skip")
     assert report["skipped"] == {"unknown_question_id": 1} and report["missing_predictions"] == 1
     assert dropped["question_id"] not in items.question_id
-    items, report = sb.build_items([(Path("r.json"), recs)], STRIDEQA_BENCH, annotations=annotations,
-                                   on_invalid="skip", missing="fail")
+    items, report = sb.build_items(
+        [(Path("r.json"), recs)], STRIDEQA_BENCH, annotations=annotations, on_invalid="skip", missing="fail"
+    )
     assert dropped["question_id"] in items.question_id
     i = items.question_id.index(dropped["question_id"])
     assert np.isnan(items.pred[i]) and items.pred_reason[i] == "missing_prediction"
@@ -349,8 +413,7 @@ def test_records_structured_predictions_and_units(tmp_path: Path) -> None:
         LsrRecord("c", "g", 1, "target_distance", 10.0),
         LsrRecord("c", "g", 1, "target_direction", -90.0),
     ]
-    preds = {"a": {"target_distance": 1.1, "target_direction": 25}, "b": {"value": 10.5, "unit": "m/s"},
-             "c": 12.0}
+    preds = {"a": {"target_distance": 1.1, "target_direction": 25}, "b": {"value": 10.5, "unit": "m/s"}, "c": 12.0}
     with pytest.raises(PredictionFormatError, match="ambiguous numeric prediction"):
         items_from_records(recs, preds, PAPER)
     preds["a"] = {"target_distance": {"value": 1.1, "unit": "km"}, "target_direction": 25}
@@ -360,16 +423,24 @@ def test_records_structured_predictions_and_units(tmp_path: Path) -> None:
     assert _per_t(m, "lsr") == [(0, 1.0, 1), (1, 1.0, 1), ("avg", 1.0, 2)]
     assert m["ego_velocity"][-1]["success_rate"] == 1.0  # 36 km/h = 10 m/s truth, 10.5 m/s answer
     path = tmp_path / "recs.jsonl"
-    path.write_text(json.dumps({"question_id": "x", "group_id": "g", "horizon_s": 1.5,
-                                "dimension": "target_distance", "gt_value": 3}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {"question_id": "x", "group_id": "g", "horizon_s": 1.5, "dimension": "target_distance", "gt_value": 3}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(PredictionFormatError, match="whole number"):
         read_records_jsonl(str(path))
 
 
 def test_prediction_jsonl_duplicates_nan_and_unknown(tmp_path: Path) -> None:
     p = tmp_path / "pred.jsonl"
-    p.write_text('{"question_id": "a", "pred": "12 m"}\n{"question_id": "a", "pred": "13 m"}\n'
-                 '{"question_id": "b", "value": NaN}\n{"question_id": "zzz", "pred": "1 m"}\n', encoding="utf-8")
+    p.write_text(
+        '{"question_id": "a", "pred": "12 m"}\n{"question_id": "a", "pred": "13 m"}\n'
+        '{"question_id": "b", "value": NaN}\n{"question_id": "zzz", "pred": "1 m"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(PredictionFormatError, match="line 2: duplicate question id"):
         read_predictions_jsonl(str(p))
     preds, dropped = read_predictions_jsonl(str(p), "skip")
@@ -396,8 +467,11 @@ def test_yaml_profiles_equal_builtins() -> None:
     assert load_profile(REPO / "configs" / "tolerance" / "paper.yaml") == PAPER
     assert load_profile(REPO / "configs" / "tolerance" / "strideqa-bench.yaml") == STRIDEQA_BENCH
     official = profile_from_mapping(OFFICIAL_TOLERANCE, "tolerance.yaml")
-    assert (official.distance, official.direction, official.velocity) == \
-        (STRIDEQA_BENCH.distance, STRIDEQA_BENCH.direction, STRIDEQA_BENCH.velocity)
+    assert (official.distance, official.direction, official.velocity) == (
+        STRIDEQA_BENCH.distance,
+        STRIDEQA_BENCH.direction,
+        STRIDEQA_BENCH.velocity,
+    )
     with pytest.raises(ConfigError):
         load_profile("nope")
     with pytest.raises(ConfigError):
@@ -426,8 +500,9 @@ def _cli() -> Any:
 def test_cli_official_inputs_writes_reports() -> None:
     app, runner = _cli()
     out = REPO / "test-output" / "eval_lsr_official"
-    res = runner.invoke(app, ["lsr", "--bench-dir", str(FIXTURE), "--responses", str(FIXTURE / "responses"),
-                              "--out", str(out)])
+    res = runner.invoke(
+        app, ["lsr", "--bench-dir", str(FIXTURE), "--responses", str(FIXTURE / "responses"), "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["profile"] == "strideqa-bench" and doc["lsr"][-1]["success_rate"] == 0.6
@@ -439,10 +514,13 @@ def test_cli_bench_dir_with_pred_jsonl_and_records(tmp_path: Path) -> None:
     app, runner = _cli()
     annotations = sb.load_annotation_questions(FIXTURE)
     pred = tmp_path / "pred.jsonl"
-    pred.write_text("".join(json.dumps({"question_id": r["question_id"], "pred": r["pred"]}) + "\n"
-                            for r in _fixture_records()), encoding="utf-8")
-    res = runner.invoke(app, ["lsr", "--bench-dir", str(FIXTURE), "--pred", str(pred), "--out",
-                              str(tmp_path / "o1"), "--no-plots"])
+    pred.write_text(
+        "".join(json.dumps({"question_id": r["question_id"], "pred": r["pred"]}) + "\n" for r in _fixture_records()),
+        encoding="utf-8",
+    )
+    res = runner.invoke(
+        app, ["lsr", "--bench-dir", str(FIXTURE), "--pred", str(pred), "--out", str(tmp_path / "o1"), "--no-plots"]
+    )
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "o1" / "metrics.json").read_text())["lsr"][-1]["success_rate"] == 0.6
     records = tmp_path / "records.jsonl"
@@ -450,11 +528,33 @@ def test_cli_bench_dir_with_pred_jsonl_and_records(tmp_path: Path) -> None:
     for qid, rec in annotations.items():
         horizon, subject = sb.QA_CATEGORIES[rec["qa_category"]]
         for qa_type, gt in rec["gt_value"].items():
-            lines.append(json.dumps({"question_id": qid, "group_id": sb.extract_group_id(qid), "horizon_s": horizon,
-                                     "dimension": f"{subject}_{qa_type}", "gt_value": gt}))
+            lines.append(
+                json.dumps(
+                    {
+                        "question_id": qid,
+                        "group_id": sb.extract_group_id(qid),
+                        "horizon_s": horizon,
+                        "dimension": f"{subject}_{qa_type}",
+                        "gt_value": gt,
+                    }
+                )
+            )
     records.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    res = runner.invoke(app, ["lsr", "--records", str(records), "--pred", str(pred), "--out", str(tmp_path / "o2"),
-                              "--profile", "strideqa-bench", "--no-plots"])
+    res = runner.invoke(
+        app,
+        [
+            "lsr",
+            "--records",
+            str(records),
+            "--pred",
+            str(pred),
+            "--out",
+            str(tmp_path / "o2"),
+            "--profile",
+            "strideqa-bench",
+            "--no-plots",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "o2" / "metrics.json").read_text())
     assert doc["lsr"][-1]["success_rate"] == 0.6
@@ -469,8 +569,9 @@ def test_cli_reports_bad_input_clearly(tmp_path: Path) -> None:
     (tmp_path / "bad_t0.json").write_text(json.dumps(recs), encoding="utf-8")
     res = runner.invoke(app, ["lsr", "--responses", str(tmp_path), "--out", str(tmp_path / "o"), "--no-plots"])
     assert res.exit_code == 2 and "duplicate question id" in res.output
-    res = runner.invoke(app, ["lsr", "--responses", str(tmp_path), "--out", str(tmp_path / "o"), "--no-plots",
-                              "--on-invalid", "skip"])
+    res = runner.invoke(
+        app, ["lsr", "--responses", str(tmp_path), "--out", str(tmp_path / "o"), "--no-plots", "--on-invalid", "skip"]
+    )
     assert res.exit_code == 0 and "1 records skipped" in res.output
     doc = json.loads((tmp_path / "o" / "metrics.json").read_text())
     assert doc["inputs"]["skipped"] == {"duplicate_question_id": 1}

@@ -21,9 +21,16 @@ def make_boxes(n: int = 7, seed: int = 0) -> DetectionBoxes:
     rng = np.random.default_rng(seed)
     velocity = rng.normal(0, 2, (n, 2))
     velocity[1] = np.nan
-    return DetectionBoxes(rng.choice(TOKENS[:2], n), rng.uniform(-50, 50, (n, 3)), rng.uniform(0.5, 4, (n, 3)),
-                          geo.yaw_to_quat(rng.uniform(-3, 3, n)), velocity, rng.choice(["car", "pedestrian"], n),
-                          rng.random(n), rng.choice(["", "vehicle.moving"], n))
+    return DetectionBoxes(
+        rng.choice(TOKENS[:2], n),
+        rng.uniform(-50, 50, (n, 3)),
+        rng.uniform(0.5, 4, (n, 3)),
+        geo.yaw_to_quat(rng.uniform(-3, 3, n)),
+        velocity,
+        rng.choice(["car", "pedestrian"], n),
+        rng.random(n),
+        rng.choice(["", "vehicle.moving"], n),
+    )
 
 
 def good_file(tmp_path: Path) -> tuple[Path, dict]:
@@ -68,28 +75,31 @@ def test_devkit_reads_our_file_identically(tmp_path: Path) -> None:
     assert [b.attribute_name for b in theirs_all] == list(ours.boxes.attribute_name)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["results"]["tok-a"][0].pop("size"), "missing field.*size"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, 2.0]), "translation.*3 numbers"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, float("nan"), 0.0]), "not finite"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("velocity", [float("inf"), 0.0]), "velocity.*not finite"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [1.0, 0.0, 0.0]), "rotation.*4 numbers"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [2.0, 0.0, 0.0, 0.0]), "unit quaternion"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, 0.0, 1.0]), "size.*> 0"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, "2", 1.0]), "non-number"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("detection_name", "cat"), "detection_name.*'cat'"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", float("nan")), "detection_score"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", -0.5), "detection_score"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", True), "detection_score"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("attribute_name", "cycle.flying"), "attribute_name"),
-    (lambda d: d["results"]["tok-a"][0].__setitem__("sample_token", "tok-b"), "listed under 'tok-a'"),
-    (lambda d: d["results"]["tok-a"].append(copy.deepcopy(d["results"]["tok-a"][0])), "duplicates box 0"),
-    (lambda d: d["results"].__setitem__("tok-a", {"not": "a list"}), "list of boxes"),
-    (lambda d: d["results"]["tok-a"].__setitem__(0, 5), "must be an object"),
-    (lambda d: d.pop("results"), "missing top-level field 'results'"),
-    (lambda d: d.pop("meta"), "missing top-level field 'meta'"),
-    (lambda d: d.__setitem__("results", []), "'results' must be an object"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["results"]["tok-a"][0].pop("size"), "missing field.*size"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, 2.0]), "translation.*3 numbers"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, float("nan"), 0.0]), "not finite"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("velocity", [float("inf"), 0.0]), "velocity.*not finite"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [1.0, 0.0, 0.0]), "rotation.*4 numbers"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [2.0, 0.0, 0.0, 0.0]), "unit quaternion"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, 0.0, 1.0]), "size.*> 0"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, "2", 1.0]), "non-number"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_name", "cat"), "detection_name.*'cat'"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", float("nan")), "detection_score"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", -0.5), "detection_score"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", True), "detection_score"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("attribute_name", "cycle.flying"), "attribute_name"),
+        (lambda d: d["results"]["tok-a"][0].__setitem__("sample_token", "tok-b"), "listed under 'tok-a'"),
+        (lambda d: d["results"]["tok-a"].append(copy.deepcopy(d["results"]["tok-a"][0])), "duplicates box 0"),
+        (lambda d: d["results"].__setitem__("tok-a", {"not": "a list"}), "list of boxes"),
+        (lambda d: d["results"]["tok-a"].__setitem__(0, 5), "must be an object"),
+        (lambda d: d.pop("results"), "missing top-level field 'results'"),
+        (lambda d: d.pop("meta"), "missing top-level field 'meta'"),
+        (lambda d: d.__setitem__("results", []), "'results' must be an object"),
+    ],
+)
 def test_bad_boxes_raise_naming_file_sample_and_field(tmp_path: Path, mutate, message: str) -> None:
     _, data = good_file(tmp_path)
     mutate(data)

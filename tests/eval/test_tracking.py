@@ -34,8 +34,12 @@ REPO = Path(__file__).resolve().parents[2]
 def _timeline(n_frames: int, n_scenes: int = 1, dt_us: int = 500_000) -> Timeline:
     scene = np.repeat(np.arange(n_scenes), n_frames)
     t = np.tile(np.arange(n_frames) * dt_us, n_scenes) + scene * 10**9
-    return Timeline(scene, t, np.zeros((n_frames * n_scenes, 3)),
-                    np.array([f"s{s}f{f}" for s in range(n_scenes) for f in range(n_frames)], dtype=object))
+    return Timeline(
+        scene,
+        t,
+        np.zeros((n_frames * n_scenes, 3)),
+        np.array([f"s{s}f{f}" for s in range(n_scenes) for f in range(n_frames)], dtype=object),
+    )
 
 
 def _boxes(rows: list[tuple], gt: bool) -> TrackBoxes:
@@ -45,8 +49,9 @@ def _boxes(rows: list[tuple], gt: bool) -> TrackBoxes:
     frame = [r[0] for r in rows]
     xyz = np.array([[r[3], r[4], 0.0] for r in rows])
     score = None if gt else [r[5] if len(r) > 5 else 0.9 for r in rows]
-    return TrackBoxes.create(frame, [r[1] for r in rows], [r[2] for r in rows], xyz, score,
-                             num_pts=[10] * len(rows) if gt else None)
+    return TrackBoxes.create(
+        frame, [r[1] for r in rows], [r[2] for r in rows], xyz, score, num_pts=[10] * len(rows) if gt else None
+    )
 
 
 def _records(timeline: Timeline, gt: TrackBoxes, pred: TrackBoxes, names: list[str] | None = None):
@@ -56,16 +61,34 @@ def _records(timeline: Timeline, gt: TrackBoxes, pred: TrackBoxes, names: list[s
     n_scenes = int(timeline.scene.max()) + 1
     data = bench.SyntheticTracking(scene_names=names or create_splits_scenes()["val"][:n_scenes])
     for f in range(len(timeline)):
-        data.samples.append({"token": str(timeline.token[f]), "scene": int(timeline.scene[f]),
-                             "timestamp": int(timeline.timestamp_us[f]), "ego": timeline.ego_translation_global[f]})
+        data.samples.append(
+            {
+                "token": str(timeline.token[f]),
+                "scene": int(timeline.scene[f]),
+                "timestamp": int(timeline.timestamp_us[f]),
+                "ego": timeline.ego_translation_global[f],
+            }
+        )
     for i in range(len(gt)):
-        data.gt.append({"sample_token": str(timeline.token[gt.frame[i]]),
-                        "translation": gt.translation_global[i].tolist(), "tracking_id": gt.track_id[i],
-                        "tracking_name": gt.class_name[i], "num_pts": int(gt.num_pts[i])})
+        data.gt.append(
+            {
+                "sample_token": str(timeline.token[gt.frame[i]]),
+                "translation": gt.translation_global[i].tolist(),
+                "tracking_id": gt.track_id[i],
+                "tracking_name": gt.class_name[i],
+                "num_pts": int(gt.num_pts[i]),
+            }
+        )
     for i in range(len(pred)):
-        data.pred.append({"sample_token": str(timeline.token[pred.frame[i]]),
-                          "translation": pred.translation_global[i].tolist(), "tracking_id": pred.track_id[i],
-                          "tracking_name": pred.class_name[i], "score": float(pred.score[i])})
+        data.pred.append(
+            {
+                "sample_token": str(timeline.token[pred.frame[i]]),
+                "translation": pred.translation_global[i].tolist(),
+                "tracking_id": pred.track_id[i],
+                "tracking_name": pred.class_name[i],
+                "score": float(pred.score[i]),
+            }
+        )
     return data
 
 
@@ -88,15 +111,28 @@ def test_config_yaml_code_and_devkit_json_agree():
     devkit_cfg = config_factory("tracking_nips_2019").serialize()
     ours_yaml = yaml.safe_load((REPO / "configs" / "tracking_nips_2019.yaml").read_text())
     default = TrackingConfig()
-    for key in ("class_range", "dist_fcn", "dist_th_tp", "min_recall", "max_boxes_per_sample", "metric_worst",
-                "num_thresholds", "tracking_names", "pretty_tracking_names"):
+    for key in (
+        "class_range",
+        "dist_fcn",
+        "dist_th_tp",
+        "min_recall",
+        "max_boxes_per_sample",
+        "metric_worst",
+        "num_thresholds",
+        "tracking_names",
+        "pretty_tracking_names",
+    ):
         assert ours_yaml[key] == devkit_cfg[key], key
     from_yaml = TrackingConfig.from_yaml(REPO / "configs" / "tracking_nips_2019.yaml")
     for cfg in (from_yaml, TrackingConfig.from_dict(devkit_cfg)):
         assert cfg.class_range == default.class_range
         assert cfg.metric_worst == default.metric_worst
         assert (cfg.dist_th_tp, cfg.min_recall, cfg.num_thresholds, cfg.max_boxes_per_sample) == (
-            default.dist_th_tp, default.min_recall, default.num_thresholds, default.max_boxes_per_sample)
+            default.dist_th_tp,
+            default.min_recall,
+            default.num_thresholds,
+            default.max_boxes_per_sample,
+        )
     assert default.class_names == tuple(sorted(devkit_cfg["tracking_names"]))
 
 
@@ -123,8 +159,13 @@ def test_interpolation_uses_the_devkit_weighting():
 
 def test_interpolated_boxes_follow_originals_in_first_appearance_order():
     tl = _timeline(3)
-    rows = [(0, "b", "car", 0, 0), (0, "a", "car", 5, 0), (1, "c", "car", 9, 9), (2, "a", "car", 5, 2),
-            (2, "b", "car", 0, 2)]
+    rows = [
+        (0, "b", "car", 0, 0),
+        (0, "a", "car", 5, 0),
+        (1, "c", "car", 9, 9),
+        (2, "a", "car", 5, 2),
+        (2, "b", "car", 0, 2),
+    ]
     out = interpolate_tracks(_boxes(rows, gt=True), tl)
     frame1 = out.track_id[out.frame == 1].tolist()
     assert frame1 == ["c", "b", "a"]  # original first, then b (seen first in frame 0), then a
@@ -132,8 +173,12 @@ def test_interpolated_boxes_follow_originals_in_first_appearance_order():
 
 def test_average_track_scores_per_scene_and_id():
     tl = _timeline(2, n_scenes=2)
-    rows = [(0, "x", "car", 0, 0, 0.2), (1, "x", "bus", 0, 0, 0.6), (2, "x", "car", 0, 0, 0.9),
-            (3, "y", "car", 0, 0, 0.5)]
+    rows = [
+        (0, "x", "car", 0, 0, 0.2),
+        (1, "x", "bus", 0, 0, 0.6),
+        (2, "x", "car", 0, 0, 0.9),
+        (3, "y", "car", 0, 0, 0.5),
+    ]
     out = average_track_scores(_boxes(rows, gt=False), tl)
     # "x" of scene 0 (across classes, as the devkit keys by id only) and "x" of scene 1 are different tracks.
     assert out.score.tolist() == pytest.approx([0.4, 0.4, 0.9, 0.5])
@@ -142,12 +187,15 @@ def test_average_track_scores_per_scene_and_id():
 def test_filter_range_points_and_bike_racks():
     tl = Timeline([0], [0], [[100.0, 0.0, 0.0]])
     boxes = TrackBoxes.create(
-        frame=[0] * 5, track_id=list("abcde"),
+        frame=[0] * 5,
+        track_id=list("abcde"),
         class_name=["car", "pedestrian", "car", "bicycle", "bicycle"],
         translation_global=[[149.9, 0, 0], [100, 40.0, 0], [101, 0, 0], [110, 10, 0], [130, 10, 0]],
-        num_pts=[5, 5, 0, 3, 3])
-    racks = RackBoxes(np.array([0]), np.array([[110.0, 10.0, 0.0]]), np.array([[1.0, 4.0, 2.0]]),
-                      np.array([[1.0, 0.0, 0.0, 0.0]]))
+        num_pts=[5, 5, 0, 3, 3],
+    )
+    racks = RackBoxes(
+        np.array([0]), np.array([[110.0, 10.0, 0.0]]), np.array([[1.0, 4.0, 2.0]]), np.array([[1.0, 0.0, 0.0, 0.0]])
+    )
     kept = filter_tracks(boxes, tl, TrackingConfig(), racks)
     # a: 49.9 m < 50 kept; b: 40 m is not < 40; c: zero points; d: in the rack; e: kept.
     assert kept.track_id.tolist() == ["a", "e"]
@@ -170,8 +218,9 @@ def test_compute_thresholds_known_values():
 @pytest.mark.devkit
 def test_perfect_tracks_give_amota_one_and_no_switch():
     tl = _timeline(6, n_scenes=2)
-    rows = [(f, f"t{k}", cls, 3.0 * k, 0.5 * f) for f in range(12) for k, cls in
-            enumerate(["car", "car", "pedestrian"])]
+    rows = [
+        (f, f"t{k}", cls, 3.0 * k, 0.5 * f) for f in range(12) for k, cls in enumerate(["car", "car", "pedestrian"])
+    ]
     gt = _boxes(rows, gt=True)
     pred = _boxes([r + (0.7,) for r in rows], gt=False)
     result = evaluate_tracking(gt, pred, tl)
@@ -218,8 +267,9 @@ def test_fragmentation_counts_a_lost_and_regained_track():
 @pytest.mark.devkit
 def test_class_with_gt_but_no_prediction_takes_worst_values():
     tl = _timeline(4)
-    gt = _boxes([(f, "b1", "bus", 0.0, 0.0) for f in range(4)] + [(f, "c1", "car", 9.0, 0.0) for f in range(4)],
-                gt=True)
+    gt = _boxes(
+        [(f, "b1", "bus", 0.0, 0.0) for f in range(4)] + [(f, "c1", "car", 9.0, 0.0) for f in range(4)], gt=True
+    )
     pred = _boxes([(f, "x", "car", 9.0, 0.0, 0.5) for f in range(4)], gt=False)
     result = evaluate_tracking(gt, pred, tl)
     lm = result.label_metrics
@@ -247,15 +297,19 @@ def test_validation_rejects_duplicate_ids_and_unknown_classes():
 
 
 @pytest.mark.devkit
-@pytest.mark.parametrize("seed,scenes,frames,tracks,mode", [
-    (1, 2, 10, 8, "plain"),
-    (2, 2, 10, 10, "dense"),
-    (3, 2, 8, 8, "grid"),  # integer positions and rounded scores: exact distance ties, repeated thresholds
-    (4, 3, 6, 6, "plain"),
-])
+@pytest.mark.parametrize(
+    "seed,scenes,frames,tracks,mode",
+    [
+        (1, 2, 10, 8, "plain"),
+        (2, 2, 10, 10, "dense"),
+        (3, 2, 8, 8, "grid"),  # integer positions and rounded scores: exact distance ties, repeated thresholds
+        (4, 3, 6, 6, "plain"),
+    ],
+)
 def test_parity_with_devkit_on_random_scenes(seed, scenes, frames, tracks, mode):
-    data = bench.make_synthetic(seed, scenes, frames, tracks,
-                                classes_without_pred=("trailer",) if seed % 2 else ("trailer", "bus"))
+    data = bench.make_synthetic(
+        seed, scenes, frames, tracks, classes_without_pred=("trailer",) if seed % 2 else ("trailer", "bus")
+    )
     if mode in ("dense", "grid"):  # squeeze the scene around the ego: many contended assignments
         ego = {s["token"]: s["ego"] for s in data.samples}
         scale = 0.08 if mode == "dense" else 0.06
@@ -340,8 +394,14 @@ def test_property_renaming_prediction_ids_changes_nothing(seed):
     rng = np.random.default_rng(seed)
     names = np.unique(pred.track_id)
     new_names = {n: f"renamed{v}" for n, v in zip(names, rng.permutation(len(names)), strict=True)}
-    renamed = TrackBoxes(pred.frame, np.array([new_names[t] for t in pred.track_id], dtype=object),
-                         pred.class_name, pred.translation_global, pred.score, pred.num_pts)
+    renamed = TrackBoxes(
+        pred.frame,
+        np.array([new_names[t] for t in pred.track_id], dtype=object),
+        pred.class_name,
+        pred.translation_global,
+        pred.score,
+        pred.num_pts,
+    )
     a = evaluate_tracking(gt, pred, tl, racks=racks)
     b = evaluate_tracking(gt, renamed, tl, racks=racks)
     for metric in TRACKING_METRICS:
@@ -351,9 +411,15 @@ def test_property_renaming_prediction_ids_changes_nothing(seed):
 # ---------------------------------------------------------------------------------------------- end to end
 
 
-_CATEGORY = {"car": "vehicle.car", "truck": "vehicle.truck", "bus": "vehicle.bus.rigid",
-             "trailer": "vehicle.trailer", "pedestrian": "human.pedestrian.adult", "motorcycle": "vehicle.motorcycle",
-             "bicycle": "vehicle.bicycle"}
+_CATEGORY = {
+    "car": "vehicle.car",
+    "truck": "vehicle.truck",
+    "bus": "vehicle.bus.rigid",
+    "trailer": "vehicle.trailer",
+    "pedestrian": "human.pedestrian.adult",
+    "motorcycle": "vehicle.motorcycle",
+    "bicycle": "vehicle.bicycle",
+}
 
 
 def write_nuscenes_log(root: Path, data, version: str = "v1.0-trainval") -> None:
@@ -361,51 +427,123 @@ def write_nuscenes_log(root: Path, data, version: str = "v1.0-trainval") -> None
     (LIDAR_TOP key frames), ego_pose, sample_annotation with instances and categories, bike racks, a barrier."""
     d = root / version
     d.mkdir(parents=True)
-    categories = [{"token": f"cat{i}", "name": n, "description": ""} for i, n in
-                  enumerate([*_CATEGORY.values(), "static_object.bicycle_rack", "movable_object.barrier"])]
+    categories = [
+        {"token": f"cat{i}", "name": n, "description": ""}
+        for i, n in enumerate([*_CATEGORY.values(), "static_object.bicycle_rack", "movable_object.barrier"])
+    ]
     cat_token = {c["name"]: c["token"] for c in categories}
     tables = {
-        "category": categories, "attribute": [], "visibility": [{"token": "4", "level": "v80-100", "description": ""}],
+        "category": categories,
+        "attribute": [],
+        "visibility": [{"token": "4", "level": "v80-100", "description": ""}],
         "sensor": [{"token": "lidar", "channel": "LIDAR_TOP", "modality": "lidar"}],
-        "calibrated_sensor": [{"token": "cs", "sensor_token": "lidar", "translation": [0.0, 0.0, 1.8],
-                               "rotation": [1.0, 0.0, 0.0, 0.0], "camera_intrinsic": []}],
-        "log": [{"token": "log", "logfile": "synthetic", "vehicle": "v", "date_captured": "2020-01-01",
-                 "location": "boston-seaport"}],
+        "calibrated_sensor": [
+            {
+                "token": "cs",
+                "sensor_token": "lidar",
+                "translation": [0.0, 0.0, 1.8],
+                "rotation": [1.0, 0.0, 0.0, 0.0],
+                "camera_intrinsic": [],
+            }
+        ],
+        "log": [
+            {
+                "token": "log",
+                "logfile": "synthetic",
+                "vehicle": "v",
+                "date_captured": "2020-01-01",
+                "location": "boston-seaport",
+            }
+        ],
         "map": [{"token": "map", "log_tokens": ["log"], "category": "semantic_prior", "filename": ""}],
-        "scene": [], "sample": [], "sample_data": [], "ego_pose": [], "sample_annotation": [], "instance": [],
+        "scene": [],
+        "sample": [],
+        "sample_data": [],
+        "ego_pose": [],
+        "sample_annotation": [],
+        "instance": [],
     }
     by_scene: dict[int, list[dict]] = {}
     for s in data.samples:
         by_scene.setdefault(s["scene"], []).append(s)
     for s, samples in by_scene.items():
-        tables["scene"].append({"token": f"scene{s}", "log_token": "log", "nbr_samples": len(samples),
-                                "first_sample_token": samples[0]["token"], "last_sample_token": samples[-1]["token"],
-                                "name": data.scene_names[s], "description": ""})
+        tables["scene"].append(
+            {
+                "token": f"scene{s}",
+                "log_token": "log",
+                "nbr_samples": len(samples),
+                "first_sample_token": samples[0]["token"],
+                "last_sample_token": samples[-1]["token"],
+                "name": data.scene_names[s],
+                "description": "",
+            }
+        )
         for i, smp in enumerate(samples):
             tok = smp["token"]
-            tables["sample"].append({"token": tok, "timestamp": smp["timestamp"], "scene_token": f"scene{s}",
-                                     "prev": samples[i - 1]["token"] if i else "",
-                                     "next": samples[i + 1]["token"] if i + 1 < len(samples) else ""})
-            tables["ego_pose"].append({"token": "ep" + tok, "timestamp": smp["timestamp"],
-                                       "translation": [float(v) for v in smp["ego"]],
-                                       "rotation": [1.0, 0.0, 0.0, 0.0]})
-            tables["sample_data"].append({
-                "token": "sd" + tok, "sample_token": tok, "ego_pose_token": "ep" + tok, "calibrated_sensor_token": "cs",
-                "timestamp": smp["timestamp"], "fileformat": "pcd", "is_key_frame": True, "height": 0, "width": 0,
-                "filename": f"samples/LIDAR_TOP/{tok}.pcd.bin", "prev": "", "next": ""})
+            tables["sample"].append(
+                {
+                    "token": tok,
+                    "timestamp": smp["timestamp"],
+                    "scene_token": f"scene{s}",
+                    "prev": samples[i - 1]["token"] if i else "",
+                    "next": samples[i + 1]["token"] if i + 1 < len(samples) else "",
+                }
+            )
+            tables["ego_pose"].append(
+                {
+                    "token": "ep" + tok,
+                    "timestamp": smp["timestamp"],
+                    "translation": [float(v) for v in smp["ego"]],
+                    "rotation": [1.0, 0.0, 0.0, 0.0],
+                }
+            )
+            tables["sample_data"].append(
+                {
+                    "token": "sd" + tok,
+                    "sample_token": tok,
+                    "ego_pose_token": "ep" + tok,
+                    "calibrated_sensor_token": "cs",
+                    "timestamp": smp["timestamp"],
+                    "fileformat": "pcd",
+                    "is_key_frame": True,
+                    "height": 0,
+                    "width": 0,
+                    "filename": f"samples/LIDAR_TOP/{tok}.pcd.bin",
+                    "prev": "",
+                    "next": "",
+                }
+            )
     instances: dict[str, dict] = {}
     anns = [(b, _CATEGORY[b["tracking_name"]], b["tracking_id"], b["num_pts"], [1.8, 4.2, 1.5]) for b in data.gt]
     anns += [(r, "static_object.bicycle_rack", f"rack{r['sample_token']}", 0, r["size"]) for r in data.racks]
     for k, (b, category, instance, num_pts, size) in enumerate(anns):
-        inst = instances.setdefault(instance, {"token": instance, "category_token": cat_token[category],
-                                               "nbr_annotations": 0, "first_annotation_token": "",
-                                               "last_annotation_token": ""})
+        inst = instances.setdefault(
+            instance,
+            {
+                "token": instance,
+                "category_token": cat_token[category],
+                "nbr_annotations": 0,
+                "first_annotation_token": "",
+                "last_annotation_token": "",
+            },
+        )
         inst["nbr_annotations"] += 1
-        tables["sample_annotation"].append({
-            "token": f"ann{k}", "sample_token": b["sample_token"], "instance_token": instance,
-            "visibility_token": "4", "attribute_tokens": [], "translation": b["translation"], "size": size,
-            "rotation": b.get("rotation", [1.0, 0.0, 0.0, 0.0]), "prev": "", "next": "", "num_lidar_pts": num_pts,
-            "num_radar_pts": 0})
+        tables["sample_annotation"].append(
+            {
+                "token": f"ann{k}",
+                "sample_token": b["sample_token"],
+                "instance_token": instance,
+                "visibility_token": "4",
+                "attribute_tokens": [],
+                "translation": b["translation"],
+                "size": size,
+                "rotation": b.get("rotation", [1.0, 0.0, 0.0, 0.0]),
+                "prev": "",
+                "next": "",
+                "num_lidar_pts": num_pts,
+                "num_radar_pts": 0,
+            }
+        )
     tables["instance"] = list(instances.values())
     for name, records in tables.items():
         (d / f"{name}.json").write_text(json.dumps(records))
@@ -416,10 +554,18 @@ def _results_json(data, scenes: set[int] | None = None) -> dict:
     results = {s["token"]: [] for s in data.samples if scenes is None or s["scene"] in scenes}
     for b in data.pred:
         if b["sample_token"] in results:
-            results[b["sample_token"]].append({
-                "sample_token": b["sample_token"], "translation": b["translation"], "size": [1.8, 4.2, 1.5],
-                "rotation": [1.0, 0.0, 0.0, 0.0], "velocity": [0.0, 0.0], "tracking_id": b["tracking_id"],
-                "tracking_name": b["tracking_name"], "tracking_score": b["score"]})
+            results[b["sample_token"]].append(
+                {
+                    "sample_token": b["sample_token"],
+                    "translation": b["translation"],
+                    "size": [1.8, 4.2, 1.5],
+                    "rotation": [1.0, 0.0, 0.0, 0.0],
+                    "velocity": [0.0, 0.0],
+                    "tracking_id": b["tracking_id"],
+                    "tracking_name": b["tracking_name"],
+                    "tracking_score": b["score"],
+                }
+            )
     return {"meta": {"use_lidar": True}, "results": results}
 
 
@@ -441,9 +587,15 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         nusc = NuScenes(version="v1.0-trainval", dataroot=str(tmp_path / "log"), verbose=False)
-        evaluator = TrackingEval(config_factory("tracking_nips_2019"), str(pred_path), "synthetic_eval",
-                                 str(tmp_path / "devkit_out"), "v1.0-trainval", str(tmp_path / "log"),
-                                 verbose=False)
+        evaluator = TrackingEval(
+            config_factory("tracking_nips_2019"),
+            str(pred_path),
+            "synthetic_eval",
+            str(tmp_path / "devkit_out"),
+            "v1.0-trainval",
+            str(tmp_path / "log"),
+            verbose=False,
+        )
         del nusc
         metrics, md = evaluator.evaluate()
     assert not bench.compare(report.result, metrics, md)
@@ -455,8 +607,9 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     app.command("tracking")(eval_tracking)
     app.command("other")(lambda: None)  # keep "tracking" a named sub-command
     out = tmp_path / "metrics.json"
-    run = CliRunner().invoke(app, ["tracking", "--gt", str(tmp_path / "log"), "--pred", str(pred_path),
-                                   "--out", str(out)])
+    run = CliRunner().invoke(
+        app, ["tracking", "--gt", str(tmp_path / "log"), "--pred", str(pred_path), "--out", str(out)]
+    )
     assert run.exit_code == 0, run.output
     assert "AMOTA" in run.output
     summary = json.loads(out.read_text())
@@ -500,11 +653,22 @@ def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
     assert sorted(gt.boxes.track_id) == sorted(a["instance_token"] for a in tracked)
     ego = json.loads((tables / "ego_pose.json").read_text())[0]["translation"]
     np.testing.assert_allclose(gt.timeline.ego_translation_global[0], ego)
-    results = {gt.sample_tokens[0]: [
-        {"sample_token": gt.sample_tokens[0], "translation": a["translation"], "size": a["size"],
-         "rotation": a["rotation"], "velocity": [0.0, 0.0], "tracking_id": f"trk{k}",
-         "tracking_name": CATEGORY_TO_TRACKING[cats[inst[a["instance_token"]]["category_token"]]],
-         "tracking_score": 0.5} for k, a in enumerate(tracked) if a["num_lidar_pts"] + a["num_radar_pts"] > 0]}
+    results = {
+        gt.sample_tokens[0]: [
+            {
+                "sample_token": gt.sample_tokens[0],
+                "translation": a["translation"],
+                "size": a["size"],
+                "rotation": a["rotation"],
+                "velocity": [0.0, 0.0],
+                "tracking_id": f"trk{k}",
+                "tracking_name": CATEGORY_TO_TRACKING[cats[inst[a["instance_token"]]["category_token"]]],
+                "tracking_score": 0.5,
+            }
+            for k, a in enumerate(tracked)
+            if a["num_lidar_pts"] + a["num_radar_pts"] > 0
+        ]
+    }
     path = tmp_path / "perfect.json"
     path.write_text(json.dumps({"meta": {}, "results": results}))
     report = evaluate_log(DEMO, path)
@@ -531,12 +695,18 @@ def test_config_file_errors_are_config_errors(tmp_path):
 def test_bike_rack_filter_uses_the_rack_rotation():
     tl = Timeline([0, 0], [0, 1], np.zeros((2, 3)))
     yaw = np.pi / 2  # the rack's 4 m length runs along global y
-    racks = RackBoxes(np.array([0, 1]), np.array([[10.0, 0.0, 0.0], [50.0, 50.0, 0.0]]),
-                      np.array([[1.0, 4.0, 2.0], [1.0, 4.0, 2.0]]),
-                      np.array([[np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)], [1.0, 0, 0, 0]]))
-    boxes = TrackBoxes.create(frame=[0, 0, 0, 1], track_id=list("abcd"),
-                              class_name=["motorcycle", "bicycle", "car", "bicycle"],
-                              translation_global=[[10, 1.9, 0], [11.5, 0, 0], [10, 0, 0], [10, 1.9, 0]])
+    racks = RackBoxes(
+        np.array([0, 1]),
+        np.array([[10.0, 0.0, 0.0], [50.0, 50.0, 0.0]]),
+        np.array([[1.0, 4.0, 2.0], [1.0, 4.0, 2.0]]),
+        np.array([[np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)], [1.0, 0, 0, 0]]),
+    )
+    boxes = TrackBoxes.create(
+        frame=[0, 0, 0, 1],
+        track_id=list("abcd"),
+        class_name=["motorcycle", "bicycle", "car", "bicycle"],
+        translation_global=[[10, 1.9, 0], [11.5, 0, 0], [10, 0, 0], [10, 1.9, 0]],
+    )
     kept = filter_tracks(boxes, tl, TrackingConfig(), racks)
     # a: in the rotated rack; b: beside it; c: not a two-wheeler; d: the rack of frame 1 is elsewhere.
     assert kept.track_id.tolist() == ["b", "c", "d"]
@@ -564,12 +734,20 @@ def _tiny_tracking_problem(draw):
     gt_rows, pred_rows = [], []
     for f in range(n_scenes * n_frames):
         for k in draw(st.lists(st.integers(0, 3), max_size=4, unique=True)):
-            gt_rows.append((f, f"g{k}", "car" if k < 3 else "pedestrian", draw(st.integers(0, 3)),
-                            draw(st.integers(0, 2))))
+            gt_rows.append(
+                (f, f"g{k}", "car" if k < 3 else "pedestrian", draw(st.integers(0, 3)), draw(st.integers(0, 2)))
+            )
         for k in draw(st.lists(st.integers(0, 4), max_size=4, unique=True)):
-            pred_rows.append((f, f"p{k}", draw(st.sampled_from(["car", "car", "pedestrian"])),
-                              draw(st.integers(0, 3)) + draw(st.sampled_from([0.0, 0.5, 1.5])),
-                              draw(st.integers(0, 2)), draw(st.sampled_from([0.2, 0.5, 0.9]))))
+            pred_rows.append(
+                (
+                    f,
+                    f"p{k}",
+                    draw(st.sampled_from(["car", "car", "pedestrian"])),
+                    draw(st.integers(0, 3)) + draw(st.sampled_from([0.0, 0.5, 1.5])),
+                    draw(st.integers(0, 2)),
+                    draw(st.sampled_from([0.2, 0.5, 0.9])),
+                )
+            )
     return tl, _boxes(gt_rows, gt=True), _boxes(pred_rows, gt=False)
 
 

@@ -19,16 +19,25 @@ from stridegen.formats.tracking_results import (
 
 
 def _box(token: str, track: str | int = "t1", name: str = "car", score: float = 0.7, **changes) -> dict:
-    box = {"sample_token": token, "translation": [1.0, 2.0, 0.5], "size": [1.9, 4.5, 1.6],
-           "rotation": [1.0, 0.0, 0.0, 0.0], "velocity": [0.5, 0.0], "tracking_id": track,
-           "tracking_name": name, "tracking_score": score}
+    box = {
+        "sample_token": token,
+        "translation": [1.0, 2.0, 0.5],
+        "size": [1.9, 4.5, 1.6],
+        "rotation": [1.0, 0.0, 0.0, 0.0],
+        "velocity": [0.5, 0.0],
+        "tracking_id": track,
+        "tracking_name": name,
+        "tracking_score": score,
+    }
     box.update(changes)
     return box
 
 
 def _doc() -> dict:
-    return {"meta": {"use_lidar": True},
-            "results": {"s1": [_box("s1"), _box("s1", "t2", "pedestrian", 0.4)], "s2": [], "s3": [_box("s3")]}}
+    return {
+        "meta": {"use_lidar": True},
+        "results": {"s1": [_box("s1"), _box("s1", "t2", "pedestrian", 0.4)], "s2": [], "s3": [_box("s3")]},
+    }
 
 
 def test_roundtrip_through_a_file(tmp_path: Path):
@@ -58,28 +67,37 @@ def test_integer_tracking_ids_become_strings_and_nan_velocity_is_counted():
     assert res.num_pts.tolist() == [-1, -1, 0]  # optional; the devkit drops boxes with num_pts == 0
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d["results"]["s1"][0].pop("tracking_score"),
-     r"results\['s1'\]\[0\]: missing field\(s\) \['tracking_score'\]"),
-    (lambda d: d["results"]["s1"][0].pop("tracking_id"), "missing field"),
-    (lambda d: d["results"]["s1"][1].update(translation=[1.0, math.nan, 0.0]),
-     r"results\['s1'\]\[1\]: field 'translation' has a non-finite"),
-    (lambda d: d["results"]["s1"][0].update(tracking_score=math.nan), "'tracking_score' must be a finite number"),
-    (lambda d: d["results"]["s1"][0].update(tracking_score=True), "'tracking_score' must be a finite number"),
-    (lambda d: d["results"]["s1"][0].update(tracking_score="0.5"), "'tracking_score' must be a finite number"),
-    (lambda d: d["results"]["s1"][0].update(size=[1.0, 2.0]), "'size' must be a list of 3 numbers"),
-    (lambda d: d["results"]["s1"][0].update(rotation=[1, 0, 0, "x"]), "'rotation' must be a list of 4 numbers"),
-    (lambda d: d["results"]["s1"][0].update(tracking_name="construction_vehicle"),
-     "tracking_name 'construction_vehicle' is not one of"),
-    (lambda d: d["results"]["s1"][1].update(tracking_id="t1"), "tracking_id 't1' already used by box 0"),
-    (lambda d: d["results"]["s1"][0].update(tracking_id=""), "non-empty string"),
-    (lambda d: d["results"]["s1"][0].update(sample_token="s3"), "differs from its key"),
-    (lambda d: d["results"].update(s2={"not": "a list"}), r"results\['s2'\]: value must be a list"),
-    (lambda d: d["results"]["s1"].append("box"), "a box must be an object"),
-    (lambda d: d.pop("results"), "missing top-level field 'results'"),
-    (lambda d: d.update(meta=[]), "'meta' must be an object"),
-    (lambda d: d["results"]["s1"][0].update(num_pts=1.5), "'num_pts' must be an integer"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (
+            lambda d: d["results"]["s1"][0].pop("tracking_score"),
+            r"results\['s1'\]\[0\]: missing field\(s\) \['tracking_score'\]",
+        ),
+        (lambda d: d["results"]["s1"][0].pop("tracking_id"), "missing field"),
+        (
+            lambda d: d["results"]["s1"][1].update(translation=[1.0, math.nan, 0.0]),
+            r"results\['s1'\]\[1\]: field 'translation' has a non-finite",
+        ),
+        (lambda d: d["results"]["s1"][0].update(tracking_score=math.nan), "'tracking_score' must be a finite number"),
+        (lambda d: d["results"]["s1"][0].update(tracking_score=True), "'tracking_score' must be a finite number"),
+        (lambda d: d["results"]["s1"][0].update(tracking_score="0.5"), "'tracking_score' must be a finite number"),
+        (lambda d: d["results"]["s1"][0].update(size=[1.0, 2.0]), "'size' must be a list of 3 numbers"),
+        (lambda d: d["results"]["s1"][0].update(rotation=[1, 0, 0, "x"]), "'rotation' must be a list of 4 numbers"),
+        (
+            lambda d: d["results"]["s1"][0].update(tracking_name="construction_vehicle"),
+            "tracking_name 'construction_vehicle' is not one of",
+        ),
+        (lambda d: d["results"]["s1"][1].update(tracking_id="t1"), "tracking_id 't1' already used by box 0"),
+        (lambda d: d["results"]["s1"][0].update(tracking_id=""), "non-empty string"),
+        (lambda d: d["results"]["s1"][0].update(sample_token="s3"), "differs from its key"),
+        (lambda d: d["results"].update(s2={"not": "a list"}), r"results\['s2'\]: value must be a list"),
+        (lambda d: d["results"]["s1"].append("box"), "a box must be an object"),
+        (lambda d: d.pop("results"), "missing top-level field 'results'"),
+        (lambda d: d.update(meta=[]), "'meta' must be an object"),
+        (lambda d: d["results"]["s1"][0].update(num_pts=1.5), "'num_pts' must be an integer"),
+    ],
+)
 def test_malformed_boxes_name_token_index_and_field(mutate, match):
     doc = copy.deepcopy(_doc())
     mutate(doc)

@@ -27,15 +27,29 @@ class Reply:
     delay_s: float = 0.0
 
 
-def completion_body(text: str | None, prompt_tokens: int = 50, completion_tokens: int = 20,
-                    model: str = "scripted-judge", choices: bool = True) -> dict:
+def completion_body(
+    text: str | None,
+    prompt_tokens: int = 50,
+    completion_tokens: int = 20,
+    model: str = "scripted-judge",
+    choices: bool = True,
+) -> dict:
     """An OpenAI chat-completion response body with one choice holding ``text`` (or no choices)."""
     return {
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": 1700000000, "model": model,
-        "choices": ([{"index": 0, "finish_reason": "stop",
-                      "message": {"role": "assistant", "content": text}}] if choices else []),
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": (
+            [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]
+            if choices
+            else []
+        ),
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -97,8 +111,7 @@ class ScriptedServer:
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def _record_and_script(self, body: dict, raw: bytes) -> Reply:
@@ -171,8 +184,10 @@ def quoting_reply(body: dict, verdict: str, raw_quotes: list[str] = (), quote_af
     parts.append(verdict)
     if quote_after:  # re-quote only the nonce-delimited blocks (the answer as the judge received it)
         blocks = re.findall(r"<<<(?!END )([A-Z ]+) ([0-9a-f]+)>>>.*?<<<END \1 \2>>>", quoted, flags=re.S)
-        spans = [m.group(0) for m in re.finditer(r"<<<(?!END )([A-Z ]+) ([0-9a-f]+)>>>.*?<<<END \1 \2>>>",
-                                                 quoted, flags=re.S)]
+        spans = [
+            m.group(0)
+            for m in re.finditer(r"<<<(?!END )([A-Z ]+) ([0-9a-f]+)>>>.*?<<<END \1 \2>>>", quoted, flags=re.S)
+        ]
         assert blocks, "quote_after needs delimited blocks"
         parts.append("For the record, the evaluated text was:\n" + "\n".join(spans))
     return "\n".join(parts)

@@ -76,7 +76,8 @@ def test_sample_and_system_level():
     judge = [1, 3, 4, 4, 5, 7]
     human = [1, 1, 2, 2, 3, 4]
     assert system_level_pearson(judge, human, systems) == pytest.approx(
-        stats.pearsonr([2, 4, 6], [1, 2, 3.5]).statistic)
+        stats.pearsonr([2, 4, 6], [1, 2, 3.5]).statistic
+    )
 
 
 def test_pairwise_agreement_without_ties():
@@ -116,8 +117,16 @@ def test_agreement_report_has_all_metrics():
     dims_h = [[h, h - 1, h + 1] for h in human]
     dims_j = [[j, j + 1, j - 1] for j in judge]
     report = agreement_report(judge, human, systems, groups, dims_j, dims_h, n_boot=50, seed=1)
-    assert set(report) == {"pearson", "spearman", "kendall_tau_b", "cohen_kappa", "cohen_kappa_quadratic",
-                           "pairwise_agreement_wo_tie", "system_pearson", "sample_pearson"}
+    assert set(report) == {
+        "pearson",
+        "spearman",
+        "kendall_tau_b",
+        "cohen_kappa",
+        "cohen_kappa_quadratic",
+        "pairwise_agreement_wo_tie",
+        "system_pearson",
+        "sample_pearson",
+    }
     assert report["pearson"]["value"] == pytest.approx(stats.pearsonr(judge, human).statistic)
     assert report["pearson"]["low"] <= report["pearson"]["value"] <= report["pearson"]["high"]
     assert report["system_pearson"]["n"] == 4

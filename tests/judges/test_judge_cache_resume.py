@@ -56,8 +56,14 @@ def test_errors_are_recorded_not_cached_and_not_averaged(tmp_path: Path):
     judge = get_method("general")
     ctx = JudgeContext(nonce_key=b"n" * 32)
     with ScriptedServer(script) as server:
-        settings = ClientSettings(base_url=server.base_url, model="fake", timeout_s=5, max_retries=1,
-                                  backoff_base_s=0.001, backoff_max_s=0.002)
+        settings = ClientSettings(
+            base_url=server.base_url,
+            model="fake",
+            timeout_s=5,
+            max_retries=1,
+            backoff_base_s=0.001,
+            backoff_max_s=0.002,
+        )
         cache = VerdictCache(tmp_path / "cache")
         first = run_judge(_items(3), judge, "robust", ctx, cache, ChatClient(settings), concurrency=2)
         status = {v["id"]: v["status"] for v in first.verdicts}
@@ -68,19 +74,21 @@ def test_errors_are_recorded_not_cached_and_not_averaged(tmp_path: Path):
         assert kinds == ["parse", "server_error"]
         assert len(cache) == 1
         n_before = len(server.requests)
-        second = run_judge(_items(3), judge, "robust", ctx, VerdictCache(tmp_path / "cache"),
-                           ChatClient(settings), concurrency=2)
-        assert {v["id"]: v["status"] for v in second.verdicts} == {"item0": "ok", "item1": "error",
-                                                                   "item2": "ok"}
+        second = run_judge(
+            _items(3), judge, "robust", ctx, VerdictCache(tmp_path / "cache"), ChatClient(settings), concurrency=2
+        )
+        assert {v["id"]: v["status"] for v in second.verdicts} == {"item0": "ok", "item1": "error", "item2": "ok"}
         resent = [QUESTION_ID.search(last_user_text(r.body)).group(1) for r in server.requests[n_before:]]
         assert sorted(set(resent)) == ["0", "1"]  # item2 was cached: never sent again
         assert second.summary["overall"]["mean_100"] == pytest.approx((60.0 + 80.0) / 2)
 
 
 def test_summary_ignores_errors():
-    verdicts = [{"status": "ok", "score_100": 50.0, "category": "a", "groups": ["category:a"]},
-                {"status": "error", "category": "a", "error": "x"},
-                {"status": "ok", "score_100": 70.0, "category": "b", "groups": ["category:b"], "flags": ["f"]}]
+    verdicts = [
+        {"status": "ok", "score_100": 50.0, "category": "a", "groups": ["category:a"]},
+        {"status": "error", "category": "a", "error": "x"},
+        {"status": "ok", "score_100": 70.0, "category": "b", "groups": ["category:b"], "flags": ["f"]},
+    ]
     s = summarise(verdicts)
     assert s["overall"]["mean_100"] == 60.0 and s["n_error"] == 1
     assert s["groups"]["category:a"] == {"n": 1, "mean_100": 50.0, "std_100": None, "n_error": 1}
@@ -103,9 +111,26 @@ def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
         q = int(QUESTION_ID.search(last_user_text(body)).group(1))
         return Reply(200, completion_body(f"Rating: [[{1 + q % 10}]]"), delay_s=0.15)
 
-    cmd = [sys.executable, "-c", "from stridegen.eval.judges.cli import judge_app; judge_app()", "run",
-           "--method", "general", "--input", str(items_path), "--out", str(out), "--model", "fake",
-           "--concurrency", "1", "--timeout", "5", "--max-retries", "1"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from stridegen.eval.judges.cli import judge_app; judge_app()",
+        "run",
+        "--method",
+        "general",
+        "--input",
+        str(items_path),
+        "--out",
+        str(out),
+        "--model",
+        "fake",
+        "--concurrency",
+        "1",
+        "--timeout",
+        "5",
+        "--max-retries",
+        "1",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "test"}
     with ScriptedServer(script) as server:
         cmd += ["--base-url", server.base_url]
@@ -124,8 +149,7 @@ def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
 
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-        second_ids = {f"item{QUESTION_ID.search(last_user_text(r.body)).group(1)}"
-                      for r in server.requests[first_run:]}
+        second_ids = {f"item{QUESTION_ID.search(last_user_text(r.body)).group(1)}" for r in server.requests[first_run:]}
         assert not (second_ids & cached_ids)  # no second request for a cached item
         assert second_ids | cached_ids == {f"item{i}" for i in range(n_items)}
     verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]

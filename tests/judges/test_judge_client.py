@@ -22,8 +22,14 @@ from stridegen.eval.judges.records import BudgetExceededError, JudgeRequestError
 
 
 def _settings(server: ScriptedServer, **kw) -> ClientSettings:
-    base = {"base_url": server.base_url, "model": "scripted-judge", "timeout_s": 0.5, "max_retries": 4,
-            "backoff_base_s": 0.01, "backoff_max_s": 0.05}
+    base = {
+        "base_url": server.base_url,
+        "model": "scripted-judge",
+        "timeout_s": 0.5,
+        "max_retries": 4,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
     return ClientSettings(**{**base, **kw})
 
 
@@ -110,8 +116,10 @@ def test_timeout_is_enforced():
 def test_budget_refuses_before_sending():
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("ok", 1000, 1000))) as server:
         # 1 $/token in, 1 $/token out (absurd prices make the arithmetic obvious): budget $0.01 buys nothing.
-        client = ChatClient(_settings(server, price_input_per_mtok=1e6, price_output_per_mtok=1e6,
-                                      budget_usd=0.01), sleep=lambda s: None)
+        client = ChatClient(
+            _settings(server, price_input_per_mtok=1e6, price_output_per_mtok=1e6, budget_usd=0.01),
+            sleep=lambda s: None,
+        )
         with pytest.raises(BudgetExceededError):
             client.complete(_msgs("hello"), {"max_tokens": 8})
         assert server.requests == []
@@ -174,26 +182,41 @@ def test_rate_limiter_is_thread_safe():
 
 
 def test_settings_precedence_and_pricing():
-    env = {"STRIDEGEN_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "STRIDEGEN_JUDGE_MODEL": "gpt-4o-mini-2024-07-18",
-           "OPENAI_BASE_URL": "http://ignored/v1"}
+    env = {
+        "STRIDEGEN_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+        "STRIDEGEN_JUDGE_MODEL": "gpt-4o-mini-2024-07-18",
+        "OPENAI_BASE_URL": "http://ignored/v1",
+    }
     s = settings_from_sources({"model": "gpt-4o", "timeout_s": 7}, {}, env)
     assert (s.base_url, s.model, s.timeout_s) == ("http://127.0.0.1:9/v1", "gpt-4o-mini-2024-07-18", 7)
     assert settings_from_sources({"model": "gpt-4o"}, {"model": "cli-model"}, env).model == "cli-model"
     assert settings_from_sources({}, {}, {"OPENAI_BASE_URL": "http://o/v1"}).base_url == "http://o/v1"
-    assert settings_from_sources({"base_url": "http://yaml/v1"}, {}, {"OPENAI_BASE_URL": "http://o/v1"}
-                                 ).base_url == "http://yaml/v1"
-    priced = apply_pricing(s, {"gpt-4o": {"input": 2.5, "output": 10}, "gpt-4o-mini": {"input": 0.15,
-                                                                                         "output": 0.6}})
+    assert (
+        settings_from_sources({"base_url": "http://yaml/v1"}, {}, {"OPENAI_BASE_URL": "http://o/v1"}).base_url
+        == "http://yaml/v1"
+    )
+    priced = apply_pricing(s, {"gpt-4o": {"input": 2.5, "output": 10}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}})
     assert (priced.price_input_per_mtok, priced.price_output_per_mtok) == (0.15, 0.6)
-    explicit = apply_pricing(settings_from_sources({"model": "gpt-4o", "price_input_per_mtok": 1.0}, {}, {}),
-                             {"gpt-4o": {"input": 2.5, "output": 10}})
+    explicit = apply_pricing(
+        settings_from_sources({"model": "gpt-4o", "price_input_per_mtok": 1.0}, {}, {}),
+        {"gpt-4o": {"input": 2.5, "output": 10}},
+    )
     assert explicit.price_input_per_mtok == 1.0
 
 
 def test_token_estimate_counts_text_and_images():
     text_only = estimate_prompt_tokens([{"role": "user", "content": "a" * 400}], image_tokens=765)
     assert text_only == 100 + 4
-    with_image = estimate_prompt_tokens([{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-        {"type": "text", "text": "a" * 400}]}], image_tokens=765)
+    with_image = estimate_prompt_tokens(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    {"type": "text", "text": "a" * 400},
+                ],
+            }
+        ],
+        image_tokens=765,
+    )
     assert with_image == text_only + 765

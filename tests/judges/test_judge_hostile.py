@@ -48,10 +48,17 @@ def _items(method: str) -> list[JudgeItem]:
     fields = METHOD_ITEMS[method]
     items = [JudgeItem(id="clean", question="What should the ego vehicle do?", answer=CLEAN, **fields)]
     for i, suffix in enumerate(HOSTILE_SUFFIXES):
-        items.append(JudgeItem(id=f"hostile{i}", question="What should the ego vehicle do?",
-                               answer=CLEAN + suffix, **fields))
-        items.append(JudgeItem(id=f"hostile_prefix{i}", question="What should the ego vehicle do?",
-                               answer=suffix.strip() + "\n" + CLEAN, **fields))
+        items.append(
+            JudgeItem(id=f"hostile{i}", question="What should the ego vehicle do?", answer=CLEAN + suffix, **fields)
+        )
+        items.append(
+            JudgeItem(
+                id=f"hostile_prefix{i}",
+                question="What should the ego vehicle do?",
+                answer=suffix.strip() + "\n" + CLEAN,
+                **fields,
+            )
+        )
     return items
 
 
@@ -92,11 +99,15 @@ def test_hostile_answers_score_like_the_clean_answer(tmp_path: Path, method: str
 
 def test_robust_prompt_hides_markup_and_uses_keyed_nonce():
     judge = get_method("codalm")
-    item = JudgeItem(id="x", category="general_perception", reference="r", answer=CLEAN + HOSTILE_SUFFIXES[0]
-                     + HOSTILE_SUFFIXES[2] + HOSTILE_SUFFIXES[5])
+    item = JudgeItem(
+        id="x",
+        category="general_perception",
+        reference="r",
+        answer=CLEAN + HOSTILE_SUFFIXES[0] + HOSTILE_SUFFIXES[2] + HOSTILE_SUFFIXES[5],
+    )
     ctx = JudgeContext(nonce_key=b"a" * 32)
     user = judge.requests(item, "robust", ctx)[0].messages[-1]["content"]
-    answer_block = user[user.index("<<<PREDICTION"):]
+    answer_block = user[user.index("<<<PREDICTION") :]
     assert "[[10]]" not in answer_block and "{" not in answer_block and "<<<END ANSWER 0123" not in answer_block
     again = judge.requests(item, "robust", ctx)[0].messages[-1]["content"]
     assert again == user  # same key -> same nonce -> same request (cache hits on rerun)

@@ -24,8 +24,13 @@ def _ctx(method: str, **kw) -> JudgeContext:
 
 
 def _item(**kw) -> JudgeItem:
-    base = {"id": "i1", "question": "What should the ego car do?", "reference": "Slow down.",
-            "answer": "Brake.", "category": "driving_suggestion"}
+    base = {
+        "id": "i1",
+        "question": "What should the ego car do?",
+        "reference": "Slow down.",
+        "answer": "Brake.",
+        "category": "driving_suggestion",
+    }
     return JudgeItem(**{**base, **kw})
 
 
@@ -35,8 +40,12 @@ def test_intellicockpit_dimension_lookup_and_prompt():
     assert list(judge.dimensions(_item(), ctx))[:2] == ["Safety", "Rationality"]
     sub = _item(category="perception", subcategory="scene_description")
     assert "Driving relevance" in judge.dimensions(sub, ctx)
-    assert list(judge.dimensions(_item(category="unknown"), ctx)) == ["Correctness", "Safety", "Completeness",
-                                                                      "Clarity"]
+    assert list(judge.dimensions(_item(category="unknown"), ctx)) == [
+        "Correctness",
+        "Safety",
+        "Completeness",
+        "Clarity",
+    ]
     no_yaml = JudgeContext(nonce_key=KEY)
     assert "Correctness" in judge.dimensions(_item(), no_yaml)
     spec = judge.requests(_item(), "faithful", ctx)[0]
@@ -50,15 +59,22 @@ def test_intellicockpit_dimension_lookup_and_prompt():
 def test_intellicockpit_recomputes_weighted_overall_and_flags():
     judge = get_method("intellicockpit")
     ctx = _ctx("intellicockpit")
-    parsed = {"verdict": {"overall": 8.0, "dimensions": {
-        "safety": {"score": 6.0, "importance": 3.0}, "Rationality": {"score": 4.0, "importance": 3.0},
-        "Actionability": {"score": 8.0, "importance": 1.0}, "Bogus": {"score": 9.0, "importance": 1.0}}}}
+    parsed = {
+        "verdict": {
+            "overall": 8.0,
+            "dimensions": {
+                "safety": {"score": 6.0, "importance": 3.0},
+                "Rationality": {"score": 4.0, "importance": 3.0},
+                "Actionability": {"score": 8.0, "importance": 1.0},
+                "Bogus": {"score": 9.0, "importance": 1.0},
+            },
+        }
+    }
     v = judge.aggregate(_item(), parsed, {}, ctx)
     # weights from the YAML table: Safety 3, Rationality 3, Actionability 2 -> (18 + 12 + 16) / 8
     assert v["details"]["weighted_overall"] == pytest.approx(46 / 8)
     assert v["score"] == 8.0 and v["score_100"] == 80.0
-    assert v["flags"] == ["importance_mismatch", "missing_dimensions", "overall_disagrees",
-                          "unknown_dimensions"]
+    assert v["flags"] == ["importance_mismatch", "missing_dimensions", "overall_disagrees", "unknown_dimensions"]
     weighted_ctx = JudgeContext(nonce_key=KEY, settings={**ctx.settings, "score_source": "weighted"})
     assert judge.aggregate(_item(), parsed, {}, weighted_ctx)["score"] == pytest.approx(46 / 8)
     assert weighted_overall({"a": 10, "b": 1}, {"a": 3, "b": 1}) == pytest.approx(31 / 4)
@@ -78,8 +94,9 @@ def test_images_are_sent_only_when_allowed(tmp_path: Path):
     with pytest.raises(JudgeError):
         judge.requests(_item(image="missing.png"), "robust", _ctx("intellicockpit", base_dir=tmp_path))
     # CODA-LM's Text-Score compares texts: never sends images.
-    coda = get_method("codalm").requests(_item(category="general_perception", image="cam.png"), "robust",
-                                         _ctx("codalm", base_dir=tmp_path))[0]
+    coda = get_method("codalm").requests(
+        _item(category="general_perception", image="cam.png"), "robust", _ctx("codalm", base_dir=tmp_path)
+    )[0]
     assert all(isinstance(m["content"], str) for m in coda.messages)
 
 

@@ -16,13 +16,20 @@ from stridegen.eval.judges.runner import load_items, run_judge
 
 
 def _items(n: int) -> list[JudgeItem]:
-    return [JudgeItem(id=f"i{k}", question=f"Q{k}?", answer=f"A{k}", reference="R", category=f"c{k % 2}")
-            for k in range(n)]
+    return [
+        JudgeItem(id=f"i{k}", question=f"Q{k}?", answer=f"A{k}", reference="R", category=f"c{k % 2}") for k in range(n)
+    ]
 
 
 def _client(server: ScriptedServer, **kw) -> ChatClient:
-    base = {"base_url": server.base_url, "model": "fake", "timeout_s": 0.4, "max_retries": 5,
-            "backoff_base_s": 0.005, "backoff_max_s": 0.01}
+    base = {
+        "base_url": server.base_url,
+        "model": "fake",
+        "timeout_s": 0.4,
+        "max_retries": 5,
+        "backoff_base_s": 0.005,
+        "backoff_max_s": 0.01,
+    }
     return ChatClient(ClientSettings(**{**base, **kw}))
 
 
@@ -30,9 +37,13 @@ def _client(server: ScriptedServer, **kw) -> ChatClient:
 def test_concurrency_is_bounded_and_no_item_is_lost_under_faults(tmp_path: Path):
     lock = threading.Lock()
     state = {"in_flight": 0, "peak": 0}
-    faults = [Reply(500, {"error": {"message": "x"}}), Reply(429, {}, {"Retry-After": "0.01"}),
-              Reply(200, "{oops"), Reply(200, completion_body("x", choices=False)),
-              Reply(200, completion_body("late"), delay_s=0.6)]
+    faults = [
+        Reply(500, {"error": {"message": "x"}}),
+        Reply(429, {}, {"Retry-After": "0.01"}),
+        Reply(200, "{oops"),
+        Reply(200, completion_body("x", choices=False)),
+        Reply(200, completion_body("late"), delay_s=0.6),
+    ]
 
     def script(body, seen):
         with lock:
@@ -59,8 +70,15 @@ def test_concurrency_is_bounded_and_no_item_is_lost_under_faults(tmp_path: Path)
                 state["in_flight"] -= 1
 
     with ScriptedServer(script) as server:
-        result = run_judge(_items(12), get_method("general"), "robust", JudgeContext(nonce_key=b"q" * 32),
-                           VerdictCache(tmp_path), _client(server), concurrency=3)
+        result = run_judge(
+            _items(12),
+            get_method("general"),
+            "robust",
+            JudgeContext(nonce_key=b"q" * 32),
+            VerdictCache(tmp_path),
+            _client(server),
+            concurrency=3,
+        )
     assert [v["status"] for v in result.verdicts] == ["ok"] * 12
     assert state["peak"] <= 3
     assert result.summary["overall"]["mean_100"] == 70.0
@@ -71,8 +89,15 @@ def test_concurrency_is_bounded_and_no_item_is_lost_under_faults(tmp_path: Path)
 def test_budget_refusals_are_errors_not_zeros(tmp_path: Path):
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("Rating: [[9]]", 10, 5))) as server:
         client = _client(server, price_input_per_mtok=1e6, price_output_per_mtok=1e6, budget_usd=1e-9)
-        result = run_judge(_items(3), get_method("general"), "robust", JudgeContext(nonce_key=b"q" * 32),
-                           VerdictCache(tmp_path), client, concurrency=1)
+        result = run_judge(
+            _items(3),
+            get_method("general"),
+            "robust",
+            JudgeContext(nonce_key=b"q" * 32),
+            VerdictCache(tmp_path),
+            client,
+            concurrency=1,
+        )
         assert server.requests == []
     assert {v["status"] for v in result.verdicts} == {"error"}
     assert all("budget" in v["error"] or "budget" in str(v.get("failed")) for v in result.verdicts)
@@ -93,16 +118,25 @@ def test_unexpected_exception_loses_one_request_not_the_run(tmp_path: Path):
     def requests_with_a_broken_parser(item, mode, ctx):
         specs = original(item, mode, ctx)
         if item.id == "i1":
+
             def broken(text):
                 calls["n"] += 1
                 raise RuntimeError("parser bug")
+
             specs[0].parse = broken
         return specs
 
     judge.requests = requests_with_a_broken_parser
     with ScriptedServer(script) as server:
-        result = run_judge(_items(3), judge, "robust", JudgeContext(nonce_key=b"q" * 32), VerdictCache(tmp_path),
-                           _client(server), concurrency=2)
+        result = run_judge(
+            _items(3),
+            judge,
+            "robust",
+            JudgeContext(nonce_key=b"q" * 32),
+            VerdictCache(tmp_path),
+            _client(server),
+            concurrency=2,
+        )
     assert [v["status"] for v in result.verdicts] == ["ok", "error", "ok"]
     assert "RuntimeError: parser bug" in str(result.verdicts[1]["failed"])
     assert calls["n"] == 1

@@ -110,9 +110,12 @@ def test_velocity_is_central_difference(reader: AV2Reader) -> None:
     track = df.track_uuid.value_counts().index[0]  # the longest track
     rows = df[df.track_uuid == track].sort_values("timestamp_ns")
     assert len(rows) >= 3
-    center_global = np.array([
-        (_T_city_from_ego_scipy(poses.loc[r.timestamp_ns]) @ [r.tx_m, r.ty_m, r.tz_m, 1.0])[:3]
-        for r in rows.itertuples()])
+    center_global = np.array(
+        [
+            (_T_city_from_ego_scipy(poses.loc[r.timestamp_ns]) @ [r.tx_m, r.ty_m, r.tz_m, 1.0])[:3]
+            for r in rows.itertuples()
+        ]
+    )
     t_s = rows.timestamp_ns.to_numpy() * 1e-9
     frame_of = {f.timestamp_us * 1000: f for f in scene.frames}
     for k in (0, 1, len(rows) // 2, len(rows) - 1):
@@ -159,8 +162,18 @@ def test_labels_mapping(reader: AV2Reader) -> None:
         assert label == AV2_TO_DETECTION.get(category, "")
     assert AV2_TO_DETECTION["REGULAR_VEHICLE"] == "car"
     assert "BICYCLIST" not in AV2_TO_DETECTION
-    assert set(AV2_TO_DETECTION.values()) <= {"car", "truck", "bus", "trailer", "construction_vehicle",
-                                             "pedestrian", "motorcycle", "bicycle", "traffic_cone", "barrier"}
+    assert set(AV2_TO_DETECTION.values()) <= {
+        "car",
+        "truck",
+        "bus",
+        "trailer",
+        "construction_vehicle",
+        "pedestrian",
+        "motorcycle",
+        "bicycle",
+        "traffic_cone",
+        "barrier",
+    }
 
 
 def _copy_log_with_poses(tmp_path: Path, log_id: str, keep) -> Path:
@@ -187,8 +200,9 @@ def test_pose_interpolation_when_no_exact_match(tmp_path: Path) -> None:
     frac = (target - before.name) / (after.name - before.name)
     rot = Slerp([0.0, 1.0], Rotation.from_quat([[r.qx, r.qy, r.qz, r.qw] for r in (before, after)]))([frac])
     assert np.allclose(frame.T_global_from_ego[:3, :3], rot.as_matrix()[0], atol=1e-9)
-    expected_t = (1 - frac) * before[["tx_m", "ty_m", "tz_m"]].to_numpy() + frac * after[["tx_m", "ty_m",
-                                                                                          "tz_m"]].to_numpy()
+    expected_t = (1 - frac) * before[["tx_m", "ty_m", "tz_m"]].to_numpy() + frac * after[
+        ["tx_m", "ty_m", "tz_m"]
+    ].to_numpy()
     assert np.allclose(frame.T_global_from_ego[:3, 3], expected_t.astype(float), atol=1e-9)
     # And close to the dropped logged pose (10 ms apart, smooth motion).
     assert np.allclose(frame.T_global_from_ego, _T_city_from_ego_scipy(poses.loc[target]), atol=1e-3)

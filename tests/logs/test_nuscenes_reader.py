@@ -102,8 +102,15 @@ def test_demo_annotations_match_devkit(demo_reader: NuScenesReader, devkit) -> N
 
 def test_mapping_table_equals_devkit() -> None:
     utils = pytest.importorskip("nuscenes.eval.detection.utils")
-    categories = [*CATEGORY_TO_DETECTION, "animal", "human.pedestrian.stroller", "vehicle.emergency.police",
-                  "movable_object.debris", "human.pedestrian.personal_mobility", "static_object.bicycle_rack"]
+    categories = [
+        *CATEGORY_TO_DETECTION,
+        "animal",
+        "human.pedestrian.stroller",
+        "vehicle.emergency.police",
+        "movable_object.debris",
+        "human.pedestrian.personal_mobility",
+        "static_object.bicycle_rack",
+    ]
     for category in categories:
         assert CATEGORY_TO_DETECTION.get(category, "") == (utils.category_to_detection_name(category) or "")
 
@@ -135,8 +142,12 @@ def test_projection_matches_devkit(demo_reader: NuScenesReader, devkit, channel:
         assert np.max(np.abs(uv[in_front] - dk_uv[in_front])) < 1e-6
         # All corners are in front for ANY-visible boxes: the 2D box is the clipped extent of the corners.
         assert valid[i]
-        expected = [np.clip(dk_uv[:, 0].min(), 0, calib.width), np.clip(dk_uv[:, 1].min(), 0, calib.height),
-                    np.clip(dk_uv[:, 0].max(), 0, calib.width), np.clip(dk_uv[:, 1].max(), 0, calib.height)]
+        expected = [
+            np.clip(dk_uv[:, 0].min(), 0, calib.width),
+            np.clip(dk_uv[:, 1].min(), 0, calib.height),
+            np.clip(dk_uv[:, 0].max(), 0, calib.width),
+            np.clip(dk_uv[:, 1].max(), 0, calib.height),
+        ]
         assert np.allclose(xyxy[i], expected, atol=1e-6)
 
 
@@ -161,8 +172,10 @@ TRACKS = {
     "inst_cone": [(2, [3.0, -2.0, 0.3])],
 }
 IDENTITY = [1.0, 0.0, 0.0, 0.0]
-RADAR_FIELDS = ("x y z dyn_prop id rcs vx vy vx_comp vy_comp is_quality_valid ambig_state x_rms y_rms "
-                "invalid_state pdh0 vx_rms vy_rms").split()
+RADAR_FIELDS = (
+    "x y z dyn_prop id rcs vx vy vx_comp vy_comp is_quality_valid ambig_state x_rms y_rms "
+    "invalid_state pdh0 vx_rms vy_rms"
+).split()
 RADAR_SIZES = [4, 4, 4, 1, 2, 4, 4, 4, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1]
 RADAR_TYPES = "F F F I I F F F F F I I I I I I I I".split()
 
@@ -174,10 +187,12 @@ def _write_radar_pcd(path: Path, n: int, rng: np.random.Generator) -> np.ndarray
     data = np.zeros(n, dtype=dtype)
     for name in RADAR_FIELDS:
         data[name] = rng.uniform(0, 5, n) if dtype[name].kind == "f" else rng.integers(0, 4, n)
-    header = (f"# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS {' '.join(RADAR_FIELDS)}\n"
-              f"SIZE {' '.join(map(str, RADAR_SIZES))}\nTYPE {' '.join(RADAR_TYPES)}\n"
-              f"COUNT {' '.join(['1'] * len(RADAR_FIELDS))}\nWIDTH {n}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\n"
-              f"POINTS {n}\nDATA binary\n")
+    header = (
+        f"# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS {' '.join(RADAR_FIELDS)}\n"
+        f"SIZE {' '.join(map(str, RADAR_SIZES))}\nTYPE {' '.join(RADAR_TYPES)}\n"
+        f"COUNT {' '.join(['1'] * len(RADAR_FIELDS))}\nWIDTH {n}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\n"
+        f"POINTS {n}\nDATA binary\n"
+    )
     # One trailing byte: the devkit's reader asserts that data continues past the last field (strict <).
     path.write_bytes(header.encode("ascii") + data.tobytes() + b"\n")
     return data
@@ -186,36 +201,82 @@ def _write_radar_pcd(path: Path, n: int, rng: np.random.Generator) -> np.ndarray
 def _write_tiny_log(root: Path) -> dict[str, str]:
     """A 4-sample nuScenes-format log with moving instances and LiDAR sweeps between key frames."""
     rng = np.random.default_rng(7)
-    tables: dict[str, list[dict]] = {k: [] for k in (
-        "scene", "sample", "sample_data", "calibrated_sensor", "ego_pose", "sensor", "sample_annotation",
-        "instance", "category", "visibility", "log", "attribute", "map")}
-    tables["log"].append({"token": "log0", "logfile": "tiny-log", "vehicle": "v", "date_captured": "2026-01-01",
-                          "location": "nowhere"})
+    tables: dict[str, list[dict]] = {
+        k: []
+        for k in (
+            "scene",
+            "sample",
+            "sample_data",
+            "calibrated_sensor",
+            "ego_pose",
+            "sensor",
+            "sample_annotation",
+            "instance",
+            "category",
+            "visibility",
+            "log",
+            "attribute",
+            "map",
+        )
+    }
+    tables["log"].append(
+        {"token": "log0", "logfile": "tiny-log", "vehicle": "v", "date_captured": "2026-01-01", "location": "nowhere"}
+    )
     tables["map"].append({"token": "map0", "log_tokens": ["log0"], "category": "semantic_prior", "filename": ""})
     tables["sensor"].append({"token": "sens_lidar", "channel": "LIDAR_TOP", "modality": "lidar"})
     tables["sensor"].append({"token": "sens_radar", "channel": "RADAR_FRONT", "modality": "radar"})
-    tables["calibrated_sensor"].append({"token": "cs_radar", "sensor_token": "sens_radar",
-                                        "translation": [3.4, 0.0, 0.5], "rotation": IDENTITY,
-                                        "camera_intrinsic": []})
-    tables["calibrated_sensor"].append({"token": "cs_lidar", "sensor_token": "sens_lidar",
-                                        "translation": [0.9, 0.0, 1.8], "rotation": IDENTITY,
-                                        "camera_intrinsic": []})
-    tables["category"] += [{"token": "cat_car", "name": "vehicle.car", "description": ""},
-                           {"token": "cat_ped", "name": "human.pedestrian.adult", "description": ""},
-                           {"token": "cat_cone", "name": "movable_object.trafficcone", "description": ""}]
+    tables["calibrated_sensor"].append(
+        {
+            "token": "cs_radar",
+            "sensor_token": "sens_radar",
+            "translation": [3.4, 0.0, 0.5],
+            "rotation": IDENTITY,
+            "camera_intrinsic": [],
+        }
+    )
+    tables["calibrated_sensor"].append(
+        {
+            "token": "cs_lidar",
+            "sensor_token": "sens_lidar",
+            "translation": [0.9, 0.0, 1.8],
+            "rotation": IDENTITY,
+            "camera_intrinsic": [],
+        }
+    )
+    tables["category"] += [
+        {"token": "cat_car", "name": "vehicle.car", "description": ""},
+        {"token": "cat_ped", "name": "human.pedestrian.adult", "description": ""},
+        {"token": "cat_cone", "name": "movable_object.trafficcone", "description": ""},
+    ]
     tables["attribute"].append({"token": "att_moving", "name": "vehicle.moving", "description": ""})
     tables["visibility"] += [{"token": str(i), "level": f"v{i}", "description": ""} for i in range(1, 5)]
     n = len(SAMPLE_TIMES_US)
-    tables["scene"].append({"token": "scene0", "log_token": "log0", "nbr_samples": n, "name": "scene-tiny",
-                            "description": "tiny", "first_sample_token": "s0", "last_sample_token": f"s{n - 1}"})
+    tables["scene"].append(
+        {
+            "token": "scene0",
+            "log_token": "log0",
+            "nbr_samples": n,
+            "name": "scene-tiny",
+            "description": "tiny",
+            "first_sample_token": "s0",
+            "last_sample_token": f"s{n - 1}",
+        }
+    )
     (root / "samples" / "LIDAR_TOP").mkdir(parents=True)
     (root / "sweeps" / "LIDAR_TOP").mkdir(parents=True)
     (root / "samples" / "RADAR_FRONT").mkdir(parents=True)
     sd_chain: list[dict] = []
     radar_chain: list[dict] = []
     for i, t in enumerate(SAMPLE_TIMES_US):
-        tables["sample"].append({"token": f"s{i}", "timestamp": t, "scene_token": "scene0",
-                                 "prev": f"s{i - 1}" if i else "", "next": f"s{i + 1}" if i < n - 1 else ""})
+        tables["sample"].append(
+            {
+                "token": f"s{i}",
+                "timestamp": t,
+                "scene_token": "scene0",
+                "prev": f"s{i - 1}" if i else "",
+                "next": f"s{i + 1}" if i < n - 1 else "",
+            }
+        )
         # two non-key sweeps before every key frame but the first
         times = ([t - 300_000, t - 150_000] if i else []) + [t]
         for k, ts in enumerate(times):
@@ -224,17 +285,44 @@ def _write_tiny_log(root: Path) -> dict[str, str]:
             folder = "samples" if key else "sweeps"
             filename = f"{folder}/LIDAR_TOP/tiny__LIDAR_TOP__{ts}.pcd.bin"
             rng.normal(size=(50 + k, 5)).astype(np.float32).tofile(root / filename)
-            tables["ego_pose"].append({"token": f"ep_{token}", "timestamp": ts,
-                                       "rotation": list(geo.yaw_to_quat(0.01 * i + 0.001 * k)),
-                                       "translation": [0.5 * i, 0.1 * k, 0.0]})
-            sd_chain.append({"token": token, "sample_token": f"s{i}", "ego_pose_token": f"ep_{token}",
-                             "calibrated_sensor_token": "cs_lidar", "timestamp": ts, "fileformat": "pcd",
-                             "is_key_frame": key, "height": 0, "width": 0, "filename": filename})
+            tables["ego_pose"].append(
+                {
+                    "token": f"ep_{token}",
+                    "timestamp": ts,
+                    "rotation": list(geo.yaw_to_quat(0.01 * i + 0.001 * k)),
+                    "translation": [0.5 * i, 0.1 * k, 0.0],
+                }
+            )
+            sd_chain.append(
+                {
+                    "token": token,
+                    "sample_token": f"s{i}",
+                    "ego_pose_token": f"ep_{token}",
+                    "calibrated_sensor_token": "cs_lidar",
+                    "timestamp": ts,
+                    "fileformat": "pcd",
+                    "is_key_frame": key,
+                    "height": 0,
+                    "width": 0,
+                    "filename": filename,
+                }
+            )
         filename = f"samples/RADAR_FRONT/tiny__RADAR_FRONT__{t + 10}.pcd"
         _write_radar_pcd(root / filename, 20 + i, rng)
-        radar_chain.append({"token": f"rd{i}", "sample_token": f"s{i}", "ego_pose_token": f"ep_sd{i}_0",
-                            "calibrated_sensor_token": "cs_radar", "timestamp": t + 10, "fileformat": "pcd",
-                            "is_key_frame": True, "height": 0, "width": 0, "filename": filename})
+        radar_chain.append(
+            {
+                "token": f"rd{i}",
+                "sample_token": f"s{i}",
+                "ego_pose_token": f"ep_sd{i}_0",
+                "calibrated_sensor_token": "cs_radar",
+                "timestamp": t + 10,
+                "fileformat": "pcd",
+                "is_key_frame": True,
+                "height": 0,
+                "width": 0,
+                "filename": filename,
+            }
+        )
     for chain in (sd_chain, radar_chain):
         for j, sd in enumerate(chain):
             sd["prev"] = chain[j - 1]["token"] if j else ""
@@ -243,15 +331,32 @@ def _write_tiny_log(root: Path) -> dict[str, str]:
     category_of = {"inst_car": "cat_car", "inst_ped": "cat_ped", "inst_cone": "cat_cone"}
     for inst, track in TRACKS.items():
         tokens = [f"{inst}_{s}" for s, _ in track]
-        tables["instance"].append({"token": inst, "category_token": category_of[inst], "nbr_annotations": len(track),
-                                   "first_annotation_token": tokens[0], "last_annotation_token": tokens[-1]})
+        tables["instance"].append(
+            {
+                "token": inst,
+                "category_token": category_of[inst],
+                "nbr_annotations": len(track),
+                "first_annotation_token": tokens[0],
+                "last_annotation_token": tokens[-1],
+            }
+        )
         for k, (s, xyz) in enumerate(track):
-            tables["sample_annotation"].append({
-                "token": tokens[k], "sample_token": f"s{s}", "instance_token": inst, "visibility_token": "3",
-                "attribute_tokens": ["att_moving"] if inst == "inst_car" else [], "translation": xyz,
-                "size": [1.9, 4.5, 1.6], "rotation": list(geo.yaw_to_quat(0.2 * k)),
-                "prev": tokens[k - 1] if k else "", "next": tokens[k + 1] if k < len(track) - 1 else "",
-                "num_lidar_pts": 10 * k, "num_radar_pts": k})
+            tables["sample_annotation"].append(
+                {
+                    "token": tokens[k],
+                    "sample_token": f"s{s}",
+                    "instance_token": inst,
+                    "visibility_token": "3",
+                    "attribute_tokens": ["att_moving"] if inst == "inst_car" else [],
+                    "translation": xyz,
+                    "size": [1.9, 4.5, 1.6],
+                    "rotation": list(geo.yaw_to_quat(0.2 * k)),
+                    "prev": tokens[k - 1] if k else "",
+                    "next": tokens[k + 1] if k < len(track) - 1 else "",
+                    "num_lidar_pts": 10 * k,
+                    "num_radar_pts": k,
+                }
+            )
     version = root / "v1.0-tiny"
     version.mkdir()
     for name, records in tables.items():

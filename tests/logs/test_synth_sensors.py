@@ -31,10 +31,18 @@ def _pose(yaw: float = 0.0, translation: tuple[float, float, float] = (0.0, 0.0,
     return geo.make_transform(np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array(translation))
 
 
-def _lidar(beams: int = 1, fov: tuple[float, float] = (0.0, 0.0), res: float = 90.0,
-           max_range: float = 100.0) -> LidarSpec:
-    return LidarSpec(channel="LIDAR_TEST", translation_ego=(0.0, 0.0, 0.0), beams=beams, vertical_fov_deg=fov,
-                     azimuth_resolution_deg=res, rotation_hz=20.0, max_range_m=max_range)
+def _lidar(
+    beams: int = 1, fov: tuple[float, float] = (0.0, 0.0), res: float = 90.0, max_range: float = 100.0
+) -> LidarSpec:
+    return LidarSpec(
+        channel="LIDAR_TEST",
+        translation_ego=(0.0, 0.0, 0.0),
+        beams=beams,
+        vertical_fov_deg=fov,
+        azimuth_resolution_deg=res,
+        rotation_hz=20.0,
+        max_range_m=max_range,
+    )
 
 
 def _grid_boxes(rng: np.random.Generator, n: int, spacing: float = 9.0) -> tuple[np.ndarray, ...]:
@@ -64,13 +72,20 @@ def _flat_shader(x_global: np.ndarray, y_global: np.ndarray) -> np.ndarray:
 
 
 # A small camera at (0, 0, 1.5) m looking along global +x (principal point off the pixel grid: no exact ties).
-CAM = CameraSpec(channel="CAM_TEST", width=200, height=150, fx=120.0, fy=120.0, cx=100.5, cy=75.5,
-                 translation_ego=(0.0, 0.0, 1.5))
+CAM = CameraSpec(
+    channel="CAM_TEST", width=200, height=150, fx=120.0, fy=120.0, cx=100.5, cy=75.5, translation_ego=(0.0, 0.0, 1.5)
+)
 T_GLOBAL_FROM_CAM = CAM.T_ego_from_sensor
 
 
-def _reference_slab(camera: CameraSpec, T_global_from_cam: np.ndarray, center: np.ndarray, size: np.ndarray,
-                    yaw: float, near: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def _reference_slab(
+    camera: CameraSpec,
+    T_global_from_cam: np.ndarray,
+    center: np.ndarray,
+    size: np.ndarray,
+    yaw: float,
+    near: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-pixel (hit [H, W], z-depth [H, W]) of one box: float64 slab test of every pixel-centre ray."""
     u, v = np.meshgrid(np.arange(camera.width, dtype=float), np.arange(camera.height, dtype=float))
     rays_cam = np.stack([u, v, np.ones_like(u)], axis=-1) @ np.linalg.inv(camera.intrinsic).T
@@ -89,12 +104,27 @@ def _reference_slab(camera: CameraSpec, T_global_from_cam: np.ndarray, center: n
     return hit, np.maximum(t_near, near)
 
 
-def _render(center: np.ndarray, size: np.ndarray, yaw: np.ndarray, camera: CameraSpec = CAM,
-            T: np.ndarray = T_GLOBAL_FROM_CAM, ground=_flat_shader, **kwargs):
+def _render(
+    center: np.ndarray,
+    size: np.ndarray,
+    yaw: np.ndarray,
+    camera: CameraSpec = CAM,
+    T: np.ndarray = T_GLOBAL_FROM_CAM,
+    ground=_flat_shader,
+    **kwargs,
+):
     center = np.asarray(center, dtype=float).reshape(-1, 3)
     colours = np.tile(np.array([[200, 60, 40]], dtype=np.uint8), (center.shape[0], 1))
-    return render_camera(camera, T, center, np.asarray(size, float).reshape(-1, 3), np.asarray(yaw, float).ravel(),
-                         colours, ground, **kwargs)
+    return render_camera(
+        camera,
+        T,
+        center,
+        np.asarray(size, float).reshape(-1, 3),
+        np.asarray(yaw, float).ravel(),
+        colours,
+        ground,
+        **kwargs,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- LiDAR
@@ -105,16 +135,33 @@ def test_ray_straight_at_a_box_face_returns_the_analytic_range():
     T = _pose(0.3, (5.0, -2.0, 1.0))
     center_sensor = np.array([10.0, 0.0, 0.0])  # box 2 m long straight ahead: front face 9 m away
     center = geo.transform_points(T, center_sensor[None])
-    sweep = cast_lidar(T, spec, center, np.array([[2.0, 1.0, 1.0]]), np.array([0.3]), np.random.default_rng(0),
-                       range_noise_std_m=0.0, dropout=0.0)
+    sweep = cast_lidar(
+        T,
+        spec,
+        center,
+        np.array([[2.0, 1.0, 1.0]]),
+        np.array([0.3]),
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+    )
     assert sweep.points_sensor.dtype == np.float32 and sweep.points_sensor.shape == (1, 5)
     np.testing.assert_allclose(sweep.points_sensor[0, :3], [9.0, 0.0, 0.0], atol=1e-5)
     assert sweep.points_sensor[0, 3] == pytest.approx(255 * BOX_REFLECTIVITY, rel=1e-5)  # normal incidence
     assert sweep.points_sensor[0, 4] == 0.0
     assert sweep.hits_per_box.tolist() == [1] and sweep.hit_box.tolist() == [0]
     # A white box at 45 degrees incidence: 255 * 1.0 * cos(45 deg).
-    turned = cast_lidar(T, spec, center, np.array([[2.0, 2.0, 1.0]]), np.array([0.3 + np.pi / 4]),
-                        np.random.default_rng(0), range_noise_std_m=0.0, dropout=0.0, reflectivity=np.ones(1))
+    turned = cast_lidar(
+        T,
+        spec,
+        center,
+        np.array([[2.0, 2.0, 1.0]]),
+        np.array([0.3 + np.pi / 4]),
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+        reflectivity=np.ones(1),
+    )
     np.testing.assert_allclose(turned.points_sensor[0, :3], [10.0 - np.sqrt(2.0), 0.0, 0.0], atol=1e-5)
     assert turned.points_sensor[0, 3] == pytest.approx(255 * np.cos(np.pi / 4), rel=1e-5)
 
@@ -124,13 +171,23 @@ def test_ray_azimuth_offset_and_nearest_box_win():
     T = _pose()
     centers = np.array([[0.0, 20.0, 0.0], [0.0, 12.0, 0.0]])  # two boxes along +y (azimuth 90 deg)
     sizes = np.array([[2.0, 2.0, 2.0], [1.0, 4.0, 1.0]])
-    sweep = cast_lidar(T, spec, centers, sizes, np.zeros(2), np.random.default_rng(0), range_noise_std_m=0.0,
-                       dropout=0.0)
+    sweep = cast_lidar(
+        T, spec, centers, sizes, np.zeros(2), np.random.default_rng(0), range_noise_std_m=0.0, dropout=0.0
+    )
     np.testing.assert_allclose(sweep.points_sensor[:, :3], [[0.0, 10.0, 0.0]], atol=1e-5)
     assert sweep.hits_per_box.tolist() == [0, 1]
     # Rotating the azimuth grid by 45 deg makes the ray miss both boxes.
-    missed = cast_lidar(T, spec, centers, sizes, np.zeros(2), np.random.default_rng(0), range_noise_std_m=0.0,
-                        dropout=0.0, azimuth_offset_deg=45.0)
+    missed = cast_lidar(
+        T,
+        spec,
+        centers,
+        sizes,
+        np.zeros(2),
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+        azimuth_offset_deg=45.0,
+    )
     assert missed.num_points == 0 and missed.hits_per_box.tolist() == [0, 0]
 
 
@@ -138,8 +195,16 @@ def test_ray_azimuth_offset_and_nearest_box_win():
 def test_ground_hits_at_the_analytic_distance(elevation_deg):
     h = 1.84
     spec = _lidar(beams=1, fov=(elevation_deg, elevation_deg), res=1.0)
-    sweep = cast_lidar(_pose(0.7, (3.0, 4.0, h)), spec, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
-                       np.random.default_rng(0), range_noise_std_m=0.0, dropout=0.0)
+    sweep = cast_lidar(
+        _pose(0.7, (3.0, 4.0, h)),
+        spec,
+        np.zeros((0, 3)),
+        np.zeros((0, 3)),
+        np.zeros(0),
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+    )
     assert sweep.num_points == 360 and np.all(sweep.hit_box == -1) and sweep.hits_per_box.shape == (0,)
     xy = np.hypot(sweep.points_sensor[:, 0], sweep.points_sensor[:, 1])
     np.testing.assert_allclose(xy, h / np.tan(np.radians(-elevation_deg)), rtol=1e-5)
@@ -150,8 +215,16 @@ def test_ground_hits_at_the_analytic_distance(elevation_deg):
 
 def test_ground_beyond_max_range_and_upward_beams_give_no_points():
     spec = _lidar(beams=3, fov=(-1.0, 1.0), res=10.0, max_range=50.0)  # -1 deg beam meets the ground at 105 m
-    sweep = cast_lidar(_pose(0.0, (0.0, 0.0, 1.84)), spec, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
-                       np.random.default_rng(0), range_noise_std_m=0.0, dropout=0.0)
+    sweep = cast_lidar(
+        _pose(0.0, (0.0, 0.0, 1.84)),
+        spec,
+        np.zeros((0, 3)),
+        np.zeros((0, 3)),
+        np.zeros(0),
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+    )
     assert sweep.num_points == 0
 
 
@@ -164,8 +237,7 @@ def test_nuscenes_sweep_exact_geometry_and_box_counts():
     dirs, _ = lidar_rays_sensor(spec)
     assert dirs.shape[0] == 1080 * 32 and sweep.num_points > 20000
     assert (sweep.hits_per_box > 0).sum() >= 25  # some boxes hide behind others
-    assert sweep.num_points == sweep.hit_box.size and sweep.hits_per_box.sum() == np.count_nonzero(
-        sweep.hit_box >= 0)
+    assert sweep.num_points == sweep.hit_box.size and sweep.hits_per_box.sum() == np.count_nonzero(sweep.hit_box >= 0)
     pts_global = geo.transform_points(T, sweep.points_sensor[:, :3].astype(np.float64))
     ranges = np.linalg.norm(sweep.points_sensor[:, :3], axis=1)
     assert ranges.max() <= spec.max_range_m + 1e-3
@@ -186,13 +258,17 @@ def test_nuscenes_sweep_exact_geometry_and_box_counts():
     np.testing.assert_array_equal(np.where(inside.any(axis=0), inside.argmax(axis=0), -1), sweep.hit_box)
     # Ring index: the elevation of each point is its beam's elevation.
     elevation = np.degrees(np.arcsin(sweep.points_sensor[:, 2] / ranges))
-    np.testing.assert_allclose(elevation, spec.beam_elevations_deg[sweep.points_sensor[:, 4].astype(int)],
-                               atol=1e-3)
+    np.testing.assert_allclose(elevation, spec.beam_elevations_deg[sweep.points_sensor[:, 4].astype(int)], atol=1e-3)
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), yaw=st.floats(-np.pi, np.pi), offset=st.floats(0.0, 360.0),
-       n=st.integers(1, 30), tilt_deg=st.sampled_from([0.0, 0.0, 3.0, -20.0]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    yaw=st.floats(-np.pi, np.pi),
+    offset=st.floats(0.0, 360.0),
+    n=st.integers(1, 30),
+    tilt_deg=st.sampled_from([0.0, 0.0, 3.0, -20.0]),
+)
 def test_pruned_casting_equals_brute_force(seed, yaw, offset, n, tilt_deg):
     """The sector / range pruning never drops a ray-box pair that intersects (level and tilted sensors, boxes
     next to or around the sensor)."""
@@ -202,8 +278,9 @@ def test_pruned_casting_equals_brute_force(seed, yaw, offset, n, tilt_deg):
     tilt = np.radians(tilt_deg)
     roll = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(tilt), -np.sin(tilt)], [0.0, np.sin(tilt), np.cos(tilt)]])
     T = _pose(yaw, (rng.uniform(-1, 1), rng.uniform(-1, 1), 1.84)) @ geo.make_transform(roll, np.zeros(3))
-    sweep = cast_lidar(T, spec, center, size, box_yaw, rng, range_noise_std_m=0.0, dropout=0.0,
-                       azimuth_offset_deg=offset)
+    sweep = cast_lidar(
+        T, spec, center, size, box_yaw, rng, range_noise_std_m=0.0, dropout=0.0, azimuth_offset_deg=offset
+    )
     dirs, _ = lidar_rays_sensor(spec, offset)
     dirs_global = dirs @ T[:3, :3].T
     all_box = np.repeat(np.arange(n), dirs.shape[0])
@@ -221,8 +298,9 @@ def test_lidar_noise_dropout_and_determinism():
     T = _pose(0.0, (0.0, 0.0, 1.84))
 
     def cast(seed: int, noise: float, dropout: float):
-        return cast_lidar(T, spec, center, size, yaw, np.random.default_rng(seed), range_noise_std_m=noise,
-                          dropout=dropout)
+        return cast_lidar(
+            T, spec, center, size, yaw, np.random.default_rng(seed), range_noise_std_m=noise, dropout=dropout
+        )
 
     exact, a, b, c = cast(0, 0.0, 0.0), cast(5, 0.05, 0.1), cast(5, 0.05, 0.1), cast(6, 0.05, 0.1)
     for field in ("points_sensor", "hits_per_box", "hit_box"):
@@ -253,8 +331,9 @@ def test_box_straight_ahead_covers_its_projected_rectangle():
     rows, cols = np.nonzero(mask)
     assert (cols.min(), cols.max(), rows.min(), rows.max()) == (88, 113, 63, 88)
     assert mask.sum() == 26 * 26 == out.visible_pixels[0] == out.unoccluded_pixels[0]
-    corners_cam = geo.transform_points(geo.invert_transform(T_GLOBAL_FROM_CAM),
-                                       geo.box_corners(center[None], size[None], np.zeros(1)))
+    corners_cam = geo.transform_points(
+        geo.invert_transform(T_GLOBAL_FROM_CAM), geo.box_corners(center[None], size[None], np.zeros(1))
+    )
     box_2d, valid = geo.project_boxes_2d(corners_cam, CAM.intrinsic, (CAM.width, CAM.height))
     assert valid[0]
     np.testing.assert_allclose([cols.min(), rows.min(), cols.max(), rows.max()], box_2d[0], atol=1.0)
@@ -265,8 +344,15 @@ def test_box_straight_ahead_covers_its_projected_rectangle():
 
 
 @settings(max_examples=30, deadline=None)
-@given(x=st.floats(3.0, 30.0), y=st.floats(-8.0, 8.0), lift=st.floats(0.0, 2.0), yaw=st.floats(-np.pi, np.pi),
-       l=st.floats(0.3, 8.0), w=st.floats(0.3, 3.0), h=st.floats(0.3, 4.0))
+@given(
+    x=st.floats(3.0, 30.0),
+    y=st.floats(-8.0, 8.0),
+    lift=st.floats(0.0, 2.0),
+    yaw=st.floats(-np.pi, np.pi),
+    l=st.floats(0.3, 8.0),
+    w=st.floats(0.3, 3.0),
+    h=st.floats(0.3, 4.0),
+)
 def test_box_covers_exactly_the_pixels_whose_rays_hit_it(x, y, lift, yaw, l, w, h):
     # Boxes stand on or float above the ground (a box sunk into it would be partly hidden by the ground).
     center, size = np.array([x, y, lift + h / 2]), np.array([l, w, h])
@@ -280,8 +366,9 @@ def test_box_covers_exactly_the_pixels_whose_rays_hit_it(x, y, lift, yaw, l, w, 
     assert out.unoccluded_pixels[0] == out.visible_pixels[0] == mask.sum()
     # Depth of every face pixel: the ray-plane z-depth of its entry face, to 1e-4 m.
     np.testing.assert_allclose(out.depth_m[inner], depth_ref[inner], atol=1e-4, rtol=1e-6)
-    corners_cam = geo.transform_points(geo.invert_transform(T_GLOBAL_FROM_CAM),
-                                       geo.box_corners(center[None], size[None], np.array([yaw])))
+    corners_cam = geo.transform_points(
+        geo.invert_transform(T_GLOBAL_FROM_CAM), geo.box_corners(center[None], size[None], np.array([yaw]))
+    )
     box_2d, valid = geo.project_boxes_2d(corners_cam, CAM.intrinsic)
     if mask.any():
         assert valid[0]
@@ -326,8 +413,7 @@ def test_z_buffer_shows_the_nearest_box_per_pixel(seed, n):
     out = _render(center, size, yaw)
     refs = [_reference_slab(CAM, T_GLOBAL_FROM_CAM, center[i], size[i], yaw[i]) for i in range(n)]
     depth_ref = np.stack([np.where(hit, d, np.inf) for hit, d in refs])  # [n, H, W]
-    inner = np.stack([_reference_slab(CAM, T_GLOBAL_FROM_CAM, center[i], size[i] - 2e-4, yaw[i])[0]
-                      for i in range(n)])
+    inner = np.stack([_reference_slab(CAM, T_GLOBAL_FROM_CAM, center[i], size[i] - 2e-4, yaw[i])[0] for i in range(n)])
     nearest = np.argmin(depth_ref, axis=0)
     ranked = np.sort(depth_ref, axis=0)
     with np.errstate(invalid="ignore"):
@@ -362,8 +448,12 @@ def test_box_partly_outside_the_image_counts_only_pixels_inside():
 
 def test_boxes_behind_the_camera_render_nothing():
     background = _render(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), ground=_road_shader)
-    behind = _render(np.array([[-10.0, 0.0, 1.5], [-3.0, 2.0, 1.0]]), np.array([[4.0, 2.0, 2.0]] * 2),
-                     np.array([0.0, 1.0]), ground=_road_shader)
+    behind = _render(
+        np.array([[-10.0, 0.0, 1.5], [-3.0, 2.0, 1.0]]),
+        np.array([[4.0, 2.0, 2.0]] * 2),
+        np.array([0.0, 1.0]),
+        ground=_road_shader,
+    )
     assert not behind.instance.any()
     assert behind.visible_pixels.tolist() == behind.unoccluded_pixels.tolist() == [0, 0]
     np.testing.assert_array_equal(behind.rgb, background.rgb)
@@ -383,8 +473,7 @@ def test_box_crossing_the_near_plane_renders_solid():
     np.testing.assert_allclose(out.depth_m[inner], depth_ref[inner], atol=1e-4)
     # A box that the near plane cuts through right in front of the lens: the cut is drawn (the cap).
     cut = _render(np.array([0.0, 0.0, 1.5]), np.array([1.0, 0.5, 0.5]), [0.0], near_m=0.1)
-    inner, _ = _reference_slab(CAM, T_GLOBAL_FROM_CAM, np.array([0.0, 0.0, 1.5]), np.array([1.0, 0.5, 0.5]) - 2e-4,
-                               0.0)
+    inner, _ = _reference_slab(CAM, T_GLOBAL_FROM_CAM, np.array([0.0, 0.0, 1.5]), np.array([1.0, 0.5, 0.5]) - 2e-4, 0.0)
     assert np.all(cut.instance[inner] == 1) and np.all(cut.depth_m[inner] == np.float32(0.1))
     # The camera inside a box sees nothing but the box's cut at the near plane.
     inside = _render(np.array([0.0, 0.0, 1.5]), np.array([4.0, 4.0, 4.0]), [0.3], near_m=0.1)
@@ -398,8 +487,9 @@ def test_ground_and_sky_follow_the_ray_geometry():
     assert np.all(np.isinf(out.depth_m[~below])) and np.all(np.isfinite(out.depth_m[below]))
     # z-depth of a ground hit from height 1.5 m: 1.5 * fy / (v - cy)
     expected = 1.5 * CAM.fy / (rows[below] - CAM.cy)
-    np.testing.assert_allclose(out.depth_m[below], np.broadcast_to(expected[:, None], (below.sum(), CAM.width)),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        out.depth_m[below], np.broadcast_to(expected[:, None], (below.sum(), CAM.width)), rtol=1e-5
+    )
     # Colours are the shader's at the hit point.
     v, u = 140, 37
     t = 1.5 * CAM.fy / (v - CAM.cy)
@@ -424,10 +514,19 @@ def test_rendered_lidar_returns_land_on_their_box():
     T_global_from_cam = T_global_from_ego @ cam.T_ego_from_sensor
     T_global_from_lidar = T_global_from_ego @ rig.lidars[0].T_ego_from_sensor
     render = render_camera(cam, T_global_from_cam, center, size, yaw, np.full((n, 3), 150, np.uint8), _flat_shader)
-    sweep = cast_lidar(T_global_from_lidar, rig.lidars[0], center, size, yaw, np.random.default_rng(0),
-                       range_noise_std_m=0.0, dropout=0.0)
-    pts_cam = geo.transform_points(geo.invert_transform(T_global_from_cam) @ T_global_from_lidar,
-                                   sweep.points_sensor[:, :3].astype(float))
+    sweep = cast_lidar(
+        T_global_from_lidar,
+        rig.lidars[0],
+        center,
+        size,
+        yaw,
+        np.random.default_rng(0),
+        range_noise_std_m=0.0,
+        dropout=0.0,
+    )
+    pts_cam = geo.transform_points(
+        geo.invert_transform(T_global_from_cam) @ T_global_from_lidar, sweep.points_sensor[:, :3].astype(float)
+    )
     uv, depth, in_front = geo.project_points(pts_cam, cam.intrinsic, near=1.0)
     col, row = np.rint(uv[:, 0]), np.rint(uv[:, 1])
     inside = in_front & (col >= 0) & (col < cam.width) & (row >= 0) & (row < cam.height) & (sweep.hit_box >= 0)

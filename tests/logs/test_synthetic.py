@@ -97,9 +97,11 @@ def test_raster_shader_matches_analytic_at_cell_centres() -> None:
 def test_map_mask_orientation() -> None:
     mask = W.map_mask_image(resolution_m=1.0)
     h = mask.shape[0]
+
     # Global (x, y) -> pixel (col = x / res, row = H - y / res), as nuScenes MapMask.transform_matrix.
     def at(x: float, y: float) -> int:
         return int(mask[int(h - y - 1e-9), int(x)])
+
     assert at(W.ORIGIN_GLOBAL[0] - 100, W.ORIGIN_GLOBAL[1] - 5) == 255  # main road
     assert at(W.ORIGIN_GLOBAL[0] - 100, W.ORIGIN_GLOBAL[1] + 30) == 0  # grass
     assert at(W.ORIGIN_GLOBAL[0] + 2, W.ORIGIN_GLOBAL[1] + 100) == 255  # cross road
@@ -136,8 +138,10 @@ def test_speed_profile_known_answer() -> None:
 def test_trajectory_velocity_is_derivative_of_position(t: float, v0: float, accel: float, curv: float) -> None:
     duration = 4.0 if accel >= 0 else min(4.0, 0.99 * v0 / -accel)
     curv = 0.0 if abs(curv) < 1e-3 else curv
-    traj = Trajectory(RoadPath((1.0, 2.0), 0.3, ((30.0, 0.0), (25.0, curv), (30.0, 0.0))),
-                      SpeedProfile.from_phases(0.0, v0, [(1.5, 0.0), (duration, accel)]))
+    traj = Trajectory(
+        RoadPath((1.0, 2.0), 0.3, ((30.0, 0.0), (25.0, curv), (30.0, 0.0))),
+        SpeedProfile.from_phases(0.0, v0, [(1.5, 0.0), (duration, accel)]),
+    )
     h = 1e-5
     st_ = traj.state(np.array([t - h, t, t + h]))
     fd = (st_["xy"][2] - st_["xy"][0]) / (2 * h)
@@ -151,8 +155,16 @@ def test_trajectory_velocity_is_derivative_of_position(t: float, v0: float, acce
 
 
 def test_visibility_bins() -> None:
-    assert [visibility_token(f) for f in (0.0, 0.4, 0.41, 0.6, 0.7, 0.8, 0.81, 1.0)] == \
-        ["1", "1", "2", "2", "3", "3", "4", "4"]
+    assert [visibility_token(f) for f in (0.0, 0.4, 0.41, 0.6, 0.7, 0.8, 0.81, 1.0)] == [
+        "1",
+        "1",
+        "2",
+        "2",
+        "3",
+        "3",
+        "4",
+        "4",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- scenarios
@@ -225,8 +237,10 @@ def test_agents_never_overlap_the_ego_or_each_other() -> None:
     for t in np.arange(0.0, 20.0, 0.25):
         boxes = scene.agent_states(t)
         ego = scene.ego_box(t)
-        everything = [*zip(boxes.center[:, :2], boxes.size_lwh[:, :2], boxes.yaw, strict=True),
-                      (ego.center[0, :2], ego.size_lwh[0, :2], ego.yaw[0])]
+        everything = [
+            *zip(boxes.center[:, :2], boxes.size_lwh[:, :2], boxes.yaw, strict=True),
+            (ego.center[0, :2], ego.size_lwh[0, :2], ego.yaw[0]),
+        ]
         c = np.array([e[0] for e in everything])
         s = np.array([e[1] for e in everything])
         y = np.array([e[2] for e in everything])
@@ -340,28 +354,34 @@ def test_instance_png_ids_lie_in_projected_boxes(full_ds: Path, nusc_full) -> No
     token_of = {int(k): v["instance_token"] for k, v in ids.items()}
     checked = 0
     for sample in nusc.sample[::6]:
-        anns = {nusc.get("sample_annotation", a)["instance_token"]: nusc.get("sample_annotation", a)
-                for a in sample["anns"]}
+        anns = {
+            nusc.get("sample_annotation", a)["instance_token"]: nusc.get("sample_annotation", a) for a in sample["anns"]
+        }
         for ch in CHANNELS:
             sd = nusc.get("sample_data", sample["data"][ch])
-            png = cv2.imread(str(full_ds / "instance_ids" / ch / (Path(sd["filename"]).stem + ".png")),
-                             cv2.IMREAD_UNCHANGED)
+            png = cv2.imread(
+                str(full_ds / "instance_ids" / ch / (Path(sd["filename"]).stem + ".png")), cv2.IMREAD_UNCHANGED
+            )
             assert png.dtype == np.uint16 and png.shape == (sd["height"], sd["width"])
             cs = nusc.get("calibrated_sensor", sd["calibrated_sensor_token"])
             pose = nusc.get("ego_pose", sd["ego_pose_token"])
             T_cam_from_global = geo.invert_transform(
                 geo.make_transform(np.array(pose["rotation"]), np.array(pose["translation"]))
-                @ geo.make_transform(np.array(cs["rotation"]), np.array(cs["translation"])))
+                @ geo.make_transform(np.array(cs["rotation"]), np.array(cs["translation"]))
+            )
             for value in np.unique(png[png > 0]):
                 ann = anns.get(token_of[int(value)])
                 if ann is None:  # rendered but not annotated (beyond 80 m)
                     continue
                 w, l, h = ann["size"]
-                corners = geo.box_corners(np.array(ann["translation"]), np.array([l, w, h]),
-                                          geo.quat_to_yaw(np.array(ann["rotation"])))
-                box2d, valid = geo.project_boxes_2d(geo.transform_points(T_cam_from_global, corners[0]),
-                                                    np.array(cs["camera_intrinsic"]),
-                                                    (sd["width"], sd["height"]))
+                corners = geo.box_corners(
+                    np.array(ann["translation"]), np.array([l, w, h]), geo.quat_to_yaw(np.array(ann["rotation"]))
+                )
+                box2d, valid = geo.project_boxes_2d(
+                    geo.transform_points(T_cam_from_global, corners[0]),
+                    np.array(cs["camera_intrinsic"]),
+                    (sd["width"], sd["height"]),
+                )
                 assert valid[0]
                 rows, cols = np.nonzero(png == value)
                 x0, y0, x1, y1 = box2d[0]
@@ -383,8 +403,9 @@ def test_num_lidar_pts_for_near_visible_agents(full_ds: Path, nusc_full) -> None
             n += 1
         assert ann["num_radar_pts"] == 0
     assert n > 50
-    pts = np.fromfile(full_ds / nusc.get("sample_data", nusc.sample[0]["data"]["LIDAR_TOP"])["filename"],
-                      dtype=np.float32).reshape(-1, 5)
+    pts = np.fromfile(
+        full_ds / nusc.get("sample_data", nusc.sample[0]["data"]["LIDAR_TOP"])["filename"], dtype=np.float32
+    ).reshape(-1, 5)
     assert pts.shape[0] > 10000 and pts[:, 4].max() <= 31
 
 
@@ -495,16 +516,23 @@ def test_contact_sheet_looks_like_a_road(full_ds: Path) -> None:
     out = REPO / "test-output"
     out.mkdir(exist_ok=True)
     cv2.imwrite(str(out / "synth_contact_sheet.png"), sheet)
-    front = cv2.cvtColor(cv2.imread(str(sorted((full_ds / "samples" / "CAM_FRONT").glob("*.jpg"))[0])),
-                         cv2.COLOR_BGR2RGB).astype(float)
+    front = cv2.cvtColor(
+        cv2.imread(str(sorted((full_ds / "samples" / "CAM_FRONT").glob("*.jpg"))[0])), cv2.COLOR_BGR2RGB
+    ).astype(float)
     h = front.shape[0]
     sky = front[: h // 4].reshape(-1, 3).mean(axis=0)
-    road = front[int(0.9 * h):, front.shape[1] // 3: 2 * front.shape[1] // 3].reshape(-1, 3).mean(axis=0)
+    road = front[int(0.9 * h) :, front.shape[1] // 3 : 2 * front.shape[1] // 3].reshape(-1, 3).mean(axis=0)
     assert sky[2] > sky[0] + 20  # blue sky
     assert np.ptp(road) < 30 and road.mean() < 130  # grey asphalt
-    png = cv2.imread(str(full_ds / "instance_ids" / "CAM_FRONT" /
-                         (sorted((full_ds / "samples" / "CAM_FRONT").glob("*.jpg"))[0].stem + ".png")),
-                     cv2.IMREAD_UNCHANGED)
+    png = cv2.imread(
+        str(
+            full_ds
+            / "instance_ids"
+            / "CAM_FRONT"
+            / (sorted((full_ds / "samples" / "CAM_FRONT").glob("*.jpg"))[0].stem + ".png")
+        ),
+        cv2.IMREAD_UNCHANGED,
+    )
     assert np.count_nonzero(png) > 100  # the lead car at least
 
 
@@ -523,8 +551,7 @@ def test_cli_synth(tmp_path: Path) -> None:
 
     runner = CliRunner()
     out = tmp_path / "cli"
-    res = runner.invoke(app, ["synth", str(out), "--scenes", "1", "--seconds", "1", "--width", "64", "--height",
-                              "36"])
+    res = runner.invoke(app, ["synth", str(out), "--scenes", "1", "--seconds", "1", "--width", "64", "--height", "36"])
     assert res.exit_code == 0, res.output
     assert "samples (key frames)" in res.output and (out / VERSION / "sample.json").is_file()
     res = runner.invoke(app, ["synth", str(out), "--scenes", "1", "--seconds", "1"])
@@ -534,6 +561,7 @@ def test_cli_synth(tmp_path: Path) -> None:
 def test_objects_leave_a_camera_field_of_view(full_ds: Path) -> None:
     """Some agent seen by CAM_FRONT at one key frame is, at a later one, out of CAM_FRONT but seen by another
     camera (it passed the ego), read from the instance-id PNGs."""
+
     def ids(channel: str) -> list[set[int]]:
         files = sorted((full_ds / "instance_ids" / channel).glob("*.png"))
         return [set(np.unique(cv2.imread(str(f), cv2.IMREAD_UNCHANGED)).tolist()) - {0} for f in files]

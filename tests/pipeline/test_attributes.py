@@ -27,8 +27,15 @@ def _scene(n_frames=9, dt=0.5, accel=0.0, ego_yaw=0.0, gap_at=None):
         if gap_at is None or f != gap_at:
             rows.append([95.0, 50.0, 0.8])  # static object B
             ids.append("B")
-        frames.append(Boxes(np.array(rows), np.tile([4.0, 2.0, 1.6], (len(rows), 1)), np.full(len(rows), 0.3),
-                            label=["car"] * len(rows), track_id=ids))
+        frames.append(
+            Boxes(
+                np.array(rows),
+                np.tile([4.0, 2.0, 1.6], (len(rows), 1)),
+                np.full(len(rows), 0.3),
+                label=["car"] * len(rows),
+                track_id=ids,
+            )
+        )
     return dense_tracks(frames, t, poses), t, a_pos
 
 

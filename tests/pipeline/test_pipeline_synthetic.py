@@ -91,8 +91,9 @@ def test_tracker_on_noise_free_ground_truth_has_no_id_switches(synthetic_log, sc
     tagged = [b.replace(extras={"instance": b.track_id.copy()}, score=np.ones(len(b))) for b in frames]
     switches, last = _switches(track_scene(tagged, scene.timestamps_s))
     assert switches == []
-    tracked_agents = sum(a.detection_class in ("car", "truck", "bus", "pedestrian", "bicycle", "motorcycle")
-                         for a in truth.agents)
+    tracked_agents = sum(
+        a.detection_class in ("car", "truck", "bus", "pedestrian", "bicycle", "motorcycle") for a in truth.agents
+    )
     assert len(last) == tracked_agents == len({tid for tid, _ in last.values()})
 
 
@@ -138,22 +139,34 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
             boxes = oracle.detect(frame)
             keep = np.isin(boxes.label, ["car", "truck", "bus", "pedestrian", "bicycle", "motorcycle", "trailer"])
             results[frame.token] = [
-                {"sample_token": frame.token, "translation": boxes.center[i].tolist(),
-                 "size": boxes.size_lwh[i, [1, 0, 2]].tolist(), "rotation": geo.yaw_to_quat(boxes.yaw[i]).tolist(),
-                 "velocity": boxes.velocity[i, :2].tolist(), "tracking_id": str(boxes.track_id[i]),
-                 "tracking_name": str(boxes.label[i]), "tracking_score": 0.9}
-                for i in np.flatnonzero(keep)]
+                {
+                    "sample_token": frame.token,
+                    "translation": boxes.center[i].tolist(),
+                    "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
+                    "rotation": geo.yaw_to_quat(boxes.yaw[i]).tolist(),
+                    "velocity": boxes.velocity[i, :2].tolist(),
+                    "tracking_id": str(boxes.track_id[i]),
+                    "tracking_name": str(boxes.label[i]),
+                    "tracking_score": 0.9,
+                }
+                for i in np.flatnonzero(keep)
+            ]
     path = tmp_path / "tracks.json"
     path.write_text(json.dumps({"meta": {}, "results": results}))
-    config = load_build_config(None, ["tracker.name=precomputed", f"tracker.path={path}", "keyframes.start_s=2",
-                                      "keyframes.end_s=5"])
+    config = load_build_config(
+        None, ["tracker.name=precomputed", f"tracker.path={path}", "keyframes.start_s=2", "keyframes.end_s=5"]
+    )
     result = run_build(synthetic_log, tmp_path / "ds", config)
     assert not result.failed
     ds = open_dataset(tmp_path / "ds")
     scene = ds.scene(ds.scenes[0])
     track_ids = set(np.asarray(scene.tracks.track_id).astype(str).tolist())
-    expected = {r["tracking_id"] for s in results.values() for r in s
-                if r["sample_token"] in {f.token for f in reader.scenes()[0].frames}}
+    expected = {
+        r["tracking_id"]
+        for s in results.values()
+        for r in s
+        if r["sample_token"] in {f.token for f in reader.scenes()[0].frames}
+    }
     assert track_ids == expected
     with pytest.raises(ConfigError, match=r"tracker\.path"):
         load_build_config(None, ["tracker.name=precomputed"])

@@ -19,9 +19,15 @@ def dets(rows, frame="global"):
     if not rows:
         return Boxes.empty(frame)
     a = np.array([r[:4] for r in rows], dtype=float)
-    return Boxes(np.c_[a[:, :2], np.zeros(len(rows))], np.tile([4.0, 2.0, 1.5], (len(rows), 1)),
-                 np.zeros(len(rows)), a[:, 2:4], label=[r[4] for r in rows], score=[r[5] for r in rows],
-                 frame=frame)
+    return Boxes(
+        np.c_[a[:, :2], np.zeros(len(rows))],
+        np.tile([4.0, 2.0, 1.5], (len(rows), 1)),
+        np.zeros(len(rows)),
+        a[:, 2:4],
+        label=[r[4] for r in rows],
+        score=[r[5] for r in rows],
+        frame=frame,
+    )
 
 
 def test_velocity_compensation_matches_fast_objects():
@@ -37,8 +43,14 @@ def test_velocity_compensation_matches_fast_objects():
 def test_class_gate_and_distance_gate():
     out = track_scene([dets([(0, 0, 0, 0, "car", 0.9)]), dets([(0.2, 0, 0, 0, "pedestrian", 0.9)])], [0, 0.5])
     assert out[1].track_id.tolist() == ["2"]  # a pedestrian never continues a car track
-    out = track_scene([dets([(0, 0, 0, 0, "pedestrian", 0.9)]), dets([(1.0, 0, 0, 0, "pedestrian", 0.9)]),
-                       dets([(2.01, 0, 0, 0, "pedestrian", 0.9)])], [0, 0.5, 1.0])
+    out = track_scene(
+        [
+            dets([(0, 0, 0, 0, "pedestrian", 0.9)]),
+            dets([(1.0, 0, 0, 0, "pedestrian", 0.9)]),
+            dets([(2.01, 0, 0, 0, "pedestrian", 0.9)]),
+        ],
+        [0, 0.5, 1.0],
+    )
     assert [o.track_id.tolist() for o in out] == [["1"], ["1"], ["2"]]  # gate 1 m is inclusive
 
 
@@ -75,8 +87,7 @@ def test_max_age_drops_old_tracks():
 
 
 def test_only_untracked_classes_do_not_crash():
-    frames = [dets([(0, 0, 0, 0, "car", 0.9)]), dets([(5, 5, 0, 0, "barrier", 0.9)]),
-              dets([(0, 0, 0, 0, "car", 0.9)])]
+    frames = [dets([(0, 0, 0, 0, "car", 0.9)]), dets([(5, 5, 0, 0, "barrier", 0.9)]), dets([(0, 0, 0, 0, "car", 0.9)])]
     out = track_scene(frames, [0.0, 0.5, 1.0])
     assert len(out[1]) == 0 and out[2].track_id.tolist() == ["1"]
 
@@ -84,8 +95,11 @@ def test_only_untracked_classes_do_not_crash():
 def test_hungarian_keeps_distance_rejected_tracks():
     # Frame 2: one detection far from track 1 (rejected by the gate), near nothing. Track 1 must survive.
     cfg = TrackerConfig(matching="hungarian")
-    frames = [dets([(0, 0, 0, 0, "car", 0.9)]), dets([(50, 0, 0, 0, "car", 0.9)]),
-              dets([(0, 0, 0, 0, "car", 0.9), (50, 0, 0, 0, "car", 0.8)])]
+    frames = [
+        dets([(0, 0, 0, 0, "car", 0.9)]),
+        dets([(50, 0, 0, 0, "car", 0.9)]),
+        dets([(0, 0, 0, 0, "car", 0.9), (50, 0, 0, 0, "car", 0.8)]),
+    ]
     out = track_scene(frames, [0.0, 0.5, 1.0], cfg)
     ids = dict(zip(out[2].center[:, 0].tolist(), out[2].track_id.tolist(), strict=True))
     assert ids == {0.0: "1", 50.0: "2"}
@@ -111,8 +125,16 @@ def random_scene(seed: int, n_frames: int = 12, n_objects: int = 12, empty_prob:
             for i in range(n_objects):
                 if rng.random() < 0.85:
                     p = pos[i] + vel[i] * 0.5 * k + rng.normal(0, 0.3, 2)
-                    rows.append((p[0], p[1], vel[i, 0] + rng.normal(0, 0.5), vel[i, 1] + rng.normal(0, 0.5),
-                                 str(labels[i]), float(rng.uniform(0.1, 1.0))))
+                    rows.append(
+                        (
+                            p[0],
+                            p[1],
+                            vel[i, 0] + rng.normal(0, 0.5),
+                            vel[i, 1] + rng.normal(0, 0.5),
+                            str(labels[i]),
+                            float(rng.uniform(0.1, 1.0)),
+                        )
+                    )
         frames.append(rows)
     return frames
 

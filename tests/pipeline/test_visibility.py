@@ -70,8 +70,12 @@ def test_unoccluded_share_uses_depth_order():
 
 
 def _request(boxes, hulls, depth, h=40, w=60):
-    return SegmentRequest(np.zeros((h, w, 3), dtype=np.uint8), np.asarray(boxes, dtype=np.float64), hulls,
-                          np.asarray(depth, dtype=np.float64))
+    return SegmentRequest(
+        np.zeros((h, w, 3), dtype=np.uint8),
+        np.asarray(boxes, dtype=np.float64),
+        hulls,
+        np.asarray(depth, dtype=np.float64),
+    )
 
 
 def test_measure_visibility_rules():
@@ -79,16 +83,21 @@ def test_measure_visibility_rules():
     h, w = 40, 60
     # object 0: fully inside, mask equals its box; object 1: behind object 0 for the most part;
     # object 2: good coverage but a low-quality mask; object 3: empty mask
-    hulls = [_rect(9.5, 9.5, 29.5, 29.5), _rect(14.5, 9.5, 34.5, 29.5), _rect(39.5, 4.5, 54.5, 19.5),
-             _rect(44.5, 24.5, 54.5, 34.5)]
+    hulls = [
+        _rect(9.5, 9.5, 29.5, 29.5),
+        _rect(14.5, 9.5, 34.5, 29.5),
+        _rect(39.5, 4.5, 54.5, 19.5),
+        _rect(44.5, 24.5, 54.5, 34.5),
+    ]
     boxes = [h_.min(0).tolist() + h_.max(0).tolist() for h_ in hulls]
     masks = np.zeros((4, h, w), dtype=bool)
     masks[0, 10:30, 10:30] = True
     masks[1, 10:30, 30:35] = True
     masks[2, 5:20, 40:55] = True
     quality = np.array([0.95, 0.9, 0.5, 0.99])
-    vis = measure_visibility(_request(boxes, hulls, [5.0, 10.0, 8.0, 8.0]), SegmentResult(masks, quality),
-                             VisibilityThresholds())
+    vis = measure_visibility(
+        _request(boxes, hulls, [5.0, 10.0, 8.0, 8.0]), SegmentResult(masks, quality), VisibilityThresholds()
+    )
     np.testing.assert_allclose(vis.box_iou[0], 1.0)
     assert vis.box_iou[3] == 0.0 and vis.area_px[3] == 0
     assert vis.coverage[0] == pytest.approx(1.0)

@@ -24,10 +24,21 @@ def to_eval_boxes(boxes: DetectionBoxes) -> Any:
     attribute = cast(np.ndarray, boxes.attribute_name)
     eb = EvalBoxes()
     for i in range(len(boxes)):
-        eb.add_boxes(boxes.sample_token[i], [DetectionBox(
-            sample_token=boxes.sample_token[i], translation=tuple(boxes.translation[i].tolist()),
-            size=tuple(boxes.size[i].tolist()), rotation=tuple(boxes.rotation[i].tolist()),
-            velocity=tuple(boxes.velocity[i].tolist()), ego_translation=tuple(ego_translation[i].tolist()),
-            num_pts=int(num_pts[i]), detection_name=str(boxes.detection_name[i]),
-            detection_score=float(score[i]), attribute_name=str(attribute[i]))])
+        eb.add_boxes(
+            boxes.sample_token[i],
+            [
+                DetectionBox(
+                    sample_token=boxes.sample_token[i],
+                    translation=tuple(boxes.translation[i].tolist()),
+                    size=tuple(boxes.size[i].tolist()),
+                    rotation=tuple(boxes.rotation[i].tolist()),
+                    velocity=tuple(boxes.velocity[i].tolist()),
+                    ego_translation=tuple(ego_translation[i].tolist()),
+                    num_pts=int(num_pts[i]),
+                    detection_name=str(boxes.detection_name[i]),
+                    detection_score=float(score[i]),
+                    attribute_name=str(attribute[i]),
+                )
+            ],
+        )
     return eb

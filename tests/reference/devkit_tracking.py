@@ -41,8 +41,9 @@ class SyntheticTracking:
     racks: list[dict] = field(default_factory=list)  # sample_token, translation, size (wlh), rotation
 
 
-def make_synthetic(seed: int, n_scenes: int, n_frames: int, n_tracks: int,
-                   classes_without_pred: tuple[str, ...] = ("trailer",)) -> SyntheticTracking:
+def make_synthetic(
+    seed: int, n_scenes: int, n_frames: int, n_tracks: int, classes_without_pred: tuple[str, ...] = ("trailer",)
+) -> SyntheticTracking:
     """Scenes with births, deaths, occlusion gaps (zero-point GT boxes), ID switches, false positives, dropped
     predictions, whole samples without predictions, tracks leaving the class range and bikes in racks."""
     from nuscenes.utils.splits import create_splits_scenes
@@ -55,8 +56,14 @@ def make_synthetic(seed: int, n_scenes: int, n_frames: int, n_tracks: int,
     return data
 
 
-def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_frames: int, n_tracks: int,
-                classes_without_pred: tuple[str, ...]) -> None:
+def _make_scene(
+    rng: np.random.Generator,
+    data: SyntheticTracking,
+    s: int,
+    n_frames: int,
+    n_tracks: int,
+    classes_without_pred: tuple[str, ...],
+) -> None:
     t0 = 1_500_000_000_000_000 + s * 100_000_000
     steps = rng.integers(450_000, 550_001, size=n_frames)
     steps[0] = 0
@@ -74,8 +81,14 @@ def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_fra
     rack_yaw = rng.uniform(-np.pi, np.pi)
     rack_rot = [math.cos(rack_yaw / 2), 0.0, 0.0, math.sin(rack_yaw / 2)]
     for f in range(n_frames):
-        data.racks.append({"sample_token": tokens[f], "translation": rack_center.tolist(), "size": [2.0, 6.0, 1.5],
-                           "rotation": rack_rot})
+        data.racks.append(
+            {
+                "sample_token": tokens[f],
+                "translation": rack_center.tolist(),
+                "size": [2.0, 6.0, 1.5],
+                "rotation": rack_rot,
+            }
+        )
     next_pred_id = [0]
 
     def new_pred_id() -> str:
@@ -107,8 +120,15 @@ def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_fra
             pos = np.r_[start + vel * dt + rng.normal(0, 0.05, size=2), 1.0]
             occluded = rng.random() < 0.1
             if rng.random() >= 0.04:  # GT boxes missing from a sample (interpolated)
-                data.gt.append({"sample_token": tokens[f], "translation": pos.tolist(), "tracking_id": gid,
-                                "tracking_name": cls, "num_pts": 0 if occluded else int(rng.integers(1, 300))})
+                data.gt.append(
+                    {
+                        "sample_token": tokens[f],
+                        "translation": pos.tolist(),
+                        "tracking_id": gid,
+                        "tracking_name": cls,
+                        "num_pts": 0 if occluded else int(rng.integers(1, 300)),
+                    }
+                )
             if cls in classes_without_pred or f in empty_pred_frames:
                 continue
             if f == swap_at:
@@ -117,9 +137,15 @@ def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_fra
                 continue
             noise = rng.normal(0, 0.35, size=2) if rng.random() > 0.05 else rng.normal(0, 2.5, size=2)
             pcls = cls if rng.random() > 0.03 else str(rng.choice(TRACKING_CLASSES))
-            data.pred.append({"sample_token": tokens[f], "translation": (pos + np.r_[noise, 0]).tolist(),
-                              "tracking_id": pid, "tracking_name": pcls,
-                              "score": float(np.clip(base_score + rng.normal(0, 0.1), 0.01, 1.0))})
+            data.pred.append(
+                {
+                    "sample_token": tokens[f],
+                    "translation": (pos + np.r_[noise, 0]).tolist(),
+                    "tracking_id": pid,
+                    "tracking_name": pcls,
+                    "score": float(np.clip(base_score + rng.normal(0, 0.1), 0.01, 1.0)),
+                }
+            )
     # False-positive tracks.
     for _ in range(max(1, n_tracks // 5)):
         cls = str(rng.choice(TRACKING_CLASSES, p=_CLASS_WEIGHTS / _CLASS_WEIGHTS.sum()))
@@ -134,8 +160,15 @@ def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_fra
             if f in empty_pred_frames or rng.random() < 0.2:
                 continue
             pos = np.r_[start + rng.normal(0, 0.3, size=2), 1.0]
-            data.pred.append({"sample_token": tokens[f], "translation": pos.tolist(), "tracking_id": pid,
-                              "tracking_name": cls, "score": float(np.clip(score + rng.normal(0, 0.05), 0.01, 1))})
+            data.pred.append(
+                {
+                    "sample_token": tokens[f],
+                    "translation": pos.tolist(),
+                    "tracking_id": pid,
+                    "tracking_name": cls,
+                    "score": float(np.clip(score + rng.normal(0, 0.05), 0.01, 1)),
+                }
+            )
 
 
 # ---------------------------------------------------------------------------------------------- stridegen side
@@ -144,24 +177,32 @@ def _make_scene(rng: np.random.Generator, data: SyntheticTracking, s: int, n_fra
 def to_stridegen(data: SyntheticTracking) -> tuple[TrackBoxes, TrackBoxes, Timeline, RackBoxes]:
     frame_of = {smp["token"]: i for i, smp in enumerate(data.samples)}
     # Timeline.__post_init__ turns the lists into arrays.
-    timeline = Timeline(scene=[smp["scene"] for smp in data.samples],  # type: ignore[arg-type]
-                        timestamp_us=[smp["timestamp"] for smp in data.samples],  # type: ignore[arg-type]
-                        ego_translation_global=np.array([smp["ego"] for smp in data.samples]).reshape(-1, 3),
-                        token=np.array([smp["token"] for smp in data.samples], dtype=object))
-    gt = TrackBoxes.create(frame=[frame_of[b["sample_token"]] for b in data.gt],
-                           track_id=[b["tracking_id"] for b in data.gt],
-                           class_name=[b["tracking_name"] for b in data.gt],
-                           translation_global=np.array([b["translation"] for b in data.gt]).reshape(-1, 3),
-                           num_pts=[b["num_pts"] for b in data.gt])
-    pred = TrackBoxes.create(frame=[frame_of[b["sample_token"]] for b in data.pred],
-                             track_id=[b["tracking_id"] for b in data.pred],
-                             class_name=[b["tracking_name"] for b in data.pred],
-                             translation_global=np.array([b["translation"] for b in data.pred]).reshape(-1, 3),
-                             score=[b["score"] for b in data.pred])
-    racks = RackBoxes(frame=np.array([frame_of[r["sample_token"]] for r in data.racks], dtype=np.int64),
-                      center_global=np.array([r["translation"] for r in data.racks]).reshape(-1, 3),
-                      size_wlh=np.array([r["size"] for r in data.racks]).reshape(-1, 3),
-                      rotation_global=np.array([r["rotation"] for r in data.racks]).reshape(-1, 4))
+    timeline = Timeline(
+        scene=[smp["scene"] for smp in data.samples],  # type: ignore[arg-type]
+        timestamp_us=[smp["timestamp"] for smp in data.samples],  # type: ignore[arg-type]
+        ego_translation_global=np.array([smp["ego"] for smp in data.samples]).reshape(-1, 3),
+        token=np.array([smp["token"] for smp in data.samples], dtype=object),
+    )
+    gt = TrackBoxes.create(
+        frame=[frame_of[b["sample_token"]] for b in data.gt],
+        track_id=[b["tracking_id"] for b in data.gt],
+        class_name=[b["tracking_name"] for b in data.gt],
+        translation_global=np.array([b["translation"] for b in data.gt]).reshape(-1, 3),
+        num_pts=[b["num_pts"] for b in data.gt],
+    )
+    pred = TrackBoxes.create(
+        frame=[frame_of[b["sample_token"]] for b in data.pred],
+        track_id=[b["tracking_id"] for b in data.pred],
+        class_name=[b["tracking_name"] for b in data.pred],
+        translation_global=np.array([b["translation"] for b in data.pred]).reshape(-1, 3),
+        score=[b["score"] for b in data.pred],
+    )
+    racks = RackBoxes(
+        frame=np.array([frame_of[r["sample_token"]] for r in data.racks], dtype=np.int64),
+        center_global=np.array([r["translation"] for r in data.racks]).reshape(-1, 3),
+        size_wlh=np.array([r["size"] for r in data.racks]).reshape(-1, 3),
+        rotation_global=np.array([r["rotation"] for r in data.racks]).reshape(-1, 4),
+    )
     return gt, pred, timeline, racks
 
 
@@ -180,35 +221,48 @@ class FakeNuScenes:
     def __init__(self, data: SyntheticTracking) -> None:
         self.version = "v1.0-trainval"
         self.dataroot = "/nonexistent"
-        self.tables: dict[str, dict[str, dict]] = {k: {} for k in
-                                                    ("sample", "scene", "sample_data", "ego_pose",
-                                                     "sample_annotation")}
+        self.tables: dict[str, dict[str, dict]] = {
+            k: {} for k in ("sample", "scene", "sample_data", "ego_pose", "sample_annotation")
+        }
         by_scene: dict[int, list[dict]] = {}
         for smp in data.samples:
             by_scene.setdefault(smp["scene"], []).append(smp)
         racks_by_sample: dict[str, list[str]] = {}
         for i, r in enumerate(data.racks):
             token = f"rack{i}"
-            self.tables["sample_annotation"][token] = {"token": token, "category_name": "static_object.bicycle_rack",
-                                                       "translation": r["translation"], "size": r["size"],
-                                                       "rotation": r["rotation"]}
+            self.tables["sample_annotation"][token] = {
+                "token": token,
+                "category_name": "static_object.bicycle_rack",
+                "translation": r["translation"],
+                "size": r["size"],
+                "rotation": r["rotation"],
+            }
             racks_by_sample.setdefault(r["sample_token"], []).append(token)
         for s, samples in by_scene.items():
             scene_token = f"scene{s}"
-            self.tables["scene"][scene_token] = {"token": scene_token, "name": data.scene_names[s],
-                                                 "first_sample_token": samples[0]["token"],
-                                                 "last_sample_token": samples[-1]["token"]}
+            self.tables["scene"][scene_token] = {
+                "token": scene_token,
+                "name": data.scene_names[s],
+                "first_sample_token": samples[0]["token"],
+                "last_sample_token": samples[-1]["token"],
+            }
             for f, smp in enumerate(samples):
                 tok = smp["token"]
                 self.tables["sample"][tok] = {
-                    "token": tok, "scene_token": scene_token, "timestamp": smp["timestamp"],
+                    "token": tok,
+                    "scene_token": scene_token,
+                    "timestamp": smp["timestamp"],
                     "next": samples[f + 1]["token"] if f + 1 < len(samples) else "",
                     "prev": samples[f - 1]["token"] if f else "",
-                    "data": {"LIDAR_TOP": "sd" + tok}, "anns": racks_by_sample.get(tok, []),
+                    "data": {"LIDAR_TOP": "sd" + tok},
+                    "anns": racks_by_sample.get(tok, []),
                 }
                 self.tables["sample_data"]["sd" + tok] = {"token": "sd" + tok, "ego_pose_token": "ep" + tok}
-                self.tables["ego_pose"]["ep" + tok] = {"token": "ep" + tok, "translation": list(smp["ego"]),
-                                                       "rotation": [1.0, 0.0, 0.0, 0.0]}
+                self.tables["ego_pose"]["ep" + tok] = {
+                    "token": "ep" + tok,
+                    "translation": list(smp["ego"]),
+                    "rotation": [1.0, 0.0, 0.0, 0.0],
+                }
 
     def get(self, table: str, token: str) -> dict:
         return self.tables[table][token]
@@ -230,15 +284,32 @@ def run_devkit(data: SyntheticTracking, cfg_dict: dict | None = None):
     gt_by_sample: dict[str, list] = {smp["token"]: [] for smp in data.samples}
     pred_by_sample: dict[str, list] = {smp["token"]: [] for smp in data.samples}
     for b in data.gt:
-        gt_by_sample[b["sample_token"]].append(TrackingBox(
-            sample_token=b["sample_token"], translation=tuple(b["translation"]), size=(2.0, 4.0, 1.5),
-            rotation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0, 0.0), num_pts=b["num_pts"],
-            tracking_id=b["tracking_id"], tracking_name=b["tracking_name"], tracking_score=-1.0))
+        gt_by_sample[b["sample_token"]].append(
+            TrackingBox(
+                sample_token=b["sample_token"],
+                translation=tuple(b["translation"]),
+                size=(2.0, 4.0, 1.5),
+                rotation=(1.0, 0.0, 0.0, 0.0),
+                velocity=(0.0, 0.0),
+                num_pts=b["num_pts"],
+                tracking_id=b["tracking_id"],
+                tracking_name=b["tracking_name"],
+                tracking_score=-1.0,
+            )
+        )
     for b in data.pred:
-        pred_by_sample[b["sample_token"]].append(TrackingBox(
-            sample_token=b["sample_token"], translation=tuple(b["translation"]), size=(2.0, 4.0, 1.5),
-            rotation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0, 0.0), tracking_id=b["tracking_id"],
-            tracking_name=b["tracking_name"], tracking_score=float(b["score"])))
+        pred_by_sample[b["sample_token"]].append(
+            TrackingBox(
+                sample_token=b["sample_token"],
+                translation=tuple(b["translation"]),
+                size=(2.0, 4.0, 1.5),
+                rotation=(1.0, 0.0, 0.0, 0.0),
+                velocity=(0.0, 0.0),
+                tracking_id=b["tracking_id"],
+                tracking_name=b["tracking_name"],
+                tracking_score=float(b["score"]),
+            )
+        )
     for token in gt_by_sample:
         gt_boxes.add_boxes(token, gt_by_sample[token])
         pred_boxes.add_boxes(token, pred_by_sample[token])

@@ -32,13 +32,23 @@ OFFICIAL_TOLERANCE = {
     }
 }
 REF_TIME = {"ego_distance_data": 0, "ego_speed_data": 0, "target_speed_data": 0, "target_bearing_angle_data": 0}
-REF_SUBJECT = {"ego_distance_data": "target", "ego_speed_data": "ego", "target_speed_data": "target",
-               "target_bearing_angle_data": "target"}
+REF_SUBJECT = {
+    "ego_distance_data": "target",
+    "ego_speed_data": "ego",
+    "target_speed_data": "target",
+    "target_bearing_angle_data": "target",
+}
 for _t in (1, 2, 3):
-    REF_TIME.update({f"ego_distance_data_4d_t{_t}": _t, f"ego_speed_data_4d_t{_t}": _t,
-                     f"target_speed_data_4d_t{_t}": _t})
-    REF_SUBJECT.update({f"ego_distance_data_4d_t{_t}": "target", f"ego_speed_data_4d_t{_t}": "ego",
-                        f"target_speed_data_4d_t{_t}": "target"})
+    REF_TIME.update(
+        {f"ego_distance_data_4d_t{_t}": _t, f"ego_speed_data_4d_t{_t}": _t, f"target_speed_data_4d_t{_t}": _t}
+    )
+    REF_SUBJECT.update(
+        {
+            f"ego_distance_data_4d_t{_t}": "target",
+            f"ego_speed_data_4d_t{_t}": "ego",
+            f"target_speed_data_4d_t{_t}": "target",
+        }
+    )
 
 
 def ref_parse_unit(qa_type: str, text: str) -> tuple[float, str] | None:
@@ -52,10 +62,13 @@ def ref_parse_unit(qa_type: str, text: str) -> tuple[float, str] | None:
             angle = ((angle + 180) % 360) - 180
         return angle, m.group(2)
     if qa_type == "distance":
-        table = [("inch", 0.0254, ["inch", "inches", "in"]), ("foot", 0.3048, ["foot", "feet", "ft"]),
-                 ("cm", 0.01, ["cm", "centimeters", "centimetres"]),
-                 ("m", 1.0, ["m", "meter", "meters", "metre", "metres"]),
-                 ("km", 1000.0, ["km", "kilometer", "kilometers", "kilometre", "kilometres"])]
+        table = [
+            ("inch", 0.0254, ["inch", "inches", "in"]),
+            ("foot", 0.3048, ["foot", "feet", "ft"]),
+            ("cm", 0.01, ["cm", "centimeters", "centimetres"]),
+            ("m", 1.0, ["m", "meter", "meters", "metre", "metres"]),
+            ("km", 1000.0, ["km", "kilometer", "kilometers", "kilometre", "kilometres"]),
+        ]
         for _, factor, terms in table:
             alternation = "|".join(re.escape(t) for t in terms)
             m = re.search(rf"(\d+\.?\d*)\s*({alternation})\b(?!/)", text, re.I)
@@ -63,11 +76,36 @@ def ref_parse_unit(qa_type: str, text: str) -> tuple[float, str] | None:
                 return float(m.group(1)) * factor, m.group(2)
         return None
     if qa_type == "velocity":
-        velocity_table = [(1.0, ["m/s", "m s-1", r"m s\^1", "m s⁻1", "mps", "meter per second", "metre per second",
-                                 "meters per second", "metres per second"]),
-                          (1 / 3.6, ["km/h", "km h-1", "kmh", "kph", "kilometer per hour", "kilometre per hour",
-                                     "kilometers per hour", "kilometres per hour"]),
-                          (1609.34 / 3600, ["mph", "mile per hour", "miles per hour"])]
+        velocity_table = [
+            (
+                1.0,
+                [
+                    "m/s",
+                    "m s-1",
+                    r"m s\^1",
+                    "m s⁻1",
+                    "mps",
+                    "meter per second",
+                    "metre per second",
+                    "meters per second",
+                    "metres per second",
+                ],
+            ),
+            (
+                1 / 3.6,
+                [
+                    "km/h",
+                    "km h-1",
+                    "kmh",
+                    "kph",
+                    "kilometer per hour",
+                    "kilometre per hour",
+                    "kilometers per hour",
+                    "kilometres per hour",
+                ],
+            ),
+            (1609.34 / 3600, ["mph", "mile per hour", "miles per hour"]),
+        ]
         for factor, terms in velocity_table:
             for term in terms:
                 term_regex = re.escape(term).replace("\\ ", "\\s+")
@@ -92,15 +130,32 @@ def ref_judge_details(qa_type: str, gt: Any, pred: Any, tol: dict[str, Any]) -> 
         r = tol["range"]
         if "absolute_floor" in tol and gt < tol["absolute_floor"]["threshold"]:
             abs_tol = tol["absolute_floor"]["threshold"] * r
-            return {"success": abs(pred - gt) <= abs_tol, "min_value": gt - abs_tol, "max_value": gt + abs_tol,
-                    "pred": pred, "gt": gt, "fn_used": "absolute_floor"}
+            return {
+                "success": abs(pred - gt) <= abs_tol,
+                "min_value": gt - abs_tol,
+                "max_value": gt + abs_tol,
+                "pred": pred,
+                "gt": gt,
+                "fn_used": "absolute_floor",
+            }
         lo, hi = gt * (1 - r), gt * (1 + r)
-        return {"success": lo <= pred <= hi, "min_value": lo, "max_value": hi, "pred": pred, "gt": gt,
-                "fn_used": "relative"}
+        return {
+            "success": lo <= pred <= hi,
+            "min_value": lo,
+            "max_value": hi,
+            "pred": pred,
+            "gt": gt,
+            "fn_used": "relative",
+        }
     if fn == "angular_absolute":
         diff = (pred - gt + 180) % 360 - 180
-        return {"success": abs(diff) <= tol["range"], "tolerance_range": tol["range"], "diff": abs(diff),
-                "pred": pred, "gt": gt}
+        return {
+            "success": abs(diff) <= tol["range"],
+            "tolerance_range": tol["range"],
+            "diff": abs(diff),
+            "pred": pred,
+            "gt": gt,
+        }
     raise ValueError(fn)
 
 
@@ -112,8 +167,9 @@ def ref_group(question_id: str) -> str:
     return "g" + question_id.split("_g")[1] if "_g" in question_id else question_id
 
 
-def reference_evaluate(responses: list[dict[str, Any]], config: dict[str, Any],
-                       annotation: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def reference_evaluate(
+    responses: list[dict[str, Any]], config: dict[str, Any], annotation: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """Success rates + temporal consistency, computed record by record with the toolkit's data flow: one raw
     result dict (with its judge details) per value, one LSR dict per distance / direction pair, a counting loop,
     then a DataFrame of every result and a pivot of the LSR rows for TLC / MLSR."""
@@ -134,16 +190,32 @@ def reference_evaluate(responses: list[dict[str, Any]], config: dict[str, Any],
             pred_value, pred_unit = parsed if parsed is not None else (None, None)
             details = ref_judge_details(qa_type, gt, pred_value, tol)
             details.update(tol)
-            raw.append({"question_id": qid, "group_id": group, "object_type": info.get("object_type"),
-                        "relation": info.get("relation"), "qa_category": resp["qa_category"], "time": t,
-                        "ego_or_target": subject, "qa_type": qa_type, "gt": resp.get("gt"), "pred": pred_text,
-                        "gt_value": gt, "pred_value": pred_value, "gt_unit": gt_unit, "pred_unit": pred_unit,
-                        "success": details["success"], "details": details})
+            raw.append(
+                {
+                    "question_id": qid,
+                    "group_id": group,
+                    "object_type": info.get("object_type"),
+                    "relation": info.get("relation"),
+                    "qa_category": resp["qa_category"],
+                    "time": t,
+                    "ego_or_target": subject,
+                    "qa_type": qa_type,
+                    "gt": resp.get("gt"),
+                    "pred": pred_text,
+                    "gt_value": gt,
+                    "pred_value": pred_value,
+                    "gt_unit": gt_unit,
+                    "pred_unit": pred_unit,
+                    "success": details["success"],
+                    "details": details,
+                }
+            )
     pairs: dict[str, dict[str, Any]] = {}
     for r in raw:
         key = f"{ref_group(r['question_id'])}_{r['time']}_{r['ego_or_target']}"
-        entry = pairs.setdefault(key, {"time": r["time"], "ego_or_target": r["ego_or_target"], "distance": None,
-                                       "direction": None})
+        entry = pairs.setdefault(
+            key, {"time": r["time"], "ego_or_target": r["ego_or_target"], "distance": None, "direction": None}
+        )
         if r["qa_type"] in ("distance", "direction"):
             entry[r["qa_type"]] = r
     lsr_rows = []
@@ -157,13 +229,22 @@ def reference_evaluate(responses: list[dict[str, Any]], config: dict[str, Any],
         d_det = ref_judge_details("distance", d_gt, d_pred, config["tolerance"]["distance"])
         a_det = ref_judge_details("direction", a_gt, a_pred, config["tolerance"]["direction"])
         ok = bool(d_det.get("success", False) and a_det.get("success", False))
-        lsr_rows.append({"question_id": primary["question_id"], "group_id": primary["group_id"],
-                         "object_type": primary["object_type"], "relation": primary["relation"],
-                         "qa_category": primary["qa_category"], "time": entry["time"],
-                         "ego_or_target": entry["ego_or_target"], "qa_type": "lsr",
-                         "gt_value": {"distance": d_gt, "direction": a_gt},
-                         "pred_value": {"distance": d_pred, "direction": a_pred},
-                         "success": ok, "details": {"distance_details": d_det, "direction_details": a_det}})
+        lsr_rows.append(
+            {
+                "question_id": primary["question_id"],
+                "group_id": primary["group_id"],
+                "object_type": primary["object_type"],
+                "relation": primary["relation"],
+                "qa_category": primary["qa_category"],
+                "time": entry["time"],
+                "ego_or_target": entry["ego_or_target"],
+                "qa_type": "lsr",
+                "gt_value": {"distance": d_gt, "direction": a_gt},
+                "pred_value": {"distance": d_pred, "direction": a_pred},
+                "success": ok,
+                "details": {"distance_details": d_det, "direction_details": a_det},
+            }
+        )
     raw.extend(lsr_rows)
     stats: dict[str, dict[int, list[int]]] = {}
     for r in raw:
@@ -183,8 +264,11 @@ def reference_evaluate(responses: list[dict[str, Any]], config: dict[str, Any],
         out[name] = rows
     df_all = pd.DataFrame(raw)
     df = df_all[df_all.qa_type == "lsr"]
-    pivot = (df.pivot_table(index=["group_id", "relation"], columns="time", values="success", aggfunc="first")
-             .fillna(False).astype(bool))
+    pivot = (
+        df.pivot_table(index=["group_id", "relation"], columns="time", values="success", aggfunc="first")
+        .fillna(False)
+        .astype(bool)
+    )
     temporal: dict[str, dict[str, float]] = {}
 
     def add(label: str, col: str, series: Any) -> None:
@@ -212,28 +296,51 @@ def _fmt(x: float, rng: np.random.Generator) -> str:
 def _distance_text(gt: float, rng: np.random.Generator) -> str:
     d = gt * rng.choice([1.0, 0.75, 1.25, 0.8, 1.3, rng.uniform(0.3, 2.0)])
     form = int(rng.integers(0, 9))
-    return [f"Region [0] is {_fmt(d, rng)} meters away.", f"{_fmt(d, rng)}m", f"about {_fmt(d / 0.3048, rng)} feet",
-            f"{_fmt(d * 100, rng)} cm", f"It is {_fmt(d, rng)} metres ahead, moving at 3 m/s.", "I can't tell.",
-            f"{_fmt(d, rng)}", f"{_fmt(d / 1000, rng)} km", f"roughly {_fmt(d, rng)} m in front"][form]
+    return [
+        f"Region [0] is {_fmt(d, rng)} meters away.",
+        f"{_fmt(d, rng)}m",
+        f"about {_fmt(d / 0.3048, rng)} feet",
+        f"{_fmt(d * 100, rng)} cm",
+        f"It is {_fmt(d, rng)} metres ahead, moving at 3 m/s.",
+        "I can't tell.",
+        f"{_fmt(d, rng)}",
+        f"{_fmt(d / 1000, rng)} km",
+        f"roughly {_fmt(d, rng)} m in front",
+    ][form]
 
 
 def _direction_text(gt: float, rng: np.random.Generator) -> str:
     a = gt + rng.choice([0.0, 10.0, -10.0, 10.5, rng.uniform(-40, 40), 360.0])
     form = int(rng.integers(0, 7))
-    return [f"at {_fmt(a, rng)} degrees", f"{_fmt(a, rng)}°", f"a {_fmt(a, rng)}-degree angle",
-            "at 2 o'clock", f"bearing {_fmt(a, rng)} deg", "unknown", f"{_fmt(a, rng)} DEGREES"][form]
+    return [
+        f"at {_fmt(a, rng)} degrees",
+        f"{_fmt(a, rng)}°",
+        f"a {_fmt(a, rng)}-degree angle",
+        "at 2 o'clock",
+        f"bearing {_fmt(a, rng)} deg",
+        "unknown",
+        f"{_fmt(a, rng)} DEGREES",
+    ][form]
 
 
 def _speed_text(gt: float, rng: np.random.Generator) -> str:
     v = max(gt * rng.choice([1.0, 0.8, 1.2, rng.uniform(0, 2)]) + rng.choice([0.0, 0.1, -0.1, 0.5]), 0.0)
     form = int(rng.integers(0, 8))
-    return [f"{_fmt(v, rng)} m/s", f"{_fmt(v * 3.6, rng)} km/h", f"{_fmt(v / 0.44704, rng)} mph",
-            f"Its speed is {_fmt(v, rng)} meters per second.", f"{_fmt(v, rng)}m/s", "It is stationary.",
-            f"{_fmt(v, rng)} mps at 10 m", f"{_fmt(v * 3.6, rng)} kph"][form]
+    return [
+        f"{_fmt(v, rng)} m/s",
+        f"{_fmt(v * 3.6, rng)} km/h",
+        f"{_fmt(v / 0.44704, rng)} mph",
+        f"Its speed is {_fmt(v, rng)} meters per second.",
+        f"{_fmt(v, rng)}m/s",
+        "It is stationary.",
+        f"{_fmt(v, rng)} mps at 10 m",
+        f"{_fmt(v * 3.6, rng)} kph",
+    ][form]
 
 
-def make_bench(n_groups: int, seed: int, drop_prob: float = 0.05
-               ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def make_bench(
+    n_groups: int, seed: int, drop_prob: float = 0.05
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Random official-format response records and annotation sheet (some groups unlabelled, some records
     dropped so that a few localization pairs are incomplete)."""
     rng = np.random.default_rng(seed)
@@ -246,8 +353,15 @@ def make_bench(n_groups: int, seed: int, drop_prob: float = 0.05
         q += 1
         if rng.random() < drop_prob:
             return
-        responses.append({"question_id": f"q{q:08d}_g{group:05d}", "qa_category": category, "gt_value": gt,
-                          "unit": {k: "x" for k in gt}, "pred": pred})
+        responses.append(
+            {
+                "question_id": f"q{q:08d}_g{group:05d}",
+                "qa_category": category,
+                "gt_value": gt,
+                "unit": {k: "x" for k in gt},
+                "pred": pred,
+            }
+        )
 
     for g in range(n_groups):
         rel = RELATIONS[int(rng.integers(0, len(RELATIONS)))]
@@ -277,6 +391,7 @@ def ours_official(responses: list[dict[str, Any]], sheet: dict[str, dict[str, An
     items, _ = sb.build_items([(Path("mem"), responses)], STRIDEQA_BENCH, sheet)
     metrics = evaluate(items, STRIDEQA_BENCH).metrics()
     out = {k: metrics[k] for k in DIMENSIONS + ("lsr",) if k in metrics}
-    out["temporal_consistency"] = {row["relation"]: {k: v for k, v in row.items() if k != "relation"}
-                                   for row in metrics["temporal_consistency"]}
+    out["temporal_consistency"] = {
+        row["relation"]: {k: v for k, v in row.items() if k != "relation"} for row in metrics["temporal_consistency"]
+    }
     return out

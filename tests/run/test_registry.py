@@ -10,7 +10,7 @@ import pytest
 from stridegen.core import registry
 from stridegen.core.errors import ConfigError
 
-PLUGIN = textwrap.dedent('''
+PLUGIN = textwrap.dedent("""
     import numpy as np
     from stridegen.augment.corruptions.base import Corruption
 
@@ -23,7 +23,7 @@ PLUGIN = textwrap.dedent('''
     class EchoJudge:
         def __init__(self, prefix: str = "echo") -> None:
             self.prefix = prefix
-''')
+""")
 
 
 @pytest.fixture()

@@ -22,7 +22,7 @@ from stridegen.shards.reader import open_dataset
 REPO = Path(__file__).resolve().parents[2]
 SYNTH = {"scenes": 2, "seconds": 6.0, "seed": 3, "width": 320, "height": 180}
 # A detector from outside the package: the oracle's boxes with every score set to 0.5 (so its output is visible).
-PLUGIN = textwrap.dedent('''
+PLUGIN = textwrap.dedent("""
     from stridegen.pipeline.detect.oracle import OracleDetector
 
     class HalfScoreDetector:
@@ -48,7 +48,7 @@ PLUGIN = textwrap.dedent('''
                           question="How many regions are marked?", answer=str(n), region_ids=(),
                           track_indices=(), gt_value=float(n), unit="count")
             return [item], {}
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,16 @@ def _scores(out: Path) -> set[float]:
 
 
 def test_module_string_detector_builds_with_two_workers(small_log, plugin_module, tmp_path):
-    cfg = load_build_config(None, [f"detector.name={plugin_module}", "workers=2", "segmenter.name=projected_box",
-                                   "keyframes.start_s=1", "keyframes.end_s=4"])
+    cfg = load_build_config(
+        None,
+        [
+            f"detector.name={plugin_module}",
+            "workers=2",
+            "segmenter.name=projected_box",
+            "keyframes.start_s=1",
+            "keyframes.end_s=4",
+        ],
+    )
     result = run_build(small_log, tmp_path / "ds", cfg)
     assert result.ok, [r.reason for r in result.failed]
     assert [r.status for r in result.results] == ["built", "built"]
@@ -86,8 +94,16 @@ def test_module_string_detector_builds_with_two_workers(small_log, plugin_module
 def test_runtime_registration_reaches_spawned_workers(small_log, plugin_module, tmp_path):
     registry.register("detector", "half_score", plugin_module)
     try:
-        cfg = load_build_config(None, ["detector.name=half_score", "detector.options.score=0.25", "workers=2",
-                                       "segmenter.name=none", "output.images=none"])
+        cfg = load_build_config(
+            None,
+            [
+                "detector.name=half_score",
+                "detector.options.score=0.25",
+                "workers=2",
+                "segmenter.name=none",
+                "output.images=none",
+            ],
+        )
         result = run_build(small_log, tmp_path / "ds", cfg)
     finally:
         registry.unregister("detector", "half_score")
@@ -152,8 +168,17 @@ def _alive(pid: int) -> bool:
 def test_kill_9_of_the_parent_leaves_no_worker_behind(small_log, tmp_path):
     marker = tmp_path / "paused"
     env = {**os.environ, PAUSE_ENV: f"scene-0001:read:{marker}"}
-    cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(small_log), "--out", str(tmp_path / "ds"),
-           "workers=2", "segmenter.name=projected_box"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "stridegen.cli.build",
+        "build",
+        str(small_log),
+        "--out",
+        str(tmp_path / "ds"),
+        "workers=2",
+        "segmenter.name=projected_box",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -112,8 +112,9 @@ def test_reference_build_content(reference_build, synth_log):
 
 @needs_nuscenes_demo
 def test_demo_fixture_with_single_frame_overrides(tmp_path):
-    cfg = load_build_config(None, ["keyframes.start_s=0", "keyframes.require_full_window=false",
-                                   "cameras.channels=[CAM_FRONT, CAM_BACK]"])
+    cfg = load_build_config(
+        None, ["keyframes.start_s=0", "keyframes.require_full_window=false", "cameras.channels=[CAM_FRONT, CAM_BACK]"]
+    )
     result = run_build(DEMO, tmp_path, cfg)
     assert result.ok
     view = open_dataset(tmp_path)["scene-0061"]
@@ -206,8 +207,7 @@ def test_config_errors_exit_2(synth_log, tmp_path):
     runner = CliRunner()
     res = runner.invoke(_standalone_app(), ["build", str(synth_log), "--out", str(tmp_path), "nope.key=1"])
     assert res.exit_code == 2 and "unknown config key" in res.output
-    res = runner.invoke(_standalone_app(), ["build", str(synth_log), "--out", str(tmp_path),
-                                            "detector.name=nope"])
+    res = runner.invoke(_standalone_app(), ["build", str(synth_log), "--out", str(tmp_path), "detector.name=nope"])
     assert res.exit_code == 2 and "unknown detector" in res.output
     with pytest.raises(ConfigError, match="not in the log"):
         run_build(synth_log, tmp_path / "x", load_build_config(None, ["log.scenes=[scene-9]"]))
@@ -228,8 +228,12 @@ def test_config_change_needs_overwrite(reference_build, synth_log, tmp_path):
 
 # ------------------------------------------------------------------------------------------------------ helpers
 def test_image_frame_indices():
-    kf = KeyframesTable(np.array([4, 6], np.int32), np.array([2.0, 3.0]),
-                        np.array([[2, 3, 4, 5, -1], [4, 5, 6, 7, 8]], np.int32), np.arange(5) * 0.5 - 1.0)
+    kf = KeyframesTable(
+        np.array([4, 6], np.int32),
+        np.array([2.0, 3.0]),
+        np.array([[2, 3, 4, 5, -1], [4, 5, 6, 7, 8]], np.int32),
+        np.arange(5) * 0.5 - 1.0,
+    )
     assert image_frame_indices(kf, 10, "windows") == [2, 3, 4, 5, 6, 7, 8]
     assert image_frame_indices(kf, 10, "keyframes") == [4, 6]
     assert image_frame_indices(kf, 3, "all") == [0, 1, 2]
@@ -280,8 +284,9 @@ def test_build_without_log_root_uses_the_default_log(synth_log, tmp_path, monkey
 
     monkeypatch.setattr(build_cli, "ensure_default_log", lambda: synth_log)
     out = tmp_path / "ds"
-    res = CliRunner().invoke(_standalone_app(), ["build", "log.scenes=[scene-0001]", "--out", str(out),
-                                                 "--workers", "1"])
+    res = CliRunner().invoke(
+        _standalone_app(), ["build", "log.scenes=[scene-0001]", "--out", str(out), "--workers", "1"]
+    )
     assert res.exit_code == 0, res.output
     assert "embedded synthetic default" in res.output
     assert open_dataset(out).scenes == ["scene-0001"]

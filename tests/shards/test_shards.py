@@ -53,45 +53,91 @@ def _jpeg(rng: np.random.Generator, h: int = 24, w: int = 32) -> bytes:
     return buf.tobytes()
 
 
-def make_record(seed: int = 0, n_frames: int = 6, n_dets: int = 9, n_tracks: int = 3, n_gt: int = 5,
-                n_images: int = 4, name: str = "scene-x", with_gt: bool = True) -> SceneRecord:
+def make_record(
+    seed: int = 0,
+    n_frames: int = 6,
+    n_dets: int = 9,
+    n_tracks: int = 3,
+    n_gt: int = 5,
+    n_images: int = 4,
+    name: str = "scene-x",
+    with_gt: bool = True,
+) -> SceneRecord:
     """A hand-built record with random (seeded) contents and every table filled."""
     rng = np.random.default_rng(seed)
     n_cams = 2
     poses = np.tile(np.eye(4), (n_frames, 1, 1))
     poses[:, :3, 3] = rng.normal(size=(n_frames, 3))
-    frames = FramesTable(str_array(f"tok{i}" for i in range(n_frames)),
-                         np.arange(n_frames, dtype=np.int64) * 500_000 + 1_532_402_927_647_951, poses)
-    cams = CamerasTable(str_array(["CAM_FRONT", "CAM_BACK"][:n_cams]), np.tile(np.eye(3), (n_cams, 1, 1)) * 800,
-                        np.tile(np.eye(4), (n_cams, 1, 1)), np.full(n_cams, 32, np.int32),
-                        np.full(n_cams, 24, np.int32))
-    images = ImagesTable(rng.integers(0, n_frames, n_images).astype(np.int32),
-                         rng.integers(0, n_cams, n_images).astype(np.int32),
-                         str_array(f"sd{i}" for i in range(n_images)),
-                         np.arange(n_images, dtype=np.int64), np.tile(np.eye(4), (n_images, 1, 1)),
-                         bytes_array(_jpeg(rng) for _ in range(n_images)))
+    frames = FramesTable(
+        str_array(f"tok{i}" for i in range(n_frames)),
+        np.arange(n_frames, dtype=np.int64) * 500_000 + 1_532_402_927_647_951,
+        poses,
+    )
+    cams = CamerasTable(
+        str_array(["CAM_FRONT", "CAM_BACK"][:n_cams]),
+        np.tile(np.eye(3), (n_cams, 1, 1)) * 800,
+        np.tile(np.eye(4), (n_cams, 1, 1)),
+        np.full(n_cams, 32, np.int32),
+        np.full(n_cams, 24, np.int32),
+    )
+    images = ImagesTable(
+        rng.integers(0, n_frames, n_images).astype(np.int32),
+        rng.integers(0, n_cams, n_images).astype(np.int32),
+        str_array(f"sd{i}" for i in range(n_images)),
+        np.arange(n_images, dtype=np.int64),
+        np.tile(np.eye(4), (n_images, 1, 1)),
+        bytes_array(_jpeg(rng) for _ in range(n_images)),
+    )
     offsets = np.arange(-2, 3) * 0.5
     window = np.where(np.array([[0, 1, 2, 3, -1]]) < n_frames, np.array([[0, 1, 2, 3, -1]]), -1)
-    keyframes = KeyframesTable(np.array([min(2, n_frames - 1)], np.int32), np.array([1.0]),
-                               window.astype(np.int32), offsets)
+    keyframes = KeyframesTable(
+        np.array([min(2, n_frames - 1)], np.int32), np.array([1.0]), window.astype(np.int32), offsets
+    )
     skipped = SkippedKeyframesTable(np.array([0.0, 5.0]), str_array(["window incomplete", "clip ends"]))
-    dets = DetectionsTable(np.sort(rng.integers(0, n_frames, n_dets)).astype(np.int32),
-                           rng.normal(size=(n_dets, 3)), rng.uniform(1, 5, (n_dets, 3)), rng.uniform(-3, 3, n_dets),
-                           rng.normal(size=(n_dets, 3)), str_array(rng.choice(["car", "pedestrian"], n_dets)),
-                           rng.uniform(size=n_dets), str_array(rng.choice(["", "1", "2"], n_dets)))
+    dets = DetectionsTable(
+        np.sort(rng.integers(0, n_frames, n_dets)).astype(np.int32),
+        rng.normal(size=(n_dets, 3)),
+        rng.uniform(1, 5, (n_dets, 3)),
+        rng.uniform(-3, 3, n_dets),
+        rng.normal(size=(n_dets, 3)),
+        str_array(rng.choice(["car", "pedestrian"], n_dets)),
+        rng.uniform(size=n_dets),
+        str_array(rng.choice(["", "1", "2"], n_dets)),
+    )
     present = rng.uniform(size=(n_tracks, n_frames)) > 0.3
     center = np.where(present[..., None], rng.normal(size=(n_tracks, n_frames, 3)), np.nan)
-    tracks = TracksTable(str_array(str(i + 1) for i in range(n_tracks)), str_array(["car"] * n_tracks), present,
-                         center, np.where(present[..., None], np.full(3, 2.0), np.nan), np.where(present, 0.1, np.nan),
-                         np.where(present, 0.9, np.nan))
+    tracks = TracksTable(
+        str_array(str(i + 1) for i in range(n_tracks)),
+        str_array(["car"] * n_tracks),
+        present,
+        center,
+        np.where(present[..., None], np.full(3, 2.0), np.nan),
+        np.where(present, 0.1, np.nan),
+        np.where(present, 0.9, np.nan),
+    )
     attrs = AttributesTable(np.where(present[..., None], np.full(3, 1.5), np.nan), rng.normal(size=(n_frames, 3)))
-    gt = GroundTruthTable(np.zeros(n_gt, np.int32), str_array(f"inst{i}" for i in range(n_gt)),
-                          str_array(f"ann{i}" for i in range(n_gt)), str_array(["vehicle.car"] * n_gt),
-                          str_array(["car"] * n_gt), rng.normal(size=(n_gt, 3)), np.ones((n_gt, 3)),
-                          np.zeros(n_gt), np.full((n_gt, 3), np.nan), np.arange(n_gt, dtype=np.int32),
-                          np.full(n_gt, 4, np.int8), str_array(["vehicle.moving"] * n_gt))
-    meta = SceneMeta(token="scenetok", name=name, description="a test scene \u00e9", log_name="log-1",
-                     source_format="nuscenes", source_version="v1.0-test")
+    gt = GroundTruthTable(
+        np.zeros(n_gt, np.int32),
+        str_array(f"inst{i}" for i in range(n_gt)),
+        str_array(f"ann{i}" for i in range(n_gt)),
+        str_array(["vehicle.car"] * n_gt),
+        str_array(["car"] * n_gt),
+        rng.normal(size=(n_gt, 3)),
+        np.ones((n_gt, 3)),
+        np.zeros(n_gt),
+        np.full((n_gt, 3), np.nan),
+        np.arange(n_gt, dtype=np.int32),
+        np.full(n_gt, 4, np.int8),
+        str_array(["vehicle.moving"] * n_gt),
+    )
+    meta = SceneMeta(
+        token="scenetok",
+        name=name,
+        description="a test scene \u00e9",
+        log_name="log-1",
+        source_format="nuscenes",
+        source_version="v1.0-test",
+    )
     return SceneRecord(meta, frames, cams, images, keyframes, skipped, dets, tracks, attrs, gt if with_gt else None)
 
 
@@ -224,8 +270,9 @@ def test_round_trip_every_table(tmp_path):
                 assert view.image_bytes(channel, int(f)) == record.images.data[i].tobytes()
         channel, frame = view.image_keys()[0]
         rgb = view.image(channel, frame)
-        expected = cv2.cvtColor(cv2.imdecode(np.frombuffer(view.image_bytes(channel, frame), np.uint8),
-                                             cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+        expected = cv2.cvtColor(
+            cv2.imdecode(np.frombuffer(view.image_bytes(channel, frame), np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+        )
         np.testing.assert_array_equal(rgb, expected)
         with pytest.raises(KeyError, match="stores no"):
             view.image_bytes("CAM_NOPE", 0)
@@ -250,8 +297,14 @@ def test_rewriting_a_read_record_gives_the_same_bytes(tmp_path):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n_frames=st.integers(1, 7), n_dets=st.integers(0, 12), n_tracks=st.integers(0, 4), n_gt=st.integers(0, 5),
-       n_images=st.integers(0, 4), seed=st.integers(0, 2**16))
+@given(
+    n_frames=st.integers(1, 7),
+    n_dets=st.integers(0, 12),
+    n_tracks=st.integers(0, 4),
+    n_gt=st.integers(0, 5),
+    n_images=st.integers(0, 4),
+    seed=st.integers(0, 2**16),
+)
 def test_round_trip_property(tmp_path_factory, n_frames, n_dets, n_tracks, n_gt, n_images, seed):
     record = make_record(seed, n_frames, n_dets, n_tracks, n_gt, n_images)
     root = tmp_path_factory.mktemp("rt")
@@ -371,10 +424,20 @@ def test_defaults_file_matches_the_model():
 
 
 def test_overrides_are_coerced():
-    cfg = load_build_config(None, ["workers=2", "keyframes.require_full_window=false", "keyframes.start_s=0",
-                                   "detector.name=simulated", "detector.options.profile=bevfusion",
-                                   "log.scenes=[scene-0000, scene-0002]", "tracker.distance_gates_m.car=2.5",
-                                   "output.images=none", "segmenter.name=none"])
+    cfg = load_build_config(
+        None,
+        [
+            "workers=2",
+            "keyframes.require_full_window=false",
+            "keyframes.start_s=0",
+            "detector.name=simulated",
+            "detector.options.profile=bevfusion",
+            "log.scenes=[scene-0000, scene-0002]",
+            "tracker.distance_gates_m.car=2.5",
+            "output.images=none",
+            "segmenter.name=none",
+        ],
+    )
     assert cfg.workers == 2 and isinstance(cfg.workers, int)
     assert cfg.keyframes.require_full_window is False
     assert cfg.keyframes.start_s == 0.0
@@ -393,16 +456,19 @@ def test_overrides_on_top_of_a_file(tmp_path):
     assert (cfg.seed, cfg.keyframes.start_s, cfg.keyframes.end_s) == (7, 1.0, 9.0)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("nope=1", "unknown config key 'nope'"),
-    ("keyframes.nope=1", "'nope' is not a field of keyframes"),
-    ("seed.x=1", "not a section"),
-    ("workers=zero", "workers"),
-    ("workers=0", "workers"),
-    ("output.images=some", "output.images"),
-    ("keyframes.end_s=1", "end_s"),
-    ("novalue", "key=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("nope=1", "unknown config key 'nope'"),
+        ("keyframes.nope=1", "'nope' is not a field of keyframes"),
+        ("seed.x=1", "not a section"),
+        ("workers=zero", "workers"),
+        ("workers=0", "workers"),
+        ("output.images=some", "output.images"),
+        ("keyframes.end_s=1", "end_s"),
+        ("novalue", "key=value"),
+    ],
+)
 def test_bad_overrides_raise_config_error(override, message):
     with pytest.raises(ConfigError, match=message):
         load_build_config(None, [override])
@@ -421,8 +487,9 @@ def test_bad_files_raise_config_error(tmp_path):
 
 def test_config_hash_is_sha256_of_canonical_json_and_ignores_workers():
     cfg = BuildConfig()
-    expected = hashlib.sha256(json.dumps(cfg.model_dump(mode="json", exclude={"workers"}), sort_keys=True,
-                                         separators=(",", ":")).encode()).hexdigest()
+    expected = hashlib.sha256(
+        json.dumps(cfg.model_dump(mode="json", exclude={"workers"}), sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
     assert config_hash(cfg) == expected
     assert config_hash(load_build_config(None, ["workers=4"])) == expected
     assert config_hash(load_build_config(None, ["seed=1"])) != expected

@@ -29,8 +29,7 @@ def test_color_table() -> None:
 def test_cube_edges_land_on_known_pixels() -> None:
     image = np.zeros((100, 100, 3), dtype=np.uint8)
     corners = _cube_cam([0.0, 0.0, 10.0])
-    drawn = draw_boxes3d(image, corners, K, ["pedestrian"], thickness=1, mark_front=False,
-                         antialias=False)
+    drawn = draw_boxes3d(image, corners, K, ["pedestrian"], thickness=1, mark_front=False, antialias=False)
     color = np.array(CLASS_COLORS["pedestrian"])
     # Near face (z = 9) spans 50 +- 100/9 = [38.9, 61.1]; far face (z = 11) spans 50 +- 100/11 = [40.9, 59.1].
     near_left, far_left = round(50 - 100 / 9), round(50 - 100 / 11)

@@ -59,29 +59,66 @@ def _record() -> SceneRecord:
     key_image = rows.index((KEYFRAME, 0))
     mask_of = {(r[0], r[1]): m for m, r in enumerate(mask_rows)}
     # region ids deliberately differ from track indices: region 0 is track 1, region 1 is track 0
-    regions = RegionsTable(np.zeros(2, np.int32), np.zeros(2, np.int32), np.array([0, 1], np.int32),
-                           np.array([1, 0], np.int32),
-                           np.array([mask_of[(key_image, 1)], mask_of[(key_image, 0)]], np.int32))
+    regions = RegionsTable(
+        np.zeros(2, np.int32),
+        np.zeros(2, np.int32),
+        np.array([0, 1], np.int32),
+        np.array([1, 0], np.int32),
+        np.array([mask_of[(key_image, 1)], mask_of[(key_image, 0)]], np.int32),
+    )
     qa = QATable(
         question_id=str_array(["scene-r/kf0/CAM_FRONT/q0", "scene-r/kf0/CAM_FRONT/st0"]),
-        category=str_array(["object_spatial", "spatiotemporal"]), predicate=str_array(["left_of", "distance_t1"]),
-        keyframe_index=np.zeros(2, np.int32), channel_index=np.zeros(2, np.int32),
-        region_ids=np.array([[1, 0], [1, -1]], np.int32), track_index=np.array([[0, 1], [0, -1]], np.int32),
+        category=str_array(["object_spatial", "spatiotemporal"]),
+        predicate=str_array(["left_of", "distance_t1"]),
+        keyframe_index=np.zeros(2, np.int32),
+        channel_index=np.zeros(2, np.int32),
+        region_ids=np.array([[1, 0], [1, -1]], np.int32),
+        track_index=np.array([[0, 1], [0, -1]], np.int32),
         frame_indices=np.array([[-1] * 4, [0, 1, 2, 3]], np.int32),
         question=str_array(["Is Region [1] to the left of Region [0]?", "How far will Region [1] be in 1 s?"]),
         answer=str_array(["Yes, Region [1] is to the left.", "It will be 7.25 m away."]),
-        gt_value=np.array([np.nan, 7.25]), unit=str_array(["", "m"]), gt_label=str_array(["yes", ""]),
-        gt_extra=str_array(["{}", "{}"]), group_id=str_array(["", "g0"]), horizon_s=np.array([0, 1], np.int32),
-        out_of_view=np.array([-1, 0], np.int8), object_class=str_array(["vehicle", "vehicle"]),
-        visual_evidence=np.ones(2, bool))
-    return SceneRecord(SceneMeta(token="t", name="scene-r"), frames, cameras, images, hand.keyframes_table(KEYFRAME),
-                       hand.no_skipped_keyframes(),
-                       DetectionsTable(np.zeros(0, np.int32), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0),
-                                       np.zeros((0, 3)), str_array([]), np.zeros(0), str_array([])),
-                       TracksTable(str_array(["a", "b"]), str_array(["car", "car"]), np.ones((2, N_FRAMES), bool),
-                                   np.zeros((2, N_FRAMES, 3)), np.ones((2, N_FRAMES, 3)), np.zeros((2, N_FRAMES)),
-                                   np.ones((2, N_FRAMES))),
-                       hand.still_attributes(2, N_FRAMES), None, masks, regions, qa)
+        gt_value=np.array([np.nan, 7.25]),
+        unit=str_array(["", "m"]),
+        gt_label=str_array(["yes", ""]),
+        gt_extra=str_array(["{}", "{}"]),
+        group_id=str_array(["", "g0"]),
+        horizon_s=np.array([0, 1], np.int32),
+        out_of_view=np.array([-1, 0], np.int8),
+        object_class=str_array(["vehicle", "vehicle"]),
+        visual_evidence=np.ones(2, bool),
+    )
+    return SceneRecord(
+        SceneMeta(token="t", name="scene-r"),
+        frames,
+        cameras,
+        images,
+        hand.keyframes_table(KEYFRAME),
+        hand.no_skipped_keyframes(),
+        DetectionsTable(
+            np.zeros(0, np.int32),
+            np.zeros((0, 3)),
+            np.zeros((0, 3)),
+            np.zeros(0),
+            np.zeros((0, 3)),
+            str_array([]),
+            np.zeros(0),
+            str_array([]),
+        ),
+        TracksTable(
+            str_array(["a", "b"]),
+            str_array(["car", "car"]),
+            np.ones((2, N_FRAMES), bool),
+            np.zeros((2, N_FRAMES, 3)),
+            np.ones((2, N_FRAMES, 3)),
+            np.zeros((2, N_FRAMES)),
+            np.ones((2, N_FRAMES)),
+        ),
+        hand.still_attributes(2, N_FRAMES),
+        None,
+        masks,
+        regions,
+        qa,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +139,20 @@ def test_spatial_question_draws_its_regions_on_the_keyframe_image(dataset, tmp_p
     assert [p.name for p in paths] == ["scene-r_kf0_CAM_FRONT_q0.png", "scene-r_kf0_CAM_FRONT_q0.txt"]
     scene = open_dataset(dataset).scene("scene-r")
     # region 1 is track 0's square, region 0 is track 1's (from the regions table), in the question's order
-    expected = draw_set_of_marks(scene.image("CAM_FRONT", KEYFRAME),
-                                 np.stack([_square(0, KEYFRAME), _square(1, KEYFRAME)]), [1, 0])
+    expected = draw_set_of_marks(
+        scene.image("CAM_FRONT", KEYFRAME), np.stack([_square(0, KEYFRAME), _square(1, KEYFRAME)]), [1, 0]
+    )
     np.testing.assert_array_equal(_read_png(paths[0]), expected)
     text = paths[1].read_text()
-    for line in ("question: Is Region [1] to the left of Region [0]?", "answer: Yes, Region [1] is to the left.",
-                 "gt_value: nan", "unit: ", "gt_label: yes", "camera: CAM_FRONT", "scene: scene-r"):
+    for line in (
+        "question: Is Region [1] to the left of Region [0]?",
+        "answer: Yes, Region [1] is to the left.",
+        "gt_value: nan",
+        "unit: ",
+        "gt_label: yes",
+        "camera: CAM_FRONT",
+        "scene: scene-r",
+    ):
         assert line in text
 
 

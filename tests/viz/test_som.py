@@ -122,8 +122,9 @@ def test_labels_are_drawn_over_every_fill():
     out = draw_set_of_marks(image, np.stack([a, b]), [0, 1], alpha=0.6)
     ax, ay = label_anchor(a)
     # a's label box keeps its pure colour although b's fill covers that spot
-    assert (out[ay - 3:ay + 4, ax - 3:ax + 4].reshape(-1, 3) == np.array(region_color(0), np.uint8)).all(
-        axis=1).any()
+    assert (
+        (out[ay - 3 : ay + 4, ax - 3 : ax + 4].reshape(-1, 3) == np.array(region_color(0), np.uint8)).all(axis=1).any()
+    )
 
 
 def test_bad_inputs_raise_config_error():
@@ -139,12 +140,17 @@ def test_bad_inputs_raise_config_error():
 
 
 @settings(max_examples=40, deadline=None)
-@given(rects=st.lists(st.tuples(st.integers(0, 70), st.integers(0, 50), st.integers(1, 40), st.integers(1, 30)),
-                      min_size=1, max_size=4))
+@given(
+    rects=st.lists(
+        st.tuples(st.integers(0, 70), st.integers(0, 50), st.integers(1, 40), st.integers(1, 30)),
+        min_size=1,
+        max_size=4,
+    )
+)
 def test_anchor_is_inside_the_mask_and_farthest_from_its_boundary(rects):
     mask = np.zeros((60, 90), dtype=bool)
     for x, y, w, h in rects:
-        mask[y:y + h, x:x + w] = True
+        mask[y : y + h, x : x + w] = True
     x, y = label_anchor(mask)
     assert mask[y, x]
     # independent check: brute-force distance from (x, y) to the nearest non-mask pixel (the padded border counts)

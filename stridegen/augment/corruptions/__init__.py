@@ -37,18 +37,61 @@ ALIASES: dict[str, str] = {alias: c.name for c in CORRUPTIONS.values() for alias
 # The suites the issue names (docs/augment.md lists their sources).
 GROUPS: dict[str, tuple[str, ...]] = {
     # IntelliCockpitBench section 4.3: seven degradations ("snow / lens obstruction" is two corruptions here).
-    "intellicockpit": ("reduced_brightness", "lens_distortion", "grayscale", "low_resolution", "motion_blur",
-                       "snow", "lens_obstruction", "overexposure"),
+    "intellicockpit": (
+        "reduced_brightness",
+        "lens_distortion",
+        "grayscale",
+        "low_resolution",
+        "motion_blur",
+        "snow",
+        "lens_obstruction",
+        "overexposure",
+    ),
     # nuScenes-C (RoboBEV) camera corruptions.
-    "nuscenes_c": ("brightness", "low_light", "fog", "snow", "motion_blur", "color_quantization", "camera_crash",
-                   "frame_lost"),
+    "nuscenes_c": (
+        "brightness",
+        "low_light",
+        "fog",
+        "snow",
+        "motion_blur",
+        "color_quantization",
+        "camera_crash",
+        "frame_lost",
+    ),
     # DriveBench camera set (JPEG stands in for its ffmpeg-based H.265 / bit-error corruptions).
-    "drivebench": ("brightness", "low_light", "fog", "snow", "rain", "water_splash", "lens_obstacle", "saturation",
-                   "color_quantization", "motion_blur", "zoom_blur", "jpeg_compression", "camera_crash",
-                   "frame_lost"),
+    "drivebench": (
+        "brightness",
+        "low_light",
+        "fog",
+        "snow",
+        "rain",
+        "water_splash",
+        "lens_obstacle",
+        "saturation",
+        "color_quantization",
+        "motion_blur",
+        "zoom_blur",
+        "jpeg_compression",
+        "camera_crash",
+        "frame_lost",
+    ),
     # ImageNet-C (Hendrycks & Dietterich) noises, blurs, weather and digital corruptions that need no image assets.
-    "imagenet_c": ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur", "motion_blur",
-                   "zoom_blur", "snow", "fog", "brightness", "contrast", "elastic", "pixelate", "jpeg_compression"),
+    "imagenet_c": (
+        "gaussian_noise",
+        "shot_noise",
+        "impulse_noise",
+        "defocus_blur",
+        "glass_blur",
+        "motion_blur",
+        "zoom_blur",
+        "snow",
+        "fog",
+        "brightness",
+        "contrast",
+        "elastic",
+        "pixelate",
+        "jpeg_compression",
+    ),
 }
 
 
@@ -82,8 +125,9 @@ def canonical_name(name: str) -> str:
     if key not in CORRUPTIONS and key not in CAMERA_CORRUPTIONS:
         if _plugin(name.strip()) is not None:
             return name.strip()
-        raise ConfigError(f"unknown corruption {name!r}; known: {', '.join(all_names())} "
-                          f"(groups: {', '.join(GROUPS)}, all)")
+        raise ConfigError(
+            f"unknown corruption {name!r}; known: {', '.join(all_names())} (groups: {', '.join(GROUPS)}, all)"
+        )
     return key
 
 

@@ -89,8 +89,7 @@ class PixelMap:
             raise ConfigError(f"masks must be HxW, got shape {mask.shape}")
         as_u8 = mask.astype(np.uint8) if mask.dtype == np.bool_ else np.ascontiguousarray(mask)
         # cv2.remap's nearest rounds the source coordinate; BORDER_CONSTANT 0 = outside the image is empty.
-        out = cv2.remap(as_u8, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT,
-                        borderValue=0)
+        out = cv2.remap(as_u8, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
         return out.astype(np.bool_) if mask.dtype == np.bool_ else out
 
 
@@ -145,8 +144,9 @@ class Corruption:
             raise ConfigError(f"corruption {self.name!r} does not move pixels: masks stay as they are")
         return self.warp_fn((int(shape_hw[0]), int(shape_hw[1])), self.level(severity), rng)
 
-    def apply_with_masks(self, image_rgb: np.ndarray, masks: Sequence[np.ndarray], severity: int,
-                         rng: np.random.Generator) -> tuple[np.ndarray, list[np.ndarray]]:
+    def apply_with_masks(
+        self, image_rgb: np.ndarray, masks: Sequence[np.ndarray], severity: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Corrupt an image and transform its masks consistently (masks are returned unchanged where no pixel
         moves)."""
         if self.warp_fn is None:
@@ -190,8 +190,9 @@ class CameraSetCorruption:
             raise ConfigError(f"duplicate camera channels: {list(channels)}")
         return sorted(self.choose(ordered, params, rng))
 
-    def apply_to_cameras(self, images: Mapping[str, np.ndarray], severity: int,
-                         rng: np.random.Generator) -> tuple[dict[str, np.ndarray], list[str]]:
+    def apply_to_cameras(
+        self, images: Mapping[str, np.ndarray], severity: int, rng: np.random.Generator
+    ) -> tuple[dict[str, np.ndarray], list[str]]:
         """Return (images with the dropped cameras blacked out, sorted dropped channel names)."""
         for image in images.values():
             check_image(image)  # validation only: the kept images are copied below

@@ -57,8 +57,13 @@ def sparse_filter2d(array: np.ndarray, kernel: np.ndarray, anchor: tuple[int, in
     # filter2D that the bindings accept at run time.
     parent = cv2.UMat(np.concatenate([array, array[-1:]], axis=0))  # type: ignore[call-overload]
     roi = cv2.UMat(parent, [0, h], [0, w])
-    filtered = cv2.filter2D(roi, -1, kernel, anchor=anchor,  # type: ignore[call-overload]
-                            borderType=cv2.BORDER_REPLICATE)
+    filtered = cv2.filter2D(
+        roi,
+        -1,
+        kernel,
+        anchor=anchor,  # type: ignore[call-overload]
+        borderType=cv2.BORDER_REPLICATE,
+    )
     return filtered.get()
 
 
@@ -75,9 +80,15 @@ def _motion_blur(image_rgb: np.ndarray, params: tuple[int, float], rng: np.rando
 
 
 MOTION_BLUR = Corruption(
-    name="motion_blur", params=((10, 3.0), (15, 5.0), (15, 8.0), (15, 12.0), (20, 15.0)), fn=_motion_blur,
-    sources=("ImageNet-C / imagecorruptions motion_blur", "nuScenes-C (RoboBEV)", "DriveBench",
-             "IntelliCockpitBench (category)"),
+    name="motion_blur",
+    params=((10, 3.0), (15, 5.0), (15, 8.0), (15, 12.0), (20, 15.0)),
+    fn=_motion_blur,
+    sources=(
+        "ImageNet-C / imagecorruptions motion_blur",
+        "nuScenes-C (RoboBEV)",
+        "DriveBench",
+        "IntelliCockpitBench (category)",
+    ),
     description="linear camera-motion blur at a random angle in [-45, 45] degrees",
 )
 
@@ -99,16 +110,23 @@ def _zoom_blur(image_rgb: np.ndarray, factors: tuple[float, ...], rng: np.random
             continue
         # dst = z * (src - centre) + centre: a zoom by z about the image centre.
         m = np.array([[z, 0.0, (1.0 - z) * cx], [0.0, z, (1.0 - z) * cy]], dtype=np.float64)
-        cv2.accumulate(cv2.warpAffine(image_rgb, m, (w, h), flags=cv2.INTER_LINEAR,
-                                      borderMode=cv2.BORDER_REPLICATE), acc)
+        cv2.accumulate(
+            cv2.warpAffine(image_rgb, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE), acc
+        )
     return to_uint8(acc, 1.0 / (len(factors) + 1))
 
 
 ZOOM_BLUR = Corruption(
     name="zoom_blur",
-    params=(_zoom_factors(1.11, 0.01), _zoom_factors(1.16, 0.01), _zoom_factors(1.21, 0.02),
-            _zoom_factors(1.26, 0.02), _zoom_factors(1.31, 0.03)),
-    fn=_zoom_blur, random=False,
+    params=(
+        _zoom_factors(1.11, 0.01),
+        _zoom_factors(1.16, 0.01),
+        _zoom_factors(1.21, 0.02),
+        _zoom_factors(1.26, 0.02),
+        _zoom_factors(1.31, 0.03),
+    ),
+    fn=_zoom_blur,
+    random=False,
     sources=("ImageNet-C / imagecorruptions zoom_blur", "DriveBench"),
     description="radial blur: mean of copies zoomed 1.0..1.3x about the centre",
 )
@@ -137,8 +155,11 @@ def _defocus_blur(image_rgb: np.ndarray, params: tuple[float, float], rng: np.ra
 
 
 DEFOCUS_BLUR = Corruption(
-    name="defocus_blur", params=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)), fn=_defocus_blur,
-    random=False, sources=("ImageNet-C / imagecorruptions defocus_blur",),
+    name="defocus_blur",
+    params=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)),
+    fn=_defocus_blur,
+    random=False,
+    sources=("ImageNet-C / imagecorruptions defocus_blur",),
     description="out-of-focus disk blur, radius 3..10 px",
 )
 
@@ -168,8 +189,11 @@ def _glass_blur(image_rgb: np.ndarray, params: tuple[float, int, int], rng: np.r
 
 
 GLASS_BLUR = Corruption(
-    name="glass_blur", params=((0.7, 1, 2), (0.9, 2, 1), (1.0, 2, 3), (1.1, 3, 2), (1.5, 4, 2)), fn=_glass_blur,
-    sources=("ImageNet-C / imagecorruptions glass_blur",), description="frosted-glass blur (local scrambling)",
+    name="glass_blur",
+    params=((0.7, 1, 2), (0.9, 2, 1), (1.0, 2, 3), (1.1, 3, 2), (1.5, 4, 2)),
+    fn=_glass_blur,
+    sources=("ImageNet-C / imagecorruptions glass_blur",),
+    description="frosted-glass blur (local scrambling)",
 )
 
 
@@ -186,8 +210,12 @@ def _pixelate(image_rgb: np.ndarray, factor: float, rng: np.random.Generator) ->
 
 
 PIXELATE = Corruption(
-    name="pixelate", params=(0.6, 0.5, 0.4, 0.3, 0.25), fn=_pixelate, random=False,
-    sources=("ImageNet-C / imagecorruptions pixelate",), description="blocky downsample / nearest upsample",
+    name="pixelate",
+    params=(0.6, 0.5, 0.4, 0.3, 0.25),
+    fn=_pixelate,
+    random=False,
+    sources=("ImageNet-C / imagecorruptions pixelate",),
+    description="blocky downsample / nearest upsample",
 )
 
 
@@ -198,7 +226,10 @@ def _low_resolution(image_rgb: np.ndarray, factor: float, rng: np.random.Generat
 
 
 LOW_RESOLUTION = Corruption(
-    name="low_resolution", params=(1 / 2, 1 / 3, 1 / 4, 1 / 6, 1 / 8), fn=_low_resolution, random=False,
+    name="low_resolution",
+    params=(1 / 2, 1 / 3, 1 / 4, 1 / 6, 1 / 8),
+    fn=_low_resolution,
+    random=False,
     sources=("IntelliCockpitBench (category); factors: stridegen",),
     description="downsample 2..8x, bilinear upsample",
 )

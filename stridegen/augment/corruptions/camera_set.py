@@ -31,12 +31,16 @@ def _frame_lost(channels: Sequence[str], probability: float, rng: np.random.Gene
 
 
 CAMERA_CRASH = CameraSetCorruption(
-    name="camera_crash", params=(1, 2, 3, 4, 5), choose=_crash,
+    name="camera_crash",
+    params=(1, 2, 3, 4, 5),
+    choose=_crash,
     sources=("nuScenes-C (RoboBEV CameraCrash)", "DriveBench camera crash"),
     description="s of 6 cameras deliver no image",
 )
 FRAME_LOST = CameraSetCorruption(
-    name="frame_lost", params=(1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6), choose=_frame_lost,
+    name="frame_lost",
+    params=(1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6),
+    choose=_frame_lost,
     sources=("nuScenes-C (RoboBEV FrameLost)", "DriveBench frame lost"),
     description="each camera's frame lost with probability s/6",
 )

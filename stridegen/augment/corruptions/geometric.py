@@ -33,12 +33,18 @@ def lens_distortion_map(shape_hw: tuple[int, int], k: float, rng: np.random.Gene
     f = 0.5 * math.hypot(w - 1, h - 1)  # half diagonal between corner pixel centres: those stay fixed
     xn, yn = (grid_x - cx) / f, (grid_y - cy) / f
     scale = (1.0 + k * (xn * xn + yn * yn)) / (1.0 + k)
-    return PixelMap(map_x=(cx + f * xn * scale).astype(np.float32), map_y=(cy + f * yn * scale).astype(np.float32),
-                    border=cv2.BORDER_REPLICATE)
+    return PixelMap(
+        map_x=(cx + f * xn * scale).astype(np.float32),
+        map_y=(cy + f * yn * scale).astype(np.float32),
+        border=cv2.BORDER_REPLICATE,
+    )
 
 
 LENS_DISTORTION = Corruption(
-    name="lens_distortion", params=(0.1, 0.2, 0.35, 0.5, 0.7), warp_fn=lens_distortion_map, random=False,
+    name="lens_distortion",
+    params=(0.1, 0.2, 0.35, 0.5, 0.7),
+    warp_fn=lens_distortion_map,
+    random=False,
     sources=("IntelliCockpitBench (category); Brown-Conrady radial model; table: stridegen",),
     description="barrel distortion with the corners fixed (masks warped with it)",
 )
@@ -72,7 +78,9 @@ def elastic_map(shape_hw: tuple[int, int], alpha: float, rng: np.random.Generato
 
 
 ELASTIC = Corruption(
-    name="elastic", params=tuple(250.0 * a for a in (0.05, 0.065, 0.085, 0.1, 0.12)), warp_fn=elastic_map,
+    name="elastic",
+    params=tuple(250.0 * a for a in (0.05, 0.065, 0.085, 0.1, 0.12)),
+    warp_fn=elastic_map,
     aliases=("elastic_transform",),
     sources=("ImageNet-C / imagecorruptions elastic_transform (amplitude made resolution-independent)",),
     description="smooth random elastic deformation (masks warped with it)",

@@ -32,16 +32,25 @@ def _impulse_noise(image_rgb: np.ndarray, c: float, rng: np.random.Generator) ->
 
 
 GAUSSIAN_NOISE = Corruption(
-    name="gaussian_noise", params=(0.08, 0.12, 0.18, 0.26, 0.38), fn=_gaussian_noise,
-    sources=("ImageNet-C / imagecorruptions gaussian_noise",), description="additive Gaussian noise",
+    name="gaussian_noise",
+    params=(0.08, 0.12, 0.18, 0.26, 0.38),
+    fn=_gaussian_noise,
+    sources=("ImageNet-C / imagecorruptions gaussian_noise",),
+    description="additive Gaussian noise",
 )
 SHOT_NOISE = Corruption(
-    name="shot_noise", params=(60.0, 25.0, 12.0, 5.0, 3.0), fn=_shot_noise,
-    sources=("ImageNet-C / imagecorruptions shot_noise",), description="Poisson photon noise",
+    name="shot_noise",
+    params=(60.0, 25.0, 12.0, 5.0, 3.0),
+    fn=_shot_noise,
+    sources=("ImageNet-C / imagecorruptions shot_noise",),
+    description="Poisson photon noise",
 )
 IMPULSE_NOISE = Corruption(
-    name="impulse_noise", params=(0.03, 0.06, 0.09, 0.17, 0.27), fn=_impulse_noise,
-    sources=("ImageNet-C / imagecorruptions impulse_noise",), description="salt-and-pepper noise",
+    name="impulse_noise",
+    params=(0.03, 0.06, 0.09, 0.17, 0.27),
+    fn=_impulse_noise,
+    sources=("ImageNet-C / imagecorruptions impulse_noise",),
+    description="salt-and-pepper noise",
 )
 
 NOISE = (GAUSSIAN_NOISE, SHOT_NOISE, IMPULSE_NOISE)

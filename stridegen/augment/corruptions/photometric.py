@@ -40,7 +40,10 @@ def _brightness(image_rgb: np.ndarray, c: float, rng: np.random.Generator) -> np
 
 
 BRIGHTNESS = Corruption(
-    name="brightness", params=(0.1, 0.2, 0.3, 0.4, 0.5), fn=_brightness, random=False,
+    name="brightness",
+    params=(0.1, 0.2, 0.3, 0.4, 0.5),
+    fn=_brightness,
+    random=False,
     sources=("ImageNet-C / imagecorruptions brightness", "nuScenes-C (RoboBEV)", "DriveBench"),
     description="HSV value + c (brighter, washed out)",
 )
@@ -62,7 +65,10 @@ def _reduced_brightness(image_rgb: np.ndarray, gain: float, rng: np.random.Gener
 
 
 REDUCED_BRIGHTNESS = Corruption(
-    name="reduced_brightness", params=(0.5, 0.35, 0.22, 0.13, 0.07), fn=_reduced_brightness, random=False,
+    name="reduced_brightness",
+    params=(0.5, 0.35, 0.22, 0.13, 0.07),
+    fn=_reduced_brightness,
+    random=False,
     sources=("IntelliCockpitBench (category); exposure model and table: stridegen",),
     description="exposure cut in linear light (-1 to -3.8 EV)",
 )
@@ -76,7 +82,10 @@ def _overexposure(image_rgb: np.ndarray, gain: float, rng: np.random.Generator) 
 
 
 OVEREXPOSURE = Corruption(
-    name="overexposure", params=(1.6, 2.2, 3.2, 4.8, 7.0), fn=_overexposure, random=False,
+    name="overexposure",
+    params=(1.6, 2.2, 3.2, 4.8, 7.0),
+    fn=_overexposure,
+    random=False,
     sources=("IntelliCockpitBench (category); exposure model and table: stridegen",),
     description="exposure gain in linear light with clipped highlights (+0.7 to +2.8 EV)",
 )
@@ -100,7 +109,8 @@ def _low_light(image_rgb: np.ndarray, params: tuple[float, float, float], rng: n
 LOW_LIGHT = Corruption(
     name="low_light",
     params=((0.6, 600.0, 0.008), (0.5, 250.0, 0.012), (0.4, 120.0, 0.018), (0.3, 50.0, 0.026), (0.2, 30.0, 0.038)),
-    fn=_low_light, aliases=("dark",),
+    fn=_low_light,
+    aliases=("dark",),
     sources=("nuScenes-C (RoboBEV LowLight)", "DriveBench dark"),
     description="gamma-2 darkening to [0, c] plus Poisson-Gaussian sensor noise",
 )
@@ -115,7 +125,10 @@ def _contrast(image_rgb: np.ndarray, c: float, rng: np.random.Generator) -> np.n
 
 
 CONTRAST = Corruption(
-    name="contrast", params=(0.4, 0.3, 0.2, 0.1, 0.05), fn=_contrast, random=False,
+    name="contrast",
+    params=(0.4, 0.3, 0.2, 0.1, 0.05),
+    fn=_contrast,
+    random=False,
     sources=("ImageNet-C / imagecorruptions contrast",),
     description="contrast scaled towards the channel means",
 )
@@ -145,8 +158,11 @@ def _saturation(image_rgb: np.ndarray, params: tuple[float, float], rng: np.rand
 
 
 SATURATION = Corruption(
-    name="saturation", params=((0.3, 0.0), (0.1, 0.0), (2.0, 0.0), (5.0, 0.1), (20.0, 0.2)), fn=_saturation,
-    random=False, aliases=("saturate",),
+    name="saturation",
+    params=((0.3, 0.0), (0.1, 0.0), (2.0, 0.0), (5.0, 0.1), (20.0, 0.2)),
+    fn=_saturation,
+    random=False,
+    aliases=("saturate",),
     sources=("ImageNet-C extra / imagecorruptions saturate", "DriveBench saturate"),
     description="HSV saturation scaled (washed out at 1-2, oversaturated at 3-5)",
 )
@@ -162,7 +178,10 @@ def _grayscale(image_rgb: np.ndarray, alpha: float, rng: np.random.Generator) ->
 
 
 GRAYSCALE = Corruption(
-    name="grayscale", params=(0.2, 0.4, 0.6, 0.8, 1.0), fn=_grayscale, random=False,
+    name="grayscale",
+    params=(0.2, 0.4, 0.6, 0.8, 1.0),
+    fn=_grayscale,
+    random=False,
     sources=("IntelliCockpitBench (category); blend table: stridegen",),
     description="colour removed (blend to BT.601 luma; 5 = grayscale)",
 )
@@ -177,7 +196,10 @@ def _color_quantization(image_rgb: np.ndarray, bits: int, rng: np.random.Generat
 
 
 COLOR_QUANTIZATION = Corruption(
-    name="color_quantization", params=(5, 4, 3, 2, 1), fn=_color_quantization, random=False,
+    name="color_quantization",
+    params=(5, 4, 3, 2, 1),
+    fn=_color_quantization,
+    random=False,
     aliases=("color_quant",),
     sources=("nuScenes-C (RoboBEV ColorQuant)", "DriveBench color quant"),
     description="posterize to 5..1 bits per channel",
@@ -195,10 +217,23 @@ def _jpeg(image_rgb: np.ndarray, quality: int, rng: np.random.Generator) -> np.n
 
 
 JPEG_COMPRESSION = Corruption(
-    name="jpeg_compression", params=(25, 18, 15, 10, 7), fn=_jpeg, random=False, aliases=("jpeg",),
+    name="jpeg_compression",
+    params=(25, 18, 15, 10, 7),
+    fn=_jpeg,
+    random=False,
+    aliases=("jpeg",),
     sources=("ImageNet-C / imagecorruptions jpeg_compression", "DriveBench (compression family)"),
     description="JPEG re-encoding at quality 25..7",
 )
 
-PHOTOMETRIC = (BRIGHTNESS, REDUCED_BRIGHTNESS, OVEREXPOSURE, LOW_LIGHT, CONTRAST, SATURATION, GRAYSCALE,
-               COLOR_QUANTIZATION, JPEG_COMPRESSION)
+PHOTOMETRIC = (
+    BRIGHTNESS,
+    REDUCED_BRIGHTNESS,
+    OVEREXPOSURE,
+    LOW_LIGHT,
+    CONTRAST,
+    SATURATION,
+    GRAYSCALE,
+    COLOR_QUANTIZATION,
+    JPEG_COMPRESSION,
+)

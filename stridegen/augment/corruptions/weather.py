@@ -73,7 +73,9 @@ def _fog(image_rgb: np.ndarray, params: tuple[float, float], rng: np.random.Gene
 
 
 FOG = Corruption(
-    name="fog", params=((1.5, 2.0), (2.0, 2.0), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4)), fn=_fog,
+    name="fog",
+    params=((1.5, 2.0), (2.0, 2.0), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4)),
+    fn=_fog,
     sources=("ImageNet-C / imagecorruptions fog", "nuScenes-C (RoboBEV)", "DriveBench"),
     description="fractal fog veil, contrast reduced",
 )
@@ -91,7 +93,7 @@ def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Gener
     loc, scale, zoom, threshold, radius, sigma, blend = params
     h, w = image_rgb.shape[:2]
     hs, ws = max(1, math.ceil(h / zoom)), max(1, math.ceil(w / zoom))
-    flakes = (rng.standard_normal((hs, ws), dtype=np.float32) * np.float32(scale) + np.float32(loc))
+    flakes = rng.standard_normal((hs, ws), dtype=np.float32) * np.float32(scale) + np.float32(loc)
     flakes = cv2.resize(flakes, (w, h), interpolation=cv2.INTER_LINEAR)
     flakes[flakes < threshold] = 0.0
     np.clip(flakes, 0.0, 1.0, out=flakes)
@@ -112,12 +114,20 @@ def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Gener
 
 SNOW = Corruption(
     name="snow",
-    params=((0.1, 0.3, 3.0, 0.5, 10, 4.0, 0.8), (0.2, 0.3, 2.0, 0.5, 12, 4.0, 0.7),
-            (0.55, 0.3, 4.0, 0.9, 12, 8.0, 0.7), (0.55, 0.3, 4.5, 0.85, 12, 8.0, 0.65),
-            (0.55, 0.3, 2.5, 0.85, 12, 12.0, 0.55)),
+    params=(
+        (0.1, 0.3, 3.0, 0.5, 10, 4.0, 0.8),
+        (0.2, 0.3, 2.0, 0.5, 12, 4.0, 0.7),
+        (0.55, 0.3, 4.0, 0.9, 12, 8.0, 0.7),
+        (0.55, 0.3, 4.5, 0.85, 12, 8.0, 0.65),
+        (0.55, 0.3, 2.5, 0.85, 12, 12.0, 0.55),
+    ),
     fn=_snow,
-    sources=("ImageNet-C / imagecorruptions snow", "nuScenes-C (RoboBEV)", "DriveBench",
-             "IntelliCockpitBench (snow / lens obstruction)"),
+    sources=(
+        "ImageNet-C / imagecorruptions snow",
+        "nuScenes-C (RoboBEV)",
+        "DriveBench",
+        "IntelliCockpitBench (snow / lens obstruction)",
+    ),
     description="falling snow flakes and a whitened scene",
 )
 
@@ -154,8 +164,11 @@ def _rain(image_rgb: np.ndarray, params: tuple[int, int, float], rng: np.random.
 
 
 RAIN = Corruption(
-    name="rain", params=((770, 10, 0.8), (770, 30, 0.8), (770, 60, 0.7), (500, 60, 0.6), (400, 80, 0.5)),
-    fn=_rain, sources=("DriveBench rain",), description="rain streaks and lowered contrast",
+    name="rain",
+    params=((770, 10, 0.8), (770, 30, 0.8), (770, 60, 0.7), (500, 60, 0.6), (400, 80, 0.5)),
+    fn=_rain,
+    sources=("DriveBench rain",),
+    description="rain streaks and lowered contrast",
 )
 
 
@@ -169,7 +182,7 @@ def _disc_counts(shape_hw: tuple[int, int], centres: np.ndarray, radii: np.ndarr
     for (cx, cy), r in zip(centres, radii, strict=True):
         disc = np.zeros((2 * r + 1, 2 * r + 1), dtype=np.uint8)
         cv2.circle(disc, (int(r), int(r)), int(r), 1, thickness=-1)
-        counts[cy - r:cy + r + 1, cx - r:cx + r + 1] += disc
+        counts[cy - r : cy + r + 1, cx - r : cx + r + 1] += disc
     return counts
 
 
@@ -189,7 +202,9 @@ def _water_splash(image_rgb: np.ndarray, params: tuple[int, int, int, int], rng:
 WATER_SPLASH = Corruption(
     name="water_splash",
     params=((10, 7, 5, 15), (20, 15, 10, 20), (30, 21, 15, 25), (40, 31, 20, 30), (50, 51, 25, 35)),
-    fn=_water_splash, sources=("DriveBench water splash",), description="pale droplets and an overall blur",
+    fn=_water_splash,
+    sources=("DriveBench water splash",),
+    description="pale droplets and an overall blur",
 )
 
 
@@ -222,8 +237,11 @@ def _lens_obstacle(image_rgb: np.ndarray, params: tuple[int, float, float], rng:
 
 
 LENS_OBSTACLE = Corruption(
-    name="lens_obstacle", params=((11, 0.1, 0.3), (21, 0.2, 0.25), (31, 0.3, 0.2), (51, 0.4, 0.15), (71, 0.5, 0.1)),
-    fn=_lens_obstacle, sources=("DriveBench lens obstacle",), description="a blurred elliptical smear on the lens",
+    name="lens_obstacle",
+    params=((11, 0.1, 0.3), (21, 0.2, 0.25), (31, 0.3, 0.2), (51, 0.4, 0.15), (71, 0.5, 0.1)),
+    fn=_lens_obstacle,
+    sources=("DriveBench lens obstacle",),
+    description="a blurred elliptical smear on the lens",
 )
 
 
@@ -254,7 +272,9 @@ def _lens_obstruction(image_rgb: np.ndarray, params: tuple[int, float], rng: np.
 
 
 LENS_OBSTRUCTION = Corruption(
-    name="lens_obstruction", params=((3, 0.04), (4, 0.08), (5, 0.15), (6, 0.25), (8, 0.4)), fn=_lens_obstruction,
+    name="lens_obstruction",
+    params=((3, 0.04), (4, 0.08), (5, 0.15), (6, 0.25), (8, 0.4)),
+    fn=_lens_obstruction,
     sources=("IntelliCockpitBench (category); mud colour from imagecorruptions spatter; coverage table: stridegen",),
     description="opaque dirt blobs covering 4..40 % of the lens",
 )

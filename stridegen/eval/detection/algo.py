@@ -56,7 +56,7 @@ def calc_ap(md: DetectionMetricData, min_recall: float, min_precision: float) ->
     rescaled to [0, 1] (devkit algo.py calc_ap)."""
     if not (0 <= min_precision < 1 and 0 <= min_recall <= 1):
         raise ConfigError(f"min_precision {min_precision} / min_recall {min_recall} out of range")
-    prec = md.precision[round(100 * min_recall) + 1:] - min_precision  # skip the min-recall bin itself
+    prec = md.precision[round(100 * min_recall) + 1 :] - min_precision  # skip the min-recall bin itself
     prec[prec < 0] = 0
     return float(np.mean(prec)) / (1.0 - min_precision)
 
@@ -67,7 +67,7 @@ def calc_tp(md: DetectionMetricData, min_recall: float, metric_name: str) -> flo
     last_ind = md.max_recall_ind
     if last_ind < first_ind:
         return 1.0
-    return float(np.mean(getattr(md, metric_name)[first_ind:last_ind + 1]))
+    return float(np.mean(getattr(md, metric_name)[first_ind : last_ind + 1]))
 
 
 # ============================================================================================== matching
@@ -90,8 +90,9 @@ class MatchResult:
     gt_class: np.ndarray  # class index per gt row (-1 for classes not evaluated)
 
 
-def _round_minimum(dist: np.ndarray, taken_cand: np.ndarray, seg: np.ndarray, seg_len: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _round_minimum(
+    dist: np.ndarray, taken_cand: np.ndarray, seg: np.ndarray, seg_len: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per segment and threshold: the smallest untaken distance, the first pair reaching it, and a flag
     [T, m] marking pairs within _DECISION_RTOL of that minimum (the candidates a rounding error could swap)."""
     m = len(dist)
@@ -104,8 +105,9 @@ def _round_minimum(dist: np.ndarray, taken_cand: np.ndarray, seg: np.ndarray, se
     return seg_min, first, near
 
 
-def _decisive_pairs(seg_min: np.ndarray, near: np.ndarray, seg: np.ndarray, seg_len: np.ndarray,
-                    ths: np.ndarray) -> np.ndarray:
+def _decisive_pairs(
+    seg_min: np.ndarray, near: np.ndarray, seg: np.ndarray, seg_len: np.ndarray, ths: np.ndarray
+) -> np.ndarray:
     """Pairs [m] whose exact value decides a match: near-minimal pairs of segments whose minimum is near a
     threshold or shared (within rounding) by several candidates."""
     n_near = np.add.reduceat(near.astype(np.int64), seg, axis=1)  # [T, k]
@@ -117,8 +119,9 @@ def _decisive_pairs(seg_min: np.ndarray, near: np.ndarray, seg: np.ndarray, seg_
 def _devkit_center_distances(pred_xy: np.ndarray, gt_xy: np.ndarray) -> np.ndarray:
     """Distances computed one by one exactly as the devkit's center_distance does (np.linalg.norm of the 2-vector
     difference; its rounding can differ from a vectorised sqrt(dx*dx + dy*dy) by one ulp)."""
-    return np.array([np.linalg.norm(np.array(p) - np.array(g)) for p, g in zip(pred_xy, gt_xy, strict=True)],
-                    dtype=np.float64).reshape(-1)
+    return np.array(
+        [np.linalg.norm(np.array(p) - np.array(g)) for p, g in zip(pred_xy, gt_xy, strict=True)], dtype=np.float64
+    ).reshape(-1)
 
 
 @dataclass
@@ -133,9 +136,17 @@ class _GroupIndex:
     rank: np.ndarray
 
 
-def _match_rounds(active: np.ndarray, g: _GroupIndex, order: np.ndarray, pred: DetectionBoxes,
-                  gt: DetectionBoxes, ths: np.ndarray, taken: np.ndarray, match_gt: np.ndarray,
-                  match_dist: np.ndarray) -> None:
+def _match_rounds(
+    active: np.ndarray,
+    g: _GroupIndex,
+    order: np.ndarray,
+    pred: DetectionBoxes,
+    gt: DetectionBoxes,
+    ths: np.ndarray,
+    taken: np.ndarray,
+    match_gt: np.ndarray,
+    match_dist: np.ndarray,
+) -> None:
     """Greedy matching of the predictions ``active`` (positions in ``order``), round r taking the r-th
     prediction of every (class, sample) group; fills ``match_gt`` / ``match_dist`` and ``taken`` in place."""
     active = active[np.argsort(g.rank[active], kind="stable")]  # round by round
@@ -160,8 +171,9 @@ def _match_rounds(active: np.ndarray, g: _GroupIndex, order: np.ndarray, pred: D
         seg_min, first, near = _round_minimum(dist[q_lo:q_hi], taken_cand, seg, seg_len)
         redo = np.flatnonzero(_decisive_pairs(seg_min, near, seg, seg_len, ths) & ~refined[q_lo:q_hi]) + q_lo
         if len(redo):  # rare: recompute those distances the devkit's way, then decide again
-            dist[redo] = _devkit_center_distances(pred.translation[pair_pred[redo], :2],
-                                                  gt.translation[pair_gt[redo], :2])
+            dist[redo] = _devkit_center_distances(
+                pred.translation[pair_pred[redo], :2], gt.translation[pair_gt[redo], :2]
+            )
             refined[redo] = True
             seg_min, first, _ = _round_minimum(dist[q_lo:q_hi], taken_cand, seg, seg_len)
         t_idx, k_idx = np.nonzero(seg_min < ths[:, None])
@@ -171,8 +183,13 @@ def _match_rounds(active: np.ndarray, g: _GroupIndex, order: np.ndarray, pred: D
         match_dist[t_idx, active[lo:hi][k_idx]] = seg_min[t_idx, k_idx]
 
 
-def match_boxes(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[str],
-                dist_ths: Sequence[float], max_pairs: int = 2_000_000) -> MatchResult:
+def match_boxes(
+    gt: DetectionBoxes,
+    pred: DetectionBoxes,
+    class_names: Sequence[str],
+    dist_ths: Sequence[float],
+    max_pairs: int = 2_000_000,
+) -> MatchResult:
     """Greedy matching for every class and threshold (devkit ``accumulate``'s loop, vectorised).
 
     ``gt`` and ``pred`` must already be in canonical order (see ``DetectionBoxes.canonical_order``). Each
@@ -186,7 +203,7 @@ def match_boxes(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[
     pr_cls = np.array([class_index.get(c, -1) for c in pred.detection_name], dtype=np.int64)
 
     sample_id = factorize(np.concatenate([gt.sample_token, pred.sample_token]))
-    gt_sample, pr_sample = sample_id[:len(gt)], sample_id[len(gt):]
+    gt_sample, pr_sample = sample_id[: len(gt)], sample_id[len(gt) :]
     n_samples = int(sample_id.max()) + 1 if len(sample_id) else 1
 
     # Prediction order: by class, then descending score, ties by descending row (devkit: sorted(...)[::-1]).
@@ -239,8 +256,16 @@ def _angle_diff_abs(yaw_to: np.ndarray, yaw_from: np.ndarray, period: float) -> 
     return np.abs(diff)
 
 
-def _tp_errors(gt: DetectionBoxes, pred: DetectionBoxes, gt_rows: np.ndarray, pred_rows: np.ndarray,
-               trans_err: np.ndarray, period: float, gt_yaw: np.ndarray, pred_yaw: np.ndarray) -> dict:
+def _tp_errors(
+    gt: DetectionBoxes,
+    pred: DetectionBoxes,
+    gt_rows: np.ndarray,
+    pred_rows: np.ndarray,
+    trans_err: np.ndarray,
+    period: float,
+    gt_yaw: np.ndarray,
+    pred_yaw: np.ndarray,
+) -> dict:
     """Per-match errors (devkit velocity_l2, 1 - scale_iou, yaw_diff, 1 - attr_acc)."""
     dv = pred.velocity[pred_rows] - gt.velocity[gt_rows]
     vel_err = np.sqrt(dv[:, 0] * dv[:, 0] + dv[:, 1] * dv[:, 1])
@@ -253,8 +278,13 @@ def _tp_errors(gt: DetectionBoxes, pred: DetectionBoxes, gt_rows: np.ndarray, pr
     assert gt.attribute_name is not None and pred.attribute_name is not None  # set by __post_init__
     gt_attr, pr_attr = gt.attribute_name[gt_rows], pred.attribute_name[pred_rows]
     acc = np.where(gt_attr == "", np.nan, (gt_attr == pr_attr).astype(np.float64))
-    return {"trans_err": trans_err, "vel_err": vel_err, "scale_err": scale_err, "orient_err": orient_err,
-            "attr_err": 1 - acc}
+    return {
+        "trans_err": trans_err,
+        "vel_err": vel_err,
+        "scale_err": scale_err,
+        "orient_err": orient_err,
+        "attr_err": 1 - acc,
+    }
 
 
 def _metric_data(tp: np.ndarray, conf: np.ndarray, npos: int, errors: dict) -> DetectionMetricData:
@@ -274,8 +304,9 @@ def _metric_data(tp: np.ndarray, conf: np.ndarray, npos: int, errors: dict) -> D
     return DetectionMetricData(rec_interp, prec_i, conf_i, **curves)
 
 
-def accumulate_all(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[str],
-                   dist_ths: Sequence[float]) -> dict[tuple[str, float], DetectionMetricData]:
+def accumulate_all(
+    gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequence[str], dist_ths: Sequence[float]
+) -> dict[tuple[str, float], DetectionMetricData]:
     """DetectionMetricData for every (class, threshold): the devkit's ``accumulate`` for all of them at once.
 
     The inputs may be in any row order; they are put in canonical order (grouped by sample in order of first
@@ -300,8 +331,7 @@ def accumulate_all(gt: DetectionBoxes, pred: DetectionBoxes, class_names: Sequen
             if npos[c] == 0 or not tp.any():
                 out[(name, th)] = DetectionMetricData.no_predictions()
                 continue
-            errors = _tp_errors(gt, pred, matched[tp], rows[tp], m.match_dist[t, lo:hi][tp], period,
-                                gt_yaw, pred_yaw)
+            errors = _tp_errors(gt, pred, matched[tp], rows[tp], m.match_dist[t, lo:hi][tp], period, gt_yaw, pred_yaw)
             out[(name, th)] = _metric_data(tp, conf, int(npos[c]), errors)
     return out
 
@@ -313,6 +343,6 @@ def metrics_from_data(md: dict[tuple[str, float], DetectionMetricData], cfg: Det
         metrics.label_aps[c] = {th: calc_ap(md[(c, th)], cfg.min_recall, cfg.min_precision) for th in cfg.dist_ths}
         exempt = EXEMPT_TP_METRICS.get(c, ())
         metrics.label_tp_errors[c] = {
-            m: float("nan") if m in exempt else calc_tp(md[(c, cfg.dist_th_tp)], cfg.min_recall, m)
-            for m in TP_METRICS}
+            m: float("nan") if m in exempt else calc_tp(md[(c, cfg.dist_th_tp)], cfg.min_recall, m) for m in TP_METRICS
+        }
     return metrics

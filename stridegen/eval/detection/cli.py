@@ -38,8 +38,12 @@ def print_report(report: DetectionReport) -> None:
     for name in TP_METRICS:
         table.add_column(TP_METRIC_SHORT[name][1:], justify="right")
     for c in m.cfg.class_names:
-        table.add_row(c, *(_fmt(m.label_aps[c][th], 3) for th in m.cfg.dist_ths), _fmt(m.mean_dist_aps[c], 3),
-                      *(_fmt(m.label_tp_errors[c][name], 3) for name in TP_METRICS))
+        table.add_row(
+            c,
+            *(_fmt(m.label_aps[c][th], 3) for th in m.cfg.dist_ths),
+            _fmt(m.mean_dist_aps[c], 3),
+            *(_fmt(m.label_tp_errors[c][name], 3) for name in TP_METRICS),
+        )
     console.print(table)
     summary = Table(title="Summary", box=box.SIMPLE_HEAD)
     for key in m.summary_row():
@@ -47,18 +51,19 @@ def print_report(report: DetectionReport) -> None:
     summary.add_row(*(_fmt(v) for v in m.summary_row().values()))
     console.print(summary)
     console.print(short_row(m))
-    console.print(f"samples {report.n_samples}; GT boxes {report.gt_counts.total} -> {report.gt_counts.after_bike_rack}"
-                  f" after filtering; predictions {report.pred_counts.total} -> "
-                  f"{report.pred_counts.after_bike_rack}; predictions with NaN velocity (left out of mAVE): "
-                  f"{report.nan_velocity}; {report.total_time_s:.2f} s")
+    console.print(
+        f"samples {report.n_samples}; GT boxes {report.gt_counts.total} -> {report.gt_counts.after_bike_rack}"
+        f" after filtering; predictions {report.pred_counts.total} -> "
+        f"{report.pred_counts.after_bike_rack}; predictions with NaN velocity (left out of mAVE): "
+        f"{report.nan_velocity}; {report.total_time_s:.2f} s"
+    )
 
 
 def eval_detection(
     gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
     pred: Path = typer.Option(..., "--pred", help="nuScenes detection results JSON."),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON summary here."),
-    config: Path | None = typer.Option(None, "--config",
-                                       help="Detection config YAML (default: detection_cvpr_2019)."),
+    config: Path | None = typer.Option(None, "--config", help="Detection config YAML (default: detection_cvpr_2019)."),
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
 ) -> None:
     """nuScenes detection metrics (mAP, mATE, mASE, mAOE, mAVE, mAAE, NDS) of a results file."""

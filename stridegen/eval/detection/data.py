@@ -18,12 +18,25 @@ from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import DETECTION_NAMES
 
 TP_METRICS: tuple[str, ...] = ("trans_err", "scale_err", "orient_err", "vel_err", "attr_err")
-TP_METRIC_SHORT = {"trans_err": "mATE", "scale_err": "mASE", "orient_err": "mAOE", "vel_err": "mAVE",
-                   "attr_err": "mAAE"}
-PRETTY_CLASS_NAMES = {"car": "Car", "truck": "Truck", "bus": "Bus", "trailer": "Trailer",
-                      "construction_vehicle": "Constr. Veh.", "pedestrian": "Pedestrian",
-                      "motorcycle": "Motorcycle", "bicycle": "Bicycle", "traffic_cone": "Traffic Cone",
-                      "barrier": "Barrier"}
+TP_METRIC_SHORT = {
+    "trans_err": "mATE",
+    "scale_err": "mASE",
+    "orient_err": "mAOE",
+    "vel_err": "mAVE",
+    "attr_err": "mAAE",
+}
+PRETTY_CLASS_NAMES = {
+    "car": "Car",
+    "truck": "Truck",
+    "bus": "Bus",
+    "trailer": "Trailer",
+    "construction_vehicle": "Constr. Veh.",
+    "pedestrian": "Pedestrian",
+    "motorcycle": "Motorcycle",
+    "bicycle": "Bicycle",
+    "traffic_cone": "Traffic Cone",
+    "barrier": "Barrier",
+}
 # TP errors that are not defined for a class (devkit evaluate.py, DetectionEval.evaluate): cones have no
 # attributes, no velocity and no meaningful orientation; barriers have no attributes and no velocity.
 EXEMPT_TP_METRICS: dict[str, tuple[str, ...]] = {
@@ -37,8 +50,18 @@ N_RECALL_POINTS = 101  # DetectionMetricData.nelem
 # The values of nuscenes-devkit 1.2.0 nuscenes/eval/detection/configs/detection_cvpr_2019.json (also written out
 # as configs/detection_cvpr_2019.yaml; a test checks that the three agree).
 CVPR_2019: dict = {
-    "class_range": {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "construction_vehicle": 50,
-                    "pedestrian": 40, "motorcycle": 40, "bicycle": 40, "traffic_cone": 30, "barrier": 30},
+    "class_range": {
+        "car": 50,
+        "truck": 50,
+        "bus": 50,
+        "trailer": 50,
+        "construction_vehicle": 50,
+        "pedestrian": 40,
+        "motorcycle": 40,
+        "bicycle": 40,
+        "traffic_cone": 30,
+        "barrier": 30,
+    },
     "dist_fcn": "center_distance",
     "dist_ths": [0.5, 1.0, 2.0, 4.0],
     "dist_th_tp": 2.0,
@@ -67,8 +90,10 @@ class DetectionConfig:
 
     def __post_init__(self) -> None:
         if set(self.class_range) != set(DETECTION_NAMES):
-            raise ConfigError(f"class_range must name exactly the 10 detection classes {list(DETECTION_NAMES)}, "
-                              f"got {sorted(self.class_range)}")
+            raise ConfigError(
+                f"class_range must name exactly the 10 detection classes {list(DETECTION_NAMES)}, "
+                f"got {sorted(self.class_range)}"
+            )
         if self.dist_fcn != "center_distance":
             raise ConfigError(f"unknown dist_fcn {self.dist_fcn!r}; only 'center_distance' is supported")
         if len(self.dist_ths) == 0 or any(not np.isfinite(t) or t <= 0 for t in self.dist_ths):
@@ -94,14 +119,16 @@ class DetectionConfig:
         unknown = sorted(set(content) - set(CVPR_2019))
         if unknown:
             raise ConfigError(f"detection config has unknown keys {unknown}")
-        return cls(class_range={str(k): float(v) for k, v in content["class_range"].items()},
-                   dist_fcn=str(content["dist_fcn"]),
-                   dist_ths=tuple(float(t) for t in content["dist_ths"]),
-                   dist_th_tp=float(content["dist_th_tp"]),
-                   min_recall=float(content["min_recall"]),
-                   min_precision=float(content["min_precision"]),
-                   max_boxes_per_sample=int(content["max_boxes_per_sample"]),
-                   mean_ap_weight=float(content["mean_ap_weight"]))
+        return cls(
+            class_range={str(k): float(v) for k, v in content["class_range"].items()},
+            dist_fcn=str(content["dist_fcn"]),
+            dist_ths=tuple(float(t) for t in content["dist_ths"]),
+            dist_th_tp=float(content["dist_th_tp"]),
+            min_recall=float(content["min_recall"]),
+            min_precision=float(content["min_precision"]),
+            max_boxes_per_sample=int(content["max_boxes_per_sample"]),
+            mean_ap_weight=float(content["mean_ap_weight"]),
+        )
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DetectionConfig:
@@ -123,10 +150,16 @@ class DetectionConfig:
         return cls.from_dict(CVPR_2019)
 
     def to_dict(self) -> dict:
-        return {"class_range": dict(self.class_range), "dist_fcn": self.dist_fcn, "dist_ths": list(self.dist_ths),
-                "dist_th_tp": self.dist_th_tp, "min_recall": self.min_recall,
-                "min_precision": self.min_precision, "max_boxes_per_sample": self.max_boxes_per_sample,
-                "mean_ap_weight": self.mean_ap_weight}
+        return {
+            "class_range": dict(self.class_range),
+            "dist_fcn": self.dist_fcn,
+            "dist_ths": list(self.dist_ths),
+            "dist_th_tp": self.dist_th_tp,
+            "min_recall": self.min_recall,
+            "min_precision": self.min_precision,
+            "max_boxes_per_sample": self.max_boxes_per_sample,
+            "mean_ap_weight": self.mean_ap_weight,
+        }
 
 
 # ============================================================================================== metric data
@@ -149,8 +182,16 @@ class DetectionMetricData:
     def no_predictions(cls) -> DetectionMetricData:
         """The devkit's result for a class without ground truth or without any match."""
         ones = np.ones(N_RECALL_POINTS)
-        return cls(np.linspace(0, 1, N_RECALL_POINTS), np.zeros(N_RECALL_POINTS), np.zeros(N_RECALL_POINTS),
-                   ones.copy(), ones.copy(), ones.copy(), ones.copy(), ones.copy())
+        return cls(
+            np.linspace(0, 1, N_RECALL_POINTS),
+            np.zeros(N_RECALL_POINTS),
+            np.zeros(N_RECALL_POINTS),
+            ones.copy(),
+            ones.copy(),
+            ones.copy(),
+            ones.copy(),
+            ones.copy(),
+        )
 
     @property
     def max_recall_ind(self) -> int:
@@ -163,8 +204,7 @@ class DetectionMetricData:
         return float(self.recall[self.max_recall_ind])
 
     def to_dict(self) -> dict:
-        return {name: getattr(self, name).tolist() for name in
-                ("recall", "precision", "confidence", *TP_METRICS)}
+        return {name: getattr(self, name).tolist() for name in ("recall", "precision", "confidence", *TP_METRICS)}
 
 
 # ============================================================================================== metrics

@@ -15,8 +15,9 @@ from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.formats.nuscenes_results import load_results
 
 
-def evaluate_detection(gt: DetectionBoxes, pred: DetectionBoxes,
-                       cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict]:
+def evaluate_detection(
+    gt: DetectionBoxes, pred: DetectionBoxes, cfg: DetectionConfig | None = None
+) -> tuple[DetectionMetrics, dict]:
     """nuScenes detection metrics of already-filtered boxes: (metrics, metric data per (class, threshold))."""
     cfg = cfg or DetectionConfig.cvpr_2019()
     gt.validate("ground truth")
@@ -43,16 +44,18 @@ class DetectionReport:
     def to_dict(self) -> dict:
         out = _json_safe(self.metrics.to_dict())
         assert isinstance(out, dict)
-        out.update({
-            "summary_row": _json_safe(self.metrics.summary_row()),
-            "class_table": _json_safe(self.metrics.class_table()),
-            "n_samples": self.n_samples,
-            "gt_filter_counts": self.gt_counts.to_dict(),
-            "pred_filter_counts": self.pred_counts.to_dict(),
-            "pred_nan_velocity": self.nan_velocity,
-            "meta": self.meta,
-            "total_time": self.total_time_s,
-        })
+        out.update(
+            {
+                "summary_row": _json_safe(self.metrics.summary_row()),
+                "class_table": _json_safe(self.metrics.class_table()),
+                "n_samples": self.n_samples,
+                "gt_filter_counts": self.gt_counts.to_dict(),
+                "pred_filter_counts": self.pred_counts.to_dict(),
+                "pred_nan_velocity": self.nan_velocity,
+                "meta": self.meta,
+                "total_time": self.total_time_s,
+            }
+        )
         return out
 
 
@@ -67,16 +70,25 @@ def _json_safe(value: object) -> object:
     return value
 
 
-def evaluate_log(gt_root: Path, pred_path: Path, cfg: DetectionConfig | None = None,
-                 version: str | None = None) -> DetectionReport:
+def evaluate_log(
+    gt_root: Path, pred_path: Path, cfg: DetectionConfig | None = None, version: str | None = None
+) -> DetectionReport:
     """Load the ground truth of a log and a results file, filter both as the devkit does, compute the metrics."""
     start = time.perf_counter()
     cfg = cfg or DetectionConfig.cvpr_2019()
     gt, context = load_detection_gt(gt_root, version)
-    loaded = load_results(pred_path, known_sample_tokens=context.sample_tokens,
-                          max_boxes_per_sample=cfg.max_boxes_per_sample)
+    loaded = load_results(
+        pred_path, known_sample_tokens=context.sample_tokens, max_boxes_per_sample=cfg.max_boxes_per_sample
+    )
     gt_f, gt_counts = filter_eval_boxes(gt, context, cfg.class_range)
     pred_f, pred_counts = filter_eval_boxes(loaded.boxes, context, cfg.class_range)
     metrics, _ = evaluate_detection(gt_f, pred_f, cfg)
-    return DetectionReport(metrics, gt_counts, pred_counts, len(context.sample_tokens), loaded.nan_velocity,
-                           loaded.meta, time.perf_counter() - start)
+    return DetectionReport(
+        metrics,
+        gt_counts,
+        pred_counts,
+        len(context.sample_tokens),
+        loaded.nan_velocity,
+        loaded.meta,
+        time.perf_counter() - start,
+    )

@@ -59,8 +59,7 @@ class SampleContext:
         try:
             return np.array([self._index[t] for t in tokens], dtype=np.int64)
         except KeyError as exc:
-            raise PredictionFormatError("<boxes>", f"sample token {exc.args[0]!r} is not in the ground truth") \
-                from None
+            raise PredictionFormatError("<boxes>", f"sample token {exc.args[0]!r} is not in the ground truth") from None
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,12 @@ class FilterCounts:
     after_bike_rack: int
 
     def to_dict(self) -> dict[str, int]:
-        return {"total": self.total, "after_distance": self.after_distance, "after_points": self.after_points,
-                "after_bike_rack": self.after_bike_rack}
+        return {
+            "total": self.total,
+            "after_distance": self.after_distance,
+            "after_points": self.after_points,
+            "after_bike_rack": self.after_bike_rack,
+        }
 
 
 def add_center_dist(boxes: DetectionBoxes, context: SampleContext) -> DetectionBoxes:
@@ -85,8 +88,7 @@ def add_center_dist(boxes: DetectionBoxes, context: SampleContext) -> DetectionB
     return out
 
 
-def centers_in_boxes(points: np.ndarray, center: np.ndarray, size_wlh: np.ndarray,
-                     rotation: np.ndarray) -> np.ndarray:
+def centers_in_boxes(points: np.ndarray, center: np.ndarray, size_wlh: np.ndarray, rotation: np.ndarray) -> np.ndarray:
     """Pairwise test [K]: is ``points[k]`` inside box ``k`` (boundary included)?
 
     Same construction as the devkit's ``points_in_box``: take corner 0 as origin and the edges towards corners
@@ -126,14 +128,19 @@ def _in_bike_rack(boxes: DetectionBoxes, context: SampleContext) -> np.ndarray:
     box_of_pair = np.repeat(np.arange(len(cycles)), n_racks)
     starts = np.concatenate([[0], np.cumsum(n_racks)[:-1]])
     rack_of_pair = rack_order[np.repeat(lo, n_racks) + np.arange(len(box_of_pair)) - np.repeat(starts, n_racks)]
-    inside = centers_in_boxes(boxes.translation[cycles[box_of_pair]], context.rack_translation[rack_of_pair],
-                              context.rack_size[rack_of_pair], context.rack_rotation[rack_of_pair])
+    inside = centers_in_boxes(
+        boxes.translation[cycles[box_of_pair]],
+        context.rack_translation[rack_of_pair],
+        context.rack_size[rack_of_pair],
+        context.rack_rotation[rack_of_pair],
+    )
     out[cycles[box_of_pair[inside]]] = True
     return out
 
 
-def filter_eval_boxes(boxes: DetectionBoxes, context: SampleContext,
-                      class_range: Mapping[str, float]) -> tuple[DetectionBoxes, FilterCounts]:
+def filter_eval_boxes(
+    boxes: DetectionBoxes, context: SampleContext, class_range: Mapping[str, float]
+) -> tuple[DetectionBoxes, FilterCounts]:
     """Distance, point-count and bike-rack filtering (devkit ``filter_eval_boxes`` after ``add_center_dist``)."""
     boxes = add_center_dist(boxes, context)
     max_dist = np.array([class_range[c] for c in boxes.detection_name], dtype=np.float64)
@@ -169,8 +176,11 @@ def gather_detection_gt(reader: LogReader) -> tuple[DetectionBoxes, SampleContex
             ann = frame.annotations()
             b = ann.boxes
             if b.frame != "global":
-                raise LogFormatError(reader.root, f"annotations of frame {frame.token} are in the {b.frame!r} "
-                                                  "frame; the log API promises global-frame boxes")
+                raise LogFormatError(
+                    reader.root,
+                    f"annotations of frame {frame.token} are in the {b.frame!r} "
+                    "frame; the log API promises global-frame boxes",
+                )
             size_wlh = b.size_lwh[:, [1, 0, 2]]
             rotation = _rotation_wxyz(b)
             rack = np.asarray(ann.category == BIKE_RACK_CATEGORY, dtype=bool)
@@ -178,17 +188,32 @@ def gather_detection_gt(reader: LogReader) -> tuple[DetectionBoxes, SampleContex
                 racks.append((frame.token, b.center[i], size_wlh[i], rotation[i]))
             det = np.isin(b.label, DETECTION_NAMES)
             n = int(det.sum())
-            parts.append(DetectionBoxes(
-                np.full(n, frame.token, dtype=object), b.center[det], size_wlh[det], rotation[det],
-                b.velocity[det, :2], b.label[det], None, ann.attribute[det],
-                np.asarray(ann.num_lidar_pts)[det] + np.asarray(ann.num_radar_pts)[det]))
+            parts.append(
+                DetectionBoxes(
+                    np.full(n, frame.token, dtype=object),
+                    b.center[det],
+                    size_wlh[det],
+                    rotation[det],
+                    b.velocity[det, :2],
+                    b.label[det],
+                    None,
+                    ann.attribute[det],
+                    np.asarray(ann.num_lidar_pts)[det] + np.asarray(ann.num_radar_pts)[det],
+                )
+            )
     gt = DetectionBoxes.concat(parts)
     if racks:
         r_tok, r_t, r_s, r_r = zip(*racks, strict=True)
     else:
         r_tok, r_t, r_s, r_r = [], np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4))
-    context = SampleContext(tokens, np.array(ego_xyz).reshape(-1, 3), np.array(r_tok, dtype=object),
-                            np.array(r_t), np.array(r_s), np.array(r_r))
+    context = SampleContext(
+        tokens,
+        np.array(ego_xyz).reshape(-1, 3),
+        np.array(r_tok, dtype=object),
+        np.array(r_t),
+        np.array(r_s),
+        np.array(r_r),
+    )
     return gt, context
 
 

@@ -84,8 +84,9 @@ def system_level_pearson(a: Floats, b: Floats, systems: Sequence[str]) -> float:
     return pearson(ma, mb)
 
 
-def pairwise_agreement(a: Floats, b: Floats, groups: Sequence[str] | None = None,
-                       tie_eps: float = 0.0) -> tuple[float, int]:
+def pairwise_agreement(
+    a: Floats, b: Floats, groups: Sequence[str] | None = None, tie_eps: float = 0.0
+) -> tuple[float, int]:
     """Agreement on preferences over pairs within each group, ties of either rater excluded.
 
     Returns (fraction agreeing, number of counted pairs). Without groups all pairs are compared.
@@ -103,8 +104,9 @@ def pairwise_agreement(a: Floats, b: Floats, groups: Sequence[str] | None = None
     return (agree / counted if counted else float("nan")), counted
 
 
-def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
-                labels: Sequence[Any] | None = None) -> float:
+def cohen_kappa(
+    a: Sequence[Any], b: Sequence[Any], weights: str | None = None, labels: Sequence[Any] | None = None
+) -> float:
     """Cohen's kappa between two raters' labels.
 
     kappa = 1 - sum(W * O) / sum(W * E), with O the observed joint proportions, E the product of marginals and
@@ -136,8 +138,9 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
     return 1.0 - float((w * observed).sum()) / denom
 
 
-def bootstrap_ci(statistic: Callable[..., float], arrays: Sequence[Column], n_boot: int = 1000,
-                 alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    statistic: Callable[..., float], arrays: Sequence[Column], n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic(*arrays)``, resampling samples (rows) jointly.
 
     Replicates where the statistic is undefined (NaN) are dropped. Returns (low, high), NaN if none.
@@ -157,10 +160,17 @@ def bootstrap_ci(statistic: Callable[..., float], arrays: Sequence[Column], n_bo
     return float(lo), float(hi)
 
 
-def agreement_report(a: Floats, b: Floats, systems: Sequence[str] | None = None,
-                     groups: Sequence[str] | None = None, a_dims: Sequence[Floats] | None = None,
-                     b_dims: Sequence[Floats] | None = None, n_boot: int = 1000, alpha: float = 0.05,
-                     seed: int = 0) -> dict[str, dict[str, float]]:
+def agreement_report(
+    a: Floats,
+    b: Floats,
+    systems: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
+    a_dims: Sequence[Floats] | None = None,
+    b_dims: Sequence[Floats] | None = None,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
     """All agreement metrics with bootstrap intervals: {metric: {"value", "low", "high", "n"}}."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = len(x)
@@ -189,9 +199,12 @@ def agreement_report(a: Floats, b: Floats, systems: Sequence[str] | None = None,
         add("pairwise_agreement_wo_tie", pw, [x, y, list(groups)], counted)
         report["pairwise_agreement_wo_tie"]["value"] = value
     if systems is not None and len(set(systems)) >= 3:
-        add("system_pearson", lambda u, v, s: system_level_pearson(np.asarray(u, float), np.asarray(v, float),
-                                                                    list(s)),
-            [x, y, list(systems)], len(set(systems)))
+        add(
+            "system_pearson",
+            lambda u, v, s: system_level_pearson(np.asarray(u, float), np.asarray(v, float), list(s)),
+            [x, y, list(systems)],
+            len(set(systems)),
+        )
     if a_dims is not None and b_dims is not None:
         rs = per_sample_pearson(a_dims, b_dims)  # computed once; the bootstrap resamples samples' r values
 

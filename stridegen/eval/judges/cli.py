@@ -16,26 +16,38 @@ import typer
 if TYPE_CHECKING:
     from stridegen.eval.judges.records import JudgeItem
 
-judge_app = typer.Typer(name="judge", help="LLM-as-a-judge evaluation of free-form answers.",
-                        no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+judge_app = typer.Typer(
+    name="judge",
+    help="LLM-as-a-judge evaluation of free-form answers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
 
 
 @judge_app.command("run")
 def run_command(
-    method: str = typer.Option(..., "--method", "-m",
-                               help="intellicockpit | codalm | cee | general | pairwise"),
-    input_path: Path | None = typer.Option(None, "--input", "-i", help="items.jsonl (id, question, reference, "
-                                           "answer, category, optional image / answer_b / meta)"),
-    dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder: judge --pred answers "
-                                        "to its QA (the templated answer is the reference)"),
+    method: str = typer.Option(..., "--method", "-m", help="intellicockpit | codalm | cee | general | pairwise"),
+    input_path: Path | None = typer.Option(
+        None,
+        "--input",
+        "-i",
+        help="items.jsonl (id, question, reference, answer, category, optional image / answer_b / meta)",
+    ),
+    dataset: Path | None = typer.Option(
+        None,
+        "--dataset",
+        help="stridegen dataset folder: judge --pred answers to its QA (the templated answer is the reference)",
+    ),
     pred: Path | None = typer.Option(None, "--pred", help="with --dataset: predictions JSONL {question_id, pred}"),
     out_dir: Path = typer.Option(Path("out/judge"), "--out", "-o", help="verdicts.jsonl and summary.json go here"),
     mode: str | None = typer.Option(None, "--mode", help="faithful | robust (default: config, else robust)"),
     config: Path | None = typer.Option(None, "--config", help="method YAML (default configs/judge/<method>.yaml)"),
     pricing: Path | None = typer.Option(None, "--pricing", help="pricing YAML (default configs/judge/pricing.yaml)"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="default: <out>/cache"),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (env "
-                                                                 "STRIDEGEN_JUDGE_BASE_URL / OPENAI_BASE_URL)"),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint (env STRIDEGEN_JUDGE_BASE_URL / OPENAI_BASE_URL)"
+    ),
     model: str | None = typer.Option(None, "--model", help="judge model (env STRIDEGEN_JUDGE_MODEL)"),
     api_key_env: str | None = typer.Option(None, "--api-key-env", help="env variable holding the API key"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
@@ -71,23 +83,39 @@ def run_command(
     run_mode = mode or cfg.get("mode", "robust")
     if run_mode not in MODES:
         raise typer.BadParameter(f"'{run_mode}' is not one of {', '.join(MODES)}", param_hint="--mode")
-    overrides: dict[str, Any] = {k: v for k, v in {
-        "base_url": base_url, "model": model, "api_key_env": api_key_env, "concurrency": concurrency,
-        "requests_per_minute": rpm, "tokens_per_minute": tpm, "timeout_s": timeout_s,
-        "max_retries": max_retries, "backoff_base_s": backoff_base_s, "budget_usd": budget_usd,
-        "supports_images": images}.items() if v is not None}
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "base_url": base_url,
+            "model": model,
+            "api_key_env": api_key_env,
+            "concurrency": concurrency,
+            "requests_per_minute": rpm,
+            "tokens_per_minute": tpm,
+            "timeout_s": timeout_s,
+            "max_retries": max_retries,
+            "backoff_base_s": backoff_base_s,
+            "budget_usd": budget_usd,
+            "supports_images": images,
+        }.items()
+        if v is not None
+    }
     settings = apply_pricing(settings_from_sources(cfg.get("client"), overrides), load_pricing(pricing))
     items, base_dir = _load_input(input_path, dataset, pred, out_dir, judge.uses_images and settings.supports_images)
     cache = VerdictCache(cache_dir or out_dir / "cache")
-    ctx = JudgeContext(nonce_key=load_or_create_key(cache.directory / "nonce.key"),
-                       send_images=settings.supports_images, base_dir=base_dir,
-                       settings=cfg.get("settings") or {})
+    ctx = JudgeContext(
+        nonce_key=load_or_create_key(cache.directory / "nonce.key"),
+        send_images=settings.supports_images,
+        base_dir=base_dir,
+        settings=cfg.get("settings") or {},
+    )
     if dry_run:
         from stridegen.eval.judges.runner import plan
 
         meter = CostMeter(settings.price_input_per_mtok, settings.price_output_per_mtok)
-        do_dry_run(plan(items, judge, run_mode, ctx), cache, settings.model, meter,
-                   settings.image_tokens_estimate, sys.stdout)
+        do_dry_run(
+            plan(items, judge, run_mode, ctx), cache, settings.model, meter, settings.image_tokens_estimate, sys.stdout
+        )
         return
     client = ChatClient(settings)
     result = run_judge(items, judge, run_mode, ctx, cache, client, concurrency=settings.concurrency)
@@ -95,13 +123,13 @@ def run_command(
     _print_summary(result.summary)
     typer.echo(f"verdicts: {verdict_path}\nsummary: {summary_path}")
     if result.summary["n_error"]:
-        typer.echo(f"{result.summary['n_error']} item(s) failed; rerun to retry them (cached ones are kept)",
-                   err=True)
+        typer.echo(f"{result.summary['n_error']} item(s) failed; rerun to retry them (cached ones are kept)", err=True)
         raise typer.Exit(code=2)
 
 
-def _load_input(input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path,
-                with_images: bool) -> tuple[list[JudgeItem], Path]:
+def _load_input(
+    input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path, with_images: bool
+) -> tuple[list[JudgeItem], Path]:
     """Judge items from --input, or from --dataset + --pred (images drawn into <out>/images when judged)."""
     from stridegen.core.errors import StrideGenError
     from stridegen.eval.judges.runner import load_items
@@ -146,9 +174,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.add_row(name, str(g["n"]), fmt(g["mean_100"]), fmt(g["std_100"]), str(g["n_error"]))
     Console(file=sys.stdout).print(table)
     u = summary["usage"]
-    typer.echo(f"requests sent {summary['requests_sent']}, cached {summary['requests_cached']}; tokens "
-               f"{u['prompt_tokens']} in / {u['completion_tokens']} out; cost ${u['cost_usd']:.4f}; "
-               f"flags {summary['flags']}")
+    typer.echo(
+        f"requests sent {summary['requests_sent']}, cached {summary['requests_cached']}; tokens "
+        f"{u['prompt_tokens']} in / {u['completion_tokens']} out; cost ${u['cost_usd']:.4f}; "
+        f"flags {summary['flags']}"
+    )
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -168,10 +198,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 @judge_app.command("agreement")
 def agreement_command(
-    judge_path: Path = typer.Option(..., "--judge", help="verdicts.jsonl of a judge run (or any JSONL with id "
-                                                         "and score)"),
-    human_path: Path = typer.Option(..., "--human", help="JSONL: id, score, optional dimensions {name: score}, "
-                                                         "system, group"),
+    judge_path: Path = typer.Option(
+        ..., "--judge", help="verdicts.jsonl of a judge run (or any JSONL with id and score)"
+    ),
+    human_path: Path = typer.Option(
+        ..., "--human", help="JSONL: id, score, optional dimensions {name: score}, system, group"
+    ),
     n_boot: int = typer.Option(1000, "--n-boot", min=0, help="bootstrap replicates (0: no intervals)"),
     seed: int = typer.Option(0, "--seed"),
     alpha: float = typer.Option(0.05, "--alpha"),
@@ -200,9 +232,16 @@ def agreement_command(
     if len(a) < 2:
         raise PredictionFormatError(human_path, f"only {len(a)} id(s) match a judged verdict; need at least 2")
     report = agreement_report(
-        a, b, systems=systems if any(systems) else None, groups=groups if any(groups) else None,
-        a_dims=a_dims if any(a_dims) else None, b_dims=b_dims if any(b_dims) else None,
-        n_boot=n_boot, alpha=alpha, seed=seed)
+        a,
+        b,
+        systems=systems if any(systems) else None,
+        groups=groups if any(groups) else None,
+        a_dims=a_dims if any(a_dims) else None,
+        b_dims=b_dims if any(b_dims) else None,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
+    )
     from rich.console import Console
     from rich.table import Table
 

@@ -48,16 +48,18 @@ class ClientSettings(BaseModel):
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     supports_images: bool = True
-    image_tokens_estimate: int = Field(default=765, description="per image; 85 + 4 tiles x 170 (OpenAI vision "
-                                                                "pricing, a 1024x1024 high-detail image)")
+    image_tokens_estimate: int = Field(
+        default=765, description="per image; 85 + 4 tiles x 170 (OpenAI vision pricing, a 1024x1024 high-detail image)"
+    )
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     budget_usd: float | None = None
     jitter_seed: int = 0
 
 
-def settings_from_sources(config: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None,
-                          environ: dict[str, str] | None = None) -> ClientSettings:
+def settings_from_sources(
+    config: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None
+) -> ClientSettings:
     """Client settings by precedence: explicit ``overrides`` (CLI) > environment > ``config`` (YAML) > defaults.
 
     Environment: ``STRIDEGEN_JUDGE_BASE_URL`` and ``STRIDEGEN_JUDGE_MODEL``; ``OPENAI_BASE_URL`` is used only
@@ -85,8 +87,12 @@ def apply_pricing(settings: ClientSettings, pricing: dict[str, dict[str, float]]
         entry = pricing[max(matches, key=len)] if matches else None
     if entry is None:
         return settings
-    return settings.model_copy(update={"price_input_per_mtok": float(entry.get("input", 0.0)),
-                                       "price_output_per_mtok": float(entry.get("output", 0.0))})
+    return settings.model_copy(
+        update={
+            "price_input_per_mtok": float(entry.get("input", 0.0)),
+            "price_output_per_mtok": float(entry.get("output", 0.0)),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------- messages
@@ -108,8 +114,9 @@ def user_message(text: str, image: str | Path | None = None) -> dict[str, Any]:
 
 
 def count_images(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for m in messages if isinstance(m.get("content"), list)
-               for p in m["content"] if p.get("type") == "image_url")
+    return sum(
+        1 for m in messages if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"
+    )
 
 
 def message_text(messages: list[dict[str, Any]]) -> str:
@@ -125,8 +132,11 @@ def message_text(messages: list[dict[str, Any]]) -> str:
 
 def estimate_prompt_tokens(messages: list[dict[str, Any]], image_tokens: int = 765) -> int:
     text = message_text(messages)
-    return (math.ceil(len(text) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
-            + image_tokens * count_images(messages))
+    return (
+        math.ceil(len(text) / CHARS_PER_TOKEN)
+        + TOKENS_PER_MESSAGE * len(messages)
+        + image_tokens * count_images(messages)
+    )
 
 
 # ----------------------------------------------------------------------------------------------- accounting
@@ -140,8 +150,9 @@ class CostMeter:
     replaces the reservation.
     """
 
-    def __init__(self, price_input_per_mtok: float, price_output_per_mtok: float,
-                 budget_usd: float | None = None) -> None:
+    def __init__(
+        self, price_input_per_mtok: float, price_output_per_mtok: float, budget_usd: float | None = None
+    ) -> None:
         self.price_in = price_input_per_mtok
         self.price_out = price_output_per_mtok
         self.budget_usd = budget_usd
@@ -160,7 +171,8 @@ class CostMeter:
             if self.budget_usd is not None and self.spent_usd + self._reserved + usd > self.budget_usd:
                 raise BudgetExceededError(
                     f"request needs up to ${usd:.4f}; spent ${self.spent_usd:.4f}, reserved ${self._reserved:.4f},"
-                    f" budget ${self.budget_usd:.4f}")
+                    f" budget ${self.budget_usd:.4f}"
+                )
             self._reserved += usd
             return usd
 
@@ -179,8 +191,12 @@ class CostMeter:
             self._reserved -= reservation
 
     def summary(self) -> dict[str, Any]:
-        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": round(self.spent_usd, 6)}
+        return {
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.spent_usd, 6),
+        }
 
 
 # ----------------------------------------------------------------------------------------------- retries
@@ -219,17 +235,24 @@ class _Retryable(Exception):
 class ChatClient:
     """One judge endpoint. ``complete`` is thread-safe; concurrency is bounded by the caller's pool."""
 
-    def __init__(self, settings: ClientSettings, limiter: RateLimiter | None = None, meter: CostMeter | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        limiter: RateLimiter | None = None,
+        meter: CostMeter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         openai = require("openai", "judges")
         self.settings = settings
         self._openai = openai
         api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
-        self._sdk = openai.OpenAI(base_url=settings.base_url, api_key=api_key, timeout=settings.timeout_s,
-                                  max_retries=0)
+        self._sdk = openai.OpenAI(
+            base_url=settings.base_url, api_key=api_key, timeout=settings.timeout_s, max_retries=0
+        )
         self.limiter = limiter or RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
-        self.meter = meter or CostMeter(settings.price_input_per_mtok, settings.price_output_per_mtok,
-                                        settings.budget_usd)
+        self.meter = meter or CostMeter(
+            settings.price_input_per_mtok, settings.price_output_per_mtok, settings.budget_usd
+        )
         self._sleep = sleep
         self._rng = np.random.default_rng(settings.jitter_seed)
         self._rng_lock = threading.Lock()
@@ -239,7 +262,7 @@ class ChatClient:
         "Exponential Backoff And Jitter", equal-jitter variant)."""
         with self._rng_lock:
             u = float(self._rng.random())
-        return min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0 ** attempt) * (0.5 + 0.5 * u)
+        return min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0**attempt) * (0.5 + 0.5 * u)
 
     def complete(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
         s = self.settings
@@ -266,10 +289,12 @@ class ChatClient:
                     continue
                 completion.attempts = attempt + 1
                 completion.latency_s = time.monotonic() - t0
-                self.limiter.refund_tokens(est_prompt + max_out,
-                                           completion.prompt_tokens + completion.completion_tokens)
-                completion.cost_usd = self.meter.settle(reservation, completion.prompt_tokens,
-                                                        completion.completion_tokens)
+                self.limiter.refund_tokens(
+                    est_prompt + max_out, completion.prompt_tokens + completion.completion_tokens
+                )
+                completion.cost_usd = self.meter.settle(
+                    reservation, completion.prompt_tokens, completion.completion_tokens
+                )
                 reservation = 0.0
                 return completion
         finally:
@@ -281,8 +306,7 @@ class ChatClient:
     def _attempt(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
         oa = self._openai
         try:
-            response = self._sdk.chat.completions.create(model=self.settings.model, messages=messages,
-                                                         **sampling)
+            response = self._sdk.chat.completions.create(model=self.settings.model, messages=messages, **sampling)
         except oa.RateLimitError as exc:
             raise _Retryable("rate_limit", str(exc), parse_retry_after(exc.response.headers)) from exc
         except oa.APITimeoutError as exc:
@@ -291,8 +315,9 @@ class ChatClient:
             raise _Retryable("connection", str(exc)) from exc
         except oa.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise _Retryable("server_error", f"HTTP {exc.status_code}: {exc}",
-                                 parse_retry_after(exc.response.headers)) from exc
+                raise _Retryable(
+                    "server_error", f"HTTP {exc.status_code}: {exc}", parse_retry_after(exc.response.headers)
+                ) from exc
             raise JudgeRequestError("client_error", f"HTTP {exc.status_code}: {exc}", 1) from exc
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
             raise _Retryable("malformed_response", f"{type(exc).__name__}: {exc}") from exc
@@ -308,6 +333,10 @@ class ChatClient:
         if usage is None:  # some local servers omit usage: fall back to estimates
             prompt_tokens = estimate_prompt_tokens(messages, self.settings.image_tokens_estimate)
             completion_tokens = math.ceil(len(content) / CHARS_PER_TOKEN)
-        return Completion(text=str(content), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          model=str(getattr(response, "model", "") or self.settings.model),
-                          finish_reason=choices[0].finish_reason)
+        return Completion(
+            text=str(content),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            model=str(getattr(response, "model", "") or self.settings.model),
+            finish_reason=choices[0].finish_reason,
+        )

@@ -28,8 +28,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_method_config(method: str, path: str | Path | None = None,
-                       config_dir: Path = DEFAULT_CONFIG_DIR) -> dict[str, Any]:
+def load_method_config(
+    method: str, path: str | Path | None = None, config_dir: Path = DEFAULT_CONFIG_DIR
+) -> dict[str, Any]:
     """The YAML config of a method: ``path`` if given, else ``<config_dir>/<method>.yaml``, else empty."""
     if path is not None:
         p = Path(path)

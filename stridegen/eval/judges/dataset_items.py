@@ -16,8 +16,12 @@ from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.records import JudgeItem
 
 
-def items_from_dataset(dataset_dir: str | Path, predictions: dict[str, Any], image_dir: str | Path | None = None,
-                       source: str = "<predictions>") -> list[JudgeItem]:
+def items_from_dataset(
+    dataset_dir: str | Path,
+    predictions: dict[str, Any],
+    image_dir: str | Path | None = None,
+    source: str = "<predictions>",
+) -> list[JudgeItem]:
     """JudgeItems for every prediction, in the dataset's QA order; an unknown question id is an error."""
     from stridegen.shards.adapters import items_from_table
     from stridegen.shards.reader import open_dataset
@@ -33,16 +37,28 @@ def items_from_dataset(dataset_dir: str | Path, predictions: dict[str, Any], ima
                     continue
                 found.add(qid)
                 pred = predictions[qid]
-                items.append(JudgeItem(
-                    id=qid, question=qa.question, reference=qa.answer,
-                    answer=pred if isinstance(pred, str) else str(pred), category=qa.category,
-                    subcategory=qa.predicate,
-                    meta={"scene": scene.name, "gt_value": None if qa.gt_value != qa.gt_value else qa.gt_value,
-                          "unit": qa.unit, "gt_label": qa.gt_label, "object_class": qa.object_class}))
+                items.append(
+                    JudgeItem(
+                        id=qid,
+                        question=qa.question,
+                        reference=qa.answer,
+                        answer=pred if isinstance(pred, str) else str(pred),
+                        category=qa.category,
+                        subcategory=qa.predicate,
+                        meta={
+                            "scene": scene.name,
+                            "gt_value": None if qa.gt_value != qa.gt_value else qa.gt_value,
+                            "unit": qa.unit,
+                            "gt_label": qa.gt_label,
+                            "object_class": qa.object_class,
+                        },
+                    )
+                )
     unknown = sorted(set(predictions) - found)
     if unknown:
-        raise PredictionFormatError(source, f"{len(unknown)} predictions name question ids the dataset does not "
-                                            f"have (e.g. {unknown[0]!r})")
+        raise PredictionFormatError(
+            source, f"{len(unknown)} predictions name question ids the dataset does not have (e.g. {unknown[0]!r})"
+        )
     if image_dir is not None:
         from stridegen.viz.render_qa import render_qa
 

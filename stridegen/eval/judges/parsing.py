@@ -82,12 +82,13 @@ def _json_objects(text: str) -> list[tuple[int, str]]:
         elif ch == "}" and depth > 0:
             depth -= 1
             if depth == 0:
-                found.append((start, text[start:i + 1]))
+                found.append((start, text[start : i + 1]))
     return found
 
 
-def parse_dimension_json(reply: str, overall_key: str = "Overall Score", lo: float = 1, hi: float = 10,
-                         nonce: str | None = None) -> dict[str, Any]:
+def parse_dimension_json(
+    reply: str, overall_key: str = "Overall Score", lo: float = 1, hi: float = 10, nonce: str | None = None
+) -> dict[str, Any]:
     """The last JSON object of a reply that holds ``overall_key``.
 
     Expected shape (IntelliCockpitBench): ``{"Dimension": [score, importance], ..., "Overall Score": s}``;

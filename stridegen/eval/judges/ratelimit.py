@@ -40,9 +40,13 @@ class _Bucket:
 class RateLimiter:
     """Blocks ``acquire(tokens)`` until one request and ``tokens`` tokens fit in the per-minute budgets."""
 
-    def __init__(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._clock = clock
         self._sleep = sleep
         now = clock()
@@ -59,8 +63,7 @@ class RateLimiter:
                 now = self._clock()
                 self._requests.refill(now)
                 self._tokens.refill(now)
-                delay = max(self._cooldown_until - now, self._requests.wait_for(1.0),
-                            self._tokens.wait_for(tokens))
+                delay = max(self._cooldown_until - now, self._requests.wait_for(1.0), self._tokens.wait_for(tokens))
                 if delay <= 0.0:
                     self._requests.take(1.0)
                     self._tokens.take(tokens)

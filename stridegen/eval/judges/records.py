@@ -81,8 +81,12 @@ class RequestSpec:
 
     def payload(self, model: str) -> dict[str, Any]:
         """Everything that determines the reply: hashed into the cache key."""
-        return {"model": model, "messages": self.messages, "sampling": self.sampling,
-                "template_version": self.template_version}
+        return {
+            "model": model,
+            "messages": self.messages,
+            "sampling": self.sampling,
+            "template_version": self.template_version,
+        }
 
     def cache_key(self, model: str) -> str:
         return hashlib.sha256(canonical_json(self.payload(model)).encode("utf-8")).hexdigest()
@@ -103,14 +107,26 @@ class Completion:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "model": self.model,
-                "finish_reason": self.finish_reason, "attempts": self.attempts,
-                "latency_s": round(self.latency_s, 4), "cost_usd": self.cost_usd}
+        return {
+            "text": self.text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+            "attempts": self.attempts,
+            "latency_s": round(self.latency_s, 4),
+            "cost_usd": self.cost_usd,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Completion:
-        return cls(text=d["text"], prompt_tokens=int(d.get("prompt_tokens", 0)),
-                   completion_tokens=int(d.get("completion_tokens", 0)), model=d.get("model", ""),
-                   finish_reason=d.get("finish_reason"), attempts=int(d.get("attempts", 1)),
-                   latency_s=float(d.get("latency_s", 0.0)), cost_usd=float(d.get("cost_usd", 0.0)))
+        return cls(
+            text=d["text"],
+            prompt_tokens=int(d.get("prompt_tokens", 0)),
+            completion_tokens=int(d.get("completion_tokens", 0)),
+            model=d.get("model", ""),
+            finish_reason=d.get("finish_reason"),
+            attempts=int(d.get("attempts", 1)),
+            latency_s=float(d.get("latency_s", 0.0)),
+            cost_usd=float(d.get("cost_usd", 0.0)),
+        )

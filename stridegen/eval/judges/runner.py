@@ -100,8 +100,9 @@ def _redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def dry_run(planned: list[_Planned], cache: VerdictCache, model: str, meter: CostMeter, image_tokens: int,
-            out: TextIO) -> dict[str, Any]:
+def dry_run(
+    planned: list[_Planned], cache: VerdictCache, model: str, meter: CostMeter, image_tokens: int, out: TextIO
+) -> dict[str, Any]:
     """Print every request that would be sent (cached ones skipped) and the estimated tokens and cost."""
     n_req = n_cached = prompt_tokens = output_tokens = 0
     for p in planned:
@@ -118,18 +119,41 @@ def dry_run(planned: list[_Planned], cache: VerdictCache, model: str, meter: Cos
             n_req += 1
             prompt_tokens += est_in
             output_tokens += est_out
-            out.write(json.dumps({"item": p.item.id, "tag": spec.tag, "key": key[:16], "model": model,
-                                  "sampling": spec.sampling, "est_prompt_tokens": est_in,
-                                  "messages": _redact(spec.messages)}, ensure_ascii=False) + "\n")
-    estimate = {"requests": n_req, "cached": n_cached, "est_prompt_tokens": prompt_tokens,
-                "max_output_tokens": output_tokens,
-                "est_cost_usd_upper": round(meter.cost(prompt_tokens, output_tokens), 6)}
+            out.write(
+                json.dumps(
+                    {
+                        "item": p.item.id,
+                        "tag": spec.tag,
+                        "key": key[:16],
+                        "model": model,
+                        "sampling": spec.sampling,
+                        "est_prompt_tokens": est_in,
+                        "messages": _redact(spec.messages),
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    estimate = {
+        "requests": n_req,
+        "cached": n_cached,
+        "est_prompt_tokens": prompt_tokens,
+        "max_output_tokens": output_tokens,
+        "est_cost_usd_upper": round(meter.cost(prompt_tokens, output_tokens), 6),
+    }
     out.write(f"# dry run: {json.dumps(estimate)}\n")
     return estimate
 
 
-def run_judge(items: list[JudgeItem], method: JudgeMethod, mode: str, ctx: JudgeContext,
-              cache: VerdictCache, client: ChatClient, concurrency: int = 4) -> RunResult:
+def run_judge(
+    items: list[JudgeItem],
+    method: JudgeMethod,
+    mode: str,
+    ctx: JudgeContext,
+    cache: VerdictCache,
+    client: ChatClient,
+    concurrency: int = 4,
+) -> RunResult:
     """Judge ``items``; returns one verdict per item (status ok / error) and the summary."""
     model = client.settings.model
     planned = plan(items, method, mode, ctx)
@@ -173,15 +197,35 @@ def run_judge(items: list[JudgeItem], method: JudgeMethod, mode: str, ctx: Judge
     verdicts = [_verdict(p, method, mode, ctx, cache, model, failures) for p in planned]
     summary = summarise(verdicts)
     # "usage": what this run spent; "verdict_usage" (from summarise): what all ok verdicts cost, cached included.
-    summary.update({"method": method.name, "mode": mode, "model": model, "requests_sent": len(todo),
-                    "requests_cached": n_cached, "usage": client.meter.summary()})
+    summary.update(
+        {
+            "method": method.name,
+            "mode": mode,
+            "model": model,
+            "requests_sent": len(todo),
+            "requests_cached": n_cached,
+            "usage": client.meter.summary(),
+        }
+    )
     return RunResult(verdicts, summary, sent=len(todo), cached=n_cached)
 
 
-def _verdict(p: _Planned, method: JudgeMethod, mode: str, ctx: JudgeContext, cache: VerdictCache, model: str,
-             failures: dict[str, str]) -> dict[str, Any]:
-    base = {"id": p.item.id, "method": method.name, "mode": mode, "category": p.item.category,
-            "template_version": method.template_version}
+def _verdict(
+    p: _Planned,
+    method: JudgeMethod,
+    mode: str,
+    ctx: JudgeContext,
+    cache: VerdictCache,
+    model: str,
+    failures: dict[str, str],
+) -> dict[str, Any]:
+    base = {
+        "id": p.item.id,
+        "method": method.name,
+        "mode": mode,
+        "category": p.item.category,
+        "template_version": method.template_version,
+    }
     if p.error:
         return {**base, "status": "error", "error": p.error}
     parsed: dict[str, dict[str, Any]] = {}
@@ -206,10 +250,18 @@ def _verdict(p: _Planned, method: JudgeMethod, mode: str, ctx: JudgeContext, cac
     flags = list(verdict.get("flags", []))
     if looks_like_injection(p.item.answer) or (p.item.answer_b and looks_like_injection(p.item.answer_b)):
         flags.append("answer_injection_suspected")
-    return {**base, "status": "ok", "score": verdict["score"], "score_100": verdict["score_100"],
-            "groups": verdict.get("groups", []), "flags": flags,
-            "details": verdict.get("details", {}), "partial_failures": failed, "usage": usage,
-            "judge_replies": raw}
+    return {
+        **base,
+        "status": "ok",
+        "score": verdict["score"],
+        "score_100": verdict["score_100"],
+        "groups": verdict.get("groups", []),
+        "flags": flags,
+        "details": verdict.get("details", {}),
+        "partial_failures": failed,
+        "usage": usage,
+        "judge_replies": raw,
+    }
 
 
 class ScoreStats(TypedDict):
@@ -244,13 +296,19 @@ def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
         sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1)) if n > 1 else None
         return {"n": n, "mean_100": mean, "std_100": sd}
 
-    verdict_usage = {k: sum(v.get("usage", {}).get(k, 0) for v in ok)
-                     for k in ("prompt_tokens", "completion_tokens", "cost_usd")}
-    return {"n_items": len(verdicts), "n_ok": len(ok), "n_error": len(verdicts) - len(ok),
-            "verdict_usage": verdict_usage,
-            "overall": stats([float(v["score_100"]) for v in ok]),
-            "groups": {g: {**stats(vals), "n_error": errors.get(g, 0)} for g, vals in sorted(groups.items())},
-            "errors_by_category": dict(sorted(errors.items())), "flags": dict(sorted(flags.items()))}
+    verdict_usage = {
+        k: sum(v.get("usage", {}).get(k, 0) for v in ok) for k in ("prompt_tokens", "completion_tokens", "cost_usd")
+    }
+    return {
+        "n_items": len(verdicts),
+        "n_ok": len(ok),
+        "n_error": len(verdicts) - len(ok),
+        "verdict_usage": verdict_usage,
+        "overall": stats([float(v["score_100"]) for v in ok]),
+        "groups": {g: {**stats(vals), "n_error": errors.get(g, 0)} for g, vals in sorted(groups.items())},
+        "errors_by_category": dict(sorted(errors.items())),
+        "flags": dict(sorted(flags.items())),
+    }
 
 
 def write_outputs(result: RunResult, out_dir: str | Path) -> tuple[Path, Path]:

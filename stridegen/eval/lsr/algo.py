@@ -92,8 +92,10 @@ class LsrItems:
         if counts.max(initial=0) > 1:
             dup = uniq[counts > 1][0]
             i = int(np.flatnonzero(key == dup)[0])
-            raise ValueError(f"two items for group {self.group_ids[self.group[i]]!r}, horizon {self.horizon[i]} s, "
-                             f"dimension {DIMENSIONS[self.dimension[i]]} (question {self.question_id[i]!r})")
+            raise ValueError(
+                f"two items for group {self.group_ids[self.group[i]]!r}, horizon {self.horizon[i]} s, "
+                f"dimension {DIMENSIONS[self.dimension[i]]} (question {self.question_id[i]!r})"
+            )
 
 
 def _slot_key(group: np.ndarray, horizon: np.ndarray, n_horizons: int) -> np.ndarray:
@@ -130,8 +132,9 @@ def dimension_codes(names: Sequence[str]) -> np.ndarray:
         raise ValueError(f"unknown dimension {exc.args[0]!r}; expected one of {DIMENSIONS}") from None
 
 
-def parse_predictions(texts: Sequence[str], dimension: np.ndarray, profile: ToleranceProfile
-                      ) -> tuple[np.ndarray, list[str]]:
+def parse_predictions(
+    texts: Sequence[str], dimension: np.ndarray, profile: ToleranceProfile
+) -> tuple[np.ndarray, list[str]]:
     """Read each answer text as its item's dimension kind with the profile's grammar."""
     return parse_grouped(texts, dimension, [DIMENSION_KIND[name] for name in DIMENSIONS], profile.parser)
 
@@ -192,8 +195,9 @@ def _rate_table(success: np.ndarray, horizon: np.ndarray) -> list[dict[str, Any]
     return rows
 
 
-def _dimension_rates(items: LsrItems, success: np.ndarray, mask: np.ndarray | None = None
-                     ) -> dict[str, list[dict[str, Any]]]:
+def _dimension_rates(
+    items: LsrItems, success: np.ndarray, mask: np.ndarray | None = None
+) -> dict[str, list[dict[str, Any]]]:
     rates: dict[str, list[dict[str, Any]]] = {}
     for code, name in enumerate(DIMENSIONS):
         sel = items.dimension == code
@@ -223,13 +227,21 @@ def build_slots(items: LsrItems, success: np.ndarray) -> Slots:
     arrays["ap"][inverse[~is_dist]] = items.pred[loc[~is_dist]]
     oov = np.full(m, -1, dtype=np.int8)
     np.maximum.at(oov, inverse, items.out_of_view[loc])
-    return Slots(group=uniq // n_h, horizon=uniq % n_h, success=ok_dist & ok_dir,
-                 distance_gt=arrays["dg"], distance_pred=arrays["dp"], direction_gt=arrays["ag"],
-                 direction_pred=arrays["ap"], out_of_view=oov)
+    return Slots(
+        group=uniq // n_h,
+        horizon=uniq % n_h,
+        success=ok_dist & ok_dir,
+        distance_gt=arrays["dg"],
+        distance_pred=arrays["dp"],
+        direction_gt=arrays["ag"],
+        direction_pred=arrays["ap"],
+        out_of_view=oov,
+    )
 
 
-def temporal_consistency(slots: Slots, group_scenario: Sequence[str | None], requires_relation: bool,
-                         max_horizon: int | None = None) -> list[dict[str, Any]]:
+def temporal_consistency(
+    slots: Slots, group_scenario: Sequence[str | None], requires_relation: bool, max_horizon: int | None = None
+) -> list[dict[str, Any]]:
     """TLC@k (k = 1..K), TLC and MLSR per group, averaged overall and per scenario relation.
 
     K is ``max_horizon`` (default: the largest horizon among the slots).
@@ -271,8 +283,9 @@ def temporal_consistency(slots: Slots, group_scenario: Sequence[str | None], req
     return rows + per_relation
 
 
-def _label_breakdown(items: LsrItems, success: np.ndarray, slots: Slots, group_label: Sequence[str | None]
-                     ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def _label_breakdown(
+    items: LsrItems, success: np.ndarray, slots: Slots, group_label: Sequence[str | None]
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     values = sorted({x for x in group_label if x is not None})
     if not values:
@@ -291,8 +304,7 @@ def _label_breakdown(items: LsrItems, success: np.ndarray, slots: Slots, group_l
     return out
 
 
-def _view_breakdown(items: LsrItems, success: np.ndarray, slots: Slots
-                    ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def _view_breakdown(items: LsrItems, success: np.ndarray, slots: Slots) -> dict[str, dict[str, list[dict[str, Any]]]]:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for flag, name in ((0, "in_view"), (1, "out_of_view")):
         rates = _dimension_rates(items, success, items.out_of_view == flag)
@@ -321,8 +333,12 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
     rates = _dimension_rates(items, success)
     if len(slots.group):
         rates["lsr"] = _rate_table(slots.success, slots.horizon)
-    temporal = temporal_consistency(slots, items.group_scenario, profile.consistency_requires_relation,
-                                    int(items.horizon.max()) if len(items) else None)
+    temporal = temporal_consistency(
+        slots,
+        items.group_scenario,
+        profile.consistency_requires_relation,
+        int(items.horizon.max()) if len(items) else None,
+    )
     breakdowns = {
         "scenario": _label_breakdown(items, success, slots, items.group_scenario),
         "object_class": _label_breakdown(items, success, slots, items.group_object_class),
@@ -340,8 +356,16 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
         "consistency_groups": len(slot_groups),  # groups in TLC / MLSR (see the profile's relation rule)
         "unparsed": dict(sorted(unparsed.items())),
     }
-    return LsrResult(profile=profile.name, parser=profile.parser, item_success=success, slots=slots,
-                     success_rates=rates, temporal_consistency=temporal, breakdowns=breakdowns, counts=counts)
+    return LsrResult(
+        profile=profile.name,
+        parser=profile.parser,
+        item_success=success,
+        slots=slots,
+        success_rates=rates,
+        temporal_consistency=temporal,
+        breakdowns=breakdowns,
+        counts=counts,
+    )
 
 
 # ============================================================================================ building items
@@ -416,8 +440,15 @@ class ItemBuilder:
             self.group_ids.append(group_id)
         return code
 
-    def extend(self, question_id: list[str], group: np.ndarray, horizon: np.ndarray, dimension: np.ndarray,
-               gt: np.ndarray, text: list[str]) -> None:
+    def extend(
+        self,
+        question_id: list[str],
+        group: np.ndarray,
+        horizon: np.ndarray,
+        dimension: np.ndarray,
+        gt: np.ndarray,
+        text: list[str],
+    ) -> None:
         """Add a block of items whose predictions are all answer texts (group codes from ``group_code``)."""
         n = len(question_id)
         if not len(group) == len(horizon) == len(dimension) == len(gt) == len(text) == n:
@@ -425,29 +456,55 @@ class ItemBuilder:
         self._flush()
         self.question_id.extend(question_id)
         self.text.extend(text)
-        self._blocks.append((np.asarray(group, dtype=np.int64), np.asarray(horizon, dtype=np.int64),
-                             np.asarray(dimension, dtype=np.int64), np.asarray(gt, dtype=np.float64)))
+        self._blocks.append(
+            (
+                np.asarray(group, dtype=np.int64),
+                np.asarray(horizon, dtype=np.int64),
+                np.asarray(dimension, dtype=np.int64),
+                np.asarray(gt, dtype=np.float64),
+            )
+        )
 
     def _flush(self) -> None:
         """Move the items added one by one into an array block."""
         if self.group:
-            self._blocks.append((np.asarray(self.group, dtype=np.int64), np.asarray(self.horizon, dtype=np.int64),
-                                 np.asarray(self.dimension, dtype=np.int64), np.asarray(self.gt, dtype=np.float64)))
+            self._blocks.append(
+                (
+                    np.asarray(self.group, dtype=np.int64),
+                    np.asarray(self.horizon, dtype=np.int64),
+                    np.asarray(self.dimension, dtype=np.int64),
+                    np.asarray(self.gt, dtype=np.float64),
+                )
+            )
             self.group, self.horizon, self.dimension, self.gt = [], [], [], []
 
     def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(group, horizon, dimension, gt) of every item so far."""
         self._flush()
         if not self._blocks:
-            return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                    np.zeros(0, dtype=np.float64))
+            return (
+                np.zeros(0, dtype=np.int64),
+                np.zeros(0, dtype=np.int64),
+                np.zeros(0, dtype=np.int64),
+                np.zeros(0, dtype=np.float64),
+            )
         if len(self._blocks) > 1:
             self._blocks = [tuple(np.concatenate(cols) for cols in zip(*self._blocks, strict=True))]  # type: ignore[list-item]
         return self._blocks[0]
 
-    def add(self, question_id: str, group_id: str, horizon: int, dimension: int, gt: float,
-            text: str | None, value: float = float("nan"), out_of_view: int = -1, where: str = "",
-            reason: str = "invalid_prediction") -> None:
+    def add(
+        self,
+        question_id: str,
+        group_id: str,
+        horizon: int,
+        dimension: int,
+        gt: float,
+        text: str | None,
+        value: float = float("nan"),
+        out_of_view: int = -1,
+        where: str = "",
+        reason: str = "invalid_prediction",
+    ) -> None:
         """Add one item: ``text`` to parse, or (``text`` None) a structured ``value``, NaN with ``reason``."""
         i = len(self.question_id)
         self.question_id.append(question_id)
@@ -480,12 +537,14 @@ class ItemBuilder:
         keep[:] = False
         keep[first] = True
         for i in np.flatnonzero(~keep).tolist():
-            self.reject("duplicate_slot", self.where.get(i, f"question {self.question_id[i]!r}") +
-                        f" ({DIMENSIONS[dimension[i]]} at {horizon[i]} s repeats an earlier question)")
+            self.reject(
+                "duplicate_slot",
+                self.where.get(i, f"question {self.question_id[i]!r}")
+                + f" ({DIMENSIONS[dimension[i]]} at {horizon[i]} s repeats an earlier question)",
+            )
         return keep
 
-    def finish(self, profile: ToleranceProfile, group_labels: dict[str, tuple[str | None, str | None]]
-               ) -> LsrItems:
+    def finish(self, profile: ToleranceProfile, group_labels: dict[str, tuple[str | None, str | None]]) -> LsrItems:
         """Drop repeated slots, parse the answer texts with the profile's grammar, return the items."""
         n = len(self.question_id)
         qids, all_texts = self.question_id, self.text
@@ -505,8 +564,9 @@ class ItemBuilder:
             texts = [all_texts[i] for i in text_idx]
         if texts:
             # Without forced values every item has a text; otherwise text_idx lists the items that have one.
-            values, why = parse_predictions(cast("list[str]", texts),
-                                            dimension if text_idx is None else dimension[text_idx], profile)
+            values, why = parse_predictions(
+                cast("list[str]", texts), dimension if text_idx is None else dimension[text_idx], profile
+            )
             if text_idx is None:
                 pred, reasons = values, why
             else:
@@ -528,16 +588,25 @@ class ItemBuilder:
             gt, pred, out_of_view = gt[idx], pred[idx], out_of_view[idx]
         labels = [group_labels.get(g, (None, None)) for g in self.group_ids]
         return LsrItems(
-            question_id=question_id, group=group, group_ids=self.group_ids,
-            horizon=horizon, dimension=dimension, gt=gt, pred=pred, pred_reason=reasons,
-            out_of_view=out_of_view, group_scenario=[lab[0] for lab in labels],
+            question_id=question_id,
+            group=group,
+            group_ids=self.group_ids,
+            horizon=horizon,
+            dimension=dimension,
+            gt=gt,
+            pred=pred,
+            pred_reason=reasons,
+            out_of_view=out_of_view,
+            group_scenario=[lab[0] for lab in labels],
             group_object_class=[lab[1] for lab in labels],
         )
 
     def report(self) -> dict[str, Any]:
-        return {"skipped": dict(sorted(self.skipped.items())),
-                "forced_failures": dict(sorted(self.forced_failures.items())),
-                "examples": {k: v for k, v in sorted(self.examples.items())}}
+        return {
+            "skipped": dict(sorted(self.skipped.items())),
+            "forced_failures": dict(sorted(self.forced_failures.items())),
+            "examples": {k: v for k, v in sorted(self.examples.items())},
+        }
 
 
 def finite_number(x: Any) -> float | None:
@@ -551,9 +620,14 @@ def finite_number(x: Any) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any], profile: ToleranceProfile,
-                       on_invalid: str = "error", missing: str = "fail", source: str = "<predictions>"
-                       ) -> tuple[LsrItems, dict[str, Any]]:
+def items_from_records(
+    records: Sequence[LsrRecord],
+    predictions: dict[str, Any],
+    profile: ToleranceProfile,
+    on_invalid: str = "error",
+    missing: str = "fail",
+    source: str = "<predictions>",
+) -> tuple[LsrItems, dict[str, Any]]:
     """Join dataset records with predictions keyed by question id.
 
     A prediction is free text (parsed with the profile's grammar), a number in the dimension's canonical unit
@@ -568,9 +642,15 @@ def items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any]
         return _items_from_records(records, predictions, profile, on_invalid, missing, source, convert_unit)
 
 
-def _items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any], profile: ToleranceProfile,
-                        on_invalid: str, missing: str, source: str, convert_unit: Any
-                        ) -> tuple[LsrItems, dict[str, Any]]:
+def _items_from_records(
+    records: Sequence[LsrRecord],
+    predictions: dict[str, Any],
+    profile: ToleranceProfile,
+    on_invalid: str,
+    missing: str,
+    source: str,
+    convert_unit: Any,
+) -> tuple[LsrItems, dict[str, Any]]:
     builder = ItemBuilder(source, on_invalid)
     dims_per_question: dict[str, int] = {}
     for r in records:
@@ -603,14 +683,16 @@ def _items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any
             if missing == "exclude":
                 continue
         else:
-            text, value, problem = _read_prediction(predictions[r.question_id], r.dimension, kind,
-                                                    dims_per_question[r.question_id], convert_unit)
+            text, value, problem = _read_prediction(
+                predictions[r.question_id], r.dimension, kind, dims_per_question[r.question_id], convert_unit
+            )
             if problem is not None:
                 if not builder.bad_prediction(problem, where):
                     continue
                 reason = problem
-        builder.add(r.question_id, r.group_id, int(r.horizon_s), _DIM_CODE[r.dimension], gt, text, value, oov,
-                    where, reason)
+        builder.add(
+            r.question_id, r.group_id, int(r.horizon_s), _DIM_CODE[r.dimension], gt, text, value, oov, where, reason
+        )
     items = builder.finish(profile, labels)
     report = builder.report()
     report["missing_predictions"] = n_missing
@@ -619,8 +701,9 @@ def _items_from_records(records: Sequence[LsrRecord], predictions: dict[str, Any
     return items, report
 
 
-def _read_prediction(pred: Any, dimension: str, kind: Kind, n_dims: int, convert_unit: Any
-                     ) -> tuple[str | None, float, str | None]:
+def _read_prediction(
+    pred: Any, dimension: str, kind: Kind, n_dims: int, convert_unit: Any
+) -> tuple[str | None, float, str | None]:
     """(text, value, problem) for one prediction entry; ``problem`` names what is wrong, else None."""
     nan = float("nan")
     if isinstance(pred, str):
@@ -676,19 +759,27 @@ def read_records_jsonl(path: str) -> list[LsrRecord]:
                 raise PredictionFormatError(path, f"line {line_no}: missing fields {lacking}")
             h = obj["horizon_s"]
             if isinstance(h, bool) or not isinstance(h, int | float) or h < 0 or h != int(h):
-                raise PredictionFormatError(path, f"line {line_no}: horizon_s must be a whole number of seconds "
-                                                  f">= 0, got {h!r}")
+                raise PredictionFormatError(
+                    path, f"line {line_no}: horizon_s must be a whole number of seconds >= 0, got {h!r}"
+                )
             if obj["dimension"] not in _DIM_CODE:
-                raise PredictionFormatError(path, f"line {line_no}: unknown dimension {obj['dimension']!r}; "
-                                                  f"expected one of {DIMENSIONS}")
+                raise PredictionFormatError(
+                    path, f"line {line_no}: unknown dimension {obj['dimension']!r}; expected one of {DIMENSIONS}"
+                )
             if finite_number(obj["gt_value"]) is None:
-                raise PredictionFormatError(path, f"line {line_no}: gt_value must be a finite number, "
-                                                  f"got {obj['gt_value']!r}")
-            out.append(LsrRecord(
-                question_id=str(obj["question_id"]), group_id=str(obj["group_id"]), horizon_s=int(h),
-                dimension=obj["dimension"], gt_value=float(obj["gt_value"]),
-                **{k: obj.get(k) for k in optional},
-            ))
+                raise PredictionFormatError(
+                    path, f"line {line_no}: gt_value must be a finite number, got {obj['gt_value']!r}"
+                )
+            out.append(
+                LsrRecord(
+                    question_id=str(obj["question_id"]),
+                    group_id=str(obj["group_id"]),
+                    horizon_s=int(h),
+                    dimension=obj["dimension"],
+                    gt_value=float(obj["gt_value"]),
+                    **{k: obj.get(k) for k in optional},
+                )
+            )
     return out
 
 

@@ -83,10 +83,33 @@ _OFFICIAL_DISTANCE_UNITS: tuple[tuple[float, tuple[str, ...]], ...] = (
     (1000.0, ("km", "kilometer", "kilometers", "kilometre", "kilometres")),
 )
 _OFFICIAL_VELOCITY_UNITS: tuple[tuple[float, tuple[str, ...]], ...] = (
-    (1.0, ("m/s", "m s-1", r"m s\^1", "m s⁻1", "mps", "meter per second", "metre per second",
-           "meters per second", "metres per second")),
-    (1 / 3.6, ("km/h", "km h-1", "kmh", "kph", "kilometer per hour", "kilometre per hour",
-               "kilometers per hour", "kilometres per hour")),
+    (
+        1.0,
+        (
+            "m/s",
+            "m s-1",
+            r"m s\^1",
+            "m s⁻1",
+            "mps",
+            "meter per second",
+            "metre per second",
+            "meters per second",
+            "metres per second",
+        ),
+    ),
+    (
+        1 / 3.6,
+        (
+            "km/h",
+            "km h-1",
+            "kmh",
+            "kph",
+            "kilometer per hour",
+            "kilometre per hour",
+            "kilometers per hour",
+            "kilometres per hour",
+        ),
+    ),
     (1609.34 / 3600, ("mph", "mile per hour", "miles per hour")),
 )
 
@@ -123,17 +146,24 @@ _DISTANCE_FACTORS = tuple(factor for factor, _ in _OFFICIAL_DISTANCE_UNITS)
 _DISTANCE_ALL = re.compile(
     _possessive(r"(\d(?<!\d\d)\d*+\.?+\d*+)\s*+(?:")
     + "|".join("(" + "|".join(map(re.escape, terms)) + ")" for _, terms in _OFFICIAL_DISTANCE_UNITS)
-    + r")\b(?!/)", re.IGNORECASE)
+    + r")\b(?!/)",
+    re.IGNORECASE,
+)
 _VELOCITY_FACTORS = tuple(factor for factor, terms in _OFFICIAL_VELOCITY_UNITS for _ in terms)
 _VELOCITY_ALL = re.compile(
-    _possessive(r"(\d(?<!\d\d)\d*+\.?+\d*+)\s*+\b(?:") + "|".join("(" + re.escape(term).replace("\\ ", "\\s+") + ")"
-                                  for _, terms in _OFFICIAL_VELOCITY_UNITS for term in terms)
-    + r")\b", re.IGNORECASE)
+    _possessive(r"(\d(?<!\d\d)\d*+\.?+\d*+)\s*+\b(?:")
+    + "|".join(
+        "(" + re.escape(term).replace("\\ ", "\\s+") + ")" for _, terms in _OFFICIAL_VELOCITY_UNITS for term in terms
+    )
+    + r")\b",
+    re.IGNORECASE,
+)
 # Where a speed match can start: a number, blanks, a word boundary and the first letter of every speed term
 # (m or k; re.IGNORECASE also takes the Kelvin sign).
 _VELOCITY_START = re.compile(_possessive(r"\d(?<!\d\d)\d*+\.?+\d*+\s*+\b[mk]"), re.IGNORECASE)
-_DIRECTION_UNSIGNED = re.compile(_possessive(r"(\d(?<!\d\d)\d*+(?:\.\d+)?+)\s*+-?+\s*+(°|deg(?:ree)?s?)"),
-                                 re.IGNORECASE)
+_DIRECTION_UNSIGNED = re.compile(
+    _possessive(r"(\d(?<!\d\d)\d*+(?:\.\d+)?+)\s*+-?+\s*+(°|deg(?:ree)?s?)"), re.IGNORECASE
+)
 _MATCH_START = re.Match.start
 _MATCH_LASTINDEX = attrgetter("lastindex")
 _GROUP_1 = itemgetter(1)
@@ -151,8 +181,9 @@ def _first_per_answer(answer: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], answer[1:] != answer[:-1])))
 
 
-def _official_scan(texts: Sequence[str], kind: str, want_units: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _official_scan(
+    texts: Sequence[str], kind: str, want_units: bool = False
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``texts`` read as ``kind`` by the toolkit's rules: values float64 [N] (NaN where nothing matched), a
     matched flag per answer, and (``want_units``) the unit text per answer ("" where nothing matched).
 
@@ -181,8 +212,7 @@ def _official_scan(texts: Sequence[str], kind: str, want_units: bool = False
     if kind == "direction":
         keep = _first_per_answer(answer)  # the leftmost match of each answer
         unit_group = np.full(len(keep), 2)
-        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64,
-                              len(keep))
+        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64, len(keep))
         # the toolkit's match starts at a sign just before the number: float("-x") is exactly -float("x")
         minus = np.fromiter(map("-".__eq__, map(buf.__getitem__, (start[keep] - 1).tolist())), bool, len(keep))
         numbers[minus] = -numbers[minus]
@@ -196,8 +226,7 @@ def _official_scan(texts: Sequence[str], kind: str, want_units: bool = False
         order = np.lexsort((unit, answer))
         keep = order[_first_per_answer(answer[order])]
         unit_group = unit[keep] + 2
-        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64,
-                              len(keep))
+        numbers = np.fromiter(map(float, map(_GROUP_1, map(found.__getitem__, keep.tolist()))), np.float64, len(keep))
         numbers = numbers * factors[unit[keep]]
     answer = answer[keep]
     values[answer] = numbers
@@ -254,26 +283,66 @@ def _failure_reason(text: str) -> str:
 # ============================================================================================ robust grammar
 
 _NUMBER_WORDS: dict[str, int] = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
 }
 _TENS_WORDS: dict[str, int] = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
     "ninety": 90,
 }
 _WORD_NUMBER = re.compile(
-    r"\b(?:(?P<tens>" + "|".join(_TENS_WORDS) + r")(?:[\s-]+(?P<unit>" + "|".join(list(_NUMBER_WORDS)[1:10])
-    + r"))?|(?P<small>" + "|".join(_NUMBER_WORDS) + r"))\b"
+    r"\b(?:(?P<tens>"
+    + "|".join(_TENS_WORDS)
+    + r")(?:[\s-]+(?P<unit>"
+    + "|".join(list(_NUMBER_WORDS)[1:10])
+    + r"))?|(?P<small>"
+    + "|".join(_NUMBER_WORDS)
+    + r"))\b"
 )
 
 # Characters folded before scanning (after NFKC, which already maps full-width digits, superscripts, ㎞ ...).
-_FOLD = str.maketrans({
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u2010": "-", "\u2011": "-",  # minus and dashes
-    "\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'",  # apostrophes
-    "\u02da": "°",  # ring above used as a degree sign
-    "\u2215": "/", "\u00b7": " ", "\u22c5": " ", "*": " ",  # division slash, middle dots
-})
+_FOLD = str.maketrans(
+    {
+        "\u2212": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2010": "-",
+        "\u2011": "-",  # minus and dashes
+        "\u2019": "'",
+        "\u2018": "'",
+        "`": "'",
+        "\u00b4": "'",  # apostrophes
+        "\u02da": "°",  # ring above used as a degree sign
+        "\u2215": "/",
+        "\u00b7": " ",
+        "\u22c5": " ",
+        "*": " ",  # division slash, middle dots
+    }
+)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d{1,2}(?!\d))")
 
@@ -303,8 +372,10 @@ _UNITS: tuple[tuple[str, Kind, float], ...] = (
     (r"miles?|mi", "distance", _M_PER_MILE),
     (r"°|degrees?|degs?", "direction", 1.0),
 )
-_SIDE = r"(?:\s*\(?\s*(?:to\s+(?:the\s+)?|towards?\s+(?:the\s+)?|on\s+(?:the\s+)?)?(?P<side>left|right|clockwise|" \
-        r"counter-?clockwise|anti-?clockwise))?"
+_SIDE = (
+    r"(?:\s*\(?\s*(?:to\s+(?:the\s+)?|towards?\s+(?:the\s+)?|on\s+(?:the\s+)?)?(?P<side>left|right|clockwise|"
+    r"counter-?clockwise|anti-?clockwise))?"
+)
 _QUANTITY = re.compile(
     r"(?:(?P<between>between)\s+)?(?P<sign>[-+])?(?P<a>" + _NUM + r")"
     r"(?:\s*(?P<sep>-|to|~|and)\s*(?P<b>" + _NUM + r"))?"
@@ -318,8 +389,7 @@ _ANY_NUMBER = re.compile(r"\d")
 _AHEAD = re.compile(r"\b(?:straight|directly|dead|right)\s+ahead\b|\bdirectly\s+in\s+front\b")
 _BEHIND = re.compile(r"\b(?:directly|right|straight)\s+behind\b")
 _STILL = re.compile(r"\b(?:stationary|stopped|not\s+moving|at\s+rest|standing\s+still|motionless)\b")
-_DIRECTION_SIGN = {"left": 1.0, "counterclockwise": 1.0, "anticlockwise": 1.0, "right": -1.0,
-                   "clockwise": -1.0}
+_DIRECTION_SIGN = {"left": 1.0, "counterclockwise": 1.0, "anticlockwise": 1.0, "right": -1.0, "clockwise": -1.0}
 
 
 def _words_to_digits(text: str) -> str:
@@ -396,8 +466,11 @@ def _scan_robust(text: str) -> dict[Kind, ParseOutcome]:
     clock = _CLOCK.search(norm)
     if clock is not None and ("direction" not in found or clock.start() < found["direction"][0]):
         hour, minute = int(clock.group("h")), int(clock.group("min") or 0)
-        outcome = (Parsed(_clock_to_deg(hour, minute), "o'clock", "clock")
-                   if 1 <= hour <= 12 and minute < 60 else Failure("bad_clock"))
+        outcome = (
+            Parsed(_clock_to_deg(hour, minute), "o'clock", "clock")
+            if 1 <= hour <= 12 and minute < 60
+            else Failure("bad_clock")
+        )
         found["direction"] = (clock.start(), outcome)
     if "direction" not in found:
         if _AHEAD.search(norm):
@@ -446,8 +519,9 @@ def parse_many(texts: Iterable[str], kinds: Iterable[Kind], mode: ParserMode) ->
     return parse_grouped(texts, np.fromiter((code_of[k] for k in kinds), np.int64, len(kinds)), names, mode)
 
 
-def parse_grouped(texts: Sequence[str], kind_code: np.ndarray, kind_names: Sequence[str], mode: ParserMode
-                  ) -> tuple[np.ndarray, list[str]]:
+def parse_grouped(
+    texts: Sequence[str], kind_code: np.ndarray, kind_names: Sequence[str], mode: ParserMode
+) -> tuple[np.ndarray, list[str]]:
     """``parse_many`` with kinds given as integer codes into ``kind_names`` (no per-item string compares).
 
     The distinct texts are found once (a dict over all items); each kind then reads only the distinct texts its
@@ -479,10 +553,11 @@ def parse_grouped(texts: Sequence[str], kind_code: np.ndarray, kind_names: Seque
             failed = np.flatnonzero(~ok).tolist()
             why = _failure_reasons(list(map(subset.__getitem__, failed)))
         else:
-            outcomes = [(scans[j] if j in scans else scans.setdefault(j, _scan_robust(t)))[kind]
-                        for j, t in zip(used_list, subset, strict=True)]
-            got = np.asarray([o.value if type(o) is Parsed else math.nan for o in outcomes],
-                             dtype=np.float64)
+            outcomes = [
+                (scans[j] if j in scans else scans.setdefault(j, _scan_robust(t)))[kind]
+                for j, t in zip(used_list, subset, strict=True)
+            ]
+            got = np.asarray([o.value if type(o) is Parsed else math.nan for o in outcomes], dtype=np.float64)
             failed = [j for j, o in enumerate(outcomes) if type(o) is not Parsed]
             why = [outcomes[j].reason for j in failed]
         why_code = np.zeros(len(used_list), dtype=np.int64)
@@ -499,14 +574,28 @@ def parse_grouped(texts: Sequence[str], kind_code: np.ndarray, kind_names: Seque
 
 # Structured (numeric) predictions may name their unit; these are the units we convert.
 UNIT_FACTORS: dict[str, tuple[Kind, float]] = {
-    "m": ("distance", 1.0), "meter": ("distance", 1.0), "meters": ("distance", 1.0),
-    "metre": ("distance", 1.0), "metres": ("distance", 1.0), "cm": ("distance", 0.01),
-    "km": ("distance", 1000.0), "ft": ("distance", _M_PER_FOOT), "feet": ("distance", _M_PER_FOOT),
-    "in": ("distance", _M_PER_INCH), "inch": ("distance", _M_PER_INCH), "inches": ("distance", _M_PER_INCH),
-    "deg": ("direction", 1.0), "degree": ("direction", 1.0), "degrees": ("direction", 1.0),
+    "m": ("distance", 1.0),
+    "meter": ("distance", 1.0),
+    "meters": ("distance", 1.0),
+    "metre": ("distance", 1.0),
+    "metres": ("distance", 1.0),
+    "cm": ("distance", 0.01),
+    "km": ("distance", 1000.0),
+    "ft": ("distance", _M_PER_FOOT),
+    "feet": ("distance", _M_PER_FOOT),
+    "in": ("distance", _M_PER_INCH),
+    "inch": ("distance", _M_PER_INCH),
+    "inches": ("distance", _M_PER_INCH),
+    "deg": ("direction", 1.0),
+    "degree": ("direction", 1.0),
+    "degrees": ("direction", 1.0),
     "°": ("direction", 1.0),
-    "m/s": ("velocity", 1.0), "mps": ("velocity", 1.0), "km/h": ("velocity", _MPS_PER_KMH),
-    "kmh": ("velocity", _MPS_PER_KMH), "kph": ("velocity", _MPS_PER_KMH), "mph": ("velocity", _MPS_PER_MPH),
+    "m/s": ("velocity", 1.0),
+    "mps": ("velocity", 1.0),
+    "km/h": ("velocity", _MPS_PER_KMH),
+    "kmh": ("velocity", _MPS_PER_KMH),
+    "kph": ("velocity", _MPS_PER_KMH),
+    "mph": ("velocity", _MPS_PER_MPH),
 }
 
 

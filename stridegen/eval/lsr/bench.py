@@ -84,9 +84,14 @@ def build_items(
         return _build_items(list(responses), profile, sheet or {}, annotations, on_invalid, missing)
 
 
-def _build_items(files: list[tuple[Path, list[Any]]], profile: ToleranceProfile, sheet: dict[str, dict[str, Any]],
-                 annotations: dict[str, dict[str, Any]] | None, on_invalid: str, missing: str
-                 ) -> tuple[LsrItems, dict[str, Any]]:
+def _build_items(
+    files: list[tuple[Path, list[Any]]],
+    profile: ToleranceProfile,
+    sheet: dict[str, dict[str, Any]],
+    annotations: dict[str, dict[str, Any]] | None,
+    on_invalid: str,
+    missing: str,
+) -> tuple[LsrItems, dict[str, Any]]:
     builder = ItemBuilder(", ".join(str(p) for p, _ in files) or "<responses>", on_invalid)
     seen: set[str] = set()
     n_records = 0
@@ -110,13 +115,24 @@ def _build_items(files: list[tuple[Path, list[Any]]], profile: ToleranceProfile,
     builder.source = "responses"
     items = builder.finish(profile, labels)
     report = builder.report()
-    report.update({"files": [str(p) for p, _ in files], "records": n_records,
-                   "missing_predictions": n_missing, "missing_policy": missing})
+    report.update(
+        {
+            "files": [str(p) for p, _ in files],
+            "records": n_records,
+            "missing_predictions": n_missing,
+            "missing_policy": missing,
+        }
+    )
     return items, report
 
 
-def _add_records(builder: ItemBuilder, records: list[Any], sheet: dict[str, dict[str, Any]],
-                 annotations: dict[str, dict[str, Any]] | None, seen: set[str]) -> None:
+def _add_records(
+    builder: ItemBuilder,
+    records: list[Any],
+    sheet: dict[str, dict[str, Any]],
+    annotations: dict[str, dict[str, Any]] | None,
+    seen: set[str],
+) -> None:
     """Add one file's records: column-wise when every record is well formed (the common case), else record by
     record through ``_add_response``, which applies every check and the bad-input policy. Both add the same
     items in the same order for valid records; repeated (group, horizon, dimension) slots are found for both at
@@ -126,8 +142,9 @@ def _add_records(builder: ItemBuilder, records: list[Any], sheet: dict[str, dict
             _add_response(builder, rec, f"record {i}", sheet, annotations, seen)
 
 
-def _add_columnwise(builder: ItemBuilder, records: list[Any], annotations: dict[str, dict[str, Any]] | None,
-                    seen: set[str]) -> bool:
+def _add_columnwise(
+    builder: ItemBuilder, records: list[Any], annotations: dict[str, dict[str, Any]] | None, seen: set[str]
+) -> bool:
     """All-or-nothing fast path: False (nothing added) as soon as any record needs the careful path.
 
     Every per-record step is a C-level ``map`` over a column (no Python-level loop body per record); the
@@ -140,8 +157,13 @@ def _add_columnwise(builder: ItemBuilder, records: list[Any], annotations: dict[
         category_codes = list(map(_CATEGORY_CODE.get, categories))
     except (KeyError, TypeError):  # a missing field, a record that is not an object, an unhashable category
         return False
-    if not records or set(map(type, qids)) != {str} or set(map(type, preds)) != {str} \
-            or set(map(type, gt_dicts)) != {dict} or None in category_codes:
+    if (
+        not records
+        or set(map(type, qids)) != {str}
+        or set(map(type, preds)) != {str}
+        or set(map(type, gt_dicts)) != {dict}
+        or None in category_codes
+    ):
         return False
     unique_qids = set(qids)
     if len(unique_qids) != len(qids) or "" in unique_qids or not unique_qids.isdisjoint(seen):
@@ -190,9 +212,15 @@ def _group_codes(builder: ItemBuilder, qids: list[str]) -> np.ndarray:
     return np.fromiter(map(code_of_tail.__getitem__, tails), np.int64, len(tails))
 
 
-def _add_response(builder: ItemBuilder, rec: Any, where: str, sheet: dict[str, dict[str, Any]],
-                  annotations: dict[str, dict[str, Any]] | None, seen: set[str],
-                  missing_pred_reason: str | None = None) -> None:
+def _add_response(
+    builder: ItemBuilder,
+    rec: Any,
+    where: str,
+    sheet: dict[str, dict[str, Any]],
+    annotations: dict[str, dict[str, Any]] | None,
+    seen: set[str],
+    missing_pred_reason: str | None = None,
+) -> None:
     if not isinstance(rec, dict):
         builder.reject("record_not_an_object", where)
         return
@@ -237,12 +265,14 @@ def _add_response(builder: ItemBuilder, rec: Any, where: str, sheet: dict[str, d
     group_id = extract_group_id(qid)
     oov = sheet.get(group_id, {}).get("out_of_view", -1)
     for dim, gt in parsed_gt:
-        builder.add(qid, group_id, horizon, dim, gt, text, out_of_view=oov, where=where,
-                    reason=reason or "invalid_prediction")
+        builder.add(
+            qid, group_id, horizon, dim, gt, text, out_of_view=oov, where=where, reason=reason or "invalid_prediction"
+        )
 
 
-def _response_text(builder: ItemBuilder, rec: dict[str, Any], where: str, missing_pred_reason: str | None
-                   ) -> tuple[str | None, str | None]:
+def _response_text(
+    builder: ItemBuilder, rec: dict[str, Any], where: str, missing_pred_reason: str | None
+) -> tuple[str | None, str | None]:
     """(text, None) for a usable answer; (None, reason) for a forced failure; (None, None) when rejected."""
     if missing_pred_reason is not None:
         return None, missing_pred_reason

@@ -17,8 +17,9 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _official_inputs(bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any,
-                     on_invalid: str, missing: str) -> tuple[Any, dict[str, Any]]:
+def _official_inputs(
+    bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any, on_invalid: str, missing: str
+) -> tuple[Any, dict[str, Any]]:
     from stridegen.eval.lsr import bench as sb
     from stridegen.eval.lsr.algo import read_predictions_jsonl
 
@@ -47,20 +48,33 @@ def _official_inputs(bench_dir: Path | None, responses: Path | None, pred: Path 
 
 def eval_lsr(
     out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, plots."),
-    bench_dir: Path | None = typer.Option(None, "--bench-dir", help="Official STRIDE-QA-Bench annotation folder "
-                                          "(strideqa_bench*_t*.json, annotation_sheet.csv)."),
+    bench_dir: Path | None = typer.Option(
+        None,
+        "--bench-dir",
+        help="Official STRIDE-QA-Bench annotation folder (strideqa_bench*_t*.json, annotation_sheet.csv).",
+    ),
     responses: Path | None = typer.Option(None, "--responses", help="Official response file or folder (*_t*.json)."),
     records: Path | None = typer.Option(None, "--records", help="stridegen LsrRecord JSONL (dataset stand-in)."),
     dataset: Path | None = typer.Option(None, "--dataset", help="stridegen dataset folder (its spatiotemporal QA)."),
-    sheet: Path | None = typer.Option(None, "--sheet", help="With --dataset: annotation sheet CSV (group_id, "
-                                      "object_type, relation) for the per-scenario breakdown."),
+    sheet: Path | None = typer.Option(
+        None,
+        "--sheet",
+        help="With --dataset: annotation sheet CSV (group_id, object_type, relation) for the per-scenario breakdown.",
+    ),
     pred: Path | None = typer.Option(None, "--pred", help="Predictions JSONL: {question_id, pred} per line."),
-    profile: str | None = typer.Option(None, "--profile", help="paper | strideqa-bench | a YAML file. Default: "
-                                       "strideqa-bench for official inputs, paper otherwise."),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        help="paper | strideqa-bench | a YAML file. Default: strideqa-bench for official inputs, paper otherwise.",
+    ),
     parser: str | None = typer.Option(None, "--parser", help="official | robust (default: the profile's)."),
     on_invalid: str = typer.Option("error", "--on-invalid", help="Bad records: error | skip | fail (counted)."),
-    missing: str | None = typer.Option(None, "--missing", help="Questions without a prediction: exclude | fail. "
-                                       "Default: exclude for official responses (the toolkit's), fail otherwise."),
+    missing: str | None = typer.Option(
+        None,
+        "--missing",
+        help="Questions without a prediction: exclude | fail. "
+        "Default: exclude for official responses (the toolkit's), fail otherwise.",
+    ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
@@ -82,8 +96,7 @@ def eval_lsr(
         _fail("give --responses [--bench-dir], --bench-dir --pred, --dataset --pred or --records --pred")
     if sheet is not None and dataset is None:
         _fail("--sheet goes with --dataset (official inputs read annotation_sheet.csv from --bench-dir)")
-    if (records is not None or dataset is not None or (bench_dir is not None and responses is None)) \
-            and pred is None:
+    if (records is not None or dataset is not None or (bench_dir is not None and responses is None)) and pred is None:
         _fail("--pred is required with --dataset, --records and --bench-dir alone")
     if responses is not None and pred is not None:
         _fail("--pred cannot be combined with --responses (responses already hold the answers)")
@@ -116,10 +129,16 @@ def eval_lsr(
         summary.update({"TLC": overall["TLC"], "MLSR": overall["MLSR"]})
     typer.echo(json.dumps({"profile": prof.name, "parser": prof.parser, "avg": summary}, indent=2))
     if result.counts["localization_slots"] and not result.counts["consistency_groups"]:
-        typer.echo("note: no group has a scenario relation, so TLC / MLSR are empty under this profile "
-                   "(the toolkit needs annotation_sheet.csv; --profile paper scores every group)", err=True)
+        typer.echo(
+            "note: no group has a scenario relation, so TLC / MLSR are empty under this profile "
+            "(the toolkit needs annotation_sheet.csv; --profile paper scores every group)",
+            err=True,
+        )
     skipped = sum(report.get("skipped", {}).values())
     if skipped or report.get("missing_predictions"):
-        typer.echo(f"note: {skipped} records skipped, {report.get('missing_predictions', 0)} questions without a "
-                   f"prediction ({report.get('missing_policy')}); see {paths['json']}", err=True)
+        typer.echo(
+            f"note: {skipped} records skipped, {report.get('missing_predictions', 0)} questions without a "
+            f"prediction ({report.get('missing_policy')}); see {paths['json']}",
+            err=True,
+        )
     typer.echo(f"wrote {', '.join(str(p) for p in paths.values())}")

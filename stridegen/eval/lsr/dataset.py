@@ -14,8 +14,9 @@ from pathlib import Path
 from stridegen.formats.lsr_record import LsrRecord
 
 
-def records_from_dataset(dataset_dir: str | Path, scenario_of: Mapping[str, str | None] | None = None
-                         ) -> list[LsrRecord]:
+def records_from_dataset(
+    dataset_dir: str | Path, scenario_of: Mapping[str, str | None] | None = None
+) -> list[LsrRecord]:
     """Every spatiotemporal QA of the dataset as LSR records (scenes in manifest order)."""
     from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAItem
     from stridegen.pipeline.qa.spatiotemporal import lsr_records

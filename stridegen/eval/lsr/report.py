@@ -44,8 +44,7 @@ def _records_table(records: list[dict[str, Any]]) -> str:
 
 def _horizon_matrix(title: str, per_label: dict[str, dict[str, list[dict[str, Any]]]], metric: str) -> str:
     """Rows: label; columns: t=0..K and avg; cells: metric success rate in percent (n)."""
-    horizons = sorted({r["time"] for rates in per_label.values() for r in rates.get(metric, [])
-                       if r["time"] != "avg"})
+    horizons = sorted({r["time"] for rates in per_label.values() for r in rates.get(metric, []) if r["time"] != "avg"})
     if not horizons:
         return ""
     headers = [title] + [f"t={t}s" for t in horizons] + ["avg"]
@@ -54,8 +53,10 @@ def _horizon_matrix(title: str, per_label: dict[str, dict[str, list[dict[str, An
         by_t = {r["time"]: r for r in rates.get(metric, [])}
         if not by_t:
             continue
-        cells = [f"{_pct(by_t[t]['success_rate'])} ({by_t[t]['sample_size']})" if t in by_t else "-"
-                 for t in [*horizons, "avg"]]
+        cells = [
+            f"{_pct(by_t[t]['success_rate'])} ({by_t[t]['sample_size']})" if t in by_t else "-"
+            for t in [*horizons, "avg"]
+        ]
         rows.append([label, *cells])
     return _table(headers, rows)
 
@@ -63,8 +64,7 @@ def _horizon_matrix(title: str, per_label: dict[str, dict[str, list[dict[str, An
 def markdown_report(metrics: dict[str, Any], inputs: dict[str, Any] | None = None) -> str:
     """Markdown: one table per metric (success rates in percent, one decimal, half-up as in the toolkit),
     temporal consistency, LSR per scenario / object class / view status, and the input counts."""
-    parts = [f"# STRIDE-QA localization metrics (profile `{metrics['profile']}`, parser `{metrics['parser']}`)",
-             ""]
+    parts = [f"# STRIDE-QA localization metrics (profile `{metrics['profile']}`, parser `{metrics['parser']}`)", ""]
     for name in REPORT_ORDER:
         records = metrics.get(name)
         if records:
@@ -84,8 +84,9 @@ def markdown_report(metrics: dict[str, Any], inputs: dict[str, Any] | None = Non
     return "\n".join(parts)
 
 
-def write_reports(result: LsrResult, out_dir: str | Path, inputs: dict[str, Any] | None = None,
-                  plots: bool = True) -> dict[str, Path]:
+def write_reports(
+    result: LsrResult, out_dir: str | Path, inputs: dict[str, Any] | None = None, plots: bool = True
+) -> dict[str, Path]:
     """Write ``metrics.json``, ``metrics.md`` and (optionally) the two plots; return the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -110,14 +111,16 @@ def _pyplot() -> Any:
     return require("matplotlib.pyplot", "plots")
 
 
-def plot_polar(result: LsrResult, path: str | Path, max_range_m: float = 50.0,
-               fov_half_deg: float | None = None) -> Path:
+def plot_polar(
+    result: LsrResult, path: str | Path, max_range_m: float = 50.0, fov_half_deg: float | None = None
+) -> Path:
     """Predicted vs true target positions per horizon (polar, 0 deg ahead at the top, counter-clockwise)."""
     plt = _pyplot()
     s = result.slots
     horizons = sorted(set(s.horizon.tolist())) or [0]
-    fig, axes = plt.subplots(1, len(horizons), figsize=(3.8 * len(horizons), 4.2),
-                             subplot_kw={"projection": "polar"}, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(horizons), figsize=(3.8 * len(horizons), 4.2), subplot_kw={"projection": "polar"}, squeeze=False
+    )
     for ax, t in zip(axes[0], horizons, strict=True):
         ax.set_theta_zero_location("N")
         ax.set_theta_direction(1)
@@ -129,13 +132,26 @@ def plot_polar(result: LsrResult, path: str | Path, max_range_m: float = 50.0,
             theta = np.radians(np.linspace(-fov_half_deg, fov_half_deg, 50))
             ax.fill_between(theta, 0, max_range_m, color="tab:blue", alpha=0.12, linewidth=0)
         sel = s.horizon == t
-        ax.scatter(np.radians(s.direction_gt[sel]), s.distance_gt[sel], s=14, facecolors="none",
-                   edgecolors="0.45", linewidths=0.7, label="truth")
+        ax.scatter(
+            np.radians(s.direction_gt[sel]),
+            s.distance_gt[sel],
+            s=14,
+            facecolors="none",
+            edgecolors="0.45",
+            linewidths=0.7,
+            label="truth",
+        )
         has_pred = sel & np.isfinite(s.distance_pred) & np.isfinite(s.direction_pred)
         for ok, colour, label in ((True, "tab:green", "success"), (False, "tab:red", "failure")):
             m = has_pred & (s.success == ok)
-            ax.scatter(np.radians(s.direction_pred[m]), np.minimum(s.distance_pred[m], max_range_m), s=12,
-                       color=colour, alpha=0.75, label=f"{label} ({int(m.sum())})")
+            ax.scatter(
+                np.radians(s.direction_pred[m]),
+                np.minimum(s.distance_pred[m], max_range_m),
+                s=12,
+                color=colour,
+                alpha=0.75,
+                label=f"{label} ({int(m.sum())})",
+            )
         n_unparsed = int((sel & ~has_pred).sum())
         ax.set_title(f"t = {t} s  (unparsed {n_unparsed})", fontsize=10)
         ax.legend(loc="lower left", fontsize=7, bbox_to_anchor=(-0.15, -0.2))
@@ -153,8 +169,7 @@ def plot_lsr_by_scenario(result: LsrResult, path: str | Path) -> Path:
     panels += [(name, rates.get("lsr", [])) for name, rates in result.breakdowns["scenario"].items()]
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), sharex=True, sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), sharex=True, sharey=True, squeeze=False)
     for ax, (name, table) in zip(axes.flat, panels, strict=False):
         pts = [(r["time"], r["success_rate"], r["sample_size"]) for r in table if r["time"] != "avg"]
         if pts:
@@ -164,7 +179,7 @@ def plot_lsr_by_scenario(result: LsrResult, path: str | Path) -> Path:
             ax.set_xticks(list(t))
         ax.set_ylim(-0.05, 1.0)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("horizon (s)")

@@ -171,8 +171,9 @@ def load_profile(name_or_path: str | Path) -> ToleranceProfile:
         return BUILTIN_PROFILES[key]
     path = Path(name_or_path)
     if not path.is_file():
-        raise ConfigError(f"unknown tolerance profile {key!r}: not one of {sorted(BUILTIN_PROFILES)} "
-                          "and not a YAML file")
+        raise ConfigError(
+            f"unknown tolerance profile {key!r}: not one of {sorted(BUILTIN_PROFILES)} and not a YAML file"
+        )
     import yaml
 
     with path.open(encoding="utf-8") as f:

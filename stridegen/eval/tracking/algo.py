@@ -72,8 +72,7 @@ def validate_tracks(boxes: TrackBoxes, timeline: Timeline, cfg: TrackingConfig, 
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
     if np.any(counts > 1):
         i = int(first[np.flatnonzero(counts > 1)[0]])
-        raise ValueError(f"{what}: tracking id {boxes.track_id[i]!r} appears more than once in frame "
-                         f"{boxes.frame[i]}")
+        raise ValueError(f"{what}: tracking id {boxes.track_id[i]!r} appears more than once in frame {boxes.frame[i]}")
 
 
 # ---------------------------------------------------------------------------------------------- preparation
@@ -83,8 +82,9 @@ def _order_by_frame(boxes: TrackBoxes) -> TrackBoxes:
     return boxes.take(np.argsort(boxes.frame, kind="stable"))
 
 
-def filter_tracks(boxes: TrackBoxes, timeline: Timeline, cfg: TrackingConfig,
-                  racks: RackBoxes | None = None) -> TrackBoxes:
+def filter_tracks(
+    boxes: TrackBoxes, timeline: Timeline, cfg: TrackingConfig, racks: RackBoxes | None = None
+) -> TrackBoxes:
     """Class range on the xy distance to the ego, zero-point boxes, bicycles/motorcycles in bike racks.
 
     devkit ``filter_eval_boxes``: ``ego_dist < class_range[class]``, ``num_pts != 0`` (``-1`` passes), and a
@@ -188,11 +188,19 @@ def interpolate_tracks(boxes: TrackBoxes, timeline: Timeline) -> TrackBoxes:
     t_right = timeline.timestamp_us[boxes.frame[rep_right]]
     right_ratio = (t_right - t).astype(np.float64) / (t_right - t_left).astype(np.float64)
     w_left = 1.0 - right_ratio
-    translation = (w_left[:, None] * boxes.translation_global[rep_left]
-                   + right_ratio[:, None] * boxes.translation_global[rep_right])
+    translation = (
+        w_left[:, None] * boxes.translation_global[rep_left]
+        + right_ratio[:, None] * boxes.translation_global[rep_right]
+    )
     score = w_left * boxes.score[rep_left] + right_ratio * boxes.score[rep_right]
-    new = TrackBoxes(new_frame, boxes.track_id[rep_right], boxes.class_name[rep_right], translation, score,
-                     np.full(new_frame.shape[0], -1, dtype=np.int64))
+    new = TrackBoxes(
+        new_frame,
+        boxes.track_id[rep_right],
+        boxes.class_name[rep_right],
+        translation,
+        score,
+        np.full(new_frame.shape[0], -1, dtype=np.int64),
+    )
     # Order inside a frame: original boxes (input order), then new boxes by their track's first appearance.
     first_seen = np.empty(n, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, ~same_next])
@@ -206,8 +214,14 @@ def interpolate_tracks(boxes: TrackBoxes, timeline: Timeline) -> TrackBoxes:
     return merged.take(np.lexsort((sub_key, frame_all)))
 
 
-def prepare_tracks(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig,
-                   racks: RackBoxes | None = None, filter_boxes: bool = True) -> tuple[TrackBoxes, TrackBoxes]:
+def prepare_tracks(
+    gt: TrackBoxes,
+    pred: TrackBoxes,
+    timeline: Timeline,
+    cfg: TrackingConfig,
+    racks: RackBoxes | None = None,
+    filter_boxes: bool = True,
+) -> tuple[TrackBoxes, TrackBoxes]:
     """The devkit's pipeline before accumulation: filter both, average predicted scores, interpolate both."""
     validate_tracks(gt, timeline, cfg, "ground truth")
     validate_tracks(pred, timeline, cfg, "predictions")
@@ -300,10 +314,20 @@ def _build_problem(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, dist_th
     gt_step_order = np.argsort(gt_step, kind="stable")
     gt_bounds = np.searchsorted(gt_step[gt_step_order], np.arange(n_steps + 1))
     return _Problem(
-        gt_frame=gt.frame, gt_obj=gt_obj, gt_track_id=gt.track_id, pr_frame=pred.frame, pr_hyp=pr_hyp,
-        pr_score=pred.score, gt_frame_start=gt_first, gt_frame_size=gt_count, pr_frame_start=pr_first,
-        pr_frame_size=pr_count, pair_gt=pair_gt, pair_pr=pair_pr, pair_dist=dist,
-        step_gt=[gt_step_order[gt_bounds[k]:gt_bounds[k + 1]] for k in range(n_steps)],
+        gt_frame=gt.frame,
+        gt_obj=gt_obj,
+        gt_track_id=gt.track_id,
+        pr_frame=pred.frame,
+        pr_hyp=pr_hyp,
+        pr_score=pred.score,
+        gt_frame_start=gt_first,
+        gt_frame_size=gt_count,
+        pr_frame_start=pr_first,
+        pr_frame_size=pr_count,
+        pair_gt=pair_gt,
+        pair_pr=pair_pr,
+        pair_dist=dist,
+        step_gt=[gt_step_order[gt_bounds[k] : gt_bounds[k + 1]] for k in range(n_steps)],
         step_pairs=[slice(int(bounds[k]), int(bounds[k + 1])) for k in range(n_steps)],
         n_obj=n_obj,
     )
@@ -379,8 +403,17 @@ def _associate(p: _Problem, active: np.ndarray) -> _Association:
     return _Association(gt_pred, gt_switch, gt_dist)
 
 
-def _assign_step(p: _Problem, t2: np.ndarray, q2: np.ndarray, pi: np.ndarray, pj: np.ndarray, pd: np.ndarray,
-                 active: np.ndarray, gt_pred: np.ndarray, pr_matched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _assign_step(
+    p: _Problem,
+    t2: np.ndarray,
+    q2: np.ndarray,
+    pi: np.ndarray,
+    pj: np.ndarray,
+    pd: np.ndarray,
+    active: np.ndarray,
+    gt_pred: np.ndarray,
+    pr_matched: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Matches (row t, pair q) of step 2 among the open pairs (t2, q2).
 
     A pair alone in its row and its column is in every maximum-cardinality assignment, hence in motmetrics' one.
@@ -403,7 +436,7 @@ def _assign_step(p: _Problem, t2: np.ndarray, q2: np.ndarray, pi: np.ndarray, pj
         qs = q2[sel]
         g0 = int(p.gt_frame_start[pi[qs[0]]])
         p0 = int(p.pr_frame_start[pj[qs[0]]])
-        cols = p0 + np.flatnonzero(active[t, p0:p0 + int(p.pr_frame_size[pj[qs[0]]])])
+        cols = p0 + np.flatnonzero(active[t, p0 : p0 + int(p.pr_frame_size[pj[qs[0]]])])
         col = np.searchsorted(cols, pj[qs])  # open pairs have active predictions: all found
         costs = np.full((int(p.gt_frame_size[pi[qs[0]]]), cols.size), np.nan)
         costs[pi[qs] - g0, col] = pd[qs]
@@ -417,8 +450,9 @@ def _assign_step(p: _Problem, t2: np.ndarray, q2: np.ndarray, pi: np.ndarray, pj
 # ---------------------------------------------------------------------------------------------- metrics
 
 
-def _per_threshold_metrics(p: _Problem, assoc: _Association, active: np.ndarray,
-                           n_frames: int) -> dict[str, np.ndarray]:
+def _per_threshold_metrics(
+    p: _Problem, assoc: _Association, active: np.ndarray, n_frames: int
+) -> dict[str, np.ndarray]:
     """motmetrics / devkit metrics (``MOT_METRIC_MAP``) of each threshold row; arrays [T]."""
     n_t = active.shape[0]
     n_obj_boxes = p.gt_obj.shape[0]
@@ -440,8 +474,13 @@ def _per_threshold_metrics(p: _Problem, assoc: _Association, active: np.ndarray,
     n_frames_counted = counted.sum(axis=1)
     sum_dist = np.where(tracked, assoc.gt_dist, 0.0).sum(axis=1)
     out = {name: np.full(n_t, np.nan) for name in THRESHOLD_METRICS}
-    out.update(gt=np.full(n_t, float(n_obj_boxes)), tp=n_match.astype(float), fp=n_fp.astype(float),
-               fn=n_miss.astype(float), ids=n_switch.astype(float))
+    out.update(
+        gt=np.full(n_t, float(n_obj_boxes)),
+        tp=n_match.astype(float),
+        fp=n_fp.astype(float),
+        fn=n_miss.astype(float),
+        ids=n_switch.astype(float),
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         out["mota"] = np.maximum(0.0, 1.0 - (n_miss + n_switch + n_fp) / n_obj_boxes)
         out["motp"] = np.where(n_det == 0, np.nan, sum_dist / np.maximum(n_det, 1))
@@ -463,8 +502,7 @@ def _per_threshold_metrics(p: _Problem, assoc: _Association, active: np.ndarray,
     return out
 
 
-def _object_metrics(out: dict[str, np.ndarray], t: int, tr: np.ndarray, f: np.ndarray,
-                    s0: np.ndarray) -> None:
+def _object_metrics(out: dict[str, np.ndarray], t: int, tr: np.ndarray, f: np.ndarray, s0: np.ndarray) -> None:
     """MT, ML, FRAG, TID, LGD of row t; ``tr`` / ``f``: tracked flag / frame id of each box, grouped by object
     (segments start at ``s0``), each object in time order."""
     n = tr.size
@@ -508,8 +546,9 @@ def _object_metrics(out: dict[str, np.ndarray], t: int, tr: np.ndarray, f: np.nd
 # ---------------------------------------------------------------------------------------------- thresholds
 
 
-def compute_thresholds(match_scores: np.ndarray, gt_box_count: int, min_recall: float,
-                       num_thresholds: int) -> tuple[np.ndarray, np.ndarray]:
+def compute_thresholds(
+    match_scores: np.ndarray, gt_box_count: int, min_recall: float, num_thresholds: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Score thresholds at ``num_thresholds`` recall values from ``min_recall`` to 1, highest recall first.
 
     devkit ``TrackingEvaluation.compute_thresholds``: the scores of the matched predictions sorted high to low
@@ -552,8 +591,12 @@ def evaluate_prepared(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg:
     label_metrics = {m: dict.fromkeys(cfg.class_names, math.nan) for m in (*TRACKING_METRICS, *EXTRA_METRICS)}
     metric_data: dict[str, ClassMetricData] = {}
     for name in cfg.class_names:
-        data = evaluate_class(gt.take(np.flatnonzero(gt.class_name == name)),
-                              pred.take(np.flatnonzero(pred.class_name == name)), timeline, cfg)
+        data = evaluate_class(
+            gt.take(np.flatnonzero(gt.class_name == name)),
+            pred.take(np.flatnonzero(pred.class_name == name)),
+            timeline,
+            cfg,
+        )
         metric_data[name] = data
         _summarize_class(label_metrics, name, data.metrics, cfg)
     return TrackingResult(cfg, label_metrics, metric_data, time.perf_counter() - start)
@@ -581,8 +624,9 @@ def evaluate_class(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: Tr
     return ClassMetricData(thr, rec, {k: _expand_to_thresholds(per_row[k], thr, unique) for k in THRESHOLD_METRICS})
 
 
-def _summarize_class(label_metrics: dict[str, dict[str, float]], name: str, data: dict[str, np.ndarray],
-                     cfg: TrackingConfig) -> None:
+def _summarize_class(
+    label_metrics: dict[str, dict[str, float]], name: str, data: dict[str, np.ndarray], cfg: TrackingConfig
+) -> None:
     """devkit ``TrackingEval.evaluate`` step 2: values at the best-MOTA threshold, AMOTA / AMOTP averages."""
     if not np.all(np.isnan(data["mota"])):
         best = int(np.nanargmax(data["mota"]))

@@ -14,8 +14,10 @@ from stridegen.eval.tracking.evaluate import TrackingReport, evaluate_log
 
 # Two per-class tables (the devkit prints all of TRACKING_METRICS in one row; split to fit 80 columns) and the
 # number formats of devkit ``metric_name_to_print_format``.
-_TABLES = (("scores", ("amota", "amotp", "recall", "motar", "mota", "motp", "faf")),
-           ("counts", ("gt", "tp", "fp", "fn", "ids", "frag", "mt", "ml", "tid", "lgd")))
+_TABLES = (
+    ("scores", ("amota", "amotp", "recall", "motar", "mota", "motp", "faf")),
+    ("counts", ("gt", "tp", "fp", "fn", "ids", "frag", "mt", "ml", "tid", "lgd")),
+)
 _FLOAT3 = {"amota", "amotp", "motar", "recall", "mota", "motp"}
 _FLOAT2 = {"tid", "lgd"}
 _FLOAT1 = {"faf"}
@@ -49,20 +51,25 @@ def print_report(report: TrackingReport) -> None:
         table.add_row("all", *(_fmt(m, result.summary(m)) for m in metrics), style="bold")
         console.print(table)
     info = result.info
-    console.print(f"AMOTA {_fmt('amota', result.summary('amota'))}  AMOTP {_fmt('amotp', result.summary('amotp'))}"
-                  f"  MOTA {_fmt('mota', result.summary('mota'))}  IDS {_fmt('ids', result.summary('ids'))}")
-    console.print(f"scenes {len(report.scenes_evaluated)} evaluated, {len(report.scenes_skipped)} skipped (no "
-                  f"sample in the results); samples {report.n_samples}; GT boxes {info.get('gt_boxes_in')} -> "
-                  f"{info.get('gt_boxes_evaluated')} after filtering + interpolation; predictions "
-                  f"{info.get('pred_boxes_in')} -> {info.get('pred_boxes_evaluated')}; {report.total_time_s:.2f} s")
+    console.print(
+        f"AMOTA {_fmt('amota', result.summary('amota'))}  AMOTP {_fmt('amotp', result.summary('amotp'))}"
+        f"  MOTA {_fmt('mota', result.summary('mota'))}  IDS {_fmt('ids', result.summary('ids'))}"
+    )
+    console.print(
+        f"scenes {len(report.scenes_evaluated)} evaluated, {len(report.scenes_skipped)} skipped (no "
+        f"sample in the results); samples {report.n_samples}; GT boxes {info.get('gt_boxes_in')} -> "
+        f"{info.get('gt_boxes_evaluated')} after filtering + interpolation; predictions "
+        f"{info.get('pred_boxes_in')} -> {info.get('pred_boxes_evaluated')}; {report.total_time_s:.2f} s"
+    )
 
 
 def eval_tracking(
     gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
     pred: Path = typer.Option(..., "--pred", help="nuScenes tracking results JSON."),
     out: Path | None = typer.Option(None, "--out", help="Write the JSON summary here."),
-    config: Path | None = typer.Option(None, "--config",
-                                       help="Tracking config YAML or devkit JSON (default: tracking_nips_2019)."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Tracking config YAML or devkit JSON (default: tracking_nips_2019)."
+    ),
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
 ) -> None:
     """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""

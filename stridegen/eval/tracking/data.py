@@ -17,11 +17,33 @@ from stridegen.core.errors import ConfigError
 # ---------------------------------------------------------------------------------------------- configuration
 
 # Values of nuscenes-devkit 1.2.0 ``nuscenes/eval/tracking/configs/tracking_nips_2019.json``.
-_CLASS_RANGE_M: dict[str, float] = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "pedestrian": 40,
-                                    "motorcycle": 40, "bicycle": 40}
+_CLASS_RANGE_M: dict[str, float] = {
+    "car": 50,
+    "truck": 50,
+    "bus": 50,
+    "trailer": 50,
+    "pedestrian": 40,
+    "motorcycle": 40,
+    "bicycle": 40,
+}
 _METRIC_WORST: dict[str, float] = {
-    "amota": 0.0, "amotp": 2.0, "recall": 0.0, "motar": 0.0, "mota": 0.0, "motp": 2.0, "mt": 0.0, "ml": -1.0,
-    "faf": 500, "gt": -1, "tp": 0.0, "fp": -1.0, "fn": -1.0, "ids": -1.0, "frag": -1.0, "tid": 20, "lgd": 20,
+    "amota": 0.0,
+    "amotp": 2.0,
+    "recall": 0.0,
+    "motar": 0.0,
+    "mota": 0.0,
+    "motp": 2.0,
+    "mt": 0.0,
+    "ml": -1.0,
+    "faf": 500,
+    "gt": -1,
+    "tp": 0.0,
+    "fp": -1.0,
+    "fn": -1.0,
+    "ids": -1.0,
+    "frag": -1.0,
+    "tid": 20,
+    "lgd": 20,
 }
 
 BIKE_RACK_CATEGORY = "static_object.bicycle_rack"
@@ -35,8 +57,24 @@ TRACKING_METRICS = (*AMOT_METRICS, *INTERNAL_METRICS, *LEGACY_METRICS)
 # Not reported by the devkit; computed from the same counts at the same (best-MOTA) threshold.
 EXTRA_METRICS = ("precision", "f1")
 # Per-threshold metric data (the devkit's ``TrackingMetricData`` fields, plus the extras).
-THRESHOLD_METRICS = ("recall", "motar", "mota", "motp", "faf", "gt", "tp", "mt", "ml", "fp", "fn", "ids", "frag",
-                     "tid", "lgd", *EXTRA_METRICS)
+THRESHOLD_METRICS = (
+    "recall",
+    "motar",
+    "mota",
+    "motp",
+    "faf",
+    "gt",
+    "tp",
+    "mt",
+    "ml",
+    "fp",
+    "fn",
+    "ids",
+    "frag",
+    "tid",
+    "lgd",
+    *EXTRA_METRICS,
+)
 # Summed over classes in the "all" summary; every other metric is the nan-mean over classes (devkit
 # ``TrackingMetrics.compute_metric``).
 SUMMED_METRICS = ("mt", "ml", "tp", "fp", "fn", "ids", "frag")
@@ -57,8 +95,9 @@ class TrackingConfig:
 
     def __post_init__(self) -> None:
         if self.dist_fcn != "center_distance":
-            raise ConfigError(f"tracking dist_fcn must be 'center_distance' (the devkit's only choice), "
-                              f"got {self.dist_fcn!r}")
+            raise ConfigError(
+                f"tracking dist_fcn must be 'center_distance' (the devkit's only choice), got {self.dist_fcn!r}"
+            )
         if not self.class_range:
             raise ConfigError("tracking class_range is empty")
         missing = set(TRACKING_METRICS) - set(self.metric_worst)
@@ -129,8 +168,9 @@ class Timeline:
         n = scene.shape[0]
         object.__setattr__(self, "scene", scene)
         object.__setattr__(self, "timestamp_us", np.asarray(self.timestamp_us, dtype=np.int64).reshape(n))
-        object.__setattr__(self, "ego_translation_global",
-                           np.asarray(self.ego_translation_global, dtype=np.float64).reshape(n, 3))
+        object.__setattr__(
+            self, "ego_translation_global", np.asarray(self.ego_translation_global, dtype=np.float64).reshape(n, 3)
+        )
         if n and np.any(np.diff(scene) < 0):
             raise ValueError("Timeline: frames must be grouped by scene in non-decreasing scene order")
         same = np.diff(scene) == 0
@@ -176,30 +216,45 @@ class TrackBoxes:
         object.__setattr__(self, "frame", frame)
         object.__setattr__(self, "track_id", _str_array(self.track_id, n))
         object.__setattr__(self, "class_name", _str_array(self.class_name, n))
-        object.__setattr__(self, "translation_global",
-                           np.asarray(self.translation_global, dtype=np.float64).reshape(n, 3))
+        object.__setattr__(
+            self, "translation_global", np.asarray(self.translation_global, dtype=np.float64).reshape(n, 3)
+        )
         object.__setattr__(self, "score", np.asarray(self.score, dtype=np.float64).reshape(n))
         object.__setattr__(self, "num_pts", np.asarray(self.num_pts, dtype=np.int64).reshape(n))
 
     @classmethod
     def create(cls, frame, track_id, class_name, translation_global, score=None, num_pts=None) -> TrackBoxes:
         n = len(frame)
-        return cls(frame, track_id, class_name, translation_global,
-                   np.full(n, -1.0) if score is None else score,
-                   np.full(n, -1, dtype=np.int64) if num_pts is None else num_pts)
+        return cls(
+            frame,
+            track_id,
+            class_name,
+            translation_global,
+            np.full(n, -1.0) if score is None else score,
+            np.full(n, -1, dtype=np.int64) if num_pts is None else num_pts,
+        )
 
     def __len__(self) -> int:
         return self.frame.shape[0]
 
     def take(self, index: np.ndarray) -> TrackBoxes:
-        return TrackBoxes(self.frame[index], self.track_id[index], self.class_name[index],
-                          self.translation_global[index], self.score[index], self.num_pts[index])
+        return TrackBoxes(
+            self.frame[index],
+            self.track_id[index],
+            self.class_name[index],
+            self.translation_global[index],
+            self.score[index],
+            self.num_pts[index],
+        )
 
     @staticmethod
     def concat(parts: list[TrackBoxes]) -> TrackBoxes:
-        return TrackBoxes(*(np.concatenate([getattr(p, name) for p in parts])
-                            for name in ("frame", "track_id", "class_name", "translation_global", "score",
-                                         "num_pts")))
+        return TrackBoxes(
+            *(
+                np.concatenate([getattr(p, name) for p in parts])
+                for name in ("frame", "track_id", "class_name", "translation_global", "score", "num_pts")
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -267,10 +322,15 @@ class TrackingResult:
         out: dict[str, object] = {
             "label_metrics": {m: {c: _json_float(v) for c, v in per.items()} for m, per in self.label_metrics.items()},
             "eval_time": self.eval_time_s,
-            "cfg": {"class_range": dict(self.cfg.class_range), "dist_fcn": self.cfg.dist_fcn,
-                    "dist_th_tp": self.cfg.dist_th_tp, "min_recall": self.cfg.min_recall,
-                    "max_boxes_per_sample": self.cfg.max_boxes_per_sample,
-                    "metric_worst": dict(self.cfg.metric_worst), "num_thresholds": self.cfg.num_thresholds},
+            "cfg": {
+                "class_range": dict(self.cfg.class_range),
+                "dist_fcn": self.cfg.dist_fcn,
+                "dist_th_tp": self.cfg.dist_th_tp,
+                "min_recall": self.cfg.min_recall,
+                "max_boxes_per_sample": self.cfg.max_boxes_per_sample,
+                "metric_worst": dict(self.cfg.metric_worst),
+                "num_thresholds": self.cfg.num_thresholds,
+            },
             "metrics_details": {c: md.serialize() for c, md in self.metric_data.items()},
             "info": self.info,
         }

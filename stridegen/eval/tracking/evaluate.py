@@ -16,15 +16,27 @@ from stridegen.eval.tracking.gt import TrackingGroundTruth, load_tracking_gt
 from stridegen.formats.tracking_results import TrackingResults, load_tracking_results
 
 
-def evaluate_tracking(gt: TrackBoxes, pred: TrackBoxes, timeline: Timeline, cfg: TrackingConfig | None = None,
-                      racks: RackBoxes | None = None, filter_boxes: bool = True) -> TrackingResult:
+def evaluate_tracking(
+    gt: TrackBoxes,
+    pred: TrackBoxes,
+    timeline: Timeline,
+    cfg: TrackingConfig | None = None,
+    racks: RackBoxes | None = None,
+    filter_boxes: bool = True,
+) -> TrackingResult:
     """The nuScenes tracking evaluation of raw GT and predicted boxes: prepare (filter, average, interpolate)
     then accumulate every class at every recall threshold."""
     cfg = cfg or TrackingConfig()
     gt_p, pred_p = prepare_tracks(gt, pred, timeline, cfg, racks, filter_boxes)
     result = evaluate_prepared(gt_p, pred_p, timeline, cfg)
-    result.info.update({"gt_boxes_in": len(gt), "gt_boxes_evaluated": len(gt_p), "pred_boxes_in": len(pred),
-                        "pred_boxes_evaluated": len(pred_p)})
+    result.info.update(
+        {
+            "gt_boxes_in": len(gt),
+            "gt_boxes_evaluated": len(gt_p),
+            "pred_boxes_in": len(pred),
+            "pred_boxes_evaluated": len(pred_p),
+        }
+    )
     return result
 
 
@@ -43,14 +55,16 @@ class TrackingReport:
 
     def to_dict(self) -> dict:
         out = self.result.serialize()
-        out.update({
-            "meta": self.meta,
-            "scenes_evaluated": self.scenes_evaluated,
-            "scenes_skipped": self.scenes_skipped,
-            "n_samples": self.n_samples,
-            "pred_nan_velocity": self.nan_velocity,
-            "total_time": self.total_time_s,
-        })
+        out.update(
+            {
+                "meta": self.meta,
+                "scenes_evaluated": self.scenes_evaluated,
+                "scenes_skipped": self.scenes_skipped,
+                "n_samples": self.n_samples,
+                "pred_nan_velocity": self.nan_velocity,
+                "total_time": self.total_time_s,
+            }
+        )
         return out
 
 
@@ -59,8 +73,9 @@ def results_to_boxes(results: TrackingResults, gt: TrackingGroundTruth) -> Track
     assert gt.timeline.token is not None  # a log's timeline has its sample tokens
     frame_of = {str(t): i for i, t in enumerate(gt.timeline.token)}
     frame = np.array([frame_of[str(t)] for t in results.sample_token], dtype=np.int64)
-    return TrackBoxes(frame, results.tracking_id, results.tracking_name, results.translation,
-                      results.tracking_score, results.num_pts)
+    return TrackBoxes(
+        frame, results.tracking_id, results.tracking_name, results.translation, results.tracking_score, results.num_pts
+    )
 
 
 def covered_scenes(results: TrackingResults, gt: TrackingGroundTruth) -> np.ndarray:
@@ -77,25 +92,37 @@ def covered_scenes(results: TrackingResults, gt: TrackingGroundTruth) -> np.ndar
     if partial.size:
         s = int(partial[0])
         missing = [tokens[i] for i in np.flatnonzero((gt.timeline.scene == s) & ~has)]
-        raise PredictionFormatError(results.path, f"scene {gt.scene_names[s]!r}: {len(missing)} of its "
-                                                  f"{int(total[s])} samples have no entry in 'results', e.g. "
-                                                  f"{missing[:3]} (give them an empty list)")
+        raise PredictionFormatError(
+            results.path,
+            f"scene {gt.scene_names[s]!r}: {len(missing)} of its "
+            f"{int(total[s])} samples have no entry in 'results', e.g. "
+            f"{missing[:3]} (give them an empty list)",
+        )
     return covered > 0
 
 
-def evaluate_log(gt_root: Path, pred_path: Path, cfg: TrackingConfig | None = None,
-                 version: str | None = None) -> TrackingReport:
+def evaluate_log(
+    gt_root: Path, pred_path: Path, cfg: TrackingConfig | None = None, version: str | None = None
+) -> TrackingReport:
     """Load a log's tracking GT and a results file; evaluate the scenes the results cover."""
     start = time.perf_counter()
     cfg = cfg or TrackingConfig()
     gt = load_tracking_gt(gt_root, version)
-    results = load_tracking_results(pred_path, cfg.class_names, cfg.max_boxes_per_sample,
-                                    known_sample_tokens=gt.sample_tokens)
+    results = load_tracking_results(
+        pred_path, cfg.class_names, cfg.max_boxes_per_sample, known_sample_tokens=gt.sample_tokens
+    )
     keep = covered_scenes(results, gt)
     if not keep.any():
         raise PredictionFormatError(pred_path, "the results cover no scene of the ground truth")
     skipped = [n for n, k in zip(gt.scene_names, keep, strict=True) if not k]
     gt = gt.select_scenes(keep)
     result = evaluate_tracking(gt.boxes, results_to_boxes(results, gt), gt.timeline, cfg, gt.racks)
-    return TrackingReport(result, list(gt.scene_names), skipped, len(gt.timeline), results.meta,
-                          results.nan_velocity, time.perf_counter() - start)
+    return TrackingReport(
+        result,
+        list(gt.scene_names),
+        skipped,
+        len(gt.timeline),
+        results.meta,
+        results.nan_velocity,
+        time.perf_counter() - start,
+    )

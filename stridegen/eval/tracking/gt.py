@@ -45,19 +45,36 @@ class TrackingGroundTruth:
         new_index = np.cumsum(frame_keep) - 1
         new_scene = np.cumsum(keep) - 1
         tl = self.timeline
-        timeline = Timeline(new_scene[tl.scene[frame_keep]], tl.timestamp_us[frame_keep],
-                            tl.ego_translation_global[frame_keep],
-                            None if tl.token is None else tl.token[frame_keep])
+        timeline = Timeline(
+            new_scene[tl.scene[frame_keep]],
+            tl.timestamp_us[frame_keep],
+            tl.ego_translation_global[frame_keep],
+            None if tl.token is None else tl.token[frame_keep],
+        )
         box_keep = np.flatnonzero(frame_keep[self.boxes.frame])
         boxes = self.boxes.take(box_keep)
-        boxes = TrackBoxes(new_index[boxes.frame], boxes.track_id, boxes.class_name, boxes.translation_global,
-                           boxes.score, boxes.num_pts)
+        boxes = TrackBoxes(
+            new_index[boxes.frame],
+            boxes.track_id,
+            boxes.class_name,
+            boxes.translation_global,
+            boxes.score,
+            boxes.num_pts,
+        )
         rack_keep = frame_keep[self.racks.frame]
-        racks = RackBoxes(new_index[self.racks.frame[rack_keep]], self.racks.center_global[rack_keep],
-                          self.racks.size_wlh[rack_keep], self.racks.rotation_global[rack_keep])
-        return TrackingGroundTruth(timeline, boxes, racks,
-                                   [n for n, k in zip(self.scene_names, keep, strict=True) if k],
-                                   [t for t, k in zip(self.scene_tokens, keep, strict=True) if k])
+        racks = RackBoxes(
+            new_index[self.racks.frame[rack_keep]],
+            self.racks.center_global[rack_keep],
+            self.racks.size_wlh[rack_keep],
+            self.racks.rotation_global[rack_keep],
+        )
+        return TrackingGroundTruth(
+            timeline,
+            boxes,
+            racks,
+            [n for n, k in zip(self.scene_names, keep, strict=True) if k],
+            [t for t, k in zip(self.scene_tokens, keep, strict=True) if k],
+        )
 
 
 def tracking_classes(ann: Annotations) -> np.ndarray:
@@ -101,18 +118,28 @@ def gather_tracking_gt(scenes: Iterable[Scene], root: str | Path = "<log>") -> T
             tokens.append(frame.token)
             ann = frame.annotations()
             if ann.boxes.frame != "global":
-                raise LogFormatError(root, f"annotations of frame {frame.token} are in the {ann.boxes.frame!r} "
-                                           "frame; the log API promises global-frame boxes")
+                raise LogFormatError(
+                    root,
+                    f"annotations of frame {frame.token} are in the {ann.boxes.frame!r} "
+                    "frame; the log API promises global-frame boxes",
+                )
             cls = tracking_classes(ann)
             keep = np.flatnonzero(cls != "")
-            box_parts.append(TrackBoxes(
-                np.full(keep.size, f), ann.boxes.track_id[keep], cls[keep], ann.boxes.center[keep],
-                np.full(keep.size, -1.0),
-                np.asarray(ann.num_lidar_pts)[keep] + np.asarray(ann.num_radar_pts)[keep]))
+            box_parts.append(
+                TrackBoxes(
+                    np.full(keep.size, f),
+                    ann.boxes.track_id[keep],
+                    cls[keep],
+                    ann.boxes.center[keep],
+                    np.full(keep.size, -1.0),
+                    np.asarray(ann.num_lidar_pts)[keep] + np.asarray(ann.num_radar_pts)[keep],
+                )
+            )
             empty_id = keep[ann.boxes.track_id[keep] == ""]
             if empty_id.size:
-                raise LogFormatError(root, f"annotation {ann.token[empty_id[0]]} of frame {frame.token} has no "
-                                           "instance (tracking) id")
+                raise LogFormatError(
+                    root, f"annotation {ann.token[empty_id[0]]} of frame {frame.token} has no instance (tracking) id"
+                )
             rack_rows = np.flatnonzero(np.asarray(ann.category) == BIKE_RACK_CATEGORY)
             if rack_rows.size:
                 rack_frame.append(np.full(rack_rows.size, f))
@@ -120,14 +147,22 @@ def gather_tracking_gt(scenes: Iterable[Scene], root: str | Path = "<log>") -> T
                 rack_size.append(ann.boxes.size_lwh[rack_rows][:, [1, 0, 2]])  # nuScenes order [w, l, h]
                 rack_rot.append(_rotation_wxyz(ann)[rack_rows])
     try:
-        timeline = Timeline(np.asarray(scene_idx, dtype=np.int64), np.asarray(timestamps, dtype=np.int64),
-                            np.array(ego).reshape(-1, 3),
-                            np.array(tokens, dtype=object))
+        timeline = Timeline(
+            np.asarray(scene_idx, dtype=np.int64),
+            np.asarray(timestamps, dtype=np.int64),
+            np.array(ego).reshape(-1, 3),
+            np.array(tokens, dtype=object),
+        )
     except ValueError as exc:
         raise LogFormatError(root, str(exc)) from None
     boxes = TrackBoxes.concat(box_parts) if box_parts else TrackBoxes.create([], [], [], np.zeros((0, 3)))
-    racks = (RackBoxes(np.concatenate(rack_frame), np.concatenate(rack_center), np.concatenate(rack_size),
-                       np.concatenate(rack_rot)) if rack_frame else RackBoxes.empty())
+    racks = (
+        RackBoxes(
+            np.concatenate(rack_frame), np.concatenate(rack_center), np.concatenate(rack_size), np.concatenate(rack_rot)
+        )
+        if rack_frame
+        else RackBoxes.empty()
+    )
     return TrackingGroundTruth(timeline, boxes, racks, names, scene_tokens)
 
 

@@ -33,18 +33,26 @@ def validate(
 
             log_root = ensure_default_log()
         # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point.
-        options = ({"profile": profile, "seed": seed} if detector == "simulated"
-                   else {"min_lidar_points": 1} if detector == "oracle" else {})
+        options = (
+            {"profile": profile, "seed": seed}
+            if detector == "simulated"
+            else {"min_lidar_points": 1}
+            if detector == "oracle"
+            else {}
+        )
         report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
     except StrideGenError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    table = Table(title=f"{detector}{' (' + profile + ')' if detector == 'simulated' else ''} on {log_root} "
-                        f"({report.n_frames} frames)")
+    table = Table(
+        title=f"{detector}{' (' + profile + ')' if detector == 'simulated' else ''} on {log_root} "
+        f"({report.n_frames} frames)"
+    )
     cells = {**report.detection, **report.tracking}
     for key in cells:
         table.add_column(key, justify="right")
     table.add_row(*(f"{v:.0f}" if k == "IDSW" else f"{v:.3f}" for k, v in cells.items()))
     Console().print(table)
-    Console().print(f"means over the classes present in the ground truth; NDS over all 10 classes: "
-                    f"{report.nds_all_classes:.3f}")
+    Console().print(
+        f"means over the classes present in the ground truth; NDS over all 10 classes: {report.nds_all_classes:.3f}"
+    )

@@ -24,15 +24,17 @@ from stridegen.pipeline.detect.base import Detector
 from stridegen.pipeline.track import TrackerConfig, track_scene
 
 
-def validate_detector(reader: LogReader, detector: Detector,
-                      cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict[str, float]]:
+def validate_detector(
+    reader: LogReader, detector: Detector, cfg: DetectionConfig | None = None
+) -> tuple[DetectionMetrics, dict[str, float]]:
     """Run ``detector`` on every frame and score it: see ``score_detections``."""
     samples = [(f.token, detector.detect(f)) for s in reader.scenes() for f in s.frames]
     return score_detections(reader, samples, cfg)
 
 
-def score_detections(reader: LogReader, samples: list[tuple[str, Boxes]],
-                     cfg: DetectionConfig | None = None) -> tuple[DetectionMetrics, dict[str, float]]:
+def score_detections(
+    reader: LogReader, samples: list[tuple[str, Boxes]], cfg: DetectionConfig | None = None
+) -> tuple[DetectionMetrics, dict[str, float]]:
     """(devkit-identical metrics over all 10 classes, a Table-6 style row averaged over the classes with GT).
 
     Classes without any ground truth score AP 0 and error 1 in the devkit's means; a log that lacks some classes
@@ -60,24 +62,32 @@ class ValidationReport:
     n_frames: int
 
 
-def tracking_results(reader: LogReader, samples: Mapping[str, Boxes], tracker: TrackerConfig | None = None
-                     ) -> dict:
+def tracking_results(reader: LogReader, samples: Mapping[str, Boxes], tracker: TrackerConfig | None = None) -> dict:
     """Track each scene's per-sample detections; the active tracks as a nuScenes tracking-results dict."""
     results: dict[str, list[dict]] = {}
     for scene in reader.scenes():
-        tracked = track_scene([samples[f.token] for f in scene.frames], cast("Sequence[float]", scene.timestamps_s),
-                              tracker)
+        tracked = track_scene(
+            [samples[f.token] for f in scene.frames], cast("Sequence[float]", scene.timestamps_s), tracker
+        )
         for frame, boxes in zip(scene.frames, tracked, strict=True):
             quat = boxes.extras.get("rotation_global")
             rows = []
             for i in np.flatnonzero(np.isin(boxes.label, TRACKING_CLASSES)):
-                rotation = quat[i] if quat is not None else np.r_[np.cos(boxes.yaw[i] / 2), 0, 0,
-                                                                   np.sin(boxes.yaw[i] / 2)]
-                rows.append({"sample_token": frame.token, "translation": boxes.center[i].tolist(),
-                             "size": boxes.size_lwh[i, [1, 0, 2]].tolist(), "rotation": list(map(float, rotation)),
-                             "velocity": np.nan_to_num(boxes.velocity[i, :2]).tolist(),
-                             "tracking_id": f"{scene.name}/{boxes.track_id[i]}",
-                             "tracking_name": str(boxes.label[i]), "tracking_score": float(boxes.score[i])})
+                rotation = (
+                    quat[i] if quat is not None else np.r_[np.cos(boxes.yaw[i] / 2), 0, 0, np.sin(boxes.yaw[i] / 2)]
+                )
+                rows.append(
+                    {
+                        "sample_token": frame.token,
+                        "translation": boxes.center[i].tolist(),
+                        "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
+                        "rotation": list(map(float, rotation)),
+                        "velocity": np.nan_to_num(boxes.velocity[i, :2]).tolist(),
+                        "tracking_id": f"{scene.name}/{boxes.track_id[i]}",
+                        "tracking_name": str(boxes.label[i]),
+                        "tracking_score": float(boxes.score[i]),
+                    }
+                )
             results[frame.token] = rows
     return results
 
@@ -93,8 +103,11 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
     det_metrics, det_row = score_detections(reader, list(samples.items()))
 
     gt = gather_tracking_gt(reader.scenes(), reader.root)
-    results = parse_tracking_results({"meta": {}, "results": tracking_results(reader, samples, tracker)},
-                                     "<tracker output>", known_sample_tokens=gt.sample_tokens)
+    results = parse_tracking_results(
+        {"meta": {}, "results": tracking_results(reader, samples, tracker)},
+        "<tracker output>",
+        known_sample_tokens=gt.sample_tokens,
+    )
     result = evaluate_tracking(gt.boxes, results_to_boxes(results, gt), gt.timeline, TrackingConfig(), gt.racks)
     present = sorted(set(np.asarray(gt.boxes.class_name).astype(str).tolist()))
 
@@ -102,7 +115,10 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
         values = np.array([result.label_metrics[metric][c] for c in present], dtype=np.float64)
         return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
 
-    tracking = {"AMOTA": mean_over_present("amota"), "AMOTP": mean_over_present("amotp"),
-                "recall": mean_over_present("recall"),
-                "IDSW": float(np.nansum([result.label_metrics["ids"][c] for c in present]))}
+    tracking = {
+        "AMOTA": mean_over_present("amota"),
+        "AMOTP": mean_over_present("amotp"),
+        "recall": mean_over_present("recall"),
+        "IDSW": float(np.nansum([result.label_metrics["ids"][c] for c in present])),
+    }
     return ValidationReport(det_row, tracking, det_metrics.nd_score, len(frames))

@@ -19,5 +19,11 @@ from stridegen.logs.synthetic.generator import (
 )
 from stridegen.logs.synthetic.scenario import SyntheticScene, compose_scene
 
-__all__ = ["GenerationSummary", "OutputExistsError", "SyntheticScene", "compose_scene", "generate_dataset",
-           "load_synthetic_truth"]
+__all__ = [
+    "GenerationSummary",
+    "OutputExistsError",
+    "SyntheticScene",
+    "compose_scene",
+    "generate_dataset",
+    "load_synthetic_truth",
+]

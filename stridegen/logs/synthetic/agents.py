@@ -33,29 +33,75 @@ class AgentClass:
     kind: str  # "vehicle" | "pedestrian" | "cycle" | "static": picks the nuScenes attribute set
 
 
-_CAR_COLORS = ((200, 30, 35), (30, 60, 160), (230, 230, 230), (25, 25, 28), (150, 152, 158), (40, 110, 60),
-               (215, 180, 40))
-AGENT_CLASSES: dict[str, AgentClass] = {c.detection_class: c for c in (
-    AgentClass("car", "vehicle.car", (4.61, 1.95, 1.72), 0.06, _CAR_COLORS, "vehicle"),
-    AgentClass("truck", "vehicle.truck", (6.74, 2.46, 2.73), 0.08,
-               ((235, 235, 235), (190, 90, 30), (60, 90, 140)), "vehicle"),
-    AgentClass("bus", "vehicle.bus.rigid", (11.19, 2.94, 3.47), 0.04,
-               ((240, 200, 30), (200, 40, 40), (40, 120, 200)), "vehicle"),
-    AgentClass("pedestrian", "human.pedestrian.adult", (0.73, 0.66, 1.76), 0.06,
-               ((180, 60, 60), (60, 60, 150), (90, 140, 90), (200, 160, 120), (60, 60, 60)), "pedestrian"),
-    AgentClass("bicycle", "vehicle.bicycle", (1.70, 0.60, 1.28), 0.05,
-               ((30, 160, 200), (220, 110, 20), (120, 40, 160)), "cycle"),
-    AgentClass("motorcycle", "vehicle.motorcycle", (2.11, 0.77, 1.45), 0.05,
-               ((20, 20, 20), (190, 20, 20), (230, 120, 10)), "cycle"),
-    AgentClass("traffic_cone", "movable_object.trafficcone", (0.41, 0.41, 1.07), 0.03,
-               ((250, 110, 0),), "static"),
-    AgentClass("barrier", "movable_object.barrier", (0.51, 2.49, 0.98), 0.03,
-               ((245, 245, 240), (220, 40, 30)), "static"),
-)}
+_CAR_COLORS = (
+    (200, 30, 35),
+    (30, 60, 160),
+    (230, 230, 230),
+    (25, 25, 28),
+    (150, 152, 158),
+    (40, 110, 60),
+    (215, 180, 40),
+)
+AGENT_CLASSES: dict[str, AgentClass] = {
+    c.detection_class: c
+    for c in (
+        AgentClass("car", "vehicle.car", (4.61, 1.95, 1.72), 0.06, _CAR_COLORS, "vehicle"),
+        AgentClass(
+            "truck",
+            "vehicle.truck",
+            (6.74, 2.46, 2.73),
+            0.08,
+            ((235, 235, 235), (190, 90, 30), (60, 90, 140)),
+            "vehicle",
+        ),
+        AgentClass(
+            "bus",
+            "vehicle.bus.rigid",
+            (11.19, 2.94, 3.47),
+            0.04,
+            ((240, 200, 30), (200, 40, 40), (40, 120, 200)),
+            "vehicle",
+        ),
+        AgentClass(
+            "pedestrian",
+            "human.pedestrian.adult",
+            (0.73, 0.66, 1.76),
+            0.06,
+            ((180, 60, 60), (60, 60, 150), (90, 140, 90), (200, 160, 120), (60, 60, 60)),
+            "pedestrian",
+        ),
+        AgentClass(
+            "bicycle",
+            "vehicle.bicycle",
+            (1.70, 0.60, 1.28),
+            0.05,
+            ((30, 160, 200), (220, 110, 20), (120, 40, 160)),
+            "cycle",
+        ),
+        AgentClass(
+            "motorcycle",
+            "vehicle.motorcycle",
+            (2.11, 0.77, 1.45),
+            0.05,
+            ((20, 20, 20), (190, 20, 20), (230, 120, 10)),
+            "cycle",
+        ),
+        AgentClass("traffic_cone", "movable_object.trafficcone", (0.41, 0.41, 1.07), 0.03, ((250, 110, 0),), "static"),
+        AgentClass(
+            "barrier", "movable_object.barrier", (0.51, 2.49, 0.98), 0.03, ((245, 245, 240), (220, 40, 30)), "static"
+        ),
+    )
+}
 
 # nuScenes attribute names per class kind (nuScenes attribute table).
-ATTRIBUTES = ("vehicle.moving", "vehicle.stopped", "vehicle.parked", "pedestrian.moving", "pedestrian.standing",
-              "cycle.with_rider")
+ATTRIBUTES = (
+    "vehicle.moving",
+    "vehicle.stopped",
+    "vehicle.parked",
+    "pedestrian.moving",
+    "pedestrian.standing",
+    "cycle.with_rider",
+)
 MOVING_SPEED_MPS = 0.2  # below this speed an agent counts as stopped / standing
 
 
@@ -153,8 +199,9 @@ class SpeedProfile:
     a_knots: np.ndarray
 
     @classmethod
-    def from_phases(cls, s0: float, v0: float, phases: Sequence[tuple[float, float]] = (),
-                    t0: float = 0.0) -> SpeedProfile:
+    def from_phases(
+        cls, s0: float, v0: float, phases: Sequence[tuple[float, float]] = (), t0: float = 0.0
+    ) -> SpeedProfile:
         """Build from (duration_s, acceleration_mps2) phases starting at time t0 with arc length s0, speed v0.
 
         Raises ValueError if a phase would drive the speed below zero (design phases that end at v = 0).
@@ -212,8 +259,7 @@ class Trajectory:
         tangent = np.stack([np.cos(yaw), np.sin(yaw)], axis=-1)
         normal = np.stack([-np.sin(yaw), np.cos(yaw)], axis=-1)
         accel = a[..., None] * tangent + (k * v * v)[..., None] * normal
-        return {"xy": xy, "yaw": yaw, "velocity_xy": v[..., None] * tangent, "speed": v, "accel_xy": accel,
-                "s": s}
+        return {"xy": xy, "yaw": yaw, "velocity_xy": v[..., None] * tangent, "speed": v, "accel_xy": accel, "s": s}
 
     @property
     def max_accel_bound(self) -> float:
@@ -286,6 +332,13 @@ def agent_boxes(agents: Sequence[Agent], t: float) -> Boxes:
         velocity[i, :2] = st["velocity_xy"]
         speed[i] = st["speed"]
     center[:, 2] = size[:, 2] / 2.0
-    return Boxes(center, size, yaw, velocity, label=[a.detection_class for a in agents],
-                 track_id=[a.instance_token for a in agents], frame="global",
-                 extras={"agent_id": np.array([a.agent_id for a in agents], dtype=np.int64), "speed": speed})
+    return Boxes(
+        center,
+        size,
+        yaw,
+        velocity,
+        label=[a.detection_class for a in agents],
+        track_id=[a.instance_token for a in agents],
+        frame="global",
+        extras={"agent_id": np.array([a.agent_id for a in agents], dtype=np.int64), "speed": speed},
+    )

@@ -10,8 +10,15 @@ from pathlib import Path
 
 # The embedded default log: several scenes with every class and scenario of the synthetic world, sized so that
 # `stridegen build` (generation + build) stays under two minutes on a 2-core machine.
-DEFAULT_SYNTHETIC: dict[str, object] = {"scenes": 3, "seconds": 20.0, "seed": 0, "width": 800, "height": 450,
-                                        "rig": "nuscenes", "sweeps": False}
+DEFAULT_SYNTHETIC: dict[str, object] = {
+    "scenes": 3,
+    "seconds": 20.0,
+    "seed": 0,
+    "width": 800,
+    "height": 450,
+    "rig": "nuscenes",
+    "sweeps": False,
+}
 
 
 def cache_root() -> Path:

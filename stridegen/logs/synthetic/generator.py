@@ -66,9 +66,18 @@ def default_ground_shader() -> RasterRoadShader:
     return RasterRoadShader()
 
 
-def generate_dataset(out_dir: str | Path, scenes: int = 2, seconds: float = 20.0, seed: int = 0, width: int = 800,
-                     height: int = 450, rig: str = "nuscenes", sweeps: bool = False, progress: bool = True,
-                     overwrite: bool = False) -> GenerationSummary:
+def generate_dataset(
+    out_dir: str | Path,
+    scenes: int = 2,
+    seconds: float = 20.0,
+    seed: int = 0,
+    width: int = 800,
+    height: int = 450,
+    rig: str = "nuscenes",
+    sweeps: bool = False,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> GenerationSummary:
     """Write ``scenes`` synthetic scenes of ``seconds`` each as a nuScenes-format dataset under ``out_dir``.
 
     The dataset is written into a temporary sibling folder and renamed into place at the end, so ``out_dir`` is
@@ -99,14 +108,26 @@ def generate_dataset(out_dir: str | Path, scenes: int = 2, seconds: float = 20.0
                 scene = compose_scene(seed, index, seconds)
                 timings["scenario"] += _cpu() - t0
                 task = prog.add_task(f"{scene.name}", total=n_samples(seconds)) if prog else None
-                _write_scene(tmp, tables, scene, rig_obj, sweeps, timings,
-                             (lambda task=task: prog.advance(task)) if prog else None)
+                _write_scene(
+                    tmp,
+                    tables,
+                    scene,
+                    rig_obj,
+                    sweeps,
+                    timings,
+                    (lambda task=task: prog.advance(task)) if prog else None,
+                )
                 metas.append(scene.metadata())
         t0 = _cpu()
         wr.write_map(tmp, tables, [r["token"] for r in tables.tables["log"]])
-        truth = {"generator": "stridegen.logs.synthetic", "generator_version": GENERATOR_VERSION, "seed": seed,
-                 "seconds": float(seconds), "options": {"width": width, "height": height, "rig": rig,
-                                                        "sweeps": sweeps}, "scenes": metas}
+        truth = {
+            "generator": "stridegen.logs.synthetic",
+            "generator_version": GENERATOR_VERSION,
+            "seed": seed,
+            "seconds": float(seconds),
+            "options": {"width": width, "height": height, "rig": rig, "sweeps": sweeps},
+            "scenes": metas,
+        }
         tables.write(tmp, truth)
         timings["write"] += _cpu() - t0
         if out.exists():
@@ -128,15 +149,23 @@ def _progress(enabled: bool):
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
 
 
-def _summary(out: Path, tables: wr.TableSet, metas: list[dict], seconds: float,
-             timings: dict[str, float]) -> GenerationSummary:
+def _summary(
+    out: Path, tables: wr.TableSet, metas: list[dict], seconds: float, timings: dict[str, float]
+) -> GenerationSummary:
     cat_to_class = {a["instance_token"]: a["detection_class"] for m in metas for a in m["agents"]}
     scen = {a["instance_token"]: a["scenario"] for m in metas for a in m["agents"]}
     per_class = Counter(cat_to_class[r["instance_token"]] for r in tables.tables["sample_annotation"])
     present = sorted({scen[r["token"]] for r in tables.tables["instance"]})
-    return GenerationSummary(out, [m["name"] for m in metas], len(tables.tables["sample"]),
-                             len(tables.tables["sample_data"]), dict(sorted(per_class.items())), present,
-                             seconds, timings)
+    return GenerationSummary(
+        out,
+        [m["name"] for m in metas],
+        len(tables.tables["sample"]),
+        len(tables.tables["sample_data"]),
+        dict(sorted(per_class.items())),
+        present,
+        seconds,
+        timings,
+    )
 
 
 def _channel_table(rig) -> dict[str, tuple[str, np.ndarray, np.ndarray | None, tuple[int, int]]]:
@@ -146,8 +175,9 @@ def _channel_table(rig) -> dict[str, tuple[str, np.ndarray, np.ndarray | None, t
     return channels
 
 
-def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sweeps: bool,
-                 timings: defaultdict[str, float], advance) -> None:
+def _write_scene(
+    root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sweeps: bool, timings: defaultdict[str, float], advance
+) -> None:
     from stridegen.logs.synthetic.lidar import cast_lidar
     from stridegen.logs.synthetic.render import render_camera
 
@@ -164,8 +194,14 @@ def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sw
         ts = sample["timestamp"]
 
         t0 = _cpu()
-        sweep = cast_lidar(T_global_from_ego @ lidar.T_ego_from_sensor, lidar, boxes.center, boxes.size_lwh,
-                           boxes.yaw, np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, 0]))
+        sweep = cast_lidar(
+            T_global_from_ego @ lidar.T_ego_from_sensor,
+            lidar,
+            boxes.center,
+            boxes.size_lwh,
+            boxes.yaw,
+            np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, 0]),
+        )
         timings["lidar"] += _cpu() - t0
         rel = writer.filename("samples", lidar.channel, ts)
         t0 = _cpu()
@@ -177,8 +213,9 @@ def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sw
         unoccluded = np.zeros(n_agents, dtype=np.int64)
         for cam in rig.cameras:
             t0 = _cpu()
-            out = render_camera(cam, T_global_from_ego @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh,
-                                boxes.yaw, colors, shader)
+            out = render_camera(
+                cam, T_global_from_ego @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh, boxes.yaw, colors, shader
+            )
             timings["render"] += _cpu() - t0
             visible += out.visible_pixels
             unoccluded += out.unoccluded_pixels
@@ -203,27 +240,52 @@ def _write_scene(root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sw
     writer.finish(_describe(scene))
 
 
-def annotated_mask(boxes, T_global_from_ego: np.ndarray, lidar_hits: np.ndarray,
-                   visible_pixels: np.ndarray) -> np.ndarray:
+def annotated_mask(
+    boxes, T_global_from_ego: np.ndarray, lidar_hits: np.ndarray, visible_pixels: np.ndarray
+) -> np.ndarray:
     """The annotation rule: within ANNOTATION_RANGE_M (BEV, from the ego origin) and seen by a sensor."""
     dist = np.hypot(boxes.center[:, 0] - T_global_from_ego[0, 3], boxes.center[:, 1] - T_global_from_ego[1, 3])
     return (dist <= ANNOTATION_RANGE_M) & ((lidar_hits >= 1) | (visible_pixels > 0))
 
 
-def _annotate(writer: wr.SceneWriter, scene: SyntheticScene, sample: dict, boxes, T_global_from_ego: np.ndarray,
-              hits: np.ndarray, visible: np.ndarray, unoccluded: np.ndarray) -> None:
+def _annotate(
+    writer: wr.SceneWriter,
+    scene: SyntheticScene,
+    sample: dict,
+    boxes,
+    T_global_from_ego: np.ndarray,
+    hits: np.ndarray,
+    visible: np.ndarray,
+    unoccluded: np.ndarray,
+) -> None:
     keep = annotated_mask(boxes, T_global_from_ego, hits, visible)
-    frac = np.divide(visible.astype(np.float64), unoccluded.astype(np.float64),
-                     out=np.zeros(len(visible)), where=unoccluded > 0)
+    frac = np.divide(
+        visible.astype(np.float64), unoccluded.astype(np.float64), out=np.zeros(len(visible)), where=unoccluded > 0
+    )
     speed = boxes.extras["speed"]
     for i in np.nonzero(keep)[0]:
         agent = scene.agents[i]
-        writer.annotation(sample, int(i), boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), int(hits[i]),
-                          float(frac[i]), agent.attribute(float(speed[i])))
+        writer.annotation(
+            sample,
+            int(i),
+            boxes.center[i],
+            boxes.size_lwh[i],
+            float(boxes.yaw[i]),
+            int(hits[i]),
+            float(frac[i]),
+            agent.attribute(float(speed[i])),
+        )
 
 
-def _write_sweeps(writer: wr.SceneWriter, scene: SyntheticScene, k: int, t_key: float, sample_token: str,
-                  lidar, timings: defaultdict[str, float]) -> None:
+def _write_sweeps(
+    writer: wr.SceneWriter,
+    scene: SyntheticScene,
+    k: int,
+    t_key: float,
+    sample_token: str,
+    lidar,
+    timings: defaultdict[str, float],
+) -> None:
     """Non-key LiDAR sweeps at 20 Hz between key frame k and k + 1 (sample_token: key frame k)."""
     from stridegen.logs.synthetic.lidar import cast_lidar
 
@@ -233,8 +295,14 @@ def _write_sweeps(writer: wr.SceneWriter, scene: SyntheticScene, k: int, t_key: 
         boxes = scene.agent_states(t)
         T_global_from_ego = scene.ego_pose(t)
         t0 = _cpu()
-        sweep = cast_lidar(T_global_from_ego @ lidar.T_ego_from_sensor, lidar, boxes.center, boxes.size_lwh,
-                           boxes.yaw, np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j]))
+        sweep = cast_lidar(
+            T_global_from_ego @ lidar.T_ego_from_sensor,
+            lidar,
+            boxes.center,
+            boxes.size_lwh,
+            boxes.yaw,
+            np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j]),
+        )
         timings["lidar"] += _cpu() - t0
         t0 = _cpu()
         ts = scene.timestamp_us(t)
@@ -271,8 +339,11 @@ def load_synthetic_truth(dataset_root: str | Path, scene: str) -> SyntheticScene
     meta = read_truth_metadata(dataset_root)
     path = Path(dataset_root) / wr.VERSION / wr.TRUTH_FILE
     if meta.get("generator_version") != GENERATOR_VERSION:
-        raise LogFormatError(path, f"written by generator version {meta.get('generator_version')!r}, this is "
-                                   f"{GENERATOR_VERSION!r}: the analytic truth cannot be rebuilt")
+        raise LogFormatError(
+            path,
+            f"written by generator version {meta.get('generator_version')!r}, this is "
+            f"{GENERATOR_VERSION!r}: the analytic truth cannot be rebuilt",
+        )
     for entry in meta["scenes"]:
         if entry["name"] == scene:
             rebuilt = compose_scene(int(meta["seed"]), int(entry["scene_index"]), float(entry["seconds"]))
@@ -282,5 +353,13 @@ def load_synthetic_truth(dataset_root: str | Path, scene: str) -> SyntheticScene
     raise LogFormatError(path, f"no scene named {scene!r}; scenes: {[e['name'] for e in meta['scenes']]}")
 
 
-__all__ = ["ANNOTATION_RANGE_M", "GenerationSummary", "OutputExistsError", "annotated_mask",
-           "generate_dataset", "load_synthetic_truth", "read_truth_metadata", "scene_name"]
+__all__ = [
+    "ANNOTATION_RANGE_M",
+    "GenerationSummary",
+    "OutputExistsError",
+    "annotated_mask",
+    "generate_dataset",
+    "load_synthetic_truth",
+    "read_truth_metadata",
+    "scene_name",
+]

@@ -66,14 +66,16 @@ def azimuth_columns(spec: LidarSpec) -> int:
 
 
 @lru_cache(maxsize=16)
-def _ray_table(elevations_deg: tuple[float, ...], n_az: int,
-               azimuth_offset_deg: float) -> tuple[np.ndarray, np.ndarray]:
+def _ray_table(
+    elevations_deg: tuple[float, ...], n_az: int, azimuth_offset_deg: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Unit ray directions [n_az * B, 3] in the sensor frame (azimuth major) and their ring index [n_az * B]."""
     elev = np.radians(np.asarray(elevations_deg, dtype=np.float64))
     az = np.radians(azimuth_offset_deg + np.arange(n_az) * (360.0 / n_az))
     ce, se = np.cos(elev)[None, :], np.sin(elev)[None, :]
-    dirs = np.stack([np.cos(az)[:, None] * ce, np.sin(az)[:, None] * ce,
-                     np.broadcast_to(se, (n_az, elev.size))], axis=-1).reshape(-1, 3)
+    dirs = np.stack(
+        [np.cos(az)[:, None] * ce, np.sin(az)[:, None] * ce, np.broadcast_to(se, (n_az, elev.size))], axis=-1
+    ).reshape(-1, 3)
     ring = np.tile(np.arange(elev.size, dtype=np.int64), n_az)
     dirs.setflags(write=False)
     ring.setflags(write=False)
@@ -89,8 +91,11 @@ def lidar_rays_sensor(spec: LidarSpec, azimuth_offset_deg: float = 0.0) -> tuple
 # ---------------------------------------------------------------------------------------------- pruning
 
 
-def _angular_bounds(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor: np.ndarray | None,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _angular_bounds(
+    center_sensor: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_sensor: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Conservative (azimuth lo, azimuth hi, elevation lo, elevation hi) [N] of the rays that can meet each box.
 
     Azimuths are relative to the azimuth of the box centre. Bounding sphere (any sensor orientation): a ray can
@@ -125,8 +130,7 @@ def _angular_bounds(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor:
     gap_x = np.maximum(np.abs(origin_x) - half[:, 0], 0.0)
     gap_y = np.maximum(np.abs(origin_y) - half[:, 1], 0.0)
     outside = (gap_x > 0) | (gap_y > 0)
-    rel = np.mod(np.arctan2(corner_y, corner_x) - np.arctan2(c[:, 1], c[:, 0])[:, None] + np.pi,
-                 2.0 * np.pi) - np.pi
+    rel = np.mod(np.arctan2(corner_y, corner_x) - np.arctan2(c[:, 1], c[:, 0])[:, None] + np.pi, 2.0 * np.pi) - np.pi
     az_lo = np.where(outside, np.maximum(az_lo, rel.min(axis=1)), az_lo)
     az_hi = np.where(outside, np.minimum(az_hi, rel.max(axis=1)), az_hi)
     d_min = np.hypot(gap_x, gap_y)
@@ -137,8 +141,13 @@ def _angular_bounds(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor:
     return az_lo, az_hi, el_lo, el_hi
 
 
-def _candidate_pairs(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor: np.ndarray | None,
-                     spec: LidarSpec, azimuth_offset_deg: float) -> tuple[np.ndarray, np.ndarray]:
+def _candidate_pairs(
+    center_sensor: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_sensor: np.ndarray | None,
+    spec: LidarSpec,
+    azimuth_offset_deg: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """(box index [P], ray index [P]) of the ray/box pairs that can intersect (see ``_angular_bounds``).
 
     Boxes whose bounding sphere lies beyond the maximum range are dropped. Each box's rays form a block of
@@ -157,8 +166,9 @@ def _candidate_pairs(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor
     if boxes.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     c = center_sensor[boxes]
-    rel_lo, rel_hi, el_lo, el_hi = _angular_bounds(c, size_lwh[boxes],
-                                                   None if yaw_sensor is None else yaw_sensor[boxes])
+    rel_lo, rel_hi, el_lo, el_hi = _angular_bounds(
+        c, size_lwh[boxes], None if yaw_sensor is None else yaw_sensor[boxes]
+    )
     eps = 1e-9
     az_c = np.arctan2(c[:, 1], c[:, 0]) - np.radians(azimuth_offset_deg)
     az_lo = np.ceil((az_c + rel_lo - eps) / step).astype(np.int64)
@@ -186,8 +196,9 @@ def _candidate_pairs(center_sensor: np.ndarray, size_lwh: np.ndarray, yaw_sensor
 # ---------------------------------------------------------------------------------------------- intersection
 
 
-def _slab_entry(origin_local: tuple[np.ndarray, ...], dir_local: tuple[np.ndarray, ...],
-                half: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _slab_entry(
+    origin_local: tuple[np.ndarray, ...], dir_local: tuple[np.ndarray, ...], half: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ray / axis-aligned box entry: (t_near [P], t_far [P], |d| along the entry axis [P]) for rays o + t d and
     boxes +-half, each given as (x, y, z) component arrays [P] (numpy is slow on a trailing axis of 3).
 
@@ -215,9 +226,16 @@ def _slab_entry(origin_local: tuple[np.ndarray, ...], dir_local: tuple[np.ndarra
     return t_near, t_far, entry_cos
 
 
-def _box_hits(origin_global: np.ndarray, dirs_global: np.ndarray, center_global: np.ndarray,
-              size_lwh: np.ndarray, yaw_global: np.ndarray, pair_box: np.ndarray,
-              pair_ray: np.ndarray, max_range: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _box_hits(
+    origin_global: np.ndarray,
+    dirs_global: np.ndarray,
+    center_global: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_global: np.ndarray,
+    pair_box: np.ndarray,
+    pair_ray: np.ndarray,
+    max_range: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nearest box hit per ray: (ray [K], box [K], range [K], |cos incidence| [K]) for the rays that hit a box,
     each ray once, in no particular order."""
     c, s = np.cos(yaw_global), np.sin(yaw_global)
@@ -227,8 +245,10 @@ def _box_hits(origin_global: np.ndarray, dirs_global: np.ndarray, center_global:
     cp, sp = c[pair_box], s[pair_box]
     half = 0.5 * size_lwh
     t_near, t_far, cos_inc = _slab_entry(
-        (ox[pair_box], oy[pair_box], rel[:, 2][pair_box]), (cp * dx + sp * dy, -sp * dx + cp * dy, dz),
-        (half[:, 0][pair_box], half[:, 1][pair_box], half[:, 2][pair_box]))
+        (ox[pair_box], oy[pair_box], rel[:, 2][pair_box]),
+        (cp * dx + sp * dy, -sp * dx + cp * dy, dz),
+        (half[:, 0][pair_box], half[:, 1][pair_box], half[:, 2][pair_box]),
+    )
     hit = np.nonzero((t_near <= t_far) & (t_near > _EPS_T) & (t_near <= max_range))[0]
     ray, box, t, cos_inc = pair_ray[hit], pair_box[hit], t_near[hit], cos_inc[hit]
     # Nearest box per ray (unbuffered ufunc.at: far cheaper than sorting); exact ties go to the lower box index.
@@ -242,10 +262,19 @@ def _box_hits(origin_global: np.ndarray, dirs_global: np.ndarray, center_global:
     return ray[keep], box[keep], t[keep], cos_inc[keep]
 
 
-def cast_lidar(T_global_from_sensor: np.ndarray, spec: LidarSpec, center_global: np.ndarray,
-               size_lwh: np.ndarray, yaw_global: np.ndarray, rng: np.random.Generator,
-               ground_z: float = 0.0, range_noise_std_m: float = 0.02, dropout: float = 0.05,
-               azimuth_offset_deg: float = 0.0, reflectivity: np.ndarray | None = None) -> LidarSweep:
+def cast_lidar(
+    T_global_from_sensor: np.ndarray,
+    spec: LidarSpec,
+    center_global: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_global: np.ndarray,
+    rng: np.random.Generator,
+    ground_z: float = 0.0,
+    range_noise_std_m: float = 0.02,
+    dropout: float = 0.05,
+    azimuth_offset_deg: float = 0.0,
+    reflectivity: np.ndarray | None = None,
+) -> LidarSweep:
     """Cast one revolution of ``spec`` mounted at ``T_global_from_sensor`` against N boxes and the ground.
 
     Boxes: ``center_global`` [N, 3], ``size_lwh`` [N, 3], ``yaw_global`` [N] (rotation about global +z).
@@ -256,8 +285,11 @@ def cast_lidar(T_global_from_sensor: np.ndarray, spec: LidarSpec, center_global:
     size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
     yaw_global = np.asarray(yaw_global, dtype=np.float64).reshape(-1)
     n_boxes = center_global.shape[0]
-    refl_box = (np.full(n_boxes, BOX_REFLECTIVITY) if reflectivity is None
-                else np.asarray(reflectivity, dtype=np.float64).reshape(-1))
+    refl_box = (
+        np.full(n_boxes, BOX_REFLECTIVITY)
+        if reflectivity is None
+        else np.asarray(reflectivity, dtype=np.float64).reshape(-1)
+    )
 
     dirs_sensor, ring = lidar_rays_sensor(spec, azimuth_offset_deg)
     dirs_global = dirs_sensor @ T[:3, :3].T
@@ -278,8 +310,9 @@ def cast_lidar(T_global_from_sensor: np.ndarray, spec: LidarSpec, center_global:
         yaw_sensor = yaw_global - np.arctan2(T[1, 0], T[0, 0]) if level else None
         pair_box, pair_ray = _candidate_pairs(centers_sensor, size_lwh, yaw_sensor, spec, azimuth_offset_deg)
         if pair_box.size:
-            ray, box, t, cos_box = _box_hits(origin, dirs_global, center_global, size_lwh, yaw_global,
-                                             pair_box, pair_ray, max_range)
+            ray, box, t, cos_box = _box_hits(
+                origin, dirs_global, center_global, size_lwh, yaw_global, pair_box, pair_ray, max_range
+            )
             closer = t < best_t[ray]
             ray, box, t, cos_box = ray[closer], box[closer], t[closer], cos_box[closer]
             best_t[ray] = t

@@ -141,8 +141,15 @@ def _row_span(mask: np.ndarray) -> tuple[int, int]:
     return (int(rows[0]), int(rows[-1]) + 1) if rows.size else (0, 0)
 
 
-def _background(camera: CameraSpec, basis: np.ndarray, origin: np.ndarray, ground: GroundShader,
-                ground_z: float, sky_rgb: np.ndarray, haze_distance_m: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _background(
+    camera: CameraSpec,
+    basis: np.ndarray,
+    origin: np.ndarray,
+    ground: GroundShader,
+    ground_z: float,
+    sky_rgb: np.ndarray,
+    haze_distance_m: float | None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(rgb uint8 [H, W, 3], z-depth float32 [H, W]) of ground and sky.
 
     Works on uint8 colour planes and in place where it can: numpy is slow on a trailing axis of 3, and every
@@ -224,8 +231,10 @@ def _face_shades(yaw_global: np.ndarray, colors_rgb: np.ndarray) -> np.ndarray:
     """uint8 [N, 7, 3]: each box's colour on faces +x, -x, +y, -y, +z, -z (box frame) and on a near-plane cap."""
     c, s = np.cos(yaw_global)[:, None], np.sin(yaw_global)[:, None]
     n = _FACE_NORMALS_LOCAL[None]
-    n_global = np.stack([c * n[..., 0] - s * n[..., 1], s * n[..., 0] + c * n[..., 1],
-                         np.broadcast_to(n[..., 2], c.shape[:1] + (6,))], axis=-1)  # [N, 6, 3]
+    n_global = np.stack(
+        [c * n[..., 0] - s * n[..., 1], s * n[..., 0] + c * n[..., 1], np.broadcast_to(n[..., 2], c.shape[:1] + (6,))],
+        axis=-1,
+    )  # [N, 6, 3]
     shade = AMBIENT + DIFFUSE * np.clip(n_global @ SUN_DIR_GLOBAL, 0.0, None)
     shade = np.concatenate([shade, np.full((shade.shape[0], 1), CAP_SHADE)], axis=1)
     colour = colors_rgb.astype(np.float64)[:, None, :]
@@ -253,13 +262,21 @@ def _face_corner_signs() -> np.ndarray:
 _FACE_CORNER_SIGNS = _face_corner_signs()
 
 
-def _face_bboxes_2d(T_cam_from_global: np.ndarray, center_global: np.ndarray, size_lwh: np.ndarray,
-                    yaw_global: np.ndarray, intrinsic: np.ndarray, near: float) -> np.ndarray:
+def _face_bboxes_2d(
+    T_cam_from_global: np.ndarray,
+    center_global: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_global: np.ndarray,
+    intrinsic: np.ndarray,
+    near: float,
+) -> np.ndarray:
     """[N, 6, 4] image bounding rectangles (x0, y0, x1, y1) of each face clipped to ``z >= near``; NaN if none."""
     local = 0.5 * size_lwh[:, None, None, :] * _FACE_CORNER_SIGNS[None]  # [N, 6, 4, 3]
     c, s = np.cos(yaw_global)[:, None, None], np.sin(yaw_global)[:, None, None]
-    corners_global = np.stack([c * local[..., 0] - s * local[..., 1], s * local[..., 0] + c * local[..., 1],
-                               local[..., 2]], axis=-1) + center_global[:, None, None, :]
+    corners_global = (
+        np.stack([c * local[..., 0] - s * local[..., 1], s * local[..., 0] + c * local[..., 1], local[..., 2]], axis=-1)
+        + center_global[:, None, None, :]
+    )
     corners_cam = transform_points(T_cam_from_global, corners_global)
     q0, q1, keep = clip_segments_near(corners_cam, np.roll(corners_cam, -1, axis=2), near)
     pts = np.concatenate([q0, q1], axis=2)  # [N, 6, 8, 3]
@@ -315,16 +332,17 @@ class _Buffers:
         with the ground along its bottom edge, and rounding must not nibble that edge away.
         """
         c0, c1, r0, r1 = window
-        win_depth = self.depth[r0:r1 + 1, c0:c1 + 1]
-        win_code = self.code[r0:r1 + 1, c0:c1 + 1]
+        win_depth = self.depth[r0 : r1 + 1, c0 : c1 + 1]
+        win_code = self.code[r0 : r1 + 1, c0 : c1 + 1]
         limit = np.where(win_code == 0, win_depth * np.float32(1.0 + GROUND_CONTACT_TOLERANCE), win_depth)
         wins = hit & (depth < limit)
         _masked_copy(depth, wins, win_depth)
         _masked_copy(np.full(wins.shape, code, dtype=np.int32), wins, win_code)
 
 
-def _face_hits(face: int, rays_local: list[np.ndarray], origin_local: np.ndarray, half: np.ndarray,
-               near: float) -> tuple[np.ndarray, np.ndarray]:
+def _face_hits(
+    face: int, rays_local: list[np.ndarray], origin_local: np.ndarray, half: np.ndarray, near: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(hit, z-depth) of the pixel rays ``rays_local`` (x, y, z component arrays over a pixel window, box frame)
     that meet one face at z-depth >= near.
 
@@ -353,9 +371,18 @@ def _cap_hits(rays_local: list[np.ndarray], origin_local: np.ndarray, half: np.n
     return hit
 
 
-def _draw_box(box: int, basis_local: np.ndarray, origin_local: np.ndarray, half: np.ndarray,
-              box_window: tuple[int, int, int, int], face_windows: list[tuple[int, int, int, int] | None],
-              crosses_near: bool, intrinsic: np.ndarray, near: float, buffers: _Buffers) -> int:
+def _draw_box(
+    box: int,
+    basis_local: np.ndarray,
+    origin_local: np.ndarray,
+    half: np.ndarray,
+    box_window: tuple[int, int, int, int],
+    face_windows: list[tuple[int, int, int, int] | None],
+    crosses_near: bool,
+    intrinsic: np.ndarray,
+    near: float,
+    buffers: _Buffers,
+) -> int:
     """Depth-test one box into the buffers (in place); return its unoccluded pixel count.
 
     Only faces whose outward side holds the camera are drawn (a convex box is entered through one of those);
@@ -382,10 +409,19 @@ def _draw_box(box: int, basis_local: np.ndarray, origin_local: np.ndarray, half:
     return int(np.count_nonzero(footprint))
 
 
-def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_global: np.ndarray,
-                  size_lwh: np.ndarray, yaw_global: np.ndarray, colors_rgb: np.ndarray, ground: GroundShader,
-                  near_m: float = 0.1, sky_rgb: tuple[float, float, float] = (170.0, 200.0, 235.0),
-                  ground_z: float = 0.0, haze_distance_m: float | None = 400.0) -> CameraRender:
+def render_camera(
+    camera: CameraSpec,
+    T_global_from_cam: np.ndarray,
+    center_global: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw_global: np.ndarray,
+    colors_rgb: np.ndarray,
+    ground: GroundShader,
+    near_m: float = 0.1,
+    sky_rgb: tuple[float, float, float] = (170.0, 200.0, 235.0),
+    ground_z: float = 0.0,
+    haze_distance_m: float | None = 400.0,
+) -> CameraRender:
     """Render N yaw-only boxes (global frame) over ground and sky as seen by ``camera`` at ``T_global_from_cam``.
 
     ``colors_rgb`` is uint8 [N, 3]. ``haze_distance_m`` (None: off) is the e-folding distance of the ground's
@@ -404,8 +440,9 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
     basis_global = _pixel_ray_basis(k, T[:3, :3])
     origin = T[:3, 3]
 
-    rgb, depth = _background(camera, basis_global, origin, ground, ground_z,
-                             np.asarray(sky_rgb, dtype=np.float64), haze_distance_m)
+    rgb, depth = _background(
+        camera, basis_global, origin, ground, ground_z, np.asarray(sky_rgb, dtype=np.float64), haze_distance_m
+    )
     buffers = _Buffers(depth=depth, code=np.zeros((h, w), dtype=np.int32))
     unoccluded = np.zeros(n_boxes, dtype=np.int64)
     drawn: list[list[int]] = []
@@ -417,8 +454,9 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
         crosses_near = np.asarray((corners_cam[..., 2] < near_m).any(axis=1))
         c, s = np.cos(yaw_global), np.sin(yaw_global)
         zeros, ones = np.zeros(n_boxes), np.ones(n_boxes)
-        R_local_from_global = np.stack([np.stack([c, s, zeros], -1), np.stack([-s, c, zeros], -1),
-                                        np.stack([zeros, zeros, ones], -1)], axis=1)  # [N, 3, 3]
+        R_local_from_global = np.stack(
+            [np.stack([c, s, zeros], -1), np.stack([-s, c, zeros], -1), np.stack([zeros, zeros, ones], -1)], axis=1
+        )  # [N, 3, 3]
         origin_local = np.einsum("nij,nj->ni", R_local_from_global, origin[None] - center_global)
         half = 0.5 * size_lwh
         # Faces whose outward side holds the camera: +axis if o > half, -axis if o < -half.
@@ -432,22 +470,32 @@ def render_camera(camera: CameraSpec, T_global_from_cam: np.ndarray, center_glob
         for i in np.nonzero(valid & (box_windows[:, 1] >= box_windows[:, 0]))[0].tolist():
             box_window = box_windows[i].tolist()
             drawn.append(box_window)
-            windows = [tuple(win) if win[1] >= win[0] and win[3] >= win[2] else None
-                       for win in face_windows[i].tolist()]
-            unoccluded[i] = _draw_box(i, R_local_from_global[i] @ basis_global, origin_local[i], half[i],
-                                      tuple(box_window), windows, bool(crosses_near[i]), k, near_m, buffers)
+            windows = [
+                tuple(win) if win[1] >= win[0] and win[3] >= win[2] else None for win in face_windows[i].tolist()
+            ]
+            unoccluded[i] = _draw_box(
+                i,
+                R_local_from_global[i] @ basis_global,
+                origin_local[i],
+                half[i],
+                tuple(box_window),
+                windows,
+                bool(crosses_near[i]),
+                k,
+                near_m,
+                buffers,
+            )
     instance = np.zeros((h, w), dtype=np.uint16)
     visible = np.zeros(n_boxes, dtype=np.int64)
     if n_boxes and drawn:
         # Only the union of the drawn windows can hold box pixels.
         c0, c1 = min(x[0] for x in drawn), max(x[1] for x in drawn)
         r0, r1 = min(x[2] for x in drawn), max(x[3] for x in drawn)
-        code = buffers.code[r0:r1 + 1, c0:c1 + 1]
-        instance[r0:r1 + 1, c0:c1 + 1] = code >> 3
-        _paint_boxes(rgb[r0:r1 + 1, c0:c1 + 1], code, _face_shades(yaw_global, colors_rgb))
-        visible = np.bincount(instance[r0:r1 + 1, c0:c1 + 1].ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
-    return CameraRender(rgb=rgb, instance=instance, depth_m=depth, visible_pixels=visible,
-                        unoccluded_pixels=unoccluded)
+        code = buffers.code[r0 : r1 + 1, c0 : c1 + 1]
+        instance[r0 : r1 + 1, c0 : c1 + 1] = code >> 3
+        _paint_boxes(rgb[r0 : r1 + 1, c0 : c1 + 1], code, _face_shades(yaw_global, colors_rgb))
+        visible = np.bincount(instance[r0 : r1 + 1, c0 : c1 + 1].ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
+    return CameraRender(rgb=rgb, instance=instance, depth_m=depth, visible_pixels=visible, unoccluded_pixels=unoccluded)
 
 
 def _paint_boxes(rgb: np.ndarray, code: np.ndarray, shades: np.ndarray) -> None:
@@ -462,6 +510,7 @@ def _paint_boxes(rgb: np.ndarray, code: np.ndarray, shades: np.ndarray) -> None:
     table[1:, :7, :3] = shades
     packed = table.reshape(-1, 4).view(np.uint32).ravel()
     h, w = code.shape
-    colours = cv2.cvtColor(np.ascontiguousarray(np.take(packed, code)).view(np.uint8).reshape(h, w, 4),
-                           cv2.COLOR_RGBA2RGB)
+    colours = cv2.cvtColor(
+        np.ascontiguousarray(np.take(packed, code)).view(np.uint8).reshape(h, w, 4), cv2.COLOR_RGBA2RGB
+    )
     _masked_copy(colours, code > 0, rgb)

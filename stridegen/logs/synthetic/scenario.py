@@ -123,10 +123,21 @@ class SyntheticScene:
     def ego_box(self, t: float) -> Boxes:
         st = self.ego.state(float(t))
         yaw = float(st["yaw"])
-        center = np.array([st["xy"][0] + EGO_CENTER_AHEAD_M * np.cos(yaw),
-                           st["xy"][1] + EGO_CENTER_AHEAD_M * np.sin(yaw), EGO_SIZE_LWH[2] / 2])
-        return Boxes(center[None], np.array([EGO_SIZE_LWH]), np.array([yaw]),
-                     self.ego_velocity_global(t)[None], label=["ego"], track_id=["ego"])
+        center = np.array(
+            [
+                st["xy"][0] + EGO_CENTER_AHEAD_M * np.cos(yaw),
+                st["xy"][1] + EGO_CENTER_AHEAD_M * np.sin(yaw),
+                EGO_SIZE_LWH[2] / 2,
+            ]
+        )
+        return Boxes(
+            center[None],
+            np.array([EGO_SIZE_LWH]),
+            np.array([yaw]),
+            self.ego_velocity_global(t)[None],
+            label=["ego"],
+            track_id=["ego"],
+        )
 
     def agent_states(self, t: float) -> Boxes:
         """All agents at time t as global-frame Boxes with exact velocities (label = detection class,
@@ -139,19 +150,32 @@ class SyntheticScene:
     def metadata(self) -> dict:
         """What ``load_synthetic_truth`` needs to rebuild this scene, plus a readable agent list."""
         return {
-            "name": self.name, "scene_index": self.scene_index, "seed": self.seed, "seconds": self.seconds,
-            "ego_profile": self.ego_profile_kind, "start_timestamp_us": self.start_timestamp_us,
-            "agents": [{"agent_id": a.agent_id, "instance_token": a.instance_token, "category": a.category,
-                        "detection_class": a.detection_class, "size_lwh": [float(x) for x in a.size_lwh],
-                        "scenario": a.scenario} for a in self.agents],
+            "name": self.name,
+            "scene_index": self.scene_index,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "ego_profile": self.ego_profile_kind,
+            "start_timestamp_us": self.start_timestamp_us,
+            "agents": [
+                {
+                    "agent_id": a.agent_id,
+                    "instance_token": a.instance_token,
+                    "category": a.category,
+                    "detection_class": a.detection_class,
+                    "size_lwh": [float(x) for x in a.size_lwh],
+                    "scenario": a.scenario,
+                }
+                for a in self.agents
+            ],
         }
 
 
 # ---------------------------------------------------------------------------------------------- collisions
 
 
-def _bev_overlap_any(xy_a: np.ndarray, yaw_a: np.ndarray, size_a: np.ndarray, xy_b: np.ndarray,
-                     yaw_b: np.ndarray, size_b: np.ndarray) -> bool:
+def _bev_overlap_any(
+    xy_a: np.ndarray, yaw_a: np.ndarray, size_a: np.ndarray, xy_b: np.ndarray, yaw_b: np.ndarray, size_b: np.ndarray
+) -> bool:
     """Whether two boxes (inflated by COLLISION_MARGIN_M) overlap in BEV at any of the sampled times."""
     la = np.asarray(size_a[:2]) + 2 * COLLISION_MARGIN_M
     lb = np.asarray(size_b[:2]) + 2 * COLLISION_MARGIN_M
@@ -189,8 +213,7 @@ class _EgoPlan:
     stop_window: tuple[float, float] | None  # (t_stopped, t_go) when the ego waits at the intersection
 
 
-def _ego_plan(rng: np.random.Generator, seed: int, scene_index: int, lead_length: float,
-              lead_gap: float) -> _EgoPlan:
+def _ego_plan(rng: np.random.Generator, seed: int, scene_index: int, lead_length: float, lead_gap: float) -> _EgoPlan:
     kind = "stop" if (seed + scene_index) % 2 == 0 else "flow"  # alternate over consecutive scenes
     path = lane_path(-200.0, W.EAST_INNER_V, 0.0)
     if kind == "stop":
@@ -239,16 +262,16 @@ _Sampler = Callable[[np.random.Generator], _Candidate]
 
 
 class _Composer:
-    def __init__(self, seed: int, scene_index: int, horizon: float, rng: np.random.Generator,
-                 ego: _EgoPlan) -> None:
+    def __init__(self, seed: int, scene_index: int, horizon: float, rng: np.random.Generator, ego: _EgoPlan) -> None:
         self.seed = seed
         self.scene_index = scene_index
         self.rng = rng
         self.ego = ego
         self.times = np.arange(0.0, horizon + 1e-9, COLLISION_DT_S)
         self.agents: list[Agent] = []
-        self.tracks: list[_Track] = [_center_track(ego.trajectory, self.times, np.array(EGO_SIZE_LWH),
-                                                   EGO_CENTER_AHEAD_M)]
+        self.tracks: list[_Track] = [
+            _center_track(ego.trajectory, self.times, np.array(EGO_SIZE_LWH), EGO_CENTER_AHEAD_M)
+        ]
 
     def place(self, scenario: str, sampler: _Sampler, parked: bool = False) -> Agent | None:
         for _ in range(MAX_TRIES):
@@ -261,9 +284,17 @@ class _Composer:
             agent_id = len(self.agents) + 1
             color = AGENT_CLASSES[cls_name].colors_rgb
             r, g, b = color[int(self.rng.integers(len(color)))]
-            agent = Agent(agent_id, make_token("instance", self.seed, self.scene_index, agent_id), cls_name,
-                          np.asarray(size, dtype=np.float64), (int(r), int(g), int(b)), scenario, traj, parked,
-                          notes)
+            agent = Agent(
+                agent_id,
+                make_token("instance", self.seed, self.scene_index, agent_id),
+                cls_name,
+                np.asarray(size, dtype=np.float64),
+                (int(r), int(g), int(b)),
+                scenario,
+                traj,
+                parked,
+                notes,
+            )
             self.agents.append(agent)
             self.tracks.append(_center_track(traj, self.times, size))
             return agent
@@ -273,16 +304,18 @@ class _Composer:
     def _collides(a: _Track, b: _Track, a_static: bool) -> bool:
         if a_static:  # compare the static box against every time of the other track
             n = b.xy.shape[0]
-            return _bev_overlap_any(np.broadcast_to(a.xy[0], (n, 2)), np.broadcast_to(a.yaw[0], (n,)), a.size,
-                                    b.xy, b.yaw, b.size)
+            return _bev_overlap_any(
+                np.broadcast_to(a.xy[0], (n, 2)), np.broadcast_to(a.yaw[0], (n,)), a.size, b.xy, b.yaw, b.size
+            )
         return _bev_overlap_any(a.xy, a.yaw, a.size, b.xy, b.yaw, b.size)
 
     def size(self, cls_name: str) -> np.ndarray:
         return sample_size(AGENT_CLASSES[cls_name], self.rng)
 
 
-def _straight(u0: float, v: float, heading: float, s0: float, v0: float,
-              phases: list[tuple[float, float]]) -> Trajectory:
+def _straight(
+    u0: float, v: float, heading: float, s0: float, v0: float, phases: list[tuple[float, float]]
+) -> Trajectory:
     return Trajectory(lane_path(u0, v, heading), SpeedProfile.from_phases(s0, v0, phases))
 
 
@@ -329,9 +362,9 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
                 phases.append(_accel_to(v_c, v_turn, decel))
             phases.append((np.pi / 2 * radius / v_turn, 0.0))
             phases.append(_accel_to(v_turn, 9.0, 1.2))
-            path = lane_path(u_s, W.EAST_OUTER_V, 0.0, ((dist, 0.0), (np.pi / 2 * radius, -1.0 / radius),
-                                                       (200.0, 0.0)))
+            path = lane_path(u_s, W.EAST_OUTER_V, 0.0, ((dist, 0.0), (np.pi / 2 * radius, -1.0 / radius), (200.0, 0.0)))
             return cls_name, size, Trajectory(path, SpeedProfile.from_phases(0.0, v_c, phases)), {"turn": "right"}
+
         return sample
 
     c.place("path_divergence", right_turner("truck", 12.0, 40.0))
@@ -357,6 +390,7 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
             u_meet = _u_at(e_traj, t_meet)
             u_s = u_meet + w * t_meet
             return cls_name, size, _straight(u_s, v_lane, np.pi, 0.0, w, []), {"t_meet": t_meet}
+
         return sample
 
     c.place("oncoming_pass", oncoming("bus", W.WEST_OUTER_V, (6.0, 9.0)))
@@ -393,8 +427,9 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
             u = float(r.uniform(*W.MAIN_CROSSWALK_U)) * (-1 if arm == 0 else 1)
             north = bool(r.integers(2))
             v_s = -11.0 if north else 11.0
-            traj = Trajectory(lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2),
-                              SpeedProfile.from_phases(0.0, v0, phases))
+            traj = Trajectory(
+                lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2), SpeedProfile.from_phases(0.0, v0, phases)
+            )
         else:  # across the cross road on the south (2) or north (3) crosswalk
             v = float(r.uniform(*W.CROSS_CROSSWALK_V)) * (-1 if arm == 2 else 1)
             east = bool(r.integers(2))
@@ -412,8 +447,12 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
         t_cross = float(r.uniform(2.0, horizon - 4.0))
         u = W.CROSS_LANES_HALF + 0.6 if north else -(W.CROSS_LANES_HALF + 0.6)
         v_s = -w * t_cross if north else w * t_cross
-        return "bicycle", size, Trajectory(lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2),
-                                           SpeedProfile.from_phases(0.0, w, [])), {}
+        return (
+            "bicycle",
+            size,
+            Trajectory(lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2), SpeedProfile.from_phases(0.0, w, [])),
+            {},
+        )
 
     c.place("minor_relation", cross_cyclist)
 
@@ -427,8 +466,12 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
             t_mid = float(r.uniform(t0 + 0.3, max(t1 - 0.3, t0 + 0.4)))
             u = W.NORTH_U if north else W.SOUTH_U
             v_s = -w * t_mid if north else w * t_mid
-            return "car", size, Trajectory(lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2),
-                                           SpeedProfile.from_phases(0.0, w, [])), {}
+            return (
+                "car",
+                size,
+                Trajectory(lane_path(u, v_s, np.pi / 2 if north else -np.pi / 2), SpeedProfile.from_phases(0.0, w, [])),
+                {},
+            )
 
         c.place("minor_relation", cross_car)
 

@@ -53,17 +53,21 @@ STRIPE_M = 0.6  # zebra stripe width (and gap)
 
 # Material ids and their base colours (RGB).
 GRASS, SIDEWALK, ROAD, WHITE, YELLOW, SHOULDER = range(6)
-MATERIAL_RGB = np.array([
-    [86, 118, 62],    # grass
-    [168, 164, 156],  # sidewalk concrete
-    [72, 74, 78],     # asphalt
-    [222, 222, 214],  # white paint
-    [214, 170, 52],   # yellow paint
-    [84, 84, 86],     # shoulder asphalt (slightly lighter)
-], dtype=np.float32)
+MATERIAL_RGB = np.array(
+    [
+        [86, 118, 62],  # grass
+        [168, 164, 156],  # sidewalk concrete
+        [72, 74, 78],  # asphalt
+        [222, 222, 214],  # white paint
+        [214, 170, 52],  # yellow paint
+        [84, 84, 86],  # shoulder asphalt (slightly lighter)
+    ],
+    dtype=np.float32,
+)
 # Texture strength per material (relative brightness std of the fine and coarse noise).
-MATERIAL_TEXTURE = np.array([[0.10, 0.10], [0.05, 0.04], [0.06, 0.05], [0.03, 0.02], [0.03, 0.02],
-                             [0.06, 0.05]], dtype=np.float32)
+MATERIAL_TEXTURE = np.array(
+    [[0.10, 0.10], [0.05, 0.04], [0.06, 0.05], [0.03, 0.02], [0.03, 0.02], [0.06, 0.05]], dtype=np.float32
+)
 
 
 def road_from_global(x_global: np.ndarray | float, y_global: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
@@ -119,8 +123,9 @@ def material_road(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     white = white | ((np.abs(au - CROSS_LANES_HALF) <= 0.1) & (av > CROSS_CROSSWALK_V[1]))
     # Northbound traffic (u > 0) approaches from v < 0, southbound (u < 0) from v > 0.
     white = white | (_band(av, *CROSS_STOP_V) & cross_lanes & ((u_pos & v_neg) | (u_neg & v_pos)))
-    white = white | (on_cross & cross_arm_v & _band(av, *CROSS_CROSSWALK_V)
-                     & (np.mod(u + 100.0, 2 * STRIPE_M) < STRIPE_M))
+    white = white | (
+        on_cross & cross_arm_v & _band(av, *CROSS_CROSSWALK_V) & (np.mod(u + 100.0, 2 * STRIPE_M) < STRIPE_M)
+    )
 
     mat[np.broadcast_to(white, shape)] = WHITE
     mat[np.broadcast_to(yellow, shape)] = YELLOW

@@ -60,8 +60,9 @@ def encode_jpeg(rgb: np.ndarray) -> bytes:
 
 
 def encode_png16(instance: np.ndarray) -> bytes:
-    ok, buf = cv2.imencode(".png", np.ascontiguousarray(instance, dtype=np.uint16),
-                           [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION])
+    ok, buf = cv2.imencode(
+        ".png", np.ascontiguousarray(instance, dtype=np.uint16), [cv2.IMWRITE_PNG_COMPRESSION, PNG_COMPRESSION]
+    )
     if not ok:
         raise RuntimeError("PNG encoding failed")
     return buf.tobytes()
@@ -75,22 +76,45 @@ class TableSet:
     tables: dict[str, list[dict]] = field(default_factory=dict)
     instance_ids: dict[str, dict[str, dict]] = field(default_factory=dict)
 
-    NAMES = ("category", "attribute", "visibility", "instance", "sensor", "calibrated_sensor", "ego_pose", "log",
-             "scene", "sample", "sample_data", "sample_annotation", "map")
+    NAMES = (
+        "category",
+        "attribute",
+        "visibility",
+        "instance",
+        "sensor",
+        "calibrated_sensor",
+        "ego_pose",
+        "log",
+        "scene",
+        "sample",
+        "sample_data",
+        "sample_annotation",
+        "map",
+    )
 
     def __post_init__(self) -> None:
         for name in self.NAMES:
             self.tables.setdefault(name, [])
         self.tables["category"] = [
-            {"token": self.token("category", c.category), "name": c.category,
-             "description": f"synthetic {c.detection_class} (stridegen)"}
-            for c in AGENT_CLASSES.values()]
+            {
+                "token": self.token("category", c.category),
+                "name": c.category,
+                "description": f"synthetic {c.detection_class} (stridegen)",
+            }
+            for c in AGENT_CLASSES.values()
+        ]
         self.tables["attribute"] = [
             {"token": self.token("attribute", a), "name": a, "description": f"nuScenes attribute {a}"}
-            for a in ATTRIBUTES]
+            for a in ATTRIBUTES
+        ]
         self.tables["visibility"] = [
-            {"token": tok, "level": level, "description": f"visibility of whole object is between "
-             f"{level[1:].replace('-', ' and ')}%"} for tok, level, _ in VISIBILITY_BINS]
+            {
+                "token": tok,
+                "level": level,
+                "description": f"visibility of whole object is between {level[1:].replace('-', ' and ')}%",
+            }
+            for tok, level, _ in VISIBILITY_BINS
+        ]
 
     def token(self, *parts: object) -> str:
         return make_token("stridegen-synth", self.seed, *parts)
@@ -113,11 +137,15 @@ class TableSet:
         _write_json(table_dir / TRUTH_FILE, truth)
         inst_dir = root / INSTANCE_DIR
         inst_dir.mkdir(parents=True, exist_ok=True)
-        _write_json(inst_dir / "instances.json", {
-            "format": "stridegen-instance-ids/1",
-            "description": "PNG value (per-scene integer id) -> instance token; 0 is background. Agents never "
-                           "annotated (too far or never seen) have instance_token null.",
-            "scenes": self.instance_ids})
+        _write_json(
+            inst_dir / "instances.json",
+            {
+                "format": "stridegen-instance-ids/1",
+                "description": "PNG value (per-scene integer id) -> instance token; 0 is background. Agents never "
+                "annotated (too far or never seen) have instance_token null.",
+                "scenes": self.instance_ids,
+            },
+        )
 
 
 def _write_json(path: Path, obj: object) -> None:
@@ -139,8 +167,10 @@ def write_map(root: Path, tables: TableSet, log_tokens: list[str]) -> None:
     token = tables.token("map", "crossroads")
     (root / "maps").mkdir(parents=True, exist_ok=True)
     (root / "maps" / f"{token}.png").write_bytes(_map_png())
-    tables.add("map", {"token": token, "log_tokens": list(log_tokens), "category": "semantic_prior",
-                       "filename": f"maps/{token}.png"})
+    tables.add(
+        "map",
+        {"token": token, "log_tokens": list(log_tokens), "category": "semantic_prior", "filename": f"maps/{token}.png"},
+    )
 
 
 @dataclass
@@ -165,16 +195,29 @@ class SceneWriter:
         self.log_token = self.tables.token("log", sc.name)
         self.scene_token = self.tables.token("scene", sc.name)
         date = "2020-09-13"
-        self.tables.add("log", {"token": self.log_token, "logfile": self.log_name, "vehicle": "stridegen-synth",
-                                "date_captured": date, "location": "synthetic-crossroads"})
+        self.tables.add(
+            "log",
+            {
+                "token": self.log_token,
+                "logfile": self.log_name,
+                "vehicle": "stridegen-synth",
+                "date_captured": date,
+                "location": "synthetic-crossroads",
+            },
+        )
         for ch, (modality, T_ego_from_sensor, intrinsic, _) in self.channels.items():
             tok = self.tables.token("calibrated_sensor", sc.name, ch)
             self._cs_tokens[ch] = tok
-            self.tables.add("calibrated_sensor", {
-                "token": tok, "sensor_token": self.tables.sensor_token(ch, modality),
-                "translation": _floats(T_ego_from_sensor[:3, 3]),
-                "rotation": _floats(rotmat_to_quat(T_ego_from_sensor[:3, :3])),
-                "camera_intrinsic": [] if intrinsic is None else [_floats(row) for row in intrinsic]})
+            self.tables.add(
+                "calibrated_sensor",
+                {
+                    "token": tok,
+                    "sensor_token": self.tables.sensor_token(ch, modality),
+                    "translation": _floats(T_ego_from_sensor[:3, 3]),
+                    "rotation": _floats(rotmat_to_quat(T_ego_from_sensor[:3, :3])),
+                    "camera_intrinsic": [] if intrinsic is None else [_floats(row) for row in intrinsic],
+                },
+            )
             self._sd_by_channel[ch] = []
 
     # ------------------------------------------------------------------ files
@@ -195,41 +238,77 @@ class SceneWriter:
     # ------------------------------------------------------------------ records
     def _ego_pose(self, key: str, ts: int, T_global_from_ego: np.ndarray) -> str:
         tok = self.tables.token("ego_pose", self.scene.name, key)
-        self.tables.add("ego_pose", {"token": tok, "timestamp": ts,
-                                     "rotation": _floats(rotmat_to_quat(T_global_from_ego[:3, :3])),
-                                     "translation": _floats(T_global_from_ego[:3, 3])})
+        self.tables.add(
+            "ego_pose",
+            {
+                "token": tok,
+                "timestamp": ts,
+                "rotation": _floats(rotmat_to_quat(T_global_from_ego[:3, :3])),
+                "translation": _floats(T_global_from_ego[:3, 3]),
+            },
+        )
         return tok
 
-    def sample_data(self, channel: str, sample_token: str, ts: int, T_global_from_ego: np.ndarray, rel: str,
-                    is_key_frame: bool) -> dict:
+    def sample_data(
+        self, channel: str, sample_token: str, ts: int, T_global_from_ego: np.ndarray, rel: str, is_key_frame: bool
+    ) -> dict:
         key = f"{channel}/{ts}"
         modality, _, _, (w, h) = self.channels[channel]
-        rec = {"token": self.tables.token("sample_data", self.scene.name, key), "sample_token": sample_token,
-               "ego_pose_token": self._ego_pose(key, ts, T_global_from_ego),
-               "calibrated_sensor_token": self._cs_tokens[channel], "timestamp": ts,
-               "fileformat": "jpg" if modality == "camera" else "pcd", "is_key_frame": is_key_frame,
-               "height": h if modality == "camera" else 0, "width": w if modality == "camera" else 0,
-               "filename": rel, "prev": "", "next": ""}
+        rec = {
+            "token": self.tables.token("sample_data", self.scene.name, key),
+            "sample_token": sample_token,
+            "ego_pose_token": self._ego_pose(key, ts, T_global_from_ego),
+            "calibrated_sensor_token": self._cs_tokens[channel],
+            "timestamp": ts,
+            "fileformat": "jpg" if modality == "camera" else "pcd",
+            "is_key_frame": is_key_frame,
+            "height": h if modality == "camera" else 0,
+            "width": w if modality == "camera" else 0,
+            "filename": rel,
+            "prev": "",
+            "next": "",
+        }
         self._sd_by_channel[channel].append(rec)
         return self.tables.add("sample_data", rec)
 
     def new_sample(self, index: int, t: float) -> dict:
         ts = self.scene.timestamp_us(t)
-        rec = {"token": self.tables.token("sample", self.scene.name, index), "timestamp": ts, "prev": "",
-               "next": "", "scene_token": self.scene_token}
+        rec = {
+            "token": self.tables.token("sample", self.scene.name, index),
+            "timestamp": ts,
+            "prev": "",
+            "next": "",
+            "scene_token": self.scene_token,
+        }
         self._samples.append(rec)
         return self.tables.add("sample", rec)
 
-    def annotation(self, sample: dict, agent_index: int, center: np.ndarray, size_lwh: np.ndarray, yaw: float,
-                   num_lidar_pts: int, visible_fraction: float, attribute: str) -> dict:
+    def annotation(
+        self,
+        sample: dict,
+        agent_index: int,
+        center: np.ndarray,
+        size_lwh: np.ndarray,
+        yaw: float,
+        num_lidar_pts: int,
+        visible_fraction: float,
+        attribute: str,
+    ) -> dict:
         agent = self.scene.agents[agent_index]
-        rec = {"token": self.tables.token("sample_annotation", self.scene.name, agent.agent_id, sample["token"]),
-               "sample_token": sample["token"], "instance_token": agent.instance_token,
-               "visibility_token": visibility_token(visible_fraction),
-               "attribute_tokens": [self.tables.token("attribute", attribute)] if attribute else [],
-               "translation": _floats(center), "size": _floats([size_lwh[1], size_lwh[0], size_lwh[2]]),
-               "rotation": _floats(yaw_to_quat(yaw)), "prev": "", "next": "",
-               "num_lidar_pts": int(num_lidar_pts), "num_radar_pts": 0}
+        rec = {
+            "token": self.tables.token("sample_annotation", self.scene.name, agent.agent_id, sample["token"]),
+            "sample_token": sample["token"],
+            "instance_token": agent.instance_token,
+            "visibility_token": visibility_token(visible_fraction),
+            "attribute_tokens": [self.tables.token("attribute", attribute)] if attribute else [],
+            "translation": _floats(center),
+            "size": _floats([size_lwh[1], size_lwh[0], size_lwh[2]]),
+            "rotation": _floats(yaw_to_quat(yaw)),
+            "prev": "",
+            "next": "",
+            "num_lidar_pts": int(num_lidar_pts),
+            "num_radar_pts": 0,
+        }
         self._anns_by_agent.setdefault(agent.agent_id, []).append(rec)
         return self.tables.add("sample_annotation", rec)
 
@@ -242,18 +321,34 @@ class SceneWriter:
             anns = self._anns_by_agent.get(agent.agent_id, [])
             _link(anns)
             if anns:
-                self.tables.add("instance", {
-                    "token": agent.instance_token, "category_token": self.tables.token("category", agent.category),
-                    "nbr_annotations": len(anns), "first_annotation_token": anns[0]["token"],
-                    "last_annotation_token": anns[-1]["token"]})
-            ids[str(agent.agent_id)] = {"instance_token": agent.instance_token if anns else None,
-                                        "category": agent.category, "scenario": agent.scenario}
+                self.tables.add(
+                    "instance",
+                    {
+                        "token": agent.instance_token,
+                        "category_token": self.tables.token("category", agent.category),
+                        "nbr_annotations": len(anns),
+                        "first_annotation_token": anns[0]["token"],
+                        "last_annotation_token": anns[-1]["token"],
+                    },
+                )
+            ids[str(agent.agent_id)] = {
+                "instance_token": agent.instance_token if anns else None,
+                "category": agent.category,
+                "scenario": agent.scenario,
+            }
         self.tables.instance_ids[self.scene.name] = ids
-        self.tables.add("scene", {"token": self.scene_token, "log_token": self.log_token,
-                                  "nbr_samples": len(self._samples),
-                                  "first_sample_token": self._samples[0]["token"],
-                                  "last_sample_token": self._samples[-1]["token"], "name": self.scene.name,
-                                  "description": description})
+        self.tables.add(
+            "scene",
+            {
+                "token": self.scene_token,
+                "log_token": self.log_token,
+                "nbr_samples": len(self._samples),
+                "first_sample_token": self._samples[0]["token"],
+                "last_sample_token": self._samples[-1]["token"],
+                "name": self.scene.name,
+                "description": description,
+            },
+        )
 
 
 def _link(records: list[dict]) -> None:

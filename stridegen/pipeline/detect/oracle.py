@@ -14,9 +14,11 @@ def gt_detections(annotations: Annotations, min_lidar_points: int = 0) -> Boxes:
     boxes = annotations.boxes[np.flatnonzero(keep)]
     velocity = np.nan_to_num(boxes.velocity)
     velocity[:, 2] = 0.0
-    return boxes.replace(velocity=velocity, score=np.ones(len(boxes)),
-                         extras={**boxes.extras, "category": annotations.category[keep],
-                                 "attribute": annotations.attribute[keep]})
+    return boxes.replace(
+        velocity=velocity,
+        score=np.ones(len(boxes)),
+        extras={**boxes.extras, "category": annotations.category[keep], "attribute": annotations.attribute[keep]},
+    )
 
 
 class OracleDetector:

@@ -36,14 +36,22 @@ class PrecomputedDetector:
 
     def detect(self, frame: Frame) -> Boxes:
         if frame.token not in self._known:
-            raise PredictionFormatError(self.path, f"no entry for sample {frame.token} (every sample of the log needs "
-                                                   "one, possibly an empty list)")
+            raise PredictionFormatError(
+                self.path,
+                f"no entry for sample {frame.token} (every sample of the log needs one, possibly an empty list)",
+            )
         rows = self._rows.get(frame.token, np.zeros(0, dtype=np.int64))
         b = self._boxes
         rows = rows[b.detection_score[rows] >= self.min_score]
         rotation = b.rotation[rows]
         size_wlh = b.size[rows]
-        return Boxes(b.translation[rows], size_wlh[:, [1, 0, 2]], geo.quat_to_yaw(rotation),
-                     np.c_[b.velocity[rows], np.zeros(rows.size)], label=b.detection_name[rows],
-                     score=b.detection_score[rows], frame="global",
-                     extras={"attribute": b.attribute_name[rows], "rotation_global": rotation})
+        return Boxes(
+            b.translation[rows],
+            size_wlh[:, [1, 0, 2]],
+            geo.quat_to_yaw(rotation),
+            np.c_[b.velocity[rows], np.zeros(rows.size)],
+            label=b.detection_name[rows],
+            score=b.detection_score[rows],
+            frame="global",
+            extras={"attribute": b.attribute_name[rows], "rotation_global": rotation},
+        )

@@ -36,9 +36,16 @@ PROFILES_PATH = resource_path("detector_profiles", "simulated.yaml")
 
 # Typical sizes (l, w, h) in metres for false positives, roughly the nuScenes class means.
 TYPICAL_SIZE_LWH = {
-    "car": (4.6, 1.9, 1.7), "truck": (6.9, 2.5, 2.9), "bus": (11.0, 2.9, 3.5), "trailer": (12.0, 2.9, 3.9),
-    "construction_vehicle": (6.4, 2.8, 3.2), "pedestrian": (0.7, 0.7, 1.8), "motorcycle": (2.1, 0.8, 1.5),
-    "bicycle": (1.7, 0.6, 1.3), "traffic_cone": (0.4, 0.4, 1.1), "barrier": (0.5, 2.5, 1.0),
+    "car": (4.6, 1.9, 1.7),
+    "truck": (6.9, 2.5, 2.9),
+    "bus": (11.0, 2.9, 3.5),
+    "trailer": (12.0, 2.9, 3.9),
+    "construction_vehicle": (6.4, 2.8, 3.2),
+    "pedestrian": (0.7, 0.7, 1.8),
+    "motorcycle": (2.1, 0.8, 1.5),
+    "bicycle": (1.7, 0.6, 1.3),
+    "traffic_cone": (0.4, 0.4, 1.1),
+    "barrier": (0.5, 2.5, 1.0),
 }
 
 
@@ -86,8 +93,15 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def perturb(gt_global: Boxes, distance_m: np.ndarray, num_lidar_pts: np.ndarray, visibility: np.ndarray,
-            profile: SimulatedProfile, T_global_from_ego: np.ndarray, rng: np.random.Generator) -> Boxes:
+def perturb(
+    gt_global: Boxes,
+    distance_m: np.ndarray,
+    num_lidar_pts: np.ndarray,
+    visibility: np.ndarray,
+    profile: SimulatedProfile,
+    T_global_from_ego: np.ndarray,
+    rng: np.random.Generator,
+) -> Boxes:
     """Apply the error model to ground-truth boxes of one frame (global frame) and add false positives."""
     parts = []
     labels = gt_global.label
@@ -102,8 +116,12 @@ def perturb(gt_global: Boxes, distance_m: np.ndarray, num_lidar_pts: np.ndarray,
         noise = rng.standard_normal((n, 9))
         u_flip = rng.random(n)
         vis = np.where(visibility[idx] > 0, visibility[idx], 4)
-        logit = (m.detect_bias + m.detect_per_m * distance_m[idx]
-                 + m.detect_per_log_pts * np.log1p(num_lidar_pts[idx]) + m.detect_per_visibility * (vis - 4))
+        logit = (
+            m.detect_bias
+            + m.detect_per_m * distance_m[idx]
+            + m.detect_per_log_pts * np.log1p(num_lidar_pts[idx])
+            + m.detect_per_visibility * (vis - 4)
+        )
         hit = u_detect < _sigmoid(logit)
         if np.any(hit):
             b = gt_global[idx[hit]]
@@ -114,21 +132,36 @@ def perturb(gt_global: Boxes, distance_m: np.ndarray, num_lidar_pts: np.ndarray,
             yaw = b.yaw + z[:, 6] * m.yaw_std_rad + np.pi * (u_flip[hit] < m.yaw_flip_prob)
             velocity = np.nan_to_num(b.velocity) + np.c_[z[:, 7:9] * m.velocity_std_mps, np.zeros(hit.sum())]
             velocity[:, 2] = 0.0
-            score = _sigmoid(m.score_bias + m.score_per_logit * logit[hit]
-                             + m.score_noise * rng.standard_normal(hit.sum()))
+            score = _sigmoid(
+                m.score_bias + m.score_per_logit * logit[hit] + m.score_noise * rng.standard_normal(hit.sum())
+            )
             keep_extras = {k: v for k, v in b.extras.items() if k in ("attribute", "category")}
-            parts.append(b.replace(center=center, size_lwh=size, yaw=geo.wrap_angle(yaw), velocity=velocity,
-                                   score=score, track_id=np.full(len(b), "", dtype=object), extras=keep_extras))
+            parts.append(
+                b.replace(
+                    center=center,
+                    size_lwh=size,
+                    yaw=geo.wrap_angle(yaw),
+                    velocity=velocity,
+                    score=score,
+                    track_id=np.full(len(b), "", dtype=object),
+                    extras=keep_extras,
+                )
+            )
         n_fp = int(rng.poisson(m.false_positives_per_frame))
         if n_fp:
             r = m.fp_range_m * np.sqrt(rng.random(n_fp))
             phi = rng.uniform(-np.pi, np.pi, n_fp)
             size = np.asarray(TYPICAL_SIZE_LWH[label]) * np.exp(rng.standard_normal((n_fp, 3)) * 0.1)
             center_ego = np.c_[r * np.cos(phi), r * np.sin(phi), size[:, 2] / 2]
-            fp_ego = Boxes(center_ego, size, rng.uniform(-np.pi, np.pi, n_fp),
-                           np.c_[rng.standard_normal((n_fp, 2)) * m.velocity_std_mps, np.zeros(n_fp)],
-                           label=[label] * n_fp, score=_sigmoid(m.fp_score_bias + m.score_noise
-                                                                * rng.standard_normal(n_fp)), frame="ego")
+            fp_ego = Boxes(
+                center_ego,
+                size,
+                rng.uniform(-np.pi, np.pi, n_fp),
+                np.c_[rng.standard_normal((n_fp, 2)) * m.velocity_std_mps, np.zeros(n_fp)],
+                label=[label] * n_fp,
+                score=_sigmoid(m.fp_score_bias + m.score_noise * rng.standard_normal(n_fp)),
+                frame="ego",
+            )
             parts.append(fp_ego.transform(T_global_from_ego, "global"))
     if not parts:
         return Boxes.empty("global")
@@ -139,8 +172,13 @@ def perturb(gt_global: Boxes, distance_m: np.ndarray, num_lidar_pts: np.ndarray,
 class SimulatedDetector:
     name = "simulated"
 
-    def __init__(self, profile: str = "bevfusion", seed: int = 0, profiles_path: str | Path = PROFILES_PATH,
-                 min_lidar_points: int = 0) -> None:
+    def __init__(
+        self,
+        profile: str = "bevfusion",
+        seed: int = 0,
+        profiles_path: str | Path = PROFILES_PATH,
+        min_lidar_points: int = 0,
+    ) -> None:
         profiles = load_profiles(profiles_path)
         if profile not in profiles:
             raise ConfigError(f"unknown simulated-detector profile {profile!r}; available: {sorted(profiles)}")

@@ -27,14 +27,15 @@ class SpatialFamily:
 
     name = "spatial"
 
-    def __init__(self, config: SpatialQAConfig | None = None, object_centric: bool = True,
-                 ego_centric: bool = True) -> None:
+    def __init__(
+        self, config: SpatialQAConfig | None = None, object_centric: bool = True, ego_centric: bool = True
+    ) -> None:
         config = config or SpatialQAConfig()
-        dropped = (set() if object_centric else set(OBJECT_SPATIAL_PREDICATES)) | \
-            (set() if ego_centric else set(EGO_SPATIAL_PREDICATES))
+        dropped = (set() if object_centric else set(OBJECT_SPATIAL_PREDICATES)) | (
+            set() if ego_centric else set(EGO_SPATIAL_PREDICATES)
+        )
         self.predicates = frozenset(config.predicates) - dropped
-        self.config = dataclasses.replace(config, predicates=self.predicates) if self.predicates and dropped \
-            else config
+        self.config = dataclasses.replace(config, predicates=self.predicates) if self.predicates and dropped else config
 
     def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
         return generate_spatial_qa(image.ctx, rng, self.config), {}
@@ -51,7 +52,15 @@ class SpatiotemporalFamily:
     def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
         ctx = image.ctx
         targets = TemporalTargets(
-            scene=image.scene, keyframe_index=image.keyframe_index, channel=image.channel, region_id=ctx.region_id,
-            track_index=ctx.track_index, object_class=ctx.object_class, T_ego_from_cam=image.T_ego_from_cam,
-            intrinsic=image.intrinsic, width=image.width, height=image.height)
+            scene=image.scene,
+            keyframe_index=image.keyframe_index,
+            channel=image.channel,
+            region_id=ctx.region_id,
+            track_index=ctx.track_index,
+            object_class=ctx.object_class,
+            T_ego_from_cam=image.T_ego_from_cam,
+            intrinsic=image.intrinsic,
+            width=image.width,
+            height=image.height,
+        )
         return generate_spatiotemporal_qa(image.attrs, image.times_s, image.keyframe_frame, targets, rng, self.config)

@@ -66,10 +66,15 @@ EGO_YES_NO_FAMILIES: tuple[tuple[str, str], ...] = (
 )
 
 OBJECT_SPATIAL_PREDICATES: tuple[str, ...] = (
-    *(p for fam in PAIR_YES_NO_FAMILIES for p in fam), *PAIR_NUMBER_PREDICATES, *OBJECT_SINGLE_PREDICATES,
+    *(p for fam in PAIR_YES_NO_FAMILIES for p in fam),
+    *PAIR_NUMBER_PREDICATES,
+    *OBJECT_SINGLE_PREDICATES,
 )
 EGO_SPATIAL_PREDICATES: tuple[str, ...] = (
-    *EGO_NUMBER_PREDICATES, "ego_left_right", *EGO_SIZE_PREDICATES, *(p for fam in EGO_YES_NO_FAMILIES for p in fam),
+    *EGO_NUMBER_PREDICATES,
+    "ego_left_right",
+    *EGO_SIZE_PREDICATES,
+    *(p for fam in EGO_YES_NO_FAMILIES for p in fam),
 )
 SPATIAL_PREDICATES: tuple[str, ...] = OBJECT_SPATIAL_PREDICATES + EGO_SPATIAL_PREDICATES
 
@@ -107,14 +112,22 @@ class SpatialQAConfig:
         unknown = sorted(self.predicates - set(SPATIAL_PREDICATES))
         if unknown:
             raise ConfigError(f"unknown spatial QA predicates {unknown}; known: {list(SPATIAL_PREDICATES)}")
-        for name in ("lateral_min_m", "depth_min_m", "size_rel_min", "ego_lateral_min_m", "ego_size_rel_min",
-                     "heading_min_distance_m", "clock_margin_deg"):
+        for name in (
+            "lateral_min_m",
+            "depth_min_m",
+            "size_rel_min",
+            "ego_lateral_min_m",
+            "ego_size_rel_min",
+            "heading_min_distance_m",
+            "clock_margin_deg",
+        ):
             value = float(getattr(self, name))
             if not math.isfinite(value) or value < 0.0:
                 raise ConfigError(f"SpatialQAConfig.{name} must be a finite number >= 0, got {value}")
         if self.clock_margin_deg >= 15.0:
-            raise ConfigError(f"SpatialQAConfig.clock_margin_deg must be < 15 (half an hour), got "
-                              f"{self.clock_margin_deg}")
+            raise ConfigError(
+                f"SpatialQAConfig.clock_margin_deg must be < 15 (half an hour), got {self.clock_margin_deg}"
+            )
         for name in ("max_pairs_per_image", "max_qa_per_image"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"SpatialQAConfig.{name} must be >= 0, got {getattr(self, name)}")
@@ -135,8 +148,12 @@ def _value_kind(name: str) -> int:
         return _DEGREE
     if name == "ego_clock_direction":
         return _CLOCK
-    if name in PAIR_NUMBER_PREDICATES or name in OBJECT_SINGLE_PREDICATES or name in EGO_SIZE_PREDICATES \
-            or name == "ego_distance":
+    if (
+        name in PAIR_NUMBER_PREDICATES
+        or name in OBJECT_SINGLE_PREDICATES
+        or name in EGO_SIZE_PREDICATES
+        or name == "ego_distance"
+    ):
         return _METRE
     return _NONE
 
@@ -147,8 +164,9 @@ def _positional(template: str) -> str:
 
 
 _UNIT_OF_KIND = {_NONE: "", _METRE: UNIT_METRE, _DEGREE: UNIT_DEGREE, _CLOCK: UNIT_CLOCK}
-_PRED_CATEGORY = tuple(CATEGORY_OBJECT_SPATIAL if p in OBJECT_SPATIAL_PREDICATES else CATEGORY_EGO_SPATIAL
-                       for p in SPATIAL_PREDICATES)
+_PRED_CATEGORY = tuple(
+    CATEGORY_OBJECT_SPATIAL if p in OBJECT_SPATIAL_PREDICATES else CATEGORY_EGO_SPATIAL for p in SPATIAL_PREDICATES
+)
 _PRED_KIND = tuple(_value_kind(p) for p in SPATIAL_PREDICATES)
 _PRED_UNIT = tuple(_UNIT_OF_KIND[k] for k in _PRED_KIND)
 _PRED_QUESTIONS = tuple(tuple(_positional(t) for t in SPATIAL_PHRASEBOOK.questions[p]) for p in SPATIAL_PREDICATES)
@@ -162,7 +180,8 @@ def _answer_set_name(pred: str, label: int) -> str:
 # Answer sets indexed by pred * len(_LABELS) + label; () where that combination never occurs.
 _ANSWER_SETS: tuple[tuple[str, ...], ...] = tuple(
     tuple(_positional(t) for t in SPATIAL_PHRASEBOOK.answers.get(_answer_set_name(p, lab), ()))
-    for p in SPATIAL_PREDICATES for lab in range(len(_LABELS))
+    for p in SPATIAL_PREDICATES
+    for lab in range(len(_LABELS))
 )
 _N_ANSWERS = np.array([max(len(a), 1) for a in _ANSWER_SETS], dtype=np.float64)
 
@@ -224,8 +243,9 @@ def _column(values: list) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _plan(predicates: frozenset[str], lateral_min_m: float, depth_min_m: float, size_rel_min: float) -> _Plan:
-    cfg = SpatialQAConfig(lateral_min_m=lateral_min_m, depth_min_m=depth_min_m, size_rel_min=size_rel_min,
-                          predicates=predicates)
+    cfg = SpatialQAConfig(
+        lateral_min_m=lateral_min_m, depth_min_m=depth_min_m, size_rel_min=size_rel_min, predicates=predicates
+    )
     return _Plan(
         pair_pos=_column([_PRED_INDEX[r[0]] for r in _PAIR_ROWS]),
         pair_neg=_column([_PRED_INDEX[r[1]] for r in _PAIR_ROWS]),
@@ -257,8 +277,13 @@ class _Geometry:
         n = len(ctx)
         where = f"QAContext of scene {ctx.scene!r} keyframe {ctx.keyframe_index} channel {ctx.channel!r}"
         arrays = {}
-        for name, shape in (("center_ego", (n, 3)), ("center_cam", (n, 3)), ("size_lwh", (n, 3)),
-                            ("track_index", (n,)), ("object_class", (n,))):
+        for name, shape in (
+            ("center_ego", (n, 3)),
+            ("center_cam", (n, 3)),
+            ("size_lwh", (n, 3)),
+            ("track_index", (n,)),
+            ("object_class", (n,)),
+        ):
             arr = np.asarray(getattr(ctx, name))
             if arr.shape != shape:
                 raise GeometryError(f"{where}: {name} has shape {arr.shape}, expected {shape}")
@@ -269,8 +294,9 @@ class _Geometry:
         center_cam = arrays["center_cam"].astype(np.float64)
         size = arrays["size_lwh"].astype(np.float64)
         size = np.where(size > 0.0, size, np.nan)  # a zero or negative extent cannot be compared
-        compared = np.stack([center_cam[:, 0], center_cam[:, 2], size[:, 0] * size[:, 1] * size[:, 2],
-                             size[:, 2], size[:, 1]])
+        compared = np.stack(
+            [center_cam[:, 0], center_cam[:, 2], size[:, 0] * size[:, 1] * size[:, 2], size[:, 2], size[:, 1]]
+        )
         return _Geometry(n, arrays["center_ego"].astype(np.float64), compared, size, (ego[0], ego[1], ego[2]))
 
 
@@ -288,16 +314,18 @@ class _Candidates:
     label: np.ndarray  # int, index into _LABELS (0 for quantitative items)
 
     @staticmethod
-    def from_rows(keep: np.ndarray, pred: np.ndarray, a: np.ndarray, b: np.ndarray, value: np.ndarray,
-                  label: np.ndarray) -> _Candidates:
+    def from_rows(
+        keep: np.ndarray, pred: np.ndarray, a: np.ndarray, b: np.ndarray, value: np.ndarray, label: np.ndarray
+    ) -> _Candidates:
         """[rows, M] arrays -> the kept entries in column-major order (all rows of column 0, then column 1, ...)."""
         k = keep.T
         return _Candidates(pred.T[k], a.T[k], b.T[k], value.T[k], label.T[k])
 
     @staticmethod
     def concat(first: _Candidates, second: _Candidates) -> _Candidates:
-        return _Candidates(*(np.concatenate([getattr(first, k), getattr(second, k)])
-                             for k in ("pred", "a", "b", "value", "label")))
+        return _Candidates(
+            *(np.concatenate([getattr(first, k), getattr(second, k)]) for k in ("pred", "a", "b", "value", "label"))
+        )
 
     def take(self, idx: np.ndarray) -> _Candidates:
         return _Candidates(self.pred[idx], self.a[idx], self.b[idx], self.value[idx], self.label[idx])
@@ -306,8 +334,9 @@ class _Candidates:
         return int(self.pred.shape[0])
 
 
-def _ambiguous(q_first: np.ndarray, q_second: np.ndarray, abs_min: np.ndarray | float,
-               rel_min: np.ndarray | float) -> np.ndarray:
+def _ambiguous(
+    q_first: np.ndarray, q_second: np.ndarray, abs_min: np.ndarray | float, rel_min: np.ndarray | float
+) -> np.ndarray:
     """Comparisons closer than ``abs_min + rel_min * max(|q1|, |q2|)``, equal ones, or with non-finite values."""
     diff = q_first - q_second
     with np.errstate(invalid="ignore"):
@@ -320,8 +349,7 @@ def _negative(mode: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     return np.where(mode == 2, drawn, mode == 1)
 
 
-def _pair_candidates(g: _Geometry, plan: _Plan, first: np.ndarray, second: np.ndarray,
-                     bits: np.ndarray) -> _Candidates:
+def _pair_candidates(g: _Geometry, plan: _Plan, first: np.ndarray, second: np.ndarray, bits: np.ndarray) -> _Candidates:
     """Object-centric items of the unordered pairs (first[p] < second[p]), pair by pair; ``bits`` [8, P] in 0..3."""
     n_rows, n_pairs = bits.shape
     swap = (bits & 1).astype(bool)  # name the pair as (second, first)
@@ -340,8 +368,11 @@ def _pair_candidates(g: _Geometry, plan: _Plan, first: np.ndarray, second: np.nd
     # Number rows: distances between the centres in the keyframe ego frame (metres).
     delta = g.center_ego[first] - g.center_ego[second]
     horizontal = np.hypot(delta[:, 0], delta[:, 1])
-    distances = {"direct_distance": np.hypot(horizontal, delta[:, 2]), "horizontal_distance": horizontal,
-                 "vertical_distance": np.abs(delta[:, 2])}
+    distances = {
+        "direct_distance": np.hypot(horizontal, delta[:, 2]),
+        "horizontal_distance": horizontal,
+        "vertical_distance": np.abs(delta[:, 2]),
+    }
     value[y:] = [distances[name] for name in PAIR_NUMBER_PREDICATES]
     keep[y:] = np.isfinite(value[y:])
     keep &= plan.pair_mode >= 0
@@ -367,14 +398,28 @@ def _region_candidates(g: _Geometry, config: SpatialQAConfig, plan: _Plan, bits:
     clear = np.minimum(offset, 30.0 - offset) >= config.clock_margin_deg
     # One-region rows (_REGION_SINGLE order), then the three comparisons with the ego vehicle.
     nan_row = np.full(n, np.nan)
-    single_value = {"width": width, "height": height, "ego_distance": distance, "ego_heading_angle": heading,
-                    "ego_clock_direction": geo.clock_direction(x1, y0), "ego_left_right": nan_row,
-                    "region_length": length, "region_width": width, "region_height": height}
-    single_keep = {"width": np.isfinite(width), "height": np.isfinite(height), "ego_distance": finite_xy,
-                   "ego_heading_angle": far_enough, "ego_clock_direction": far_enough & clear,
-                   "ego_left_right": finite_xy & (np.abs(y) >= config.ego_lateral_min_m) & (y != 0.0),
-                   "region_length": np.isfinite(length), "region_width": np.isfinite(width),
-                   "region_height": np.isfinite(height)}
+    single_value = {
+        "width": width,
+        "height": height,
+        "ego_distance": distance,
+        "ego_heading_angle": heading,
+        "ego_clock_direction": geo.clock_direction(x1, y0),
+        "ego_left_right": nan_row,
+        "region_length": length,
+        "region_width": width,
+        "region_height": height,
+    }
+    single_keep = {
+        "width": np.isfinite(width),
+        "height": np.isfinite(height),
+        "ego_distance": finite_xy,
+        "ego_heading_angle": far_enough,
+        "ego_clock_direction": far_enough & clear,
+        "ego_left_right": finite_xy & (np.abs(y) >= config.ego_lateral_min_m) & (y != 0.0),
+        "region_length": np.isfinite(length),
+        "region_width": np.isfinite(width),
+        "region_height": np.isfinite(height),
+    }
     s = _N_REGION_SINGLE
     value[:s] = [single_value[name] for name in _REGION_SINGLE]
     keep[:s] = [single_keep[name] for name in _REGION_SINGLE]
@@ -413,9 +458,17 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
     nan = math.nan
     out: list[QAItem] = []
     append = out.append
-    for p, a, b, v, lab, aset, qi, ai in zip(cands.pred.tolist(), cands.a.tolist(), cands.b.tolist(),
-                                             cands.value.tolist(), cands.label.tolist(), answer_set.tolist(),
-                                             q_pick, a_pick, strict=True):
+    for p, a, b, v, lab, aset, qi, ai in zip(
+        cands.pred.tolist(),
+        cands.a.tolist(),
+        cands.b.tolist(),
+        cands.value.tolist(),
+        cands.label.tolist(),
+        answer_set.tolist(),
+        q_pick,
+        a_pick,
+        strict=True,
+    ):
         kind = kinds[p]
         if kind == _METRE:  # base.round_metres / fmt_metres
             gt = round(v, 2)
@@ -439,17 +492,34 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
         else:
             name_b = ""
             regions, tracks = (rid[a],), (tid[a],)
-        append(QAItem(categories[p], predicates[p], questions[p][qi].format(name_a, name_b),
-                      answer_sets[aset][ai].format(name_a, name_b, text), regions, tracks, gt, units[p], labels[lab],
-                      {}, "", 0, (), -1, classes[a]))
+        append(
+            QAItem(
+                categories[p],
+                predicates[p],
+                questions[p][qi].format(name_a, name_b),
+                answer_sets[aset][ai].format(name_a, name_b, text),
+                regions,
+                tracks,
+                gt,
+                units[p],
+                labels[lab],
+                {},
+                "",
+                0,
+                (),
+                -1,
+                classes[a],
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------------------------------------- entry point
 
 
-def generate_spatial_qa(ctx: QAContext, rng: np.random.Generator,
-                        config: SpatialQAConfig | None = None) -> list[QAItem]:
+def generate_spatial_qa(
+    ctx: QAContext, rng: np.random.Generator, config: SpatialQAConfig | None = None
+) -> list[QAItem]:
     """Spatial QA items (object-centric pairs and ego-centric) of one keyframe image.
 
     Random draws, in order: the pair subset (only when more than ``max_pairs_per_image`` pairs exist), one block of
@@ -472,9 +542,10 @@ def generate_spatial_qa(ctx: QAContext, rng: np.random.Generator,
     n_pair_rows, n_ego_rows = len(_PAIR_ROWS), len(EGO_YES_NO_FAMILIES)
     bits = rng.integers(0, 4, size=n_pair_rows * first.size + n_ego_rows * n, dtype=np.int64)
     pair_bits = bits[: n_pair_rows * first.size].reshape(n_pair_rows, first.size)
-    ego_bits = (bits[n_pair_rows * first.size:].reshape(n_ego_rows, n) & 1).astype(bool)
-    cands = _Candidates.concat(_pair_candidates(g, plan, first, second, pair_bits),
-                               _region_candidates(g, cfg, plan, ego_bits))
+    ego_bits = (bits[n_pair_rows * first.size :].reshape(n_ego_rows, n) & 1).astype(bool)
+    cands = _Candidates.concat(
+        _pair_candidates(g, plan, first, second, pair_bits), _region_candidates(g, cfg, plan, ego_bits)
+    )
     cap = int(cfg.max_qa_per_image)
     if cap and len(cands) > cap:
         cands = cands.take(np.sort(rng.choice(len(cands), size=cap, replace=False)))

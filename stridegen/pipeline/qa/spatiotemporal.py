@@ -67,8 +67,15 @@ SKIP_EGO_VELOCITY = "ego_velocity_unknown"
 SKIP_TOO_CLOSE = "target_too_close"  # BEV distance below min_distance_m at a horizon: the bearing is meaningless
 SKIP_TOO_SLOW = "target_too_slow"  # target speed at t = 0 below min_target_speed_mps
 SKIP_OUT_OF_VIEW = "target_out_of_view"  # only with skip_out_of_view: out of view at some horizon
-SKIP_REASONS: tuple[str, ...] = (SKIP_FRAME_MISSING, SKIP_TARGET_ABSENT, SKIP_TARGET_VELOCITY, SKIP_EGO_VELOCITY,
-                                 SKIP_TOO_CLOSE, SKIP_TOO_SLOW, SKIP_OUT_OF_VIEW)
+SKIP_REASONS: tuple[str, ...] = (
+    SKIP_FRAME_MISSING,
+    SKIP_TARGET_ABSENT,
+    SKIP_TARGET_VELOCITY,
+    SKIP_EGO_VELOCITY,
+    SKIP_TOO_CLOSE,
+    SKIP_TOO_SLOW,
+    SKIP_OUT_OF_VIEW,
+)
 
 
 @dataclass
@@ -154,8 +161,10 @@ class TemporalTargets:
         self.intrinsic = np.asarray(self.intrinsic, dtype=np.float64)
         n = self.region_id.shape[0]
         if self.track_index.shape[0] != n or self.object_class.shape[0] != n:
-            raise ValueError(f"TemporalTargets: region_id, track_index and object_class lengths differ "
-                             f"({n}, {self.track_index.shape[0]}, {self.object_class.shape[0]})")
+            raise ValueError(
+                f"TemporalTargets: region_id, track_index and object_class lengths differ "
+                f"({n}, {self.track_index.shape[0]}, {self.object_class.shape[0]})"
+            )
         if np.unique(self.region_id).shape[0] != n:
             raise ValueError(f"TemporalTargets {self.scene}/k{self.keyframe_index}/{self.channel}: repeated region id")
         if self.T_ego_from_cam.shape != (4, 4) or self.intrinsic.shape != (3, 3):
@@ -168,12 +177,22 @@ class TemporalTargets:
         return int(self.region_id.shape[0])
 
     @classmethod
-    def from_context(cls, ctx: QAContext, T_ego_from_cam: np.ndarray, intrinsic: np.ndarray, width: int,
-                     height: int) -> TemporalTargets:
+    def from_context(
+        cls, ctx: QAContext, T_ego_from_cam: np.ndarray, intrinsic: np.ndarray, width: int, height: int
+    ) -> TemporalTargets:
         """The targets of a spatial ``QAContext`` (same regions), with the camera's calibration."""
-        return cls(scene=ctx.scene, keyframe_index=ctx.keyframe_index, channel=ctx.channel,
-                   region_id=ctx.region_id, track_index=ctx.track_index, object_class=ctx.object_class,
-                   T_ego_from_cam=T_ego_from_cam, intrinsic=intrinsic, width=width, height=height)
+        return cls(
+            scene=ctx.scene,
+            keyframe_index=ctx.keyframe_index,
+            channel=ctx.channel,
+            region_id=ctx.region_id,
+            track_index=ctx.track_index,
+            object_class=ctx.object_class,
+            T_ego_from_cam=T_ego_from_cam,
+            intrinsic=intrinsic,
+            width=width,
+            height=height,
+        )
 
 
 # ============================================================================================ frames
@@ -191,8 +210,14 @@ def frames_at_times(frame_times_s: np.ndarray, times_s: np.ndarray, tolerance_s:
     return np.where(ok, nearest, -1).astype(np.int64)
 
 
-def out_of_view_flags(position_ego: np.ndarray, T_ego_from_cam: np.ndarray, intrinsic: np.ndarray, width: int,
-                      height: int, T_cam_from_ego: np.ndarray | None = None) -> np.ndarray:
+def out_of_view_flags(
+    position_ego: np.ndarray,
+    T_ego_from_cam: np.ndarray,
+    intrinsic: np.ndarray,
+    width: int,
+    height: int,
+    T_cam_from_ego: np.ndarray | None = None,
+) -> np.ndarray:
     """[...] bool: points (ego frame of their own time, [..., 3]) behind the camera (depth < 0.1 m) or projecting
     outside the ``width`` x ``height`` image (pixel coordinates u in [0, width), v in [0, height)); pinhole
     projection as ``geometry.project_points``. ``T_cam_from_ego`` may be given to skip the inversion."""
@@ -225,8 +250,9 @@ def _direction_slots(deg: float) -> tuple[str, str, str]:
 
 
 @lru_cache(maxsize=16)
-def _templates(predicates: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...],
-                                                    np.ndarray]:
+def _templates(
+    predicates: tuple[str, ...],
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...], np.ndarray]:
     """Question and answer templates per predicate, and the number of options of each (questions, then answers)."""
     questions = tuple(PHRASEBOOK.questions[p] for p in predicates)
     answers = tuple(PHRASEBOOK.answers[ANSWER_SET[p]] for p in predicates)
@@ -235,9 +261,14 @@ def _templates(predicates: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], ...]
     return questions, answers, n_options
 
 
-def generate_spatiotemporal_qa(attrs: SceneAttributes, frame_times_s: np.ndarray, keyframe_frame: int,
-                               targets: TemporalTargets, rng: np.random.Generator,
-                               config: TemporalQAConfig | None = None) -> tuple[list[QAItem], dict[str, int]]:
+def generate_spatiotemporal_qa(
+    attrs: SceneAttributes,
+    frame_times_s: np.ndarray,
+    keyframe_frame: int,
+    targets: TemporalTargets,
+    rng: np.random.Generator,
+    config: TemporalQAConfig | None = None,
+) -> tuple[list[QAItem], dict[str, int]]:
     """The spatiotemporal QA groups of one (keyframe, camera), and the number of skipped targets by reason.
 
     ``frame_times_s`` [F] are the times (s) of the scene's frames, the frame axis of ``attrs``; ``keyframe_frame``
@@ -256,14 +287,17 @@ def generate_spatiotemporal_qa(attrs: SceneAttributes, frame_times_s: np.ndarray
         return [], skips
     tracks = targets.track_index
     if tracks.min() < 0 or tracks.max() >= attrs.tracks.num_tracks:
-        raise ValueError(f"{targets.scene}/k{targets.keyframe_index}/{targets.channel}: track_index outside "
-                         f"0..{attrs.tracks.num_tracks - 1}")
+        raise ValueError(
+            f"{targets.scene}/k{targets.keyframe_index}/{targets.channel}: track_index outside "
+            f"0..{attrs.tracks.num_tracks - 1}"
+        )
 
     t0 = float(frame_times[int(keyframe_frame)])
     horizon_s = (0, *cfg.horizons_s)
     n_ctx = len(cfg.context_offsets_s)
-    wanted = frames_at_times(frame_times, t0 + np.asarray(cfg.context_offsets_s + horizon_s, dtype=np.float64),
-                             cfg.time_tolerance_s)
+    wanted = frames_at_times(
+        frame_times, t0 + np.asarray(cfg.context_offsets_s + horizon_s, dtype=np.float64), cfg.time_tolerance_s
+    )
     if (wanted < 0).any():
         _count(skips, SKIP_FRAME_MISSING, n)
         return [], skips
@@ -296,8 +330,14 @@ def generate_spatiotemporal_qa(attrs: SceneAttributes, frame_times_s: np.ndarray
     sel = np.flatnonzero(keep)
     if sel.size == 0:
         return [], skips
-    oov = out_of_view_flags(attrs.now.position_ego[tracks[sel][:, None], cols], targets.T_ego_from_cam,
-                            targets.intrinsic, targets.width, targets.height, targets.T_cam_from_ego)
+    oov = out_of_view_flags(
+        attrs.now.position_ego[tracks[sel][:, None], cols],
+        targets.T_ego_from_cam,
+        targets.intrinsic,
+        targets.width,
+        targets.height,
+        targets.T_cam_from_ego,
+    )
     if cfg.skip_out_of_view:
         visible = ~oov.any(axis=1)
         _count(skips, SKIP_OUT_OF_VIEW, int((~visible).sum()))
@@ -310,12 +350,19 @@ def generate_spatiotemporal_qa(attrs: SceneAttributes, frame_times_s: np.ndarray
     # One draw for every template choice of every group: floor(u * n_options), u uniform in [0, 1).
     choice = (rng.random((sel.size, n_options.size)) * n_options).astype(np.int64)
 
-    writer = _GroupWriter(targets, [int(f) for f in ctx_frames.tolist()], horizon_s, predicates, questions, answers,
-                          ego_speed.tolist())
+    writer = _GroupWriter(
+        targets, [int(f) for f in ctx_frames.tolist()], horizon_s, predicates, questions, answers, ego_speed.tolist()
+    )
     items: list[QAItem] = []
     for i, picks, dist_row, head_row, speed_row, oov_row in zip(
-            sel.tolist(), choice.tolist(), distance[sel].tolist(), heading[sel].tolist(), speed[sel].tolist(),
-            oov.astype(np.int64).tolist(), strict=True):
+        sel.tolist(),
+        choice.tolist(),
+        distance[sel].tolist(),
+        heading[sel].tolist(),
+        speed[sel].tolist(),
+        oov.astype(np.int64).tolist(),
+        strict=True,
+    ):
         items += writer.group(i, picks, dist_row, head_row, speed_row, oov_row)
     return items, skips
 
@@ -323,9 +370,16 @@ def generate_spatiotemporal_qa(attrs: SceneAttributes, frame_times_s: np.ndarray
 class _GroupWriter:
     """Formats the 13 items of a group from plain Python floats (no numpy scalars in the per-item loop)."""
 
-    def __init__(self, targets: TemporalTargets, context_frames: list[int], horizon_s: tuple[int, ...],
-                 predicates: tuple[str, ...], questions: tuple[tuple[str, ...], ...],
-                 answers: tuple[tuple[str, ...], ...], ego_speed: list[float]) -> None:
+    def __init__(
+        self,
+        targets: TemporalTargets,
+        context_frames: list[int],
+        horizon_s: tuple[int, ...],
+        predicates: tuple[str, ...],
+        questions: tuple[tuple[str, ...], ...],
+        answers: tuple[tuple[str, ...], ...],
+        ego_speed: list[float],
+    ) -> None:
         self.frames = tuple(context_frames)
         self.predicates = predicates
         self.questions = questions
@@ -338,8 +392,15 @@ class _GroupWriter:
         self.ego_text = [fmt_mps(v) for v in ego_speed]
         self.when = [(h, seconds_word(h)) for h in horizon_s]
 
-    def group(self, i: int, picks: list[int], dist_row: list[float], head_row: list[float],
-              speed_row: list[float], oov_row: list[int]) -> list[QAItem]:
+    def group(
+        self,
+        i: int,
+        picks: list[int],
+        dist_row: list[float],
+        head_row: list[float],
+        speed_row: list[float],
+        oov_row: list[int],
+    ) -> list[QAItem]:
         """The items of target ``i``; ``picks`` = question then answer template indices, one per predicate."""
         region_id, track = self.region_ids[i], self.track_ids[i]
         region = region_name(region_id)
@@ -350,25 +411,51 @@ class _GroupWriter:
             deg_gt = round_degrees(head_row[h_idx])
             v_gt = round_mps(speed_row[h_idx])
             deg_text, clock, side = _direction_slots(deg_gt)
-            target = {"region": region, "n": n_s, "secs": secs, "dist": fmt_metres(d_gt), "deg": deg_text,
-                      "clock": clock, "side": side, "speed": fmt_mps(v_gt)}
+            target = {
+                "region": region,
+                "n": n_s,
+                "secs": secs,
+                "dist": fmt_metres(d_gt),
+                "deg": deg_text,
+                "clock": clock,
+                "side": side,
+                "speed": fmt_mps(v_gt),
+            }
             ego = {"region": region, "n": n_s, "secs": secs, "speed": self.ego_text[h_idx]}
             flag = oov_row[h_idx]
             if h_idx == 0:
-                specs += [(d_gt, UNIT_METRE, {}, target, n_s, flag), (deg_gt, UNIT_DEGREE, {}, target, n_s, flag),
-                          (v_gt, UNIT_MPS, {}, target, n_s, flag), (self.ego_gt[0], UNIT_MPS, {}, ego, n_s, flag)]
+                specs += [
+                    (d_gt, UNIT_METRE, {}, target, n_s, flag),
+                    (deg_gt, UNIT_DEGREE, {}, target, n_s, flag),
+                    (v_gt, UNIT_MPS, {}, target, n_s, flag),
+                    (self.ego_gt[0], UNIT_MPS, {}, ego, n_s, flag),
+                ]
             else:
-                specs += [(d_gt, UNIT_METRE, {"direction": deg_gt}, target, n_s, flag),
-                          (v_gt, UNIT_MPS, {}, target, n_s, flag), (self.ego_gt[h_idx], UNIT_MPS, {}, ego, n_s, flag)]
+                specs += [
+                    (d_gt, UNIT_METRE, {"direction": deg_gt}, target, n_s, flag),
+                    (v_gt, UNIT_MPS, {}, target, n_s, flag),
+                    (self.ego_gt[h_idx], UNIT_MPS, {}, ego, n_s, flag),
+                ]
         k = len(self.predicates)
         group_id = f"{self.prefix}{region_id}"
         region_ids, track_indices, cls = (region_id,), (track,), self.classes[i]
         return [
-            QAItem(category=CATEGORY_SPATIOTEMPORAL, predicate=self.predicates[j],
-                   question=self.questions[j][picks[j]].format_map(slots),
-                   answer=self.answers[j][picks[k + j]].format_map(slots), region_ids=region_ids,
-                   track_indices=track_indices, gt_value=gt, unit=unit, gt_extra=extra, group_id=group_id,
-                   horizon_s=horizon, frame_indices=self.frames, out_of_view=flag, object_class=cls)
+            QAItem(
+                category=CATEGORY_SPATIOTEMPORAL,
+                predicate=self.predicates[j],
+                question=self.questions[j][picks[j]].format_map(slots),
+                answer=self.answers[j][picks[k + j]].format_map(slots),
+                region_ids=region_ids,
+                track_indices=track_indices,
+                gt_value=gt,
+                unit=unit,
+                gt_extra=extra,
+                group_id=group_id,
+                horizon_s=horizon,
+                frame_indices=self.frames,
+                out_of_view=flag,
+                object_class=cls,
+            )
             for j, (gt, unit, extra, slots, horizon, flag) in enumerate(specs)
         ]
 
@@ -393,9 +480,11 @@ def _dimensions(predicate: str) -> tuple[str, ...]:
     raise ValueError(f"no LSR dimension for predicate {predicate!r}")
 
 
-def lsr_records(items: Iterable[QAItem],
-                scenario_of: Callable[[str], str | None] | Mapping[str, str | None] | None = None,
-                question_id: Callable[[QAItem], str] = question_id_of) -> list[LsrRecord]:
+def lsr_records(
+    items: Iterable[QAItem],
+    scenario_of: Callable[[str], str | None] | Mapping[str, str | None] | None = None,
+    question_id: Callable[[QAItem], str] = question_id_of,
+) -> list[LsrRecord]:
     """The evaluator's records (``stridegen.formats.lsr_record.LsrRecord``) of spatiotemporal items; other items are
     ignored. A distance-and-direction item gives two records with one question id (target distance from
     ``gt_value``, target direction from ``gt_extra["direction"]``); a t = 0 distance item without a direction
@@ -414,8 +503,9 @@ def lsr_records(items: Iterable[QAItem],
         if category is None:
             raise ValueError(f"spatiotemporal item with unknown predicate {it.predicate!r}")
         if category[0] != it.horizon_s:
-            raise ValueError(f"item {it.group_id}/{it.predicate}: horizon_s {it.horizon_s} but the category "
-                             f"is at {category[0]} s")
+            raise ValueError(
+                f"item {it.group_id}/{it.predicate}: horizon_s {it.horizon_s} but the category is at {category[0]} s"
+            )
         qid = question_id(it)
         scenario = lookup(it.group_id)
         oov = None if it.out_of_view == -1 else bool(it.out_of_view)
@@ -428,9 +518,19 @@ def lsr_records(items: Iterable[QAItem],
                 value, unit = float(it.gt_extra["direction"]), UNIT_DEGREE
             else:
                 value, unit = float(it.gt_value), it.unit or None
-            out.append(LsrRecord(question_id=qid, group_id=it.group_id, horizon_s=int(it.horizon_s),
-                                 dimension=dim, gt_value=value, unit=unit, scenario=scenario,
-                                 object_class=cls, out_of_view=oov))
+            out.append(
+                LsrRecord(
+                    question_id=qid,
+                    group_id=it.group_id,
+                    horizon_s=int(it.horizon_s),
+                    dimension=dim,
+                    gt_value=value,
+                    unit=unit,
+                    scenario=scenario,
+                    object_class=cls,
+                    out_of_view=oov,
+                )
+            )
     return out
 
 

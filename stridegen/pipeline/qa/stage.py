@@ -28,18 +28,36 @@ class QAStageResult:
     skipped: Counter = field(default_factory=Counter)  # spatiotemporal groups not made, by reason
 
 
-def _context(scene_name: str, k: int, kf_frame: int, channel: str, regions_sel: np.ndarray, regions, attrs_kf,
-             tracks_label: np.ndarray, tracks_size: np.ndarray, T_cam_from_ego: np.ndarray,
-             ego_size_lwh: tuple[float, float, float]) -> QAContext:
+def _context(
+    scene_name: str,
+    k: int,
+    kf_frame: int,
+    channel: str,
+    regions_sel: np.ndarray,
+    regions,
+    attrs_kf,
+    tracks_label: np.ndarray,
+    tracks_size: np.ndarray,
+    T_cam_from_ego: np.ndarray,
+    ego_size_lwh: tuple[float, float, float],
+) -> QAContext:
     track = np.asarray(regions.track_index)[regions_sel].astype(np.int64)
     center_ego = attrs_kf.position_ego[track, kf_frame]
     return QAContext(
-        scene=scene_name, keyframe_index=k, frame_index=kf_frame, channel=channel,
-        region_id=np.asarray(regions.region_id)[regions_sel].astype(np.int64), track_index=track,
-        object_class=np.array([stride_class(str(tracks_label[t])) or str(tracks_label[t]) for t in track],
-                              dtype=object),
-        center_ego=center_ego, size_lwh=tracks_size[track, kf_frame], yaw_ego=attrs_kf.yaw_rel_ego[track, kf_frame],
-        center_cam=geo.transform_points(T_cam_from_ego, center_ego), ego_size_lwh=ego_size_lwh,
+        scene=scene_name,
+        keyframe_index=k,
+        frame_index=kf_frame,
+        channel=channel,
+        region_id=np.asarray(regions.region_id)[regions_sel].astype(np.int64),
+        track_index=track,
+        object_class=np.array(
+            [stride_class(str(tracks_label[t])) or str(tracks_label[t]) for t in track], dtype=object
+        ),
+        center_ego=center_ego,
+        size_lwh=tracks_size[track, kf_frame],
+        yaw_ego=attrs_kf.yaw_rel_ego[track, kf_frame],
+        center_cam=geo.transform_points(T_cam_from_ego, center_ego),
+        ego_size_lwh=ego_size_lwh,
     )
 
 
@@ -77,9 +95,15 @@ def qa_families(config: Any) -> list[QAFamily]:
 
     families: list[QAFamily] = []
     if config.object_spatial or config.ego_spatial:
-        family = registry.make("qa_family", "spatial", {"config": config.spatial_config(),
-                                                        "object_centric": config.object_spatial,
-                                                        "ego_centric": config.ego_spatial})
+        family = registry.make(
+            "qa_family",
+            "spatial",
+            {
+                "config": config.spatial_config(),
+                "object_centric": config.object_spatial,
+                "ego_centric": config.ego_spatial,
+            },
+        )
         if family.predicates:
             families.append(family)
     if config.spatiotemporal:
@@ -88,14 +112,24 @@ def qa_families(config: Any) -> list[QAFamily]:
     return families
 
 
-def generate_scene_qa(scene_name: str, keyframes: Any, cameras: Any, times_s: np.ndarray, attrs: SceneAttributes,
-                      tracks_label: np.ndarray, regions: Any, config: Any, rng: np.random.Generator) -> QAStageResult:
+def generate_scene_qa(
+    scene_name: str,
+    keyframes: Any,
+    cameras: Any,
+    times_s: np.ndarray,
+    attrs: SceneAttributes,
+    tracks_label: np.ndarray,
+    regions: Any,
+    config: Any,
+    rng: np.random.Generator,
+) -> QAStageResult:
     """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions."""
     families = qa_families(config)
     rows: list[QARow] = []
     skipped: Counter = Counter()
-    region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(len(cameras.channel), 1) + \
-        np.asarray(regions.channel_index, dtype=np.int64)
+    region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(len(cameras.channel), 1) + np.asarray(
+        regions.channel_index, dtype=np.int64
+    )
     tracks_size = attrs.tracks.size_lwh
     for k, kf_frame in enumerate(np.asarray(keyframes.frame_index).tolist()):
         attrs_kf = attrs.in_keyframe(int(kf_frame))
@@ -104,11 +138,32 @@ def generate_scene_qa(scene_name: str, keyframes: Any, cameras: Any, times_s: np
             if sel.size == 0:
                 continue
             T_cam_from_ego = geo.invert_transform(np.asarray(cameras.T_ego_from_sensor[c]))
-            ctx = _context(scene_name, k, int(kf_frame), str(channel), sel, regions, attrs_kf, tracks_label,
-                           tracks_size, T_cam_from_ego, tuple(config.ego_size_lwh))
-            image = QAImage(scene_name, k, int(kf_frame), str(channel), ctx, attrs, times_s,
-                            np.asarray(cameras.T_ego_from_sensor[c]), np.asarray(cameras.intrinsic[c]),
-                            int(cameras.width[c]), int(cameras.height[c]))
+            ctx = _context(
+                scene_name,
+                k,
+                int(kf_frame),
+                str(channel),
+                sel,
+                regions,
+                attrs_kf,
+                tracks_label,
+                tracks_size,
+                T_cam_from_ego,
+                tuple(config.ego_size_lwh),
+            )
+            image = QAImage(
+                scene_name,
+                k,
+                int(kf_frame),
+                str(channel),
+                ctx,
+                attrs,
+                times_s,
+                np.asarray(cameras.T_ego_from_sensor[c]),
+                np.asarray(cameras.intrinsic[c]),
+                int(cameras.width[c]),
+                int(cameras.height[c]),
+            )
             items: list[QAItem] = []
             for family in families:
                 made, skips = family.generate(image, rng)
@@ -118,5 +173,12 @@ def generate_scene_qa(scene_name: str, keyframes: Any, cameras: Any, times_s: np
     return QAStageResult(rows, skipped)
 
 
-__all__ = ["CATEGORY_SPATIOTEMPORAL", "QAFamily", "QAImage", "QARow", "QAStageResult", "generate_scene_qa",
-           "qa_families"]
+__all__ = [
+    "CATEGORY_SPATIOTEMPORAL",
+    "QAFamily",
+    "QAImage",
+    "QARow",
+    "QAStageResult",
+    "generate_scene_qa",
+    "qa_families",
+]

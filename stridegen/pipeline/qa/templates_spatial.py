@@ -353,8 +353,7 @@ _EGO_NUMBER_QUESTIONS: dict[str, tuple[str, ...]] = {
         "What is the heading angle of {a} relative to the ego vehicle, in degrees (0 is straight ahead, "
         "positive to the left)?",
         "At which angle does {a} lie from our car, measured counter-clockwise from straight ahead?",
-        "In degrees, what is the bearing of {a} as seen from the ego vehicle (counter-clockwise positive, "
-        "zero ahead)?",
+        "In degrees, what is the bearing of {a} as seen from the ego vehicle (counter-clockwise positive, zero ahead)?",
         "Taking straight ahead as zero and left turns as positive, what angle is {a} at?",
         "How many degrees off the forward direction of the ego car is {a}? Count angles to the left as positive.",
         "Give the direction of {a} from the ego vehicle as an angle: zero forward, positive counter-clockwise.",
@@ -614,12 +613,18 @@ _EGO_YES_NO_ANSWERS: dict[str, tuple[str, ...]] = {
 }
 
 QUESTIONS: dict[str, tuple[str, ...]] = {
-    **_OBJECT_YES_NO_QUESTIONS, **_OBJECT_NUMBER_QUESTIONS,
-    **_EGO_NUMBER_QUESTIONS, **_EGO_WORD_QUESTIONS, **_EGO_YES_NO_QUESTIONS,
+    **_OBJECT_YES_NO_QUESTIONS,
+    **_OBJECT_NUMBER_QUESTIONS,
+    **_EGO_NUMBER_QUESTIONS,
+    **_EGO_WORD_QUESTIONS,
+    **_EGO_YES_NO_QUESTIONS,
 }
 ANSWERS: dict[str, tuple[str, ...]] = {
-    **_OBJECT_YES_NO_ANSWERS, **_OBJECT_NUMBER_ANSWERS,
-    **_EGO_NUMBER_ANSWERS, **_EGO_WORD_ANSWERS, **_EGO_YES_NO_ANSWERS,
+    **_OBJECT_YES_NO_ANSWERS,
+    **_OBJECT_NUMBER_ANSWERS,
+    **_EGO_NUMBER_ANSWERS,
+    **_EGO_WORD_ANSWERS,
+    **_EGO_YES_NO_ANSWERS,
 }
 
 SPATIAL_PHRASEBOOK = Phrasebook(QUESTIONS, ANSWERS)

@@ -11,5 +11,17 @@ from stridegen.pipeline.segment.base import Segmenter, SegmentRequest, SegmentRe
 from stridegen.pipeline.segment.registry import SEGMENTERS, make_segmenter, register_segmenter
 from stridegen.pipeline.segment.request import hull_masks, make_request
 
-__all__ = ["SEGMENTERS", "SegmentRequest", "SegmentResult", "Segmenter", "coco_segmentation", "decode_rle",
-           "encode_rle", "encode_rle_batch", "hull_masks", "make_request", "make_segmenter", "register_segmenter"]
+__all__ = [
+    "SEGMENTERS",
+    "SegmentRequest",
+    "SegmentResult",
+    "Segmenter",
+    "coco_segmentation",
+    "decode_rle",
+    "encode_rle",
+    "encode_rle_batch",
+    "hull_masks",
+    "make_request",
+    "make_segmenter",
+    "register_segmenter",
+]

@@ -43,6 +43,7 @@ from stridegen.pipeline.segment.request import check_occlusion_mode, polygon_mas
 MIN_SAMPLES = 16  # fewest pixels per label class for GrabCut's 5-component GMM k-means initialisation
 N_COMPONENTS = 5  # OpenCV's GrabCut GMMs have 5 components; a model row is [5 weights, 5x3 means, 5x3x3 covs]
 
+
 @dataclass(frozen=True)
 class Crop:
     """A window [r0, r1) x [c0, c1) of the image, worked on at ``(hs, ws)`` pixels (downscaled or not)."""
@@ -55,8 +56,9 @@ class Crop:
     ws: int
 
     @classmethod
-    def around(cls, box_xyxy: np.ndarray, height: int, width: int, pad_frac: float, pad_px: float,
-               work_side: int) -> Crop:
+    def around(
+        cls, box_xyxy: np.ndarray, height: int, width: int, pad_frac: float, pad_px: float, work_side: int
+    ) -> Crop:
         u0, v0, u1, v1 = (float(x) for x in box_xyxy)
         pad = pad_px + pad_frac * max(u1 - u0, v1 - v0)
         c0 = int(np.clip(np.floor(u0 - pad + 0.5), 0, width - 1))
@@ -80,7 +82,7 @@ class Crop:
         return np.stack([(uv[..., 0] - self.c0 + 0.5) * sx - 0.5, (uv[..., 1] - self.r0 + 0.5) * sy - 0.5], axis=-1)
 
     def image(self, image: np.ndarray) -> np.ndarray:
-        window = np.ascontiguousarray(image[self.r0:self.r1, self.c0:self.c1])
+        window = np.ascontiguousarray(image[self.r0 : self.r1, self.c0 : self.c1])
         if not self.scaled:
             return window
         shrink = self.ws < self.c1 - self.c0
@@ -88,7 +90,7 @@ class Crop:
 
     def mask(self, full_mask: np.ndarray) -> np.ndarray:
         """A full-image bool mask sampled into the crop (area-weighted, True where more than half covered)."""
-        window = np.asarray(full_mask[self.r0:self.r1, self.c0:self.c1], dtype=bool)
+        window = np.asarray(full_mask[self.r0 : self.r1, self.c0 : self.c1], dtype=bool)
         if not self.scaled:
             return window.copy()
         return cv2.resize(window.astype(np.float32), (self.ws, self.hs), interpolation=cv2.INTER_AREA) > 0.5
@@ -101,11 +103,17 @@ class Crop:
         """A crop mask -> full-image [H, W] bool (bilinear upscaling, threshold 0.5, where it was downscaled)."""
         out = np.zeros((height, width), dtype=bool)
         if self.scaled:
-            up = cv2.resize(np.asarray(crop_mask, dtype=np.float32), (self.c1 - self.c0, self.r1 - self.r0),
-                            interpolation=cv2.INTER_LINEAR) >= 0.5
+            up = (
+                cv2.resize(
+                    np.asarray(crop_mask, dtype=np.float32),
+                    (self.c1 - self.c0, self.r1 - self.r0),
+                    interpolation=cv2.INTER_LINEAR,
+                )
+                >= 0.5
+            )
         else:
             up = np.asarray(crop_mask, dtype=bool)
-        out[self.r0:self.r1, self.c0:self.c1] = up
+        out[self.r0 : self.r1, self.c0 : self.c1] = up
         return out
 
 
@@ -125,8 +133,8 @@ def gmm_log_density(pixels: np.ndarray, model: np.ndarray) -> np.ndarray:
     """log p(x) [P] of colours [P, 3] under an OpenCV GrabCut GMM row (1 x 65: weights, means, covariances)."""
     m = np.asarray(model, dtype=np.float64).reshape(-1)
     weights = m[:N_COMPONENTS]
-    means = m[N_COMPONENTS:4 * N_COMPONENTS].reshape(N_COMPONENTS, 3)
-    covs = m[4 * N_COMPONENTS:].reshape(N_COMPONENTS, 3, 3)
+    means = m[N_COMPONENTS : 4 * N_COMPONENTS].reshape(N_COMPONENTS, 3)
+    covs = m[4 * N_COMPONENTS :].reshape(N_COMPONENTS, 3, 3)
     x = np.asarray(pixels, dtype=np.float64).reshape(-1, 3)
     logs = []
     for k in range(N_COMPONENTS):
@@ -153,8 +161,9 @@ def foreground_posterior(pixels: np.ndarray, fgd_model: np.ndarray, bgd_model: n
     return np.where(np.isfinite(lf) | np.isfinite(lb), np.nan_to_num(post, nan=0.5), 0.5)
 
 
-def run_grabcut(image_rgb: np.ndarray, labels: np.ndarray, iterations: int,
-                seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+def run_grabcut(
+    image_rgb: np.ndarray, labels: np.ndarray, iterations: int, seed: int
+) -> tuple[np.ndarray, np.ndarray] | None:
     """GrabCut in mask mode on a crop: (foreground [h, w] bool, P(fg | colour) of every crop pixel [h, w]).
 
     None when either label class has fewer than ``MIN_SAMPLES`` pixels or OpenCV refuses the input.
@@ -170,8 +179,15 @@ def run_grabcut(image_rgb: np.ndarray, labels: np.ndarray, iterations: int,
     cv2.setRNGSeed(int(seed))
     try:
         # rect is unused in mask mode and the bindings accept None for it; the stubs require a sequence
-        cv2.grabCut(image, labels, None, bgd_model, fgd_model, int(iterations),  # type: ignore[call-overload]
-                    cv2.GC_INIT_WITH_MASK)
+        cv2.grabCut(
+            image,
+            labels,
+            None,
+            bgd_model,
+            fgd_model,
+            int(iterations),  # type: ignore[call-overload]
+            cv2.GC_INIT_WITH_MASK,
+        )
     except cv2.error:
         return None
     fg = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
@@ -183,8 +199,16 @@ class CropGrabCut:
     """What the GrabCut-based backends (``grabcut``, ``lidar``) share: the crop, GrabCut and occlusion options and
     one object's crop -> labels -> cut -> paste routine (``_cut``)."""
 
-    def __init__(self, iterations: int, work_side: int, pad_frac: float, pad_px: float, seed: int, occlusion: str,
-                 fallback_quality: float) -> None:
+    def __init__(
+        self,
+        iterations: int,
+        work_side: int,
+        pad_frac: float,
+        pad_px: float,
+        seed: int,
+        occlusion: str,
+        fallback_quality: float,
+    ) -> None:
         self.iterations = int(iterations)
         self.work_side = int(work_side)
         self.pad_frac = float(pad_frac)
@@ -193,8 +217,13 @@ class CropGrabCut:
         self.occlusion = check_occlusion_mode(occlusion)
         self.fallback_quality = float(fallback_quality)
 
-    def _cut(self, image_rgb: np.ndarray, box_xyxy: np.ndarray, occluder: np.ndarray,
-             paint: Callable[[Crop, np.ndarray], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def _cut(
+        self,
+        image_rgb: np.ndarray,
+        box_xyxy: np.ndarray,
+        occluder: np.ndarray,
+        paint: Callable[[Crop, np.ndarray], None],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """GrabCut of one object on the crop around its projected box ``box_xyxy`` (image pixels).
 
         The crop's labels start as sure background; ``paint(crop, labels)`` writes the backend's initial labels
@@ -226,9 +255,19 @@ class GrabCutSegmenter(CropGrabCut):
     name = "grabcut"
     needs_lidar = False
 
-    def __init__(self, iterations: int = 3, work_side: int = 96, pad_frac: float = 0.15, pad_px: float = 4.0,
-                 min_box_px: float = 6.0, core_frac: float = 0.5, fill_min: float = 0.5, seed: int = 0,
-                 occlusion: str = "hull", fallback_quality: float = 0.0) -> None:
+    def __init__(
+        self,
+        iterations: int = 3,
+        work_side: int = 96,
+        pad_frac: float = 0.15,
+        pad_px: float = 4.0,
+        min_box_px: float = 6.0,
+        core_frac: float = 0.5,
+        fill_min: float = 0.5,
+        seed: int = 0,
+        occlusion: str = "hull",
+        fallback_quality: float = 0.0,
+    ) -> None:
         super().__init__(iterations, work_side, pad_frac, pad_px, seed, occlusion, fallback_quality)
         self.core_frac = float(core_frac)
         self.fill_min = float(fill_min)

@@ -69,11 +69,23 @@ class LidarSegmenter(CropGrabCut):
     name = "lidar"
     needs_lidar = True  # the build loads each frame's LiDAR sweep only for backends that need it
 
-    def __init__(self, iterations: int = 3, work_side: int = 96, pad_frac: float = 0.15, pad_px: float = 4.0,
-                 seed_radius_px: float = 2.0, bg_radius_px: float = 1.0, min_points: int = 3,
-                 min_box_px: float = 6.0, grow_frac: float = 0.02, points_scale: float = 10.0,
-                 seed: int = 0, occlusion: str = "hull", fallback_quality: float = 0.0,
-                 hull_prior: str = "probable") -> None:
+    def __init__(
+        self,
+        iterations: int = 3,
+        work_side: int = 96,
+        pad_frac: float = 0.15,
+        pad_px: float = 4.0,
+        seed_radius_px: float = 2.0,
+        bg_radius_px: float = 1.0,
+        min_points: int = 3,
+        min_box_px: float = 6.0,
+        grow_frac: float = 0.02,
+        points_scale: float = 10.0,
+        seed: int = 0,
+        occlusion: str = "hull",
+        fallback_quality: float = 0.0,
+        hull_prior: str = "probable",
+    ) -> None:
         if hull_prior not in ("probable", "sure"):
             raise ConfigError(f"hull_prior must be 'probable' or 'sure', got {hull_prior!r}")
         super().__init__(iterations, work_side, pad_frac, pad_px, seed, occlusion, fallback_quality)
@@ -115,18 +127,27 @@ class LidarSegmenter(CropGrabCut):
 
         return segment_in_depth_order(request, one, self.occlusion)
 
-    def _grabcut(self, image: np.ndarray, box: np.ndarray, hull: np.ndarray, occluder: np.ndarray,
-                 seeds_uv: np.ndarray, others_uv: np.ndarray) -> np.ndarray | None:
+    def _grabcut(
+        self,
+        image: np.ndarray,
+        box: np.ndarray,
+        hull: np.ndarray,
+        occluder: np.ndarray,
+        seeds_uv: np.ndarray,
+        others_uv: np.ndarray,
+    ) -> np.ndarray | None:
         def paint(crop: Crop, labels: np.ndarray) -> None:
             scale = crop.ws / (crop.c1 - crop.c0)
             hull_c = crop.mask(hull)
             labels[hull_c] = cv2.GC_PR_BGD if self.hull_prior == "probable" else cv2.GC_BGD
             labels[self._point_region(crop, seeds_uv, self._grow_px(hull.shape[0]), scale) & hull_c] = cv2.GC_PR_FGD
             if len(others_uv):
-                labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws)
-                       & hull_c] = cv2.GC_PR_BGD
-            labels[point_discs(crop.to_crop(seeds_uv), self.seed_radius_px * scale, crop.hs, crop.ws)
-                   & hull_c] = cv2.GC_FGD
+                labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws) & hull_c] = (
+                    cv2.GC_PR_BGD
+                )
+            labels[point_discs(crop.to_crop(seeds_uv), self.seed_radius_px * scale, crop.hs, crop.ws) & hull_c] = (
+                cv2.GC_FGD
+            )
 
         result = self._cut(image, box, occluder, paint)
         return None if result is None else result[0] & hull

@@ -91,7 +91,7 @@ def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
     c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)
     c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # exclusive
     cols = np.arange(width)
-    mask[r0:r1 + 1] = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
+    mask[r0 : r1 + 1] = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
     return mask
 
 
@@ -116,9 +116,15 @@ def projected_hulls(corners_cam: np.ndarray, intrinsic: np.ndarray, near_m: floa
 # ---------------------------------------------------------------------------------------------- request
 
 
-def make_request(image_rgb: np.ndarray, intrinsic: np.ndarray, T_cam_from_global: np.ndarray, boxes: Boxes,
-                 lidar_points_global: np.ndarray | None = None, near_m: float = 0.1,
-                 ground_margin_m: float = 0.2) -> tuple[SegmentRequest, np.ndarray]:
+def make_request(
+    image_rgb: np.ndarray,
+    intrinsic: np.ndarray,
+    T_cam_from_global: np.ndarray,
+    boxes: Boxes,
+    lidar_points_global: np.ndarray | None = None,
+    near_m: float = 0.1,
+    ground_margin_m: float = 0.2,
+) -> tuple[SegmentRequest, np.ndarray]:
     """The segment request of one camera image and the indices (into ``boxes``) of the objects it holds.
 
     ``boxes`` are in the global frame; ``T_cam_from_global`` maps global points into the camera frame (x right,
@@ -151,18 +157,27 @@ def make_request(image_rgb: np.ndarray, intrinsic: np.ndarray, T_cam_from_global
         xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
     keep = np.asarray(kept, dtype=np.int64)
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
-    request = SegmentRequest(image_rgb=image_rgb, box_xyxy=np.asarray(xyxy, dtype=np.float64).reshape(-1, 4),
-                             hull_uv=kept_hulls, depth_m=np.asarray(depth, dtype=np.float64))
+    request = SegmentRequest(
+        image_rgb=image_rgb,
+        box_xyxy=np.asarray(xyxy, dtype=np.float64).reshape(-1, 4),
+        hull_uv=kept_hulls,
+        depth_m=np.asarray(depth, dtype=np.float64),
+    )
     if lidar_points_global is not None:
-        uv, z, owner = _lidar_evidence(lidar_points_global, boxes[keep], T, intrinsic, near_m, rect,
-                                       ground_margin_m)
+        uv, z, owner = _lidar_evidence(lidar_points_global, boxes[keep], T, intrinsic, near_m, rect, ground_margin_m)
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
     return request, keep
 
 
-def _lidar_evidence(points_global: np.ndarray, boxes: Boxes, T_cam_from_global: np.ndarray, intrinsic: np.ndarray,
-                    near_m: float, rect: tuple[float, float, float, float], ground_margin_m: float = 0.0
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lidar_evidence(
+    points_global: np.ndarray,
+    boxes: Boxes,
+    T_cam_from_global: np.ndarray,
+    intrinsic: np.ndarray,
+    near_m: float,
+    rect: tuple[float, float, float, float],
+    ground_margin_m: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(uv [P, 2], camera z [P], owning box [P] or -1) of the LiDAR points that project into the image."""
     pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
     uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
@@ -186,8 +201,14 @@ def _lidar_evidence(points_global: np.ndarray, boxes: Boxes, T_cam_from_global: 
     return uv, z, owner
 
 
-def frame_request(frame, channel: str, boxes_global: Boxes, lidar_channel: str | None = "auto",
-                  near_m: float = 0.1, ground_margin_m: float = 0.2) -> tuple[SegmentRequest, np.ndarray]:
+def frame_request(
+    frame,
+    channel: str,
+    boxes_global: Boxes,
+    lidar_channel: str | None = "auto",
+    near_m: float = 0.1,
+    ground_margin_m: float = 0.2,
+) -> tuple[SegmentRequest, np.ndarray]:
     """``make_request`` for one camera of a ``stridegen.logs.Frame`` (reads the image and, unless
     ``lidar_channel`` is None, the frame's key LiDAR sweep, moved into the global frame with its own pose)."""
     sample = frame.sensor(channel)
@@ -198,8 +219,9 @@ def frame_request(frame, channel: str, boxes_global: Boxes, lidar_channel: str |
         lidar_sample = frame.sensor(frame.lidar_channels[0] if lidar_channel == "auto" else lidar_channel)
         points_lidar = frame.reader.load_points(lidar_sample)[:, :3]
         points = geo.transform_points(lidar_sample.T_global_from_sensor, points_lidar)
-    return make_request(frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m,
-                        ground_margin_m)
+    return make_request(
+        frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m, ground_margin_m
+    )
 
 
 # ---------------------------------------------------------------------------------------------- occlusion
@@ -219,8 +241,9 @@ def nearest_first(depth_m: np.ndarray) -> np.ndarray:
 ObjectSegmenter = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, float]]
 
 
-def segment_in_depth_order(request: SegmentRequest, segment_one: ObjectSegmenter,
-                           occlusion: str = "hull") -> SegmentResult:
+def segment_in_depth_order(
+    request: SegmentRequest, segment_one: ObjectSegmenter, occlusion: str = "hull"
+) -> SegmentResult:
     """Run ``segment_one(i, hull_mask_i, occluder_i) -> (mask_i, quality_i)`` for every object, nearest first.
 
     ``hull_mask_i`` is object i's raster hull [H, W]; ``occluder_i`` [H, W] the union of the nearer objects' hulls

@@ -60,8 +60,10 @@ BOX_CORNER_LABELS = (2, 3)  # sam2_image_predictor.py: a box is two points label
 UPSAMPLE_CHUNK = 16  # masks upsampled to full resolution this many at a time (bounds float memory to 16 x H x W)
 
 # How to install SAM 2 without torchvision (docs/sam2.md); `make setup` (EXTRAS with sam2) runs the same.
-SAM2_INSTALL = ("pip install torch==2.13.0 'stridegen[sam2]' && "
-                "SAM2_BUILD_CUDA=0 pip install --no-deps --no-build-isolation sam2==1.1.0")
+SAM2_INSTALL = (
+    "pip install torch==2.13.0 'stridegen[sam2]' && "
+    "SAM2_BUILD_CUDA=0 pip install --no-deps --no-build-isolation sam2==1.1.0"
+)
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,10 @@ def download_hint(checkpoint: str | Path) -> str:
     name = Path(checkpoint).name
     if name in SAM2P1_CHECKPOINTS:
         return f"download it from {SAM2P1_BASE_URL}/{name} (config {SAM2P1_CHECKPOINTS[name]})"
-    return (f"download an official SAM 2.1 checkpoint from {SAM2P1_BASE_URL}/<name>, <name> one of "
-            f"{', '.join(SAM2P1_CHECKPOINTS)}")
+    return (
+        f"download an official SAM 2.1 checkpoint from {SAM2P1_BASE_URL}/<name>, <name> one of "
+        f"{', '.join(SAM2P1_CHECKPOINTS)}"
+    )
 
 
 def import_sam2() -> tuple[Any, Any]:
@@ -128,8 +132,9 @@ def resolve_device(torch: Any, device: str) -> str:
     except (RuntimeError, TypeError) as exc:
         raise ConfigError(f"sam2 segmenter: bad device {device!r}: {exc}") from None
     if kind == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"sam2 segmenter: device {device!r} asked for, but torch sees no CUDA device "
-                          f"(torch {torch.__version__})")
+        raise ConfigError(
+            f"sam2 segmenter: device {device!r} asked for, but torch sees no CUDA device (torch {torch.__version__})"
+        )
     return device
 
 
@@ -137,10 +142,17 @@ def check_config(model_config: str) -> None:
     """The config must be one of the yaml files shipped in the sam2 package (hydra resolves it there)."""
     root = importlib.resources.files("sam2")
     if not root.joinpath(model_config).is_file():
-        shipped = sorted(f"configs/{d.name}/{f.name}" for d in root.joinpath("configs").iterdir() if d.is_dir()
-                         for f in d.iterdir() if f.name.endswith(".yaml"))
-        raise ConfigError(f"sam2 segmenter: model_config {model_config!r} is not a config of the installed sam2 "
-                          f"package; available: {shipped}")
+        shipped = sorted(
+            f"configs/{d.name}/{f.name}"
+            for d in root.joinpath("configs").iterdir()
+            if d.is_dir()
+            for f in d.iterdir()
+            if f.name.endswith(".yaml")
+        )
+        raise ConfigError(
+            f"sam2 segmenter: model_config {model_config!r} is not a config of the installed sam2 "
+            f"package; available: {shipped}"
+        )
 
 
 def build_model(build_sam2: Any, model_config: str, checkpoint: Path, device: str) -> Any:
@@ -158,8 +170,9 @@ def build_model(build_sam2: Any, model_config: str, checkpoint: Path, device: st
         detail = " ".join(f"{type(exc).__name__}: {exc}".split()).rstrip(":")  # one line
         if len(detail) > 300:
             detail = detail[:300] + " ..."
-        raise CheckpointError(checkpoint, f"not a SAM 2 checkpoint for config {model_config} ({detail}); "
-                                          f"{download_hint(checkpoint)}") from exc
+        raise CheckpointError(
+            checkpoint, f"not a SAM 2 checkpoint for config {model_config} ({detail}); {download_hint(checkpoint)}"
+        ) from exc
     return model.to(device).eval()  # moved here, so that a device failure is not reported as a bad checkpoint
 
 
@@ -176,12 +189,20 @@ class Sam2Segmenter:
 
     name = "sam2"
 
-    def __init__(self, model_config: str = DEFAULT_CONFIG, checkpoint: str | Path | None = DEFAULT_CHECKPOINT,
-                 device: str = "auto", multimask: bool = False, mask_threshold: float = 0.0) -> None:
+    def __init__(
+        self,
+        model_config: str = DEFAULT_CONFIG,
+        checkpoint: str | Path | None = DEFAULT_CHECKPOINT,
+        device: str = "auto",
+        multimask: bool = False,
+        mask_threshold: float = 0.0,
+    ) -> None:
         torch, build_sam2 = import_sam2()
         if checkpoint is None or str(checkpoint) == "":
-            raise ConfigError("sam2 segmenter: a checkpoint is required (randomly initialised weights give "
-                              f"meaningless masks); {download_hint(DEFAULT_CHECKPOINT)}")
+            raise ConfigError(
+                "sam2 segmenter: a checkpoint is required (randomly initialised weights give "
+                f"meaningless masks); {download_hint(DEFAULT_CHECKPOINT)}"
+            )
         device = resolve_device(torch, device)
         model = build_model(build_sam2, model_config, Path(checkpoint).expanduser(), device)
         self._setup(torch, model, multimask, mask_threshold)
@@ -233,8 +254,9 @@ class Sam2Segmenter:
                 _, vision_feats, _, feat_sizes = self.model._prepare_backbone_features(backbone_out)
                 if self.model.directly_add_no_mem_embed:  # as set_image: the "no memory" embedding of one image
                     vision_feats[-1] = vision_feats[-1] + self.model.no_mem_embed
-                feats = [f.permute(1, 2, 0).reshape(1, -1, *size)
-                         for f, size in zip(vision_feats, feat_sizes, strict=True)]
+                feats = [
+                    f.permute(1, 2, 0).reshape(1, -1, *size) for f, size in zip(vision_feats, feat_sizes, strict=True)
+                ]
         return Sam2Embedding(feats[-1], feats[:-1], int(image.shape[0]), int(image.shape[1]))
 
     def _preprocess(self, image: np.ndarray) -> Any:
@@ -243,8 +265,9 @@ class Sam2Segmenter:
         antialias=True). Always float32, also on CUDA (outside autocast), as the predictor does it."""
         torch = self._torch
         x = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).to(self.device, torch.float32) / 255.0
-        x = torch.nn.functional.interpolate(x[None], size=(self.resolution, self.resolution), mode="bilinear",
-                                            align_corners=False, antialias=True)
+        x = torch.nn.functional.interpolate(
+            x[None], size=(self.resolution, self.resolution), mode="bilinear", align_corners=False, antialias=True
+        )
         mean = torch.tensor(PIXEL_MEAN, device=self.device).view(1, 3, 1, 1)
         std = torch.tensor(PIXEL_STD, device=self.device).view(1, 3, 1, 1)
         return (x - mean) / std
@@ -275,9 +298,14 @@ class Sam2Segmenter:
         labels = torch.tensor([BOX_CORNER_LABELS], dtype=torch.int, device=self.device).repeat(n, 1)
         sparse, dense = self.model.sam_prompt_encoder(points=(corners, labels), boxes=None, masks=None)
         logits, iou, _, _ = self.model.sam_mask_decoder(
-            image_embeddings=embedding.image_embed, image_pe=self.model.sam_prompt_encoder.get_dense_pe(),
-            sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense, multimask_output=multimask,
-            repeat_image=n > 1, high_res_features=embedding.high_res_feats)
+            image_embeddings=embedding.image_embed,
+            image_pe=self.model.sam_prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse,
+            dense_prompt_embeddings=dense,
+            multimask_output=multimask,
+            repeat_image=n > 1,
+            high_res_features=embedding.high_res_feats,
+        )
         best = iou.argmax(dim=1)  # one column unless multimask
         rows = torch.arange(n, device=self.device)
         return logits[rows, best][:, None], iou[rows, best]
@@ -287,9 +315,9 @@ class Sam2Segmenter:
         torch = self._torch
         out = np.empty((low_res_logits.shape[0], height, width), dtype=bool)
         for start in range(0, low_res_logits.shape[0], UPSAMPLE_CHUNK):
-            chunk = low_res_logits[start:start + UPSAMPLE_CHUNK].float()
+            chunk = low_res_logits[start : start + UPSAMPLE_CHUNK].float()
             up = torch.nn.functional.interpolate(chunk, (height, width), mode="bilinear", align_corners=False)
-            out[start:start + chunk.shape[0]] = (up[:, 0] > self.mask_threshold).cpu().numpy()
+            out[start : start + chunk.shape[0]] = (up[:, 0] > self.mask_threshold).cpu().numpy()
         return out
 
 

@@ -69,13 +69,19 @@ class MaskRows:
         rle = np.empty(len(self.rle_counts), dtype=object)
         rle[:] = list(self.rle_counts)
         return SceneMasks(
-            image_index=cat(self.image_index, np.int32), track_index=cat(self.track_index, np.int32),
-            rle_counts=rle, area_px=cat(self.area_px, np.int64),
+            image_index=cat(self.image_index, np.int32),
+            track_index=cat(self.track_index, np.int32),
+            rle_counts=rle,
+            area_px=cat(self.area_px, np.int64),
             mask_box_xyxy=cat(self.mask_box_xyxy, np.float64, 4),
             projected_box_xyxy=cat(self.projected_box_xyxy, np.float64, 4),
-            depth_m=cat(self.depth_m, np.float64), quality=cat(self.quality, np.float64),
-            box_iou=cat(self.box_iou, np.float64), coverage=cat(self.coverage, np.float64),
-            pass_box_iou=passes[0], pass_coverage=passes[1], pass_quality=passes[2],
+            depth_m=cat(self.depth_m, np.float64),
+            quality=cat(self.quality, np.float64),
+            box_iou=cat(self.box_iou, np.float64),
+            coverage=cat(self.coverage, np.float64),
+            pass_box_iou=passes[0],
+            pass_coverage=passes[1],
+            pass_quality=passes[2],
             visible=passes[0] & passes[1] & passes[2],
         )
 
@@ -114,9 +120,18 @@ class SceneRegions:
 LidarSource = Callable[[int], np.ndarray | None]  # frame index -> LiDAR points [P, 3] in the global frame
 
 
-def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence[Boxes], track_ids: np.ndarray,
-                   segmenter: Segmenter, thresholds: VisibilityThresholds, decode: Callable[[int], np.ndarray],
-                   lidar_global: LidarSource | None = None, timings: dict[str, float] | None = None):
+def segment_images(
+    image_rows: Sequence[int],
+    images,
+    cameras,
+    tracked: Sequence[Boxes],
+    track_ids: np.ndarray,
+    segmenter: Segmenter,
+    thresholds: VisibilityThresholds,
+    decode: Callable[[int], np.ndarray],
+    lidar_global: LidarSource | None = None,
+    timings: dict[str, float] | None = None,
+):
     """Segment the objects of the given rows of the images table; returns their masks.
 
     ``tracked[f]`` are the tracker's boxes of frame f (global frame, ``track_id`` set); ``track_ids`` the scene's
@@ -141,8 +156,9 @@ def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence
         t0 = time.perf_counter()
         T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
         points = lidar_global(f) if lidar_global is not None else None
-        request, keep = make_request(decode(row), cameras.intrinsic[c], geo.invert_transform(T_global_from_cam),
-                                     boxes, points)
+        request, keep = make_request(
+            decode(row), cameras.intrinsic[c], geo.invert_transform(T_global_from_cam), boxes, points
+        )
         if len(request) == 0:
             timings["segment"] += time.perf_counter() - t0
             continue
@@ -171,15 +187,17 @@ def segment_images(image_rows: Sequence[int], images, cameras, tracked: Sequence
 
 def assign_regions(keyframe_frames: np.ndarray, images, masks: SceneMasks) -> SceneRegions:
     """The regions: visible objects of each keyframe image numbered left to right."""
-    image_of = {(int(f), int(c)): i for i, (f, c) in enumerate(zip(images.frame_index, images.channel_index,
-                                                                    strict=True))}
+    image_of = {
+        (int(f), int(c)): i for i, (f, c) in enumerate(zip(images.frame_index, images.channel_index, strict=True))
+    }
     visible = np.flatnonzero(np.asarray(masks.visible, dtype=bool))
     by_image: dict[int, list[int]] = {}
     for m in visible.tolist():
         by_image.setdefault(int(masks.image_index[m]), []).append(m)
     n_channels = int(np.max(images.channel_index)) + 1 if len(images.channel_index) else 0
-    cols: dict[str, list[int]] = {k: [] for k in ("keyframe_index", "channel_index", "region_id", "track_index",
-                                                  "mask_index")}
+    cols: dict[str, list[int]] = {
+        k: [] for k in ("keyframe_index", "channel_index", "region_id", "track_index", "mask_index")
+    }
     for k, f in enumerate(np.asarray(keyframe_frames).tolist()):
         for c in range(n_channels):
             members = by_image.get(image_of.get((int(f), c), -1), [])

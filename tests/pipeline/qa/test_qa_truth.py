@@ -57,25 +57,37 @@ BOUNDARY_TOL = 1e-6  # a truth this close (in units of the last digit) to a roun
 
 # docs/qa-spatial.md, predicate tables (written out here so the test also pins the documented names).
 PAIR_YES_NO = {  # predicate -> (compared quantity, relation that makes the answer "yes" for (A, B))
-    "left_of": ("x_cam", "<"), "right_of": ("x_cam", ">"),
-    "in_front_of": ("z_cam", "<"), "behind": ("z_cam", ">"),
-    "bigger": ("volume", ">"), "smaller": ("volume", "<"),
-    "taller": ("height", ">"), "shorter": ("height", "<"),
-    "wider": ("width", ">"), "thinner": ("width", "<"),
+    "left_of": ("x_cam", "<"),
+    "right_of": ("x_cam", ">"),
+    "in_front_of": ("z_cam", "<"),
+    "behind": ("z_cam", ">"),
+    "bigger": ("volume", ">"),
+    "smaller": ("volume", "<"),
+    "taller": ("height", ">"),
+    "shorter": ("height", "<"),
+    "wider": ("width", ">"),
+    "thinner": ("width", "<"),
 }
 PAIR_NUMBERS = ("direct_distance", "horizontal_distance", "vertical_distance")
 OBJECT_SINGLE = ("width", "height")
 EGO_NUMBERS = ("ego_distance", "ego_heading_angle", "ego_clock_direction", "region_length")
 EGO_COMPARISONS = {  # predicate -> (quantity, relation of the region to the ego vehicle that makes "yes")
-    "bigger_than_ego": ("volume", ">"), "smaller_than_ego": ("volume", "<"),
-    "taller_than_ego": ("height", ">"), "shorter_than_ego": ("height", "<"),
-    "wider_than_ego": ("width", ">"), "thinner_than_ego": ("width", "<"),
+    "bigger_than_ego": ("volume", ">"),
+    "smaller_than_ego": ("volume", "<"),
+    "taller_than_ego": ("height", ">"),
+    "shorter_than_ego": ("height", "<"),
+    "wider_than_ego": ("width", ">"),
+    "thinner_than_ego": ("width", "<"),
 }
 OBJECT_PREDICATES = (*PAIR_YES_NO, *PAIR_NUMBERS, *OBJECT_SINGLE)
 EGO_PREDICATES = (*EGO_NUMBERS, "ego_left_right", *EGO_COMPARISONS)  # region_width / region_height: off by default
-TEMPORAL_PREDICATES = ("ego_distance_data", "target_bearing_angle_data", "target_speed_data", "ego_speed_data",
-                       *(f"{q}_4d_t{h}" for h in HORIZONS_S[1:]
-                         for q in ("ego_distance_data", "target_speed_data", "ego_speed_data")))
+TEMPORAL_PREDICATES = (
+    "ego_distance_data",
+    "target_bearing_angle_data",
+    "target_speed_data",
+    "ego_speed_data",
+    *(f"{q}_4d_t{h}" for h in HORIZONS_S[1:] for q in ("ego_distance_data", "target_speed_data", "ego_speed_data")),
+)
 REGION_NAME = re.compile(r"Region \[\d+\]")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -119,14 +131,15 @@ def _clock_hour(heading_deg: float) -> tuple[int, float]:
 def _assert_rounded(gt: float, truth: float, decimals: int, what: str) -> None:
     """gt is truth rounded to ``decimals`` (Python's round); within BOUNDARY_TOL of a rounding boundary either
     neighbour is accepted, and |gt - truth| <= half a unit (+1e-9) always holds."""
-    unit = 10.0 ** -decimals
+    unit = 10.0**-decimals
     assert round(gt, decimals) == gt, f"{what}: gt_value {gt!r} is not canonical ({decimals} decimals)"
     assert abs(gt - truth) <= unit / 2 + 1e-9, f"{what}: gt_value {gt} but truth {truth!r}"
     scaled = truth / unit
     near_boundary = abs(scaled - math.floor(scaled) - 0.5) < BOUNDARY_TOL
     if not near_boundary:
-        assert gt == round(truth, decimals), f"{what}: gt_value {gt} but truth {truth!r} rounds to " \
-                                             f"{round(truth, decimals)}"
+        assert gt == round(truth, decimals), (
+            f"{what}: gt_value {gt} but truth {truth!r} rounds to {round(truth, decimals)}"
+        )
 
 
 def _assert_degrees(gt: float, truth: float, what: str) -> None:
@@ -197,8 +210,11 @@ def fd_speed_bound(traj, t_lo: float, t_hi: float, t: float) -> float:
     if t_lo < t < t_hi:  # central
         h = duration / 2.0
         times, jumps = _profile_knots(traj)
-        speed_term = sum(abs(d) * (h - abs(tau - t)) ** 2 / (4.0 * h)
-                         for tau, d in zip(times, jumps, strict=True) if abs(tau - t) < h)
+        speed_term = sum(
+            abs(d) * (h - abs(tau - t)) ** 2 / (4.0 * h)
+            for tau, d in zip(times, jumps, strict=True)
+            if abs(tau - t) < h
+        )
     else:
         speed_term = duration / 2.0 * prof.max_abs_accel
     kappa = traj.path.max_curvature
@@ -295,14 +311,29 @@ def built(tmp_path_factory) -> Built:
         states = truth.agent_states(t)
         assert np.asarray(states.extras["agent_id"]).tolist() == list(range(1, len(truth.agents) + 1))
         centres.append(np.asarray(states.center, dtype=np.float64))
-    b = Built(qa=view.qa, tracks=view.tracks, regions=view.regions, cameras=view.cameras, frames=frames,
-              keyframe_frame=[int(f) for f in np.asarray(view.keyframes.frame_index).tolist()], truth=truth,
-              t_rel=t_rel, T_global_from_ego=[truth.ego_pose(t) for t in t_rel], centres=centres,
-              ego_size_lwh=tuple(float(v) for v in config.qa.ego_size_lwh), scene_name=name)
+    b = Built(
+        qa=view.qa,
+        tracks=view.tracks,
+        regions=view.regions,
+        cameras=view.cameras,
+        frames=frames,
+        keyframe_frame=[int(f) for f in np.asarray(view.keyframes.frame_index).tolist()],
+        truth=truth,
+        t_rel=t_rel,
+        T_global_from_ego=[truth.ego_pose(t) for t in t_rel],
+        centres=centres,
+        ego_size_lwh=tuple(float(v) for v in config.qa.ego_size_lwh),
+        scene_name=name,
+    )
     _link_tracks(b)
     reg = b.regions
-    for k, c, r, t in zip(*(np.asarray(getattr(reg, a)).tolist()
-                            for a in ("keyframe_index", "channel_index", "region_id", "track_index")), strict=True):
+    for k, c, r, t in zip(
+        *(
+            np.asarray(getattr(reg, a)).tolist()
+            for a in ("keyframe_index", "channel_index", "region_id", "track_index")
+        ),
+        strict=True,
+    ):
         b.region_track[(k, c, r)] = t
     return b
 
@@ -338,11 +369,26 @@ class Row:
         def unpad(a) -> tuple[int, ...]:
             return tuple(int(v) for v in np.asarray(a).tolist() if v >= 0)
 
-        return Row(i, str(qa.question_id[i]), str(qa.category[i]), str(qa.predicate[i]), int(qa.keyframe_index[i]),
-                   int(qa.channel_index[i]), unpad(qa.region_ids[i]), unpad(qa.track_index[i]),
-                   unpad(qa.frame_indices[i]), str(qa.answer[i]), float(qa.gt_value[i]), str(qa.unit[i]),
-                   str(qa.gt_label[i]), json.loads(str(qa.gt_extra[i]) or "{}"), str(qa.group_id[i]),
-                   int(qa.horizon_s[i]), int(qa.out_of_view[i]), str(qa.object_class[i]))
+        return Row(
+            i,
+            str(qa.question_id[i]),
+            str(qa.category[i]),
+            str(qa.predicate[i]),
+            int(qa.keyframe_index[i]),
+            int(qa.channel_index[i]),
+            unpad(qa.region_ids[i]),
+            unpad(qa.track_index[i]),
+            unpad(qa.frame_indices[i]),
+            str(qa.answer[i]),
+            float(qa.gt_value[i]),
+            str(qa.unit[i]),
+            str(qa.gt_label[i]),
+            json.loads(str(qa.gt_extra[i]) or "{}"),
+            str(qa.group_id[i]),
+            int(qa.horizon_s[i]),
+            int(qa.out_of_view[i]),
+            str(qa.object_class[i]),
+        )
 
 
 def _size_quantity(size: np.ndarray, name: str) -> float:
@@ -351,8 +397,9 @@ def _size_quantity(size: np.ndarray, name: str) -> float:
 
 
 def _assert_sizes_unambiguous(a: float, b: float, rel_min: float, what: str) -> None:
-    assert abs(a - b) >= rel_min * max(a, b) - THRESHOLD_TOL and a != b, \
+    assert abs(a - b) >= rel_min * max(a, b) - THRESHOLD_TOL and a != b, (
         f"{what}: ambiguous size comparison asked ({a!r} vs {b!r})"
+    )
 
 
 def _check_common(b: Built, row: Row) -> list[int]:
@@ -415,8 +462,11 @@ def check_spatial_row(b: Built, row: Row) -> None:
     # Quantitative rows.
     if pred in PAIR_NUMBERS:
         d = p_ego[0] - p_ego[1]
-        value = {"direct_distance": math.sqrt(float(d @ d)), "horizontal_distance": math.hypot(d[0], d[1]),
-                 "vertical_distance": abs(float(d[2]))}[pred]
+        value = {
+            "direct_distance": math.sqrt(float(d @ d)),
+            "horizontal_distance": math.hypot(d[0], d[1]),
+            "vertical_distance": abs(float(d[2])),
+        }[pred]
     elif pred in ("width", "region_width"):
         value = float(sizes[0][1])
     elif pred in ("height", "region_height"):
@@ -546,14 +596,19 @@ def check_temporal_row(b: Built, row: Row, deviations: dict[str, SpeedDeviation]
     t_lo, t_hi, t = b.t_rel[window[0]], b.t_rel[window[1]], b.t_rel[f_h]
     bound = fd_speed_bound(traj, t_lo, t_hi, t)
     deviation = abs(row.gt - analytic)
-    assert deviation <= bound + 0.005 + 1e-9, \
+    assert deviation <= bound + 0.005 + 1e-9, (
         f"{what}: {row.gt} m/s, analytic {analytic:.4f} m/s, bound {bound:.4f} ({source}, t = {t} s)"
+    )
     key = "target" if "target" in pred else "ego"
     if deviation > deviations[key].value:
         kind = "central" if t_lo < t < t_hi else "one-sided"
-        deviations[key] = SpeedDeviation(deviation, bound, f"{row.qid} {pred}: {source} at t = {t:.1f} s, "
-                                                           f"{kind} difference over [{t_lo:.1f}, {t_hi:.1f}] s, "
-                                                           f"gt {row.gt} vs analytic {analytic:.4f} m/s")
+        deviations[key] = SpeedDeviation(
+            deviation,
+            bound,
+            f"{row.qid} {pred}: {source} at t = {t:.1f} s, "
+            f"{kind} difference over [{t_lo:.1f}, {t_hi:.1f}] s, "
+            f"gt {row.gt} vs analytic {analytic:.4f} m/s",
+        )
 
 
 # ============================================================================================ tests
@@ -584,8 +639,13 @@ def test_fd_speed_bound_is_tight_for_one_acceleration_jump():
 
 
 @settings(max_examples=200, deadline=None)
-@given(v0=st.floats(0.0, 15.0), phases=st.lists(st.tuples(st.floats(0.1, 3.0), st.floats(-3.0, 3.0)), max_size=4),
-       radius=st.one_of(st.just(0.0), st.floats(5.0, 50.0)), t=st.floats(0.0, 8.0), kind=st.sampled_from("cfb"))
+@given(
+    v0=st.floats(0.0, 15.0),
+    phases=st.lists(st.tuples(st.floats(0.1, 3.0), st.floats(-3.0, 3.0)), max_size=4),
+    radius=st.one_of(st.just(0.0), st.floats(5.0, 50.0)),
+    t=st.floats(0.0, 8.0),
+    kind=st.sampled_from("cfb"),
+)
 def test_fd_speed_bound_holds_for_random_trajectories(v0, phases, radius, t, kind):
     """Property: the finite-difference speed of any straight or arc trajectory with piecewise-constant
     acceleration stays within fd_speed_bound of the analytic speed (central, forward and backward windows)."""
@@ -638,8 +698,10 @@ def test_every_qa_row_equals_the_analytic_truth(built: Built):
         assert sorted(preds) == sorted(TEMPORAL_PREDICATES), gid
     print(f"\nQA rows checked: {dict(checked)}; groups {len(groups)}")
     for key, dev in deviations.items():
-        print(f"largest {key} speed deviation from the analytic truth: {dev.value:.4f} m/s "
-              f"(bound {dev.bound:.4f} + 0.005): {dev.where}")
+        print(
+            f"largest {key} speed deviation from the analytic truth: {dev.value:.4f} m/s "
+            f"(bound {dev.bound:.4f} + 0.005): {dev.where}"
+        )
 
 
 def test_groups_exist_exactly_for_the_eligible_targets(built: Built):
@@ -654,7 +716,7 @@ def test_groups_exist_exactly_for_the_eligible_targets(built: Built):
         if min(frames) < 0:
             continue
         present = np.asarray(built.tracks.present[track], dtype=bool)
-        horizons = frames[len(CONTEXT_OFFSETS_S):]
+        horizons = frames[len(CONTEXT_OFFSETS_S) :]
         if not all(present[f] and _fd_window(present, f) is not None for f in horizons):
             continue
         agent_id = built.agent_of_track[track]

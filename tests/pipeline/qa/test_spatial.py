@@ -37,13 +37,24 @@ EGO_LWH = (4.084, 1.730, 1.562)
 ALL = SpatialQAConfig(max_pairs_per_image=10_000, max_qa_per_image=0, predicates=frozenset(SPATIAL_PREDICATES))
 
 YES_NO_PAIR = {  # predicate -> (quantity, sense): sense +1 "A's quantity is larger", -1 "A's is smaller"
-    "left_of": ("x_cam", -1), "right_of": ("x_cam", 1), "in_front_of": ("z_cam", -1), "behind": ("z_cam", 1),
-    "bigger": ("volume", 1), "smaller": ("volume", -1), "taller": ("h", 1), "shorter": ("h", -1),
-    "wider": ("w", 1), "thinner": ("w", -1),
+    "left_of": ("x_cam", -1),
+    "right_of": ("x_cam", 1),
+    "in_front_of": ("z_cam", -1),
+    "behind": ("z_cam", 1),
+    "bigger": ("volume", 1),
+    "smaller": ("volume", -1),
+    "taller": ("h", 1),
+    "shorter": ("h", -1),
+    "wider": ("w", 1),
+    "thinner": ("w", -1),
 }
 YES_NO_EGO = {
-    "bigger_than_ego": ("volume", 1), "smaller_than_ego": ("volume", -1), "taller_than_ego": ("h", 1),
-    "shorter_than_ego": ("h", -1), "wider_than_ego": ("w", 1), "thinner_than_ego": ("w", -1),
+    "bigger_than_ego": ("volume", 1),
+    "smaller_than_ego": ("volume", -1),
+    "taller_than_ego": ("h", 1),
+    "shorter_than_ego": ("h", -1),
+    "wider_than_ego": ("w", 1),
+    "thinner_than_ego": ("w", -1),
 }
 FAMILY_OF = {p: i // 2 for i, p in enumerate(YES_NO_PAIR)} | {p: 5 + i // 2 for i, p in enumerate(YES_NO_EGO)}
 NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
@@ -62,11 +73,16 @@ def make_ctx(center_ego, size_lwh, center_cam=None, region_id=None, classes=None
     center_ego = np.asarray(center_ego, dtype=float).reshape(-1, 3)
     n = center_ego.shape[0]
     return QAContext(
-        scene="scene-test", keyframe_index=0, frame_index=4, channel="CAM_FRONT",
+        scene="scene-test",
+        keyframe_index=0,
+        frame_index=4,
+        channel="CAM_FRONT",
         region_id=np.arange(n) if region_id is None else np.asarray(region_id),
         track_index=np.arange(n) * 7 + 3,
         object_class=np.array(classes if classes is not None else ["vehicle"] * n, dtype=object),
-        center_ego=center_ego, size_lwh=np.asarray(size_lwh, dtype=float).reshape(-1, 3), yaw_ego=np.zeros(n),
+        center_ego=center_ego,
+        size_lwh=np.asarray(size_lwh, dtype=float).reshape(-1, 3),
+        yaw_ego=np.zeros(n),
         center_cam=cam_from_ego(center_ego) if center_cam is None else np.asarray(center_cam, float).reshape(-1, 3),
         ego_size_lwh=ego,
     )
@@ -74,8 +90,9 @@ def make_ctx(center_ego, size_lwh, center_cam=None, region_id=None, classes=None
 
 def known_pair_ctx() -> QAContext:
     """A: car at ego (10, 3, 0.5); B: truck at ego (13, -1, 1.7). A left of B, nearer, smaller, lower, thinner."""
-    return make_ctx([[10.0, 3.0, 0.5], [13.0, -1.0, 1.7]], [[4.5, 1.9, 1.6], [8.0, 2.5, 3.2]],
-                    classes=["vehicle", "large vehicle"])
+    return make_ctx(
+        [[10.0, 3.0, 0.5], [13.0, -1.0, 1.7]], [[4.5, 1.9, 1.6], [8.0, 2.5, 3.2]], classes=["vehicle", "large vehicle"]
+    )
 
 
 def items_over_seeds(ctx: QAContext, seeds, config: SpatialQAConfig = ALL) -> list[QAItem]:
@@ -90,7 +107,7 @@ def items_over_seeds(ctx: QAContext, seeds, config: SpatialQAConfig = ALL) -> li
 
 def _near_half(x: float, decimals: int) -> bool:
     """True when x lies within 1e-9 of a rounding tie at ``decimals`` (two float paths may then round apart)."""
-    scaled = x * 10 ** decimals
+    scaled = x * 10**decimals
     return abs(scaled - math.floor(scaled) - 0.5) < 1e-9 * max(1.0, abs(scaled))
 
 
@@ -102,9 +119,17 @@ def _clock_hour(x: float, y: float) -> int:
 
 def _region(ctx: QAContext, pos: int) -> dict[str, float]:
     l, w, h = (float(v) for v in ctx.size_lwh[pos])
-    return {"x_cam": float(ctx.center_cam[pos][0]), "z_cam": float(ctx.center_cam[pos][2]), "l": l, "w": w, "h": h,
-            "volume": l * w * h, "x": float(ctx.center_ego[pos][0]), "y": float(ctx.center_ego[pos][1]),
-            "z": float(ctx.center_ego[pos][2])}
+    return {
+        "x_cam": float(ctx.center_cam[pos][0]),
+        "z_cam": float(ctx.center_cam[pos][2]),
+        "l": l,
+        "w": w,
+        "h": h,
+        "volume": l * w * h,
+        "x": float(ctx.center_ego[pos][0]),
+        "y": float(ctx.center_ego[pos][1]),
+        "z": float(ctx.center_ego[pos][2]),
+    }
 
 
 def _pair_ambiguous(ra: dict, rb: dict, quantity: str, cfg: SpatialQAConfig) -> bool:
@@ -134,8 +159,16 @@ def check_item(ctx: QAContext, item: QAItem, cfg: SpatialQAConfig) -> None:
     assert at == sorted(at), item.question
     assert all(n in item.answer for n in names), item.answer
     p = item.predicate
-    ego_preds = {"ego_distance", "ego_heading_angle", "ego_clock_direction", "ego_left_right", "region_length",
-                 "region_width", "region_height", *YES_NO_EGO}
+    ego_preds = {
+        "ego_distance",
+        "ego_heading_angle",
+        "ego_clock_direction",
+        "ego_left_right",
+        "region_length",
+        "region_width",
+        "region_height",
+        *YES_NO_EGO,
+    }
     assert item.category == (CATEGORY_EGO_SPATIAL if p in ego_preds else CATEGORY_OBJECT_SPATIAL)
     assert (item.group_id, item.horizon_s, item.frame_indices, item.out_of_view) == ("", 0, (), -1)
     if p in YES_NO_PAIR or p in YES_NO_EGO:
@@ -152,8 +185,9 @@ def check_item(ctx: QAContext, item: QAItem, cfg: SpatialQAConfig) -> None:
         holds = a > b if sense > 0 else a < b
         assert item.gt_label == ("yes" if holds else "no"), (p, a, b, item)
         assert math.isnan(item.gt_value) and item.unit == ""
-        assert item.answer.split()[0].strip(",.").lower() in (("yes", "correct", "indeed") if holds
-                                                               else ("no", "incorrect"))
+        assert item.answer.split()[0].strip(",.").lower() in (
+            ("yes", "correct", "indeed") if holds else ("no", "incorrect")
+        )
         return
     if p == "ego_left_right":
         y = regions[0]["y"]
@@ -165,8 +199,11 @@ def check_item(ctx: QAContext, item: QAItem, cfg: SpatialQAConfig) -> None:
     if p in ("direct_distance", "horizontal_distance", "vertical_distance"):
         r1 = regions[1]
         dx, dy, dz = r0["x"] - r1["x"], r0["y"] - r1["y"], r0["z"] - r1["z"]
-        truth = {"direct_distance": math.sqrt(dx * dx + dy * dy + dz * dz),
-                 "horizontal_distance": math.sqrt(dx * dx + dy * dy), "vertical_distance": abs(dz)}[p]
+        truth = {
+            "direct_distance": math.sqrt(dx * dx + dy * dy + dz * dz),
+            "horizontal_distance": math.sqrt(dx * dx + dy * dy),
+            "vertical_distance": abs(dz),
+        }[p]
     elif p in ("width", "region_width"):
         truth = r0["w"]
     elif p in ("height", "region_height"):
@@ -229,8 +266,9 @@ def expected_counts(ctx: QAContext, cfg: SpatialQAConfig) -> Counter:
         out[((rid[i],), "ego_heading_angle")] = int(d >= cfg.heading_min_distance_m)
         clockwise = -math.degrees(math.atan2(r["y"], r["x"]))
         to_boundary = min(abs((clockwise - 15.0 - 30.0 * k + 540.0) % 360.0 - 180.0) for k in range(12))
-        out[((rid[i],), "ego_clock_direction")] = int(d >= cfg.heading_min_distance_m
-                                                       and to_boundary >= cfg.clock_margin_deg)
+        out[((rid[i],), "ego_clock_direction")] = int(
+            d >= cfg.heading_min_distance_m and to_boundary >= cfg.clock_margin_deg
+        )
         out[((rid[i],), "ego_left_right")] = int(abs(r["y"]) >= cfg.ego_lateral_min_m and r["y"] != 0)
         for fam, quantity in enumerate(("volume", "h", "w")):
             a, b = r[quantity], _ego_quantity(quantity, ctx.ego_size_lwh)
@@ -253,8 +291,16 @@ def test_known_pair_every_predicate():
     ctx = known_pair_ctx()
     items = items_over_seeds(ctx, range(40))
     truth = {  # (predicate, region_ids) -> label, from the hand-built geometry
-        "left_of": "yes", "right_of": "no", "in_front_of": "yes", "behind": "no", "bigger": "no", "smaller": "yes",
-        "taller": "no", "shorter": "yes", "wider": "no", "thinner": "yes",
+        "left_of": "yes",
+        "right_of": "no",
+        "in_front_of": "yes",
+        "behind": "no",
+        "bigger": "no",
+        "smaller": "yes",
+        "taller": "no",
+        "shorter": "yes",
+        "wider": "no",
+        "thinner": "yes",
     }
     seen: set[tuple[str, tuple[int, ...]]] = set()
     for it in items:
@@ -283,14 +329,16 @@ def test_known_pair_every_predicate():
     assert {lab for _, lab in by[("ego_left_right", (1,))]} == {"right"}
     # Versus the ego (4.084 x 1.730 x 1.562, 11.04 m^3): A is 13.68 m^3 (24 % bigger), 1.6 m high (2 %: skipped),
     # 1.9 m wide (9 %: skipped); B is bigger, taller and wider.
-    assert {lab for (p, r), v in by.items() if r == (0,) and p in ("bigger_than_ego", "smaller_than_ego")
-            for _, lab in v} == {"yes", "no"}
+    assert {
+        lab for (p, r), v in by.items() if r == (0,) and p in ("bigger_than_ego", "smaller_than_ego") for _, lab in v
+    } == {"yes", "no"}
     for p in ("taller_than_ego", "shorter_than_ego", "wider_than_ego", "thinner_than_ego"):
         assert (p, (0,)) not in by
     for it in items:
         if it.region_ids == (1,) and it.predicate in YES_NO_EGO:
-            assert it.gt_label == ("yes" if it.predicate in ("bigger_than_ego", "taller_than_ego", "wider_than_ego")
-                                   else "no")
+            assert it.gt_label == (
+                "yes" if it.predicate in ("bigger_than_ego", "taller_than_ego", "wider_than_ego") else "no"
+            )
         if it.region_ids == (0,) and it.predicate in ("bigger_than_ego", "smaller_than_ego"):
             assert it.gt_label == ("yes" if it.predicate == "bigger_than_ego" else "no")
     for it in items:
@@ -334,8 +382,10 @@ def test_ambiguity_thresholds_are_inclusive_at_the_limit():
 def test_clock_margin_and_heading_distance():
     # 15 deg right of ahead is the 12 / 1 o'clock boundary: no clock item; 20 deg right: 1 o'clock.
     t15, t20 = math.radians(-15.0), math.radians(-20.0)
-    ctx = make_ctx([[10 * math.cos(t15), 10 * math.sin(t15), 1.0], [10 * math.cos(t20), 10 * math.sin(t20), 1.0],
-                    [0.5, 0.3, 1.0]], [[4.0, 2.0, 1.5]] * 3)
+    ctx = make_ctx(
+        [[10 * math.cos(t15), 10 * math.sin(t15), 1.0], [10 * math.cos(t20), 10 * math.sin(t20), 1.0], [0.5, 0.3, 1.0]],
+        [[4.0, 2.0, 1.5]] * 3,
+    )
     items = items_over_seeds(ctx, range(5))
     clock = {it.region_ids: it.gt_value for it in items if it.predicate == "ego_clock_direction"}
     assert clock == {(1,): 1.0}
@@ -343,8 +393,9 @@ def test_clock_margin_and_heading_distance():
     assert heading == {(0,): -15.0, (1,): -20.0}  # region 2 is 0.58 m from the ego origin: no heading
     # Straight behind, a hair to the right: -179.7 deg rounds to -180, written as 180 (range (-180, 180]).
     ctx = make_ctx([[-20.0, -0.1, 1.0]], [[4.0, 2.0, 1.5]])
-    heading = [it for it in generate_spatial_qa(ctx, np.random.default_rng(0), ALL)
-               if it.predicate == "ego_heading_angle"]
+    heading = [
+        it for it in generate_spatial_qa(ctx, np.random.default_rng(0), ALL) if it.predicate == "ego_heading_angle"
+    ]
     assert [it.gt_value for it in heading] == [180.0] and "180 degrees" in heading[0].answer
     assert "-180" not in heading[0].answer
 
@@ -359,8 +410,18 @@ def test_non_finite_geometry_is_skipped_not_guessed():
         if 2 in it.region_ids:
             assert it.predicate not in ("left_of", "right_of")
         if 1 in it.region_ids:
-            assert it.predicate not in ("taller", "shorter", "bigger", "smaller", "height", "region_height",
-                                        "taller_than_ego", "shorter_than_ego", "bigger_than_ego", "smaller_than_ego")
+            assert it.predicate not in (
+                "taller",
+                "shorter",
+                "bigger",
+                "smaller",
+                "height",
+                "region_height",
+                "taller_than_ego",
+                "shorter_than_ego",
+                "bigger_than_ego",
+                "smaller_than_ego",
+            )
     assert any(it.predicate in ("left_of", "right_of") for it in items)
 
 
@@ -411,8 +472,11 @@ def test_caps():
     assert len(items) == 17
     for it in items:
         check_item(ctx, it, cfg)
-    assert not [it for it in generate_spatial_qa(ctx, np.random.default_rng(0), SpatialQAConfig(max_pairs_per_image=0))
-                if len(it.region_ids) == 2]
+    assert not [
+        it
+        for it in generate_spatial_qa(ctx, np.random.default_rng(0), SpatialQAConfig(max_pairs_per_image=0))
+        if len(it.region_ids) == 2
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- phrasings
@@ -468,8 +532,11 @@ def test_same_seed_same_items_other_seed_other_phrasing():
     c = generate_spatial_qa(ctx, np.random.default_rng(8))
     assert [i.question for i in a] != [i.question for i in c]
     # every template of a predicate is reachable
-    used = Counter(it.question for it in items_over_seeds(ctx, range(200)) if it.predicate == "ego_distance"
-                   and it.region_ids == (0,))
+    used = Counter(
+        it.question
+        for it in items_over_seeds(ctx, range(200))
+        if it.predicate == "ego_distance" and it.region_ids == (0,)
+    )
     assert len(used) == len(QUESTIONS["ego_distance"])
 
 
@@ -479,23 +546,36 @@ def test_same_seed_same_items_other_seed_other_phrasing():
 def random_ctx(rng: np.random.Generator, n: int) -> QAContext:
     ce = np.c_[rng.uniform(-50, 50, n), rng.uniform(-15, 15, n), rng.uniform(0.2, 2.5, n)]
     size = rng.uniform(0.3, 10.0, (n, 3))
-    return make_ctx(ce, size, center_cam=cam_from_ego(ce) + rng.normal(0, 0.3, (n, 3)),
-                    region_id=rng.permutation(n), classes=rng.choice(["vehicle", "pedestrian", "bus"], n))
+    return make_ctx(
+        ce,
+        size,
+        center_cam=cam_from_ego(ce) + rng.normal(0, 0.3, (n, 3)),
+        region_id=rng.permutation(n),
+        classes=rng.choice(["vehicle", "pedestrian", "bus"], n),
+    )
 
 
 _coord = st.one_of(st.integers(-8, 8).map(lambda k: k * 0.25), st.floats(-40, 40, allow_nan=False))
 _size = st.one_of(st.integers(1, 12).map(lambda k: k * 0.5), st.floats(0.1, 15, allow_nan=False))
-_region_strategy = st.tuples(st.tuples(_coord, _coord, _coord), st.tuples(_coord, _coord, _coord),
-                    st.tuples(_size, _size, _size))
+_region_strategy = st.tuples(
+    st.tuples(_coord, _coord, _coord), st.tuples(_coord, _coord, _coord), st.tuples(_size, _size, _size)
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(regions=st.lists(_region_strategy, min_size=0, max_size=7), seed=st.integers(0, 2**32 - 1),
-       ego=st.sampled_from([EGO_LWH, (4.5, 2.0, 1.5), (2.0, 1.0, 1.0)]))
+@given(
+    regions=st.lists(_region_strategy, min_size=0, max_size=7),
+    seed=st.integers(0, 2**32 - 1),
+    ego=st.sampled_from([EGO_LWH, (4.5, 2.0, 1.5), (2.0, 1.0, 1.0)]),
+)
 def test_every_item_matches_an_independent_rederivation(regions, seed, ego):
-    ctx = make_ctx([r[0] for r in regions] or np.zeros((0, 3)), [r[2] for r in regions] or np.zeros((0, 3)),
-                   center_cam=[r[1] for r in regions] or np.zeros((0, 3)),
-                   region_id=np.random.default_rng(seed).permutation(len(regions)), ego=ego)
+    ctx = make_ctx(
+        [r[0] for r in regions] or np.zeros((0, 3)),
+        [r[2] for r in regions] or np.zeros((0, 3)),
+        center_cam=[r[1] for r in regions] or np.zeros((0, 3)),
+        region_id=np.random.default_rng(seed).permutation(len(regions)),
+        ego=ego,
+    )
     items = generate_spatial_qa(ctx, np.random.default_rng(seed), ALL)
     for it in items:
         check_item(ctx, it, ALL)
@@ -535,6 +615,7 @@ def test_balance_of_answers_and_orders():
 
 
 # ---------------------------------------------------------------------------------------------- real geometry
+
 
 @needs_nuscenes_demo
 def test_real_nuscenes_keyframe_rederived():

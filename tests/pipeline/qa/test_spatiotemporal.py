@@ -47,18 +47,33 @@ def _tracks(center_global, present, ego_xy, ego_yaw, times=None):
     center = np.where(present[..., None], center_global, np.nan)
     return SceneTracks(
         track_id=np.array([f"t{i}" for i in range(n_tracks)], dtype=object),
-        label=np.array(["car"] * n_tracks, dtype=object), times_s=times, present=present, center_global=center,
+        label=np.array(["car"] * n_tracks, dtype=object),
+        times_s=times,
+        present=present,
+        center_global=center,
         size_lwh=np.where(present[..., None], np.array([4.0, 2.0, 1.6]), np.nan),
-        yaw_global=np.where(present, 0.0, np.nan), score=np.where(present, 1.0, np.nan), T_global_from_ego=poses)
+        yaw_global=np.where(present, 0.0, np.nan),
+        score=np.where(present, 1.0, np.nan),
+        T_global_from_ego=poses,
+    )
 
 
 def _targets(track_index, region_id=None, scene="scene-a", keyframe_index=7, classes=None):
     track_index = np.asarray(track_index, dtype=np.int64)
     region_id = np.arange(track_index.size) if region_id is None else np.asarray(region_id)
     classes = ["vehicle"] * track_index.size if classes is None else classes
-    return TemporalTargets(scene=scene, keyframe_index=keyframe_index, channel="CAM_FRONT", region_id=region_id,
-                           track_index=track_index, object_class=np.array(classes, dtype=object),
-                           T_ego_from_cam=T_EGO_FROM_CAM, intrinsic=K, width=WIDTH, height=HEIGHT)
+    return TemporalTargets(
+        scene=scene,
+        keyframe_index=keyframe_index,
+        channel="CAM_FRONT",
+        region_id=region_id,
+        track_index=track_index,
+        object_class=np.array(classes, dtype=object),
+        T_ego_from_cam=T_EGO_FROM_CAM,
+        intrinsic=K,
+        width=WIDTH,
+        height=HEIGHT,
+    )
 
 
 def _by_predicate(items, group_id):
@@ -88,8 +103,7 @@ def _straight_scene(world_yaw=0.0, n_frames=20):
 def test_straight_line_known_answers(world_yaw):
     tracks = _straight_scene(world_yaw)
     attrs = extract_attributes(tracks)
-    items, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 10, _targets([0], [4]),
-                                              np.random.default_rng(0))
+    items, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 10, _targets([0], [4]), np.random.default_rng(0))
     assert skips == {}
     assert len(items) == 13
     got = _by_predicate(items, "scene-a/k007/CAM_FRONT/r4")
@@ -144,11 +158,13 @@ def test_target_passed_by_the_ego_leaves_the_view(x_global, flags):
     # image (v = 450 + 800 * 0.7 / 0.5 = 1570 px > 900); at t = 3 it is behind.
     center = np.tile([x_global, 0.5, 0.8], (1, n, 1))
     tracks = _tracks(center, np.ones((1, n), bool), np.column_stack([10.0 * s, np.zeros(n)]), np.zeros(n))
-    items, _ = generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, 10, _targets([0]),
-                                          np.random.default_rng(2))
+    items, _ = generate_spatiotemporal_qa(
+        extract_attributes(tracks), tracks.times_s, 10, _targets([0]), np.random.default_rng(2)
+    )
     got = _by_predicate(items, "scene-a/k007/CAM_FRONT/r0")
-    assert [got["ego_distance_data"].out_of_view] + [got[f"ego_distance_data_4d_t{h}"].out_of_view
-                                                     for h in (1, 2, 3)] == flags
+    assert [got["ego_distance_data"].out_of_view] + [
+        got[f"ego_distance_data_4d_t{h}"].out_of_view for h in (1, 2, 3)
+    ] == flags
     if x_global == 77.0:
         assert got["ego_distance_data_4d_t3"].gt_extra["direction"] == 171.0  # atan2(0.5, -3) = 170.54 degrees
         assert got["ego_distance_data_4d_t3"].gt_value == 3.04  # hypot(-3, 0.5)
@@ -159,12 +175,17 @@ def test_target_passed_by_the_ego_leaves_the_view(x_global, flags):
 
 def test_target_disappearing_at_plus_two_seconds_is_skipped_and_counted():
     tracks = _straight_scene()
-    two = _tracks(np.concatenate([tracks.center_global, tracks.center_global + [0.0, 3.0, 0.0]]),
-                  np.ones((2, 20), bool), tracks.T_global_from_ego[:, :2, 3], np.zeros(20))
+    two = _tracks(
+        np.concatenate([tracks.center_global, tracks.center_global + [0.0, 3.0, 0.0]]),
+        np.ones((2, 20), bool),
+        tracks.T_global_from_ego[:, :2, 3],
+        np.zeros(20),
+    )
     two.present[1, 14] = False  # keyframe frame 10 + 2 s
     two.center_global[1, 14] = np.nan
-    items, skips = generate_spatiotemporal_qa(extract_attributes(two), two.times_s, 10, _targets([0, 1]),
-                                              np.random.default_rng(0))
+    items, skips = generate_spatiotemporal_qa(
+        extract_attributes(two), two.times_s, 10, _targets([0, 1]), np.random.default_rng(0)
+    )
     assert skips == {"target_absent": 1}
     assert {it.group_id for it in items} == {"scene-a/k007/CAM_FRONT/r0"}
     assert len(items) == 13
@@ -175,8 +196,9 @@ def test_velocity_unknown_and_missing_frames_are_counted():
     present = np.ones((1, 20), bool)
     present[0, [15, 17]] = False  # frame 16 (t = +3 s) seen alone: present but no velocity
     lone = _tracks(tracks.center_global, present, tracks.T_global_from_ego[:, :2, 3], np.zeros(20))
-    items, skips = generate_spatiotemporal_qa(extract_attributes(lone), lone.times_s, 10, _targets([0]),
-                                              np.random.default_rng(0))
+    items, skips = generate_spatiotemporal_qa(
+        extract_attributes(lone), lone.times_s, 10, _targets([0]), np.random.default_rng(0)
+    )
     assert items == [] and skips == {"target_velocity_unknown": 1}
     # keyframe too late for its +3 s frame, and too early for its -1.5 s context frame
     attrs = extract_attributes(tracks)
@@ -196,18 +218,27 @@ def test_frames_are_matched_within_the_tolerance():
 def test_thresholds_and_out_of_view_policy():
     tracks = _turning_scene()
     attrs = extract_attributes(tracks)
-    _, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0),
-                                          TemporalQAConfig(skip_out_of_view=True))
+    _, skips = generate_spatiotemporal_qa(
+        attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0), TemporalQAConfig(skip_out_of_view=True)
+    )
     assert skips == {"target_out_of_view": 1}
-    _, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0),
-                                          TemporalQAConfig(min_target_speed_mps=0.5))
+    _, skips = generate_spatiotemporal_qa(
+        attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0), TemporalQAConfig(min_target_speed_mps=0.5)
+    )
     assert skips == {"target_too_slow": 1}
-    _, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0),
-                                          TemporalQAConfig(min_distance_m=25.0))
+    _, skips = generate_spatiotemporal_qa(
+        attrs, tracks.times_s, 6, _targets([0]), np.random.default_rng(0), TemporalQAConfig(min_distance_m=25.0)
+    )
     assert skips == {"target_too_close": 1}
     straight = _straight_scene()  # 30.0 m at t = 0, 18.97 m at t = 3: too close only at the last horizon
-    _, skips = generate_spatiotemporal_qa(extract_attributes(straight), straight.times_s, 10, _targets([0]),
-                                          np.random.default_rng(0), TemporalQAConfig(min_distance_m=20.0))
+    _, skips = generate_spatiotemporal_qa(
+        extract_attributes(straight),
+        straight.times_s,
+        10,
+        _targets([0]),
+        np.random.default_rng(0),
+        TemporalQAConfig(min_distance_m=20.0),
+    )
     assert skips == {"target_too_close": 1}
 
 
@@ -218,17 +249,36 @@ def test_out_of_view_at_the_image_edges():
         x_cam, y_cam = (u - 800.0) * depth / 800.0, (v - 450.0) * depth / 800.0
         return [depth + 1.5, -x_cam, 1.5 - y_cam]
 
-    pts = np.array([ego_point(0.0, 450.0, 10.0), ego_point(-0.5, 450.0, 10.0), ego_point(1599.5, 450.0, 10.0),
-                    ego_point(1600.5, 450.0, 10.0), ego_point(800.0, 0.0, 10.0), ego_point(800.0, -0.5, 10.0),
-                    ego_point(800.0, 899.5, 10.0), ego_point(800.0, 900.5, 10.0), ego_point(800.0, 450.0, 0.05),
-                    ego_point(800.0, 450.0, -3.0)])
+    pts = np.array(
+        [
+            ego_point(0.0, 450.0, 10.0),
+            ego_point(-0.5, 450.0, 10.0),
+            ego_point(1599.5, 450.0, 10.0),
+            ego_point(1600.5, 450.0, 10.0),
+            ego_point(800.0, 0.0, 10.0),
+            ego_point(800.0, -0.5, 10.0),
+            ego_point(800.0, 899.5, 10.0),
+            ego_point(800.0, 900.5, 10.0),
+            ego_point(800.0, 450.0, 0.05),
+            ego_point(800.0, 450.0, -3.0),
+        ]
+    )
     flags = out_of_view_flags(pts, T_EGO_FROM_CAM, K, WIDTH, HEIGHT)
     assert flags.tolist() == [False, True, False, True, False, True, False, True, True, True]
 
 
-@pytest.mark.parametrize("bad", [{"horizons_s": (4,)}, {"horizons_s": (0, 1)}, {"horizons_s": (1, 1)},
-                                 {"time_tolerance_s": 0.0}, {"min_distance_m": -1.0}, {"context_offsets_s": ()},
-                                 {"horizons_s": (1.5,)}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"horizons_s": (4,)},
+        {"horizons_s": (0, 1)},
+        {"horizons_s": (1, 1)},
+        {"time_tolerance_s": 0.0},
+        {"min_distance_m": -1.0},
+        {"context_offsets_s": ()},
+        {"horizons_s": (1.5,)},
+    ],
+)
 def test_bad_config_is_rejected(bad):
     with pytest.raises(ConfigError):
         TemporalQAConfig(**bad)
@@ -243,8 +293,9 @@ def test_config_accepts_lists_from_yaml():
 def test_bad_targets_are_rejected():
     tracks = _straight_scene()
     with pytest.raises(ValueError, match="track_index"):
-        generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, 10, _targets([3]),
-                                   np.random.default_rng(0))
+        generate_spatiotemporal_qa(
+            extract_attributes(tracks), tracks.times_s, 10, _targets([3]), np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="repeated region"):
         _targets([0, 0], region_id=[1, 1])
 
@@ -260,15 +311,17 @@ def _random_scene_items(seed=0, n_tracks=6):
     v = np.concatenate([rng.uniform(-4.0, 4.0, (n_tracks, 2)), np.zeros((n_tracks, 1))], axis=1)
     center = p0[:, None] + v[:, None] * s[None, :, None] + np.array([4.0 * s, np.zeros(n), np.zeros(n)]).T
     tracks = _tracks(center, np.ones((n_tracks, n), bool), np.column_stack([4.0 * s, 0.3 * s]), np.full(n, 0.05))
-    targets = _targets(np.arange(n_tracks), region_id=rng.permutation(n_tracks),
-                       classes=["vehicle", "pedestrian"] * (n_tracks // 2))
+    targets = _targets(
+        np.arange(n_tracks), region_id=rng.permutation(n_tracks), classes=["vehicle", "pedestrian"] * (n_tracks // 2)
+    )
     return tracks, targets
 
 
 def test_groups_have_13_items_with_the_official_categories():
     tracks, targets = _random_scene_items()
-    items, skips = generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, 12, targets,
-                                              np.random.default_rng(5))
+    items, skips = generate_spatiotemporal_qa(
+        extract_attributes(tracks), tracks.times_s, 12, targets, np.random.default_rng(5)
+    )
     assert skips == {}
     groups = {it.group_id for it in items}
     assert len(groups) == len(targets) and len(items) == 13 * len(targets)
@@ -297,12 +350,19 @@ def test_same_seed_same_items_other_seed_other_phrasing():
     assert [(it.question, it.answer) for it in a] != [(it.question, it.answer) for it in c]
 
 
-@pytest.mark.parametrize(("deg", "clock", "side"), [
-    (0.0, "12 o'clock", "dead ahead"), (-35.0, "1 o'clock", "35 degrees to the right"),
-    (-45.0, "2 o'clock", "45 degrees to the right"), (90.0, "9 o'clock", "90 degrees to the left"),
-    (-90.0, "3 o'clock", "90 degrees to the right"), (180.0, "6 o'clock", "directly behind"),
-    (164.0, "7 o'clock", "164 degrees to the left"), (14.0, "12 o'clock", "14 degrees to the left"),
-])
+@pytest.mark.parametrize(
+    ("deg", "clock", "side"),
+    [
+        (0.0, "12 o'clock", "dead ahead"),
+        (-35.0, "1 o'clock", "35 degrees to the right"),
+        (-45.0, "2 o'clock", "45 degrees to the right"),
+        (90.0, "9 o'clock", "90 degrees to the left"),
+        (-90.0, "3 o'clock", "90 degrees to the right"),
+        (180.0, "6 o'clock", "directly behind"),
+        (164.0, "7 o'clock", "164 degrees to the left"),
+        (14.0, "12 o'clock", "14 degrees to the left"),
+    ],
+)
 def test_direction_words(deg, clock, side):
     from stridegen.pipeline.qa.spatiotemporal import _direction_slots
 
@@ -334,8 +394,13 @@ def _kind_values(item):
 
 
 @settings(max_examples=40, deadline=None)
-@given(dist=st.floats(0.5, 150.0), deg=st.integers(-179, 180), speed=st.floats(0.0, 40.0),
-       ego=st.floats(0.0, 40.0), region=st.integers(0, 30))
+@given(
+    dist=st.floats(0.5, 150.0),
+    deg=st.integers(-179, 180),
+    speed=st.floats(0.0, 40.0),
+    ego=st.floats(0.0, 40.0),
+    region=st.integers(0, 30),
+)
 def test_every_phrasing_reads_back_to_its_truth_with_both_grammars(dist, deg, speed, ego, region):
     """Each question / answer template, filled, parses to the gt with the robust and the official grammar."""
     from stridegen.pipeline.qa.spatiotemporal import _direction_slots
@@ -345,16 +410,30 @@ def test_every_phrasing_reads_back_to_its_truth_with_both_grammars(dist, deg, sp
     for predicate, answer_set in ANSWER_SET.items():
         h = QA_CATEGORIES[predicate][0]
         is_ego = predicate.startswith("ego_speed")
-        slots = {"region": f"Region [{region}]", "n": h, "secs": seconds_word(h), "dist": f"{dist:.2f} m",
-                 "deg": deg_text, "clock": clock, "side": side, "speed": f"{ego if is_ego else speed:.2f} m/s"}
+        slots = {
+            "region": f"Region [{region}]",
+            "n": h,
+            "secs": seconds_word(h),
+            "dist": f"{dist:.2f} m",
+            "deg": deg_text,
+            "clock": clock,
+            "side": side,
+            "speed": f"{ego if is_ego else speed:.2f} m/s",
+        }
         for q in QUESTIONS[predicate]:
             assert "{" not in q.format_map(slots)
         for template in ANSWERS[answer_set]:
             text = template.format_map(slots)
             wanted = {"distance": dist, "direction": float(deg), "velocity": ego if is_ego else speed}
-            kinds = ["velocity"] if "speed" in predicate else (
-                ["direction"] if predicate == "target_bearing_angle_data" else
-                (["distance"] if h == 0 else ["distance", "direction"]))
+            kinds = (
+                ["velocity"]
+                if "speed" in predicate
+                else (
+                    ["direction"]
+                    if predicate == "target_bearing_angle_data"
+                    else (["distance"] if h == 0 else ["distance", "direction"])
+                )
+            )
             for kind in kinds:
                 for mode in ("robust", "official"):
                     got = parse_answer(text, kind, mode)
@@ -364,8 +443,9 @@ def test_every_phrasing_reads_back_to_its_truth_with_both_grammars(dist, deg, sp
 
 def test_exact_answers_score_lsr_one():
     tracks, targets = _random_scene_items(seed=3, n_tracks=8)
-    items, _ = generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, 12, targets,
-                                          np.random.default_rng(11))
+    items, _ = generate_spatiotemporal_qa(
+        extract_attributes(tracks), tracks.times_s, 12, targets, np.random.default_rng(11)
+    )
     scenario = {gid: "following" for gid in {it.group_id for it in items}}
     records = lsr_records(items, scenario_of=scenario)
     assert len(records) == 16 * 8  # 13 questions, 3 of which ask two dimensions
@@ -383,8 +463,9 @@ def test_exact_answers_score_lsr_one():
 
 def test_lsr_records_fields():
     tracks = _turning_scene()
-    items, _ = generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, 6, _targets([0]),
-                                          np.random.default_rng(0))
+    items, _ = generate_spatiotemporal_qa(
+        extract_attributes(tracks), tracks.times_s, 6, _targets([0]), np.random.default_rng(0)
+    )
     records = lsr_records(items, scenario_of=lambda gid: "turning" if gid.endswith("r0") else None)
     by_key = {(r.horizon_s, r.dimension): r for r in records}
     assert len(by_key) == len(records) == 16
@@ -455,8 +536,14 @@ def _random_scenes(draw):
     # above, below, behind), then placed in the global frame
     local = rng.uniform([-10.0, -25.0, -3.0], [45.0, 25.0, 8.0], (n_tracks, n_frames, 3))
     c, w = np.cos(ego_yaw), np.sin(ego_yaw)
-    center = np.stack([ego_xy[:, 0] + c * local[..., 0] - w * local[..., 1],
-                       ego_xy[:, 1] + w * local[..., 0] + c * local[..., 1], local[..., 2]], axis=-1)
+    center = np.stack(
+        [
+            ego_xy[:, 0] + c * local[..., 0] - w * local[..., 1],
+            ego_xy[:, 1] + w * local[..., 0] + c * local[..., 1],
+            local[..., 2],
+        ],
+        axis=-1,
+    )
     present = rng.random((n_tracks, n_frames)) < draw(st.sampled_from([0.8, 0.95, 1.0]))
     kf = draw(st.one_of(st.integers(3, n_frames - 7), st.integers(0, n_frames - 1)))
     return _tracks(center, present, ego_xy, ego_yaw, times), kf, seed
@@ -468,8 +555,9 @@ def test_every_item_rederived_from_raw_tracks(scene):
     tracks, kf, seed = scene
     n_tracks = tracks.num_tracks
     targets = _targets(np.arange(n_tracks), region_id=np.arange(n_tracks)[::-1])
-    items, skips = generate_spatiotemporal_qa(extract_attributes(tracks), tracks.times_s, kf, targets,
-                                              np.random.default_rng(seed))
+    items, skips = generate_spatiotemporal_qa(
+        extract_attributes(tracks), tracks.times_s, kf, targets, np.random.default_rng(seed)
+    )
     times = tracks.times_s.tolist()
     poses = tracks.T_global_from_ego.tolist()
     centers = tracks.center_global.tolist()
@@ -542,8 +630,11 @@ def synthetic_scene(tmp_path_factory):
     generate_dataset(root, scenes=1, seconds=10.0, seed=11, width=160, height=90, progress=False)
     scene = open_log(root).scenes()[0]
     oracle = make_detector("oracle")
-    tracks = dense_tracks([oracle.detect(f) for f in scene.frames], scene.timestamps_s,
-                          np.stack([f.T_global_from_ego for f in scene.frames]))
+    tracks = dense_tracks(
+        [oracle.detect(f) for f in scene.frames],
+        scene.timestamps_s,
+        np.stack([f.T_global_from_ego for f in scene.frames]),
+    )
     return scene, tracks, load_synthetic_truth(root, scene.name)
 
 
@@ -557,10 +648,18 @@ def test_oracle_groups_on_a_synthetic_log_match_the_analytic_truth(synthetic_sce
     for channel in scene.frames[0].camera_channels:
         cal = scene.frames[0].sensors[channel].calibration
         for kf in range(3, len(t_rel) - 6):
-            targets = TemporalTargets(scene=scene.name, keyframe_index=kf, channel=channel,
-                                      region_id=np.arange(tracks.num_tracks), track_index=np.arange(tracks.num_tracks),
-                                      object_class=tracks.label, T_ego_from_cam=cal.T_ego_from_sensor,
-                                      intrinsic=cal.intrinsic, width=cal.width, height=cal.height)
+            targets = TemporalTargets(
+                scene=scene.name,
+                keyframe_index=kf,
+                channel=channel,
+                region_id=np.arange(tracks.num_tracks),
+                track_index=np.arange(tracks.num_tracks),
+                object_class=tracks.label,
+                T_ego_from_cam=cal.T_ego_from_sensor,
+                intrinsic=cal.intrinsic,
+                width=cal.width,
+                height=cal.height,
+            )
             items += generate_spatiotemporal_qa(attrs, tracks.times_s, kf, targets, np.random.default_rng(kf))[0]
     assert len({it.group_id for it in items}) > 50
     states = {f: truth.agent_states(t) for f, t in enumerate(t_rel)}

@@ -21,8 +21,9 @@ class ScoredMask:
     truth_area_px: int
 
 
-def score_against_instance_ids(root: Path, segmenter, min_area_px: int = MIN_TRUTH_AREA_PX,
-                               check_disjoint: bool = True) -> list[ScoredMask]:
+def score_against_instance_ids(
+    root: Path, segmenter, min_area_px: int = MIN_TRUTH_AREA_PX, check_disjoint: bool = True
+) -> list[ScoredMask]:
     """Run ``segmenter`` on every camera image of a synthetic log (ground-truth boxes, key LiDAR sweep) and score
     each mask against the generator's instance-id PNG (docs/synthetic.md: OUT/instance_ids/<CHANNEL>/<stem>.png)."""
     from stridegen.logs import open_log
@@ -48,8 +49,11 @@ def score_against_instance_ids(root: Path, segmenter, min_area_px: int = MIN_TRU
                     truth = ids == id_of[str(boxes.track_id[k])]
                     area = int(truth.sum())
                     if area >= min_area_px:
-                        out.append(ScoredMask(mask_iou(result.masks[j], truth), float(result.quality[j]),
-                                              str(boxes.label[k]), area))
+                        out.append(
+                            ScoredMask(
+                                mask_iou(result.masks[j], truth), float(result.quality[j]), str(boxes.label[k]), area
+                            )
+                        )
     return out
 
 

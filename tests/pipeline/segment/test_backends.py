@@ -31,26 +31,36 @@ def _scene(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def _box_hull() -> np.ndarray:
     """A projected-box-like hull around the object: larger than the silhouette, with one slanted corner."""
     r0, r1, c0, c1 = OBJ
-    return np.array([[c0 - 6.5, r0 - 4.5], [c1 + 5.5, r0 - 4.5], [c1 + 5.5, r1 + 4.5], [c0 + 4.0, r1 + 4.5],
-                     [c0 - 6.5, r1 - 4.0]])
+    return np.array(
+        [[c0 - 6.5, r0 - 4.5], [c1 + 5.5, r0 - 4.5], [c1 + 5.5, r1 + 4.5], [c0 + 4.0, r1 + 4.5], [c0 - 6.5, r1 - 4.0]]
+    )
 
 
 def _lidar_on_object(step: int = 5) -> np.ndarray:
     """Beam-like rows of points on the object (image pixels)."""
     r0, r1, c0, c1 = OBJ
-    vv, uu = np.mgrid[r0 + 1:r1 - 1:step, c0 + 1:c1 - 1:3]
+    vv, uu = np.mgrid[r0 + 1 : r1 - 1 : step, c0 + 1 : c1 - 1 : 3]
     return np.stack([uu.ravel(), vv.ravel()], axis=1).astype(np.float64)
 
 
-def _request(image: np.ndarray, hulls: list[np.ndarray], depth: list[float],
-             lidar_uv: np.ndarray | None = None, lidar_object: np.ndarray | None = None) -> SegmentRequest:
+def _request(
+    image: np.ndarray,
+    hulls: list[np.ndarray],
+    depth: list[float],
+    lidar_uv: np.ndarray | None = None,
+    lidar_object: np.ndarray | None = None,
+) -> SegmentRequest:
     boxes = []
     for hull in hulls:
         lo = np.clip(hull.min(axis=0), -0.5, [W - 0.5, H - 0.5])
         hi = np.clip(hull.max(axis=0), -0.5, [W - 0.5, H - 0.5])
         boxes.append(np.concatenate([lo, hi]))
-    request = SegmentRequest(image_rgb=image, box_xyxy=np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
-                             hull_uv=hulls, depth_m=np.asarray(depth, dtype=np.float64))
+    request = SegmentRequest(
+        image_rgb=image,
+        box_xyxy=np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
+        hull_uv=hulls,
+        depth_m=np.asarray(depth, dtype=np.float64),
+    )
     if lidar_uv is not None:
         request.lidar_uv = lidar_uv
         request.lidar_depth_m = np.full(len(lidar_uv), 10.0)
@@ -127,6 +137,7 @@ def test_grabcut_quality_parts() -> None:
     hull[1:] = True
     assert hull_precision(mask, hull) == pytest.approx(0.5)
     assert hull_precision(np.zeros_like(mask), hull) == 0.0
+
     # one-component GMMs: unit-variance blobs at 0 and at 10 (model row: 5 weights, 5x3 means, 5x3x3 covs)
     def model(mean: float) -> np.ndarray:
         weights = np.array([1.0, 0, 0, 0, 0])
@@ -137,8 +148,9 @@ def test_grabcut_quality_parts() -> None:
 
     post = foreground_posterior(np.array([[0.0, 0, 0], [5.0, 5, 5], [10.0, 10, 10]]), model(10.0), model(0.0))
     np.testing.assert_allclose(post, [1 / (1 + np.exp(150.0)), 0.5, 1 / (1 + np.exp(-150.0))], rtol=1e-3)  # 1e-6 I reg.
-    np.testing.assert_allclose(shrink_polygon(np.array([[0.0, 0], [4, 0], [4, 2], [0, 2]]), 0.5),
-                               [[1.0, 0.5], [3, 0.5], [3, 1.5], [1, 1.5]])
+    np.testing.assert_allclose(
+        shrink_polygon(np.array([[0.0, 0], [4, 0], [4, 2], [0, 2]]), 0.5), [[1.0, 0.5], [3, 0.5], [3, 1.5], [1, 1.5]]
+    )
 
 
 def test_crop_maps_pixel_centres_like_cv2_resize() -> None:
@@ -167,8 +179,9 @@ def test_lidar_quality_counts_points_in_the_mask() -> None:
     assert result.quality[0] == pytest.approx(n_in / n_points * (1 - np.exp(-n_in / 10.0)))
     # a nearer object covering the left half of the object hides half its points
     cover = np.array([[20.0, 10.0], [65.0, 10.0], [65.0, 90.0], [20.0, 90.0]])
-    occluded = _request(request.image_rgb, [request.hull_uv[0], cover], [10.0, 4.0], request.lidar_uv,
-                        request.lidar_object)
+    occluded = _request(
+        request.image_rgb, [request.hull_uv[0], cover], [10.0, 4.0], request.lidar_uv, request.lidar_object
+    )
     res2 = segmenter.segment(occluded)
     assert not (res2.masks[0] & res2.masks[1]).any()
     assert res2.quality[0] < 0.8 * result.quality[0]
@@ -205,8 +218,8 @@ def test_empty_request(name: str) -> None:
 def test_degenerate_boxes(name: str) -> None:
     image, _ = _scene()
     hulls = [
-        np.array([[10.0, 10.0], [20.0, 20.0]]),                      # a segment: no area
-        np.array([[30.2, 30.2], [30.4, 30.2], [30.3, 30.4]]),        # sub-pixel: holds no pixel centre
+        np.array([[10.0, 10.0], [20.0, 20.0]]),  # a segment: no area
+        np.array([[30.2, 30.2], [30.4, 30.2], [30.3, 30.4]]),  # sub-pixel: holds no pixel centre
         np.array([[50.0, 50.0], [53.0, 50.0], [53.0, 53.0], [50.0, 53.0]]),  # 4 x 4 pixels: below min_box_px
     ]
     uv = np.array([[51.0, 51.0], [52.0, 52.0]])
@@ -240,8 +253,9 @@ def test_lidar_without_points_falls_back_to_the_hull() -> None:
 def test_rle_round_trip_and_determinism(name: str) -> None:
     request, _ = _single_object_request()
     other = np.array([[5.0, 5.0], [35.0, 5.0], [35.0, 25.0], [5.0, 25.0]])
-    request = _request(request.image_rgb, [request.hull_uv[0], other], [10.0, 12.0], request.lidar_uv,
-                       request.lidar_object)
+    request = _request(
+        request.image_rgb, [request.hull_uv[0], other], [10.0, 12.0], request.lidar_uv, request.lidar_object
+    )
     first = make_segmenter(name).segment(request)
     cv2.setRNGSeed(12345)  # disturb OpenCV's global RNG: the backends seed it themselves
     cv2.randu(np.zeros((8, 8), np.float32), 0, 1)
@@ -261,13 +275,17 @@ def test_backends_say_whether_they_need_lidar() -> None:
     assert make_segmenter("projected_box").needs_lidar is False
 
 
-@pytest.mark.parametrize("module", ["stridegen.pipeline.visibility", "stridegen.pipeline.segment.request",
-                                    "stridegen.pipeline.segment.stage"])
+@pytest.mark.parametrize(
+    "module",
+    ["stridegen.pipeline.visibility", "stridegen.pipeline.segment.request", "stridegen.pipeline.segment.stage"],
+)
 def test_imports_in_any_order_without_heavy_dependencies(module: str) -> None:
     """visibility imports this package and the backends use visibility's polygon helpers: no import cycle."""
     import subprocess
     import sys
 
-    code = f"import sys, {module}, stridegen.pipeline.segment as s; s.make_segmenter('lidar'); " \
-           "assert 'torch' not in sys.modules"
+    code = (
+        f"import sys, {module}, stridegen.pipeline.segment as s; s.make_segmenter('lidar'); "
+        "assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -129,8 +129,7 @@ def test_object_straight_ahead_projects_to_the_image_centre() -> None:
 
 
 def test_boxes_behind_or_outside_are_dropped_and_order_is_kept() -> None:
-    boxes = _boxes([[-10.0, 0.0, 0.0], [20.0, 1.0, 0.0], [10.0, 40.0, 0.0], [8.0, -1.0, 0.5]],
-                   [[2.0, 2.0, 2.0]] * 4)
+    boxes = _boxes([[-10.0, 0.0, 0.0], [20.0, 1.0, 0.0], [10.0, 40.0, 0.0], [8.0, -1.0, 0.5]], [[2.0, 2.0, 2.0]] * 4)
     request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes)
     assert keep.tolist() == [1, 3]
     np.testing.assert_allclose(request.depth_m, [20.0, 8.0])
@@ -165,18 +164,22 @@ def test_empty_boxes_and_wrong_frame() -> None:
 
 def test_lidar_points_are_assigned_projected_and_filtered() -> None:
     # Two overlapping boxes ahead (centres 10 and 11 m) and one far box; a box behind the camera is dropped.
-    boxes = _boxes([[10.0, 0.0, 1.0], [11.0, 0.0, 1.0], [30.0, 5.0, 1.0], [-5.0, 0.0, 1.0]],
-                   [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
-    points = np.array([
-        [9.5, 0.0, 1.0],     # inside box 0 only
-        [10.4, 0.2, 1.0],    # inside boxes 0 and 1, nearer box 0's centre
-        [10.6, -0.2, 1.5],   # inside boxes 0 and 1, nearer box 1's centre
-        [30.0, 5.0, 1.5],    # inside box 2
-        [10.0, 0.0, 0.05],   # inside box 0 but within the ground margin (0.2 m above its bottom at z = 0)
-        [20.0, 0.0, 1.0],    # in front, in the image, in no box
-        [-5.0, 0.0, 1.0],    # behind the camera (inside the dropped box)
-        [10.0, 30.0, 1.0],   # in front but far outside the image
-    ])
+    boxes = _boxes(
+        [[10.0, 0.0, 1.0], [11.0, 0.0, 1.0], [30.0, 5.0, 1.0], [-5.0, 0.0, 1.0]],
+        [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]],
+    )
+    points = np.array(
+        [
+            [9.5, 0.0, 1.0],  # inside box 0 only
+            [10.4, 0.2, 1.0],  # inside boxes 0 and 1, nearer box 0's centre
+            [10.6, -0.2, 1.5],  # inside boxes 0 and 1, nearer box 1's centre
+            [30.0, 5.0, 1.5],  # inside box 2
+            [10.0, 0.0, 0.05],  # inside box 0 but within the ground margin (0.2 m above its bottom at z = 0)
+            [20.0, 0.0, 1.0],  # in front, in the image, in no box
+            [-5.0, 0.0, 1.0],  # behind the camera (inside the dropped box)
+            [10.0, 30.0, 1.0],  # in front but far outside the image
+        ]
+    )
     request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points)
     assert keep.tolist() == [0, 1, 2]
     assert request.lidar_object.tolist() == [0, 0, 1, 2, -1, -1]

@@ -57,8 +57,9 @@ def _request(n: int = 3) -> SegmentRequest:
 # Without the extra: the error names the extra and the recipe (these tests need neither torch nor sam2).
 
 
-@pytest.mark.parametrize(("blocked", "named"), [(("torch",), "torch"), (("sam2", "sam2.build_sam"), "sam2"),
-                                                (("hydra",), "hydra")])
+@pytest.mark.parametrize(
+    ("blocked", "named"), [(("torch",), "torch"), (("sam2", "sam2.build_sam"), "sam2"), (("hydra",), "hydra")]
+)
 def test_missing_install_gives_one_line_recipe(monkeypatch, blocked, named):
     if named != "torch" and importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed, so torch is what the error names: the torch case covers this")
@@ -92,8 +93,9 @@ def _torchvision_stand_in(torch) -> dict[str, types.ModuleType]:
             self.size = [int(size[0]), int(size[1])]
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.nn.functional.interpolate(x[None], size=self.size, mode="bilinear", align_corners=False,
-                                                   antialias=True)[0]
+            return torch.nn.functional.interpolate(
+                x[None], size=self.size, mode="bilinear", align_corners=False, antialias=True
+            )[0]
 
     class Normalize(torch.nn.Module):
         def __init__(self, mean, std):

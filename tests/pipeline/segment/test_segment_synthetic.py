@@ -31,7 +31,8 @@ def test_mean_iou_against_instance_ids(name: str, score_segmenter) -> None:
 def test_occlusion_off_lowers_projected_box_iou(score_segmenter) -> None:
     """Without the depth-order rule, a farther object's mask keeps the pixels where a nearer one hides it."""
     with_rule = np.array([s.iou for s in score_segmenter(make_segmenter("projected_box"))])
-    without = np.array([s.iou for s in score_segmenter(make_segmenter("projected_box", occlusion="none"),
-                                                   check_disjoint=False)])
+    without = np.array(
+        [s.iou for s in score_segmenter(make_segmenter("projected_box", occlusion="none"), check_disjoint=False)]
+    )
     assert with_rule.shape == without.shape
     assert (with_rule >= without - 1e-12).all() and with_rule.mean() > without.mean()

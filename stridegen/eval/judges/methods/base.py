@@ -37,8 +37,9 @@ class JudgeMethod:
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
         raise NotImplementedError
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         """Combine the parsed replies (by request tag) into a verdict.
 
         Returns at least ``score`` (native scale), ``score_100`` (0-100) and ``groups`` (summary keys).
@@ -66,13 +67,16 @@ class JudgeMethod:
             raise JudgeError(f"{path}: image of item '{item.id}' does not exist")
         return path
 
-    def sampling(self, mode: str, ctx: JudgeContext, faithful_default: dict[str, Any],
-                 category: str | None = None) -> dict[str, Any]:
+    def sampling(
+        self, mode: str, ctx: JudgeContext, faithful_default: dict[str, Any], category: str | None = None
+    ) -> dict[str, Any]:
         """Sampling parameters: the paper's for faithful mode, deterministic for robust mode; YAML overrides
         under ``sampling: {faithful: {...}, robust: {...}}``."""
-        base = dict(faithful_default) if mode == "faithful" else {"temperature": 0.0,
-                                                                  "max_tokens": faithful_default.get(
-                                                                      "max_tokens", 1024)}
+        base = (
+            dict(faithful_default)
+            if mode == "faithful"
+            else {"temperature": 0.0, "max_tokens": faithful_default.get("max_tokens", 1024)}
+        )
         base.update(ctx.settings.get("sampling", {}).get(mode, {}) or {})
         return base
 

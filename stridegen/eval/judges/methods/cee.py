@@ -51,20 +51,32 @@ class CEEJudge(JudgeMethod):
             if nonce is not None:
                 user += f" {P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}"
             messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n{body}"}]
-            specs.append(RequestSpec(tag=f"prompt{i}", messages=messages,
-                                     sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
-                                     parse=partial(_parse, key=key, nonce=nonce),
-                                     template_version=self.template_version))
+            specs.append(
+                RequestSpec(
+                    tag=f"prompt{i}",
+                    messages=messages,
+                    sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
+                    parse=partial(_parse, key=key, nonce=nonce),
+                    template_version=self.template_version,
+                )
+            )
         return specs
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         min_votes = int(ctx.settings.get("min_votes", 3))
         votes = {tag: int(p["vote"]) for tag, p in sorted(parsed.items())}
         if len(votes) < min_votes:
-            raise JudgeError(f"only {len(votes)} of {len(P.PROMPTS)} CEE prompts answered (need {min_votes}); "
-                             f"failures: {failed}")
+            raise JudgeError(
+                f"only {len(votes)} of {len(P.PROMPTS)} CEE prompts answered (need {min_votes}); failures: {failed}"
+            )
         score, tie = majority_vote(list(votes.values()))
         flags = ["tie"] if tie else []
-        return {"score": float(score), "score_100": 100.0 * score, "groups": [f"category:{item.category}"],
-                "details": {"votes": votes, "n_votes": len(votes)}, "flags": flags}
+        return {
+            "score": float(score),
+            "score_100": 100.0 * score,
+            "groups": [f"category:{item.category}"],
+            "details": {"votes": votes, "n_votes": len(votes)},
+            "flags": flags,
+        }

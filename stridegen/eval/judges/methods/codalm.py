@@ -12,10 +12,14 @@ from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
 from stridegen.eval.judges.safety import delimiter_instructions, wrap_untrusted
 
 TASK_ALIASES = {
-    "general_perception": "general_perception", "general": "general_perception",
-    "region_perception": "region_perception", "regional_perception": "region_perception",
-    "regional": "region_perception", "region": "region_perception",
-    "driving_suggestion": "driving_suggestion", "suggestion": "driving_suggestion",
+    "general_perception": "general_perception",
+    "general": "general_perception",
+    "region_perception": "region_perception",
+    "regional_perception": "region_perception",
+    "regional": "region_perception",
+    "region": "region_perception",
+    "driving_suggestion": "driving_suggestion",
+    "suggestion": "driving_suggestion",
 }
 
 # Public scripts create the client with temperature=0 and no max_tokens; we bound the reply for cost control.
@@ -33,8 +37,10 @@ class CodaLMJudge(JudgeMethod):
     def task(self, item: JudgeItem) -> str:
         task = TASK_ALIASES.get(item.category.strip().lower())
         if task is None:
-            raise JudgeError(f"item '{item.id}': CODA-LM category must be one of general_perception, "
-                             f"region_perception, driving_suggestion (got '{item.category}')")
+            raise JudgeError(
+                f"item '{item.id}': CODA-LM category must be one of general_perception, "
+                f"region_perception, driving_suggestion (got '{item.category}')"
+            )
         return task
 
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
@@ -48,24 +54,32 @@ class CodaLMJudge(JudgeMethod):
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         use_shots = task != "region_perception" or robust  # the public regional script is zero-shot
         for shot in P.FEW_SHOT[task] if use_shots else []:
-            messages.append({"role": "user", "content": self._user(shot["reference"], shot["prediction"],
-                                                                   nonce)})
+            messages.append({"role": "user", "content": self._user(shot["reference"], shot["prediction"], nonce)})
             messages.append({"role": "assistant", "content": shot["response"]})
         messages.append({"role": "user", "content": self._user(item.reference, item.answer, nonce)})
-        return [RequestSpec(tag="rating", messages=messages,
-                            sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
-                            parse=partial(_parse, nonce=nonce), template_version=self.template_version)]
+        return [
+            RequestSpec(
+                tag="rating",
+                messages=messages,
+                sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
+                parse=partial(_parse, nonce=nonce),
+                template_version=self.template_version,
+            )
+        ]
 
     @staticmethod
     def _user(reference: str, prediction: str, nonce: str | None) -> str:
         if nonce is None:
             return P.FAITHFUL_TEMPLATE.format(reference=reference, prediction=prediction)
-        return P.ROBUST_TEMPLATE.format(reference=wrap_untrusted(reference, nonce, "REFERENCE"),
-                                        prediction=wrap_untrusted(prediction, nonce, "PREDICTION"),
-                                        delimiter_note=delimiter_instructions(nonce))
+        return P.ROBUST_TEMPLATE.format(
+            reference=wrap_untrusted(reference, nonce, "REFERENCE"),
+            prediction=wrap_untrusted(prediction, nonce, "PREDICTION"),
+            delimiter_note=delimiter_instructions(nonce),
+        )
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         if "rating" not in parsed:
             raise JudgeError(f"no rating: {failed.get('rating', 'request missing')}")
         rating = float(parsed["rating"]["rating"])

@@ -39,28 +39,43 @@ class SingleAnswerJudge(JudgeMethod):
         self.check_mode(mode)
         robust = mode == "robust"
         nonce = self.nonce(item, ctx) if robust else None
-        parts = [P.SINGLE_INSTRUCTIONS.format(reference_rule=P.REFERENCE_RULE if item.reference else ""),
-                 f"[Question]\n{item.question}"]
+        parts = [
+            P.SINGLE_INSTRUCTIONS.format(reference_rule=P.REFERENCE_RULE if item.reference else ""),
+            f"[Question]\n{item.question}",
+        ]
         if item.reference:
-            parts.append(_block("REFERENCE", item.reference, nonce, "[Reference answer begins]",
-                                "[Reference answer ends]"))
-        parts.append(_block("ANSWER", item.answer, nonce, "[Assistant's answer begins]",
-                            "[Assistant's answer ends]"))
+            parts.append(
+                _block("REFERENCE", item.reference, nonce, "[Reference answer begins]", "[Reference answer ends]")
+            )
+        parts.append(_block("ANSWER", item.answer, nonce, "[Assistant's answer begins]", "[Assistant's answer ends]"))
         if nonce is not None:
             parts.append(f"{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}")
-        messages = [{"role": "system", "content": P.SINGLE_SYSTEM},
-                    user_message("\n\n".join(parts), self.image_path(item, ctx))]
-        return [RequestSpec(tag="rating", messages=messages,
-                            sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
-                            parse=partial(_parse_single, nonce=nonce), template_version=self.template_version)]
+        messages = [
+            {"role": "system", "content": P.SINGLE_SYSTEM},
+            user_message("\n\n".join(parts), self.image_path(item, ctx)),
+        ]
+        return [
+            RequestSpec(
+                tag="rating",
+                messages=messages,
+                sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
+                parse=partial(_parse_single, nonce=nonce),
+                template_version=self.template_version,
+            )
+        ]
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         if "rating" not in parsed:
             raise JudgeError(f"no rating: {failed.get('rating', 'request missing')}")
         rating = float(parsed["rating"]["rating"])
-        return {"score": rating, "score_100": 10.0 * rating, "groups": [f"category:{item.category}"],
-                "details": {"rating_1_10": rating}}
+        return {
+            "score": rating,
+            "score_100": 10.0 * rating,
+            "groups": [f"category:{item.category}"],
+            "details": {"rating_1_10": rating},
+        }
 
 
 def combine_orderings(first: str, second: str) -> str:
@@ -89,31 +104,47 @@ class PairwiseJudge(JudgeMethod):
         image = self.image_path(item, ctx)
         specs = []
         for tag, (first, second) in (("AB", (item.answer, item.answer_b)), ("BA", (item.answer_b, item.answer))):
-            parts = [P.PAIR_INSTRUCTIONS.format(reference_rule=P.REFERENCE_RULE if item.reference else ""),
-                     f"[Question]\n{item.question}"]
+            parts = [
+                P.PAIR_INSTRUCTIONS.format(reference_rule=P.REFERENCE_RULE if item.reference else ""),
+                f"[Question]\n{item.question}",
+            ]
             if item.reference:
-                parts.append(_block("REFERENCE", item.reference, nonce, "[Reference answer begins]",
-                                    "[Reference answer ends]"))
-            parts.append(_block("ANSWER A", first, nonce, "[Assistant A's answer begins]",
-                                "[Assistant A's answer ends]"))
-            parts.append(_block("ANSWER B", second, nonce, "[Assistant B's answer begins]",
-                                "[Assistant B's answer ends]"))
+                parts.append(
+                    _block("REFERENCE", item.reference, nonce, "[Reference answer begins]", "[Reference answer ends]")
+                )
+            parts.append(
+                _block("ANSWER A", first, nonce, "[Assistant A's answer begins]", "[Assistant A's answer ends]")
+            )
+            parts.append(
+                _block("ANSWER B", second, nonce, "[Assistant B's answer begins]", "[Assistant B's answer ends]")
+            )
             if nonce is not None:
                 parts.append(f"{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}")
             messages = [{"role": "system", "content": P.PAIR_SYSTEM}, user_message("\n\n".join(parts), image)]
-            specs.append(RequestSpec(tag=tag, messages=messages,
-                                     sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
-                                     parse=partial(_parse_pair, nonce=nonce),
-                                     template_version=self.template_version))
+            specs.append(
+                RequestSpec(
+                    tag=tag,
+                    messages=messages,
+                    sampling=self.sampling(mode, ctx, FAITHFUL_SAMPLING),
+                    parse=partial(_parse_pair, nonce=nonce),
+                    template_version=self.template_version,
+                )
+            )
         return specs
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         if "AB" not in parsed or "BA" not in parsed:
             raise JudgeError(f"both orderings are needed; failures: {failed}")
         first, second = parsed["AB"]["winner"], parsed["BA"]["winner"]
         winner = combine_orderings(first, second)
         score = {"answer": 1.0, "tie": 0.5, "answer_b": 0.0}[winner]
         flags = ["inconsistent_orderings"] if winner == "tie" and not (first == "C" and second == "C") else []
-        return {"score": score, "score_100": 100.0 * score, "groups": [f"category:{item.category}"],
-                "flags": flags, "details": {"winner": winner, "AB": first, "BA": second}}
+        return {
+            "score": score,
+            "score_100": 100.0 * score,
+            "groups": [f"category:{item.category}"],
+            "flags": flags,
+            "details": {"winner": winner, "AB": first, "BA": second},
+        }

@@ -78,8 +78,9 @@ class IntelliCockpitJudge(JudgeMethod):
         output = P.OUTPUT_FORMAT.format(example=json.dumps(example))
         answer = wrap_untrusted(item.answer, nonce, "ANSWER") if nonce else item.answer
         reference = wrap_untrusted(item.reference, nonce, "REFERENCE") if nonce else item.reference
-        text = P.FAITHFUL_LAYOUT.format(question=item.question, reference=reference, answer=answer,
-                                        dimensions=listing, rules=P.RULES, output=output)
+        text = P.FAITHFUL_LAYOUT.format(
+            question=item.question, reference=reference, answer=answer, dimensions=listing, rules=P.RULES, output=output
+        )
         system = P.SYSTEM
         if nonce is not None:
             text += f"\n\n{P.ROBUST_ADDENDUM} {delimiter_instructions(nonce)}"
@@ -88,11 +89,19 @@ class IntelliCockpitJudge(JudgeMethod):
         if item.category in temps:
             sampling["temperature"] = float(temps[item.category])
         messages = [{"role": "system", "content": system}, user_message(text, self.image_path(item, ctx))]
-        return [RequestSpec(tag="verdict", messages=messages, sampling=self.sampling(mode, ctx, sampling),
-                            parse=partial(_parse, nonce=nonce), template_version=self.template_version)]
+        return [
+            RequestSpec(
+                tag="verdict",
+                messages=messages,
+                sampling=self.sampling(mode, ctx, sampling),
+                parse=partial(_parse, nonce=nonce),
+                template_version=self.template_version,
+            )
+        ]
 
-    def aggregate(self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str],
-                  ctx: JudgeContext) -> dict[str, Any]:
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]:
         if "verdict" not in parsed:
             raise JudgeError(f"no verdict: {failed.get('verdict', 'request missing')}")
         verdict = parsed["verdict"]
@@ -130,7 +139,17 @@ class IntelliCockpitJudge(JudgeMethod):
         groups = [f"category:{item.category}"]
         if item.subcategory:
             groups.append(f"subcategory:{item.category}/{item.subcategory}")
-        return {"score": score, "score_100": 10.0 * score, "groups": groups, "flags": sorted(set(flags)),
-                "details": {"dimensions": scores, "judge_overall": judge_overall, "weighted_overall": weighted,
-                            "missing_dimensions": missing, "unknown_dimensions": extra,
-                            "score_source": source}}
+        return {
+            "score": score,
+            "score_100": 10.0 * score,
+            "groups": groups,
+            "flags": sorted(set(flags)),
+            "details": {
+                "dimensions": scores,
+                "judge_overall": judge_overall,
+                "weighted_overall": weighted,
+                "missing_dimensions": missing,
+                "unknown_dimensions": extra,
+                "score_source": source,
+            },
+        }

@@ -30,27 +30,46 @@ _RULES_B = (
 
 # (system, instructions, heading, verdict key) for prompts 1..5.
 PROMPTS: list[tuple[str, str, str, str]] = [
-    ("You are an AI grader of exam answers, with sound logic, wide general knowledge and fluent English.",
-     "Below are an exam question, its correct answer and a model's answer. Decide whether the model's answer "
-     "is correct. " + _RULES_A, "Analysis", "Most Likely Score"),
-    ("You are an AI system with broad knowledge and careful reasoning, used to mark exam answers.",
-     "Compare the model's answer with the correct answer to the question below and score it. " + _RULES_A,
-     "Assessment", "Final Score"),
-    ("You are a capable language model acting as an examiner: knowledgeable, logical and precise.",
-     "Critically check the model's answer against the verified correct answer below. " + _RULES_A,
-     "Analysis", "Final Assessment Score"),
-    ("You are a reliable AI examiner who analyses answers logically and knows many subjects well.",
-     "Examine the model's answer in the light of the correct answer below and score it strictly. " + _RULES_B,
-     "Evaluation", "Final Score"),
-    ("You are an AI grader of exam answers, with sound logic, wide general knowledge and fluent English.",
-     "Below are an exam question, its correct answer and a model's answer. Decide whether the model's answer "
-     "is correct. " + _RULES_B, "Analysis", "Most Likely Score"),
+    (
+        "You are an AI grader of exam answers, with sound logic, wide general knowledge and fluent English.",
+        "Below are an exam question, its correct answer and a model's answer. Decide whether the model's answer "
+        "is correct. " + _RULES_A,
+        "Analysis",
+        "Most Likely Score",
+    ),
+    (
+        "You are an AI system with broad knowledge and careful reasoning, used to mark exam answers.",
+        "Compare the model's answer with the correct answer to the question below and score it. " + _RULES_A,
+        "Assessment",
+        "Final Score",
+    ),
+    (
+        "You are a capable language model acting as an examiner: knowledgeable, logical and precise.",
+        "Critically check the model's answer against the verified correct answer below. " + _RULES_A,
+        "Analysis",
+        "Final Assessment Score",
+    ),
+    (
+        "You are a reliable AI examiner who analyses answers logically and knows many subjects well.",
+        "Examine the model's answer in the light of the correct answer below and score it strictly. " + _RULES_B,
+        "Evaluation",
+        "Final Score",
+    ),
+    (
+        "You are an AI grader of exam answers, with sound logic, wide general knowledge and fluent English.",
+        "Below are an exam question, its correct answer and a model's answer. Decide whether the model's answer "
+        "is correct. " + _RULES_B,
+        "Analysis",
+        "Most Likely Score",
+    ),
 ]
 
 
 def format_instructions(heading: str, key: str) -> str:
-    return (f"Write your reasoning in a paragraph that starts with '{heading}:'. Finish with your verdict in "
-            f"the form '{key}: 1' or '{key}: 0'. For example: {heading}: ... {key}: 0")
+    return (
+        f"Write your reasoning in a paragraph that starts with '{heading}:'. Finish with your verdict in "
+        f"the form '{key}: 1' or '{key}: 0'. For example: {heading}: ... {key}: 0"
+    )
 
 
 ITEM_TEMPLATE = "Question: {question}\nCorrect answer: {reference}\nModel's answer: {answer}"

@@ -15,7 +15,7 @@ _COMMON_TAIL = (
     "Judge only the content, not the length or style of the prediction. Treat objects as matching when they "
     "are clearly the same kind of thing, even if the wording differs; do not penalise small differences in "
     "relative position or colour. First write a brief justification. Then give your rating from 1 (worst) to "
-    "10 (best) on the last line, exactly in the form \"Rating: [[N]]\", for example \"Rating: [[6]]\"."
+    '10 (best) on the last line, exactly in the form "Rating: [[N]]", for example "Rating: [[6]]".'
 )
 
 SYSTEM = {
@@ -25,8 +25,7 @@ SYSTEM = {
         "that affect how the ego car should drive, and explain why they matter. Grade three things: "
         "accuracy (the objects named in the reference are found in the prediction), absence of hallucination "
         "(the prediction does not add objects that the reference does not mention), and consistency of the "
-        "explanation (the prediction gives the same reasons for why each object affects the ego car). "
-        + _COMMON_TAIL
+        "explanation (the prediction gives the same reasons for why each object affects the ego car). " + _COMMON_TAIL
     ),
     "region_perception": (
         "You are a strict and impartial grader. A driving assistant described one highlighted object in a road "
@@ -60,58 +59,57 @@ FEW_SHOT = {
     "general_perception": [
         {
             "reference": "A white sedan is stopped ahead in the ego lane at a red light, so the ego car must "
-                         "stop behind it. A cyclist rides along the right edge of the road; the ego car should "
-                         "keep a safe lateral gap. A traffic cone sits on the right shoulder and narrows the "
-                         "usable lane.",
+            "stop behind it. A cyclist rides along the right edge of the road; the ego car should "
+            "keep a safe lateral gap. A traffic cone sits on the right shoulder and narrows the "
+            "usable lane.",
             "prediction": "There is a white car stopped in front of us at a red signal, which means we must "
-                          "stop. A person on a bicycle is on the right side, so we should give them room. A "
-                          "cone on the right shoulder narrows the road.",
+            "stop. A person on a bicycle is on the right side, so we should give them room. A "
+            "cone on the right shoulder narrows the road.",
             "response": "The prediction names all three objects of the reference (the stopped sedan, the "
-                        "cyclist, the cone) and gives the same reasons for each. It adds nothing that the "
-                        "reference does not contain. The wording differs slightly but the meaning is the "
-                        "same.\nRating: [[9]]",
+            "cyclist, the cone) and gives the same reasons for each. It adds nothing that the "
+            "reference does not contain. The wording differs slightly but the meaning is the "
+            "same.\nRating: [[9]]",
         },
         {
             "reference": "A bus is pulling out from a stop on the right and may cut into the ego lane, so the "
-                         "ego car should slow down. Pedestrians wait at a crosswalk ahead; the ego car must be "
-                         "ready to yield.",
+            "ego car should slow down. Pedestrians wait at a crosswalk ahead; the ego car must be "
+            "ready to yield.",
             "prediction": "The road is clear with a truck parked on the left. There are no pedestrians. The "
-                          "ego car can accelerate.",
+            "ego car can accelerate.",
             "response": "The prediction misses the bus merging from the right and the waiting pedestrians, "
-                        "invents a parked truck, and explicitly denies that pedestrians are present. Its "
-                        "conclusion is the opposite of the reference.\nRating: [[1]]",
+            "invents a parked truck, and explicitly denies that pedestrians are present. Its "
+            "conclusion is the opposite of the reference.\nRating: [[1]]",
         },
     ],
     "driving_suggestion": [
         {
             "reference": "Slow down and keep behind the cyclist until there is enough room to pass with at "
-                         "least 1.5 m clearance; watch for oncoming traffic before overtaking.",
+            "least 1.5 m clearance; watch for oncoming traffic before overtaking.",
             "prediction": "Reduce speed and stay behind the cyclist; only overtake when the oncoming lane is "
-                          "clear and you can leave a wide gap.",
+            "clear and you can leave a wide gap.",
             "response": "The advice matches the reference: slow down, stay behind, overtake only with a clear "
-                        "oncoming lane and a wide gap. It omits the explicit 1.5 m figure but remains "
-                        "specific and safe.\nRating: [[8]]",
+            "oncoming lane and a wide gap. It omits the explicit 1.5 m figure but remains "
+            "specific and safe.\nRating: [[8]]",
         },
         {
             "reference": "Stop before the stop line; the light is red and pedestrians are crossing.",
             "prediction": "Drive carefully.",
             "response": "The prediction is too vague to act on: it does not say to stop, and it ignores the "
-                        "red light and the crossing pedestrians.\nRating: [[2]]",
+            "red light and the crossing pedestrians.\nRating: [[2]]",
         },
     ],
     "region_perception": [
         {
             "reference": "A construction barrier blocks the right lane; the ego car should change to the left "
-                         "lane early.",
+            "lane early.",
             "prediction": "An orange roadwork barrier closes the right lane, so the car should merge left in "
-                          "good time.",
+            "good time.",
             "response": "Same object, same attributes, same consequence for the ego car.\nRating: [[9]]",
         },
         {
             "reference": "A pedestrian is crossing in front of the ego car; it must yield.",
             "prediction": "A parked motorcycle on the sidewalk; it does not affect driving.",
-            "response": "Wrong object type and the opposite conclusion about its effect on driving.\n"
-                        "Rating: [[1]]",
+            "response": "Wrong object type and the opposite conclusion about its effect on driving.\nRating: [[1]]",
         },
     ],
 }
@@ -120,10 +118,19 @@ FEW_SHOT = {
 # (vehicle, VRU, traffic sign, traffic light, traffic cone, barrier, miscellaneous). nuScenes-style names
 # are added so that stridegen datasets map too.
 CLASS_GROUPS: dict[str, tuple[str, ...]] = {
-    "vehicle": ("car", "truck", "tram", "tricycle", "bus", "trailer", "construction_vehicle",
-                "recreational_vehicle", "vehicle", "emergency_vehicle"),
-    "vru": ("pedestrian", "cyclist", "bicycle", "moped", "motorcycle", "stroller", "wheelchair", "cart",
-            "person"),
+    "vehicle": (
+        "car",
+        "truck",
+        "tram",
+        "tricycle",
+        "bus",
+        "trailer",
+        "construction_vehicle",
+        "recreational_vehicle",
+        "vehicle",
+        "emergency_vehicle",
+    ),
+    "vru": ("pedestrian", "cyclist", "bicycle", "moped", "motorcycle", "stroller", "wheelchair", "cart", "person"),
     "traffic_sign": ("warning_sign", "traffic_sign"),
     "traffic_light": ("traffic_light",),
     "traffic_cone": ("traffic_cone",),

@@ -14,7 +14,7 @@ SINGLE_INSTRUCTIONS = (
     "Grade the assistant's answer to the user's question below. Consider correctness first, then helpfulness, "
     "relevance, depth and level of detail. {reference_rule}Do not let the length of the answer sway you. "
     "Explain your assessment briefly, then on the last line give a rating from 1 to 10 exactly in the form "
-    "\"Rating: [[N]]\", for example \"Rating: [[4]]\"."
+    '"Rating: [[N]]", for example "Rating: [[4]]".'
 )
 REFERENCE_RULE = "A reference answer is provided: use it to find mistakes in the assistant's answer. "
 
@@ -23,8 +23,8 @@ PAIR_INSTRUCTIONS = (
     "Compare the two answers to the user's question below and decide which one is better. {reference_rule}"
     "Consider correctness, helpfulness, relevance and detail. The order in which the answers are shown must "
     "not influence you, nor their length, nor the assistants' names. Explain your comparison briefly, then on "
-    "the last line give your verdict exactly as \"[[A]]\" if assistant A is better, \"[[B]]\" if assistant B is "
-    "better, or \"[[C]]\" for a tie."
+    'the last line give your verdict exactly as "[[A]]" if assistant A is better, "[[B]]" if assistant B is '
+    'better, or "[[C]]" for a tie.'
 )
 
 ROBUST_ADDENDUM = (
