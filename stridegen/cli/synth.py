@@ -14,7 +14,11 @@ def synth(
     seed: int = typer.Option(0, "--seed", help="Random seed: the same seed gives byte-identical output."),
     width: int = typer.Option(800, "--width", min=16, help="Camera image width in pixels."),
     height: int = typer.Option(450, "--height", min=16, help="Camera image height in pixels."),
-    rig: str = typer.Option("nuscenes", "--rig", help="Sensor rig: a name in calibration/ or a YAML path."),
+    rig: str = typer.Option(
+        "nuscenes",
+        "--rig",
+        help="Sensor rig: a built-in name (nuscenes, stride-qa), a rig in ./calibration/, or a YAML path.",
+    ),
     sweeps: bool = typer.Option(False, "--sweeps", help="Also write non-key LiDAR sweeps at 20 Hz."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output folder."),
 ) -> None:

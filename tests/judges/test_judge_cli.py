@@ -95,7 +95,7 @@ def test_run_writes_verdicts_summary_and_sends_images(tmp_path: Path):
         "category:perception",
         "subcategory:perception/scene_description",
     }
-    # gpt-4o prices from configs/judge/pricing.yaml: 2.50 / 10.00 $ per 1M tokens.
+    # gpt-4o prices from stridegen/resources/judges/pricing.yaml: 2.50 / 10.00 $ per 1M tokens.
     assert summary["verdict_usage"]["cost_usd"] == pytest.approx(3 * (300 * 2.5 + 40 * 10.0) / 1e6)
     assert summary["usage"]["cost_usd"] == 0.0  # the second run spent nothing
     assert "overall" in again.output and "requests sent 0, cached 3" in again.output

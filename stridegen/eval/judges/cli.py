@@ -42,8 +42,12 @@ def run_command(
     pred: Path | None = typer.Option(None, "--pred", help="with --dataset: predictions JSONL {question_id, pred}"),
     out_dir: Path = typer.Option(Path("out/judge"), "--out", "-o", help="verdicts.jsonl and summary.json go here"),
     mode: str | None = typer.Option(None, "--mode", help="faithful | robust (default: config, else robust)"),
-    config: Path | None = typer.Option(None, "--config", help="method YAML (default configs/judge/<method>.yaml)"),
-    pricing: Path | None = typer.Option(None, "--pricing", help="pricing YAML (default configs/judge/pricing.yaml)"),
+    config: Path | None = typer.Option(
+        None, "--config", help="method YAML (default: the packaged stridegen/resources/judges/<method>.yaml)"
+    ),
+    pricing: Path | None = typer.Option(
+        None, "--pricing", help="pricing YAML (default: the packaged stridegen/resources/judges/pricing.yaml)"
+    ),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="default: <out>/cache"),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint (env STRIDEGEN_JUDGE_BASE_URL / OPENAI_BASE_URL)"

@@ -34,7 +34,7 @@ TOKENS_PER_MESSAGE = 4
 
 
 class ClientSettings(BaseModel):
-    """Connection, retry, rate and cost settings of a judge client (configs/judge/*.yaml ``client:``)."""
+    """Connection, retry, rate and cost settings of a judge client (stridegen/resources/judges/*.yaml ``client:``)."""
 
     base_url: str | None = None
     model: str = "gpt-4o-2024-08-06"

@@ -4,7 +4,8 @@ at 8/10, JSON verdict).
 
 Verdict format: ``{"Dimension": [score, importance], ..., "Overall Score": s}`` on the 1-10 scale. The
 dimension tables (name, definition, importance 1-3 per category/subcategory) live in
-configs/judge/intellicockpit.yaml; ``DEFAULT_DIMENSIONS`` below is the fallback used when no table matches.
+stridegen/resources/judges/intellicockpit.yaml; ``DEFAULT_DIMENSIONS`` below is the fallback used when no table
+matches.
 Wording is ours.
 """
 
