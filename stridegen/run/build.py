@@ -148,6 +148,7 @@ class SceneState:
     times_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     keyframes: KeyframesTable | None = None
     skipped: SkippedKeyframesTable | None = None
+    tracker: Any = None  # the scene's tracker backend (made by the detect stage)
     detections: list[Boxes] = field(default_factory=list)
     tracked: list[Boxes] = field(default_factory=list)  # the tracker's active tracks of each frame
     track_ids: list[np.ndarray] = field(default_factory=list)  # per frame, the track id of each detection
@@ -183,7 +184,7 @@ def keyframes_stage(st: SceneState) -> None:
 
 
 def detect_stage(st: SceneState) -> None:
-    tracker = make_build_tracker(st.config)
+    st.tracker = tracker = make_build_tracker(st.config)  # one per scene: it starts fresh, and track_stage uses it
     source = tracker if tracker.provides_detections else make_build_detector(st.config)
     name = st.config.tracker.name if tracker.provides_detections else st.config.detector.name
     st.detections = []
@@ -195,7 +196,7 @@ def detect_stage(st: SceneState) -> None:
 
 
 def track_stage(st: SceneState) -> None:
-    st.tracked = make_build_tracker(st.config).track(st.detections, st.times_s.tolist())
+    st.tracked = st.need("tracker").track(st.detections, st.times_s.tolist())
     st.track_ids = []
     for det, trk in zip(st.detections, st.tracked, strict=True):
         ids = np.full(len(det), "", dtype=object)
@@ -401,8 +402,7 @@ def run_build(
     cfg_hash = config_hash(config)
     _READERS.clear()  # a log may have changed since an earlier build in this process
     executor = make_executor(config.executor, config.workers)
-    make_build_tracker(config)  # a bad backend option fails now, not once per scene
-    if not make_build_tracker(config).provides_detections:
+    if not make_build_tracker(config).provides_detections:  # a bad backend option fails now, not once per scene
         make_build_detector(config)
     make_build_segmenter(config)  # likewise (and a SAM 2 checkpoint is loaded once here)
     reader = open_log_cached(log_root, config.log.format, config.log.version)
