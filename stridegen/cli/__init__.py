@@ -25,6 +25,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.augment", "augment", "augment"),
     ("stridegen.eval.validate.cli", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),
+    ("stridegen.cli.export", "export", "export"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).

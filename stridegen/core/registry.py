@@ -76,7 +76,9 @@ BUILTIN: dict[str, dict[str, str]] = {
         "general": "stridegen.eval.judges.methods.general:SingleAnswerJudge",
         "pairwise": "stridegen.eval.judges.methods.general:PairwiseJudge",
     },
-    "exporter": {},
+    "exporter": {
+        "strideqa-bench": "stridegen.run.export.strideqa_bench:StrideQABenchExporter",
+    },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",
     },
