@@ -126,6 +126,10 @@ def test_scoring_the_datasets_own_answers_gives_one_everywhere(bench, tmp_path):
     metrics = json.loads((tmp_path / "lsr" / "metrics.json").read_text())
     for dim in ("target_distance", "target_direction", "target_velocity", "ego_velocity", "lsr"):
         assert {row["success_rate"] for row in metrics[dim]} == {1.0}, dim
+    # every group has a scenario relation in the sheet, so the toolkit's TLC / MLSR are computed, and perfect
+    tlc = metrics["temporal_consistency"]
+    assert tlc and tlc[0]["relation"] == "Overall"
+    assert {row[k] for row in tlc for k in ("TLC@1", "TLC@2", "TLC@3", "TLC", "MLSR")} == {1.0}
     # one wrong distance answer fails exactly that one item
     first = next(q for q, r in records.items() if r["qa_category"] == "ego_distance_data")
     wrong = {**records[first], "gt": "It is 999 meters away."}

@@ -59,7 +59,8 @@ def eval_lsr(
     sheet: Path | None = typer.Option(
         None,
         "--sheet",
-        help="With --dataset: annotation sheet CSV (group_id, object_type, relation) for the per-scenario breakdown.",
+        help="With --dataset: annotation sheet CSV (group_id, object_type, relation) for the per-scenario "
+        "breakdown (default: the rule-based relations of stridegen.pipeline.scenario).",
     ),
     pred: Path | None = typer.Option(None, "--pred", help="Predictions JSONL: {question_id, pred} per line."),
     profile: str | None = typer.Option(
@@ -109,9 +110,15 @@ def eval_lsr(
             assert pred is not None
             preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
             if dataset is not None:
-                from stridegen.eval.lsr.dataset import records_from_dataset, scenarios_from_sheet
+                from stridegen.eval.lsr.dataset import (
+                    records_from_dataset,
+                    scenarios_from_dataset,
+                    scenarios_from_sheet,
+                )
 
-                recs = records_from_dataset(dataset, scenarios_from_sheet(sheet) if sheet is not None else None)
+                # --sheet wins; without it the groups' relations come from the rule-based classifier.
+                scen = scenarios_from_sheet(sheet) if sheet is not None else scenarios_from_dataset(dataset)
+                recs = records_from_dataset(dataset, scen)
                 if not recs:
                     _fail(f"{dataset}: the dataset has no spatiotemporal QA to score")
             else:

@@ -1,9 +1,10 @@
 """LSR records of a stridegen dataset: the spatiotemporal QA rows of every shard, as ``LsrRecord``s.
 
 The question ids are the dataset's own (``<scene>/k<keyframe>/<channel>/<n>``), so a predictions JSONL
-``{question_id, pred}`` written against the dataset joins directly. Scenario relations are not part of a built
-dataset; pass an annotation sheet (``group_id, object_type, relation[, out_of_view]`` CSV, the official
-STRIDE-QA-Bench layout) to break results down by scenario.
+``{question_id, pred}`` written against the dataset joins directly. Scenario relations are not stored in a built
+dataset: ``scenarios_from_dataset`` labels every spatiotemporal group with the rule-based classifier
+(``stridegen.pipeline.scenario``) from the shard tables, or an annotation sheet (``group_id, object_type,
+relation[, out_of_view]`` CSV, the official STRIDE-QA-Bench layout) gives them by hand.
 """
 
 from __future__ import annotations
@@ -44,3 +45,15 @@ def scenarios_from_sheet(path: str | Path) -> dict[str, str | None]:
     from stridegen.formats.strideqa_bench import read_annotation_sheet
 
     return {gid: row.get("relation") for gid, row in read_annotation_sheet(path).items()}
+
+
+def scenarios_from_dataset(dataset_dir: str | Path) -> dict[str, str | None]:
+    """group_id -> scenario relation of every spatiotemporal group of a dataset (``scene_relations``)."""
+    from stridegen.run.scenarios import scene_relations
+    from stridegen.shards.reader import open_dataset
+
+    out: dict[str, str | None] = {}
+    with open_dataset(dataset_dir) as ds:
+        for scene in ds:
+            out.update(scene_relations(scene))
+    return out

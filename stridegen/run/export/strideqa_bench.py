@@ -20,8 +20,8 @@ One record per spatiotemporal question of the dataset:
 - ``token_info``: the link back to the source: scene, camera, keyframe sample token, the tokens of the four frames,
   the track id and stridegen's own question id.
 
-The annotation sheet's ``relation`` is left empty (missing, as the toolkit reads it) until the dataset carries
-scenario labels; ``object_type`` is the target's STRIDE-QA class.
+The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.run.scenarios;
+docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.rle import encode_rle
+from stridegen.run.scenarios import scene_relations
 from stridegen.shards.reader import SceneView
 from stridegen.shards.writer import atomic_write_bytes
 
@@ -80,6 +81,7 @@ class StrideQABenchExporter:
             for m, (i, t) in enumerate(zip(masks.image_index, masks.track_index, strict=True)):
                 mask_of[(int(i), int(t))] = m
         written: set[tuple[int, int]] = set()
+        relation = scene_relations(scene)
         records: list[dict[str, Any]] = []
         for q in rows.tolist():
             channel_index = int(qa.channel_index[q])
@@ -111,6 +113,7 @@ class StrideQABenchExporter:
             records.append(
                 {
                     "local_group": str(qa.group_id[q]),
+                    "relation": relation.get(str(qa.group_id[q]), ""),
                     "question": str(qa.question[q]),
                     "gt": str(qa.answer[q]),
                     "qa_category": predicate,
@@ -146,10 +149,12 @@ class StrideQABenchExporter:
                     groups[key] = f"g{len(groups) + 1:05d}"
                 group = groups[key]
                 n += 1
-                out = {k: v for k, v in rec.items() if k != "local_group"}
+                out = {k: v for k, v in rec.items() if k not in ("local_group", "relation")}
                 out = {"question_id": f"q{n:08d}_{group}", "group_id": group, **out}
                 by_horizon[QA_CATEGORIES[rec["qa_category"]][0]].append(out)
-                entry = sheet.setdefault(group, {"object_type": rec["object_class"], "out_of_view": 0})
+                entry = sheet.setdefault(
+                    group, {"object_type": rec["object_class"], "relation": rec["relation"], "out_of_view": 0}
+                )
                 entry["out_of_view"] = max(entry["out_of_view"], int(rec["out_of_view"] == 1))
         files = []
         for t, recs in by_horizon.items():
@@ -162,7 +167,7 @@ class StrideQABenchExporter:
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(["group_id", "object_type", "relation", "out_of_view"])
         for group, entry in sheet.items():
-            writer.writerow([group, entry["object_type"], "", entry["out_of_view"]])
+            writer.writerow([group, entry["object_type"], entry["relation"], entry["out_of_view"]])
         atomic_write_bytes(out_dir / ANNOTATIONS / SHEET, text.getvalue().encode())
         files.append(f"{ANNOTATIONS}/{SHEET}")
         return files

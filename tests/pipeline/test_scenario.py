@@ -1,0 +1,243 @@
+"""Scenario relations (``stridegen.pipeline.scenario``): known answers per rule, and accuracy against the synthetic
+generator's analytic scenario of each agent.
+
+Truth: every synthetic agent carries the role it was placed for (``Agent.scenario``, docs/synthetic.md), mapped to
+the bench relation by ``TRUTH_RELATION`` (background roles, ``minor_relation``, ``parked`` and ``static_object``,
+are ``Other``). That label belongs to the agent over the whole scene, while the classifier sees one group's window
+(keyframe window, -2 s .. +3 s): two classes cannot reach 0.95 at window level, and their floors below are what
+the rules reach (seed 0, three 20 s scenes; measured values in docs/qa-spatiotemporal.md):
+
+- ``Path_Divergence_at_Intersection`` (~0.4): the right-turning truck is labelled so in every window, but only
+  windows that contain the turn itself show diverging headings. Before the turn it drives ahead of the ego in the
+  next lane (Maintain_State / Pulling_Away_from_Ego); after it, it drives along the cross road away from the ego,
+  which no window-level rule can tell from cross traffic leaving the intersection (Other).
+- ``Overtake`` (~0.8 on truth tracks, ~0.9 on the built groups): the motorcycle and the cyclist are "overtake"
+  for the whole scene, but a window long after the pass shows a vehicle ahead getting farther away
+  (Pulling_Away_from_Ego) or, while both drive at similar speeds, a held gap (Maintain_State).
+
+``Pulling_Away_from_Ego`` has no group in the built dataset (the accelerating car on the outer lane is hidden
+behind the turning truck, so the visibility filter drops it); its accuracy is measured on the generator's truth
+tracks (every agent, every keyframe window in which it stays within the 80 m annotation range).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stridegen.pipeline.scenario import (
+    MAINTAIN_STATE,
+    ONCOMING_PASS,
+    OTHER,
+    OVERTAKE,
+    PATH_DIVERGENCE,
+    PULLING_AWAY,
+    RELATIONS,
+    classify_relation,
+    classify_relations,
+)
+
+TRUTH_RELATION = {
+    "oncoming_pass": ONCOMING_PASS,
+    "maintain_state": MAINTAIN_STATE,
+    "overtake": OVERTAKE,
+    "path_divergence": PATH_DIVERGENCE,
+    "pulling_away": PULLING_AWAY,
+    "minor_relation": OTHER,
+    "parked": OTHER,
+    "static_object": OTHER,
+}
+SEED, SCENES, SECONDS = 0, 3, 20.0
+WINDOW_S = np.arange(-2.0, 3.0 + 1e-9, 0.5)  # the default keyframe window
+ANNOTATION_RANGE_M = 80.0  # docs/synthetic.md: agents are annotated within 80 m of the ego
+# Per-class accuracy floors (see the module docstring for the two classes below 0.95).
+GROUP_FLOORS = {ONCOMING_PASS: 0.95, MAINTAIN_STATE: 0.95, OVERTAKE: 0.85, PATH_DIVERGENCE: 0.35, OTHER: 0.95}
+TRUTH_FLOORS = {**GROUP_FLOORS, OVERTAKE: 0.75, PULLING_AWAY: 0.95}
+
+
+# ---------------------------------------------------------------------------------------------- known answers
+
+
+def _poses(xy: np.ndarray, yaw: np.ndarray | float = 0.0) -> np.ndarray:
+    """[N, 4, 4] yaw-only ego poses at ``xy`` [N, 2]."""
+    n = len(xy)
+    yaw = np.broadcast_to(np.asarray(yaw, dtype=np.float64), (n,))
+    t = np.tile(np.eye(4), (n, 1, 1))
+    t[:, 0, 0], t[:, 0, 1], t[:, 1, 0], t[:, 1, 1] = np.cos(yaw), -np.sin(yaw), np.sin(yaw), np.cos(yaw)
+    t[:, :2, 3] = xy
+    return t
+
+
+def _line(start: tuple[float, float], velocity: tuple[float, float], times: np.ndarray = WINDOW_S) -> np.ndarray:
+    return np.asarray(start) + times[:, None] * np.asarray(velocity)
+
+
+def _classify(target_xy: np.ndarray, ego_xy: np.ndarray, ego_yaw: np.ndarray | float = 0.0) -> str:
+    target = np.c_[target_xy, np.zeros(len(target_xy))]
+    return classify_relation(WINDOW_S, target, _poses(ego_xy, ego_yaw))
+
+
+EGO_10 = _line((0.0, 0.0), (10.0, 0.0))  # the ego at 10 m/s along +x
+
+
+def test_oncoming_vehicle_is_oncoming_pass() -> None:
+    assert _classify(_line((40.0, 3.5), (-10.0, 0.0)), EGO_10) == ONCOMING_PASS
+    # Before it reaches the ego too (the relation does not need the pass inside the window).
+    assert _classify(_line((120.0, 3.5), (-8.0, 0.0)), EGO_10) == ONCOMING_PASS
+
+
+def test_lead_at_constant_gap_is_maintain_state() -> None:
+    assert _classify(_line((15.0, 0.0), (10.0, 0.0)), EGO_10) == MAINTAIN_STATE
+    assert _classify(_line((15.0, -3.5), (10.3, 0.0)), EGO_10) == MAINTAIN_STATE  # 0.3 m/s apart: held
+
+
+def test_queued_behind_a_stopped_lead_is_maintain_state() -> None:
+    ego = np.zeros((len(WINDOW_S), 2))
+    assert _classify(np.tile([9.0, 0.2], (len(WINDOW_S), 1)), ego) == MAINTAIN_STATE
+    # Stopped on the shoulder, not in the ego's lane: a parked car.
+    assert _classify(np.tile([9.0, -6.5], (len(WINDOW_S), 1)), ego) == OTHER
+
+
+def test_passing_is_overtake_both_ways() -> None:
+    assert _classify(_line((-20.0, -3.5), (16.0, 0.0)), EGO_10) == OVERTAKE  # it passes the ego
+    assert _classify(_line((20.0, -6.0), (4.0, 0.0)), EGO_10) == OVERTAKE  # the ego passes a cyclist
+    assert _classify(_line((-60.0, -3.5), (16.0, 0.0)), EGO_10) == OVERTAKE  # closing in from behind
+
+
+def test_faster_vehicle_ahead_is_pulling_away() -> None:
+    assert _classify(_line((30.0, -3.5), (14.0, 0.0)), EGO_10) == PULLING_AWAY
+
+
+def test_turning_off_is_path_divergence() -> None:
+    # A vehicle ahead drives along +x for 2.5 s, then along -y (a right turn) at 6 m/s.
+    t = WINDOW_S
+    turn_at = 0.5
+    x = 25.0 + 6.0 * np.minimum(t, turn_at)
+    y = -3.5 - 6.0 * np.maximum(t - turn_at, 0.0)
+    assert _classify(np.c_[x, y], _line((0.0, 0.0), (6.0, 0.0))) == PATH_DIVERGENCE
+    # The ego turns left while the target keeps straight on: their headings diverge too.
+    ego_yaw = np.where(t > 0.5, np.pi / 2, 0.0)
+    assert _classify(_line((15.0, -3.5), (6.0, 0.0)), _line((0.0, 0.0), (6.0, 0.0)), ego_yaw) == PATH_DIVERGENCE
+
+
+def test_crossing_slow_parked_and_short_tracks_are_other() -> None:
+    assert _classify(_line((25.0, -30.0), (0.0, 9.0)), EGO_10) == OTHER  # cross traffic
+    assert _classify(_line((20.0, -8.0), (0.0, 1.4)), EGO_10) == OTHER  # a pedestrian crossing
+    assert _classify(_line((30.0, 10.0), (-1.2, 0.0)), EGO_10) == OTHER  # a pedestrian on the sidewalk
+    assert _classify(np.tile([40.0, -6.5], (len(WINDOW_S), 1)), EGO_10) == OTHER  # parked
+    target = _line((40.0, 3.5), (-10.0, 0.0))
+    target[:-2] = np.nan  # two present frames: no trend
+    assert _classify(target, EGO_10) == OTHER
+
+
+def test_vectorised_equals_one_by_one_and_shapes() -> None:
+    targets = np.stack(
+        [
+            np.c_[_line((40.0, 3.5), (-10.0, 0.0)), np.zeros(len(WINDOW_S))],
+            np.c_[_line((15.0, 0.0), (10.0, 0.0)), np.zeros(len(WINDOW_S))],
+            np.full((len(WINDOW_S), 3), np.nan),
+        ]
+    )
+    poses = np.broadcast_to(_poses(EGO_10), (3, len(WINDOW_S), 4, 4))
+    labels = classify_relations(WINDOW_S, targets, poses)
+    assert labels.tolist() == [ONCOMING_PASS, MAINTAIN_STATE, OTHER]
+    assert [classify_relation(WINDOW_S, targets[i], poses[i]) for i in range(3)] == labels.tolist()
+    assert classify_relations(WINDOW_S, targets[:0], poses[:0]).shape == (0,)
+    with pytest.raises(ValueError):
+        classify_relations(WINDOW_S, targets, poses[:2])
+
+
+# ---------------------------------------------------------------------------------------------- synthetic truth
+
+
+def _confusion_table(confusion: dict[str, Counter]) -> str:
+    cols = [r for r in RELATIONS if any(c[r] for c in confusion.values())]
+    lines = [f"{'truth / predicted':<34}" + "".join(f"{c[:14]:>16}" for c in cols) + f"{'n':>6}{'acc':>7}"]
+    for truth in RELATIONS:
+        if truth not in confusion:
+            continue
+        row = confusion[truth]
+        n = sum(row.values())
+        lines.append(f"{truth:<34}" + "".join(f"{row[c]:>16}" for c in cols) + f"{n:>6}{row[truth] / n:>7.3f}")
+    return "\n".join(lines)
+
+
+def _check(confusion: dict[str, Counter], floors: dict[str, float], title: str) -> None:
+    print(f"\n{title}\n{_confusion_table(confusion)}")
+    for relation, floor in floors.items():
+        row = confusion[relation]
+        n = sum(row.values())
+        assert n > 0, f"{title}: no {relation} sample"
+        assert row[relation] / n >= floor, f"{title}: {relation} accuracy {row[relation] / n:.3f} < {floor}"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    from stridegen.logs.synthetic.generator import generate_dataset
+    from stridegen.run.build import run_build
+    from stridegen.run.config import load_build_config
+
+    base = tmp_path_factory.mktemp("scenario")
+    generate_dataset(
+        base / "log", progress=False, overwrite=True, scenes=SCENES, seconds=SECONDS, seed=SEED, width=320, height=180
+    )
+    config = load_build_config(None, ["segmenter.name=projected_box"])
+    assert config.detector.name == "oracle"
+    result = run_build(base / "log", base / "ds", config)
+    assert result.ok, [r.reason for r in result.failed]
+    return base
+
+
+def test_group_relations_match_the_generators_scenarios(built: Path) -> None:
+    """Every spatiotemporal group of the built dataset (oracle detector), labelled through the eval helper that
+    ``stridegen eval lsr --dataset`` uses, against the scenario of the target's agent."""
+    from stridegen.eval.lsr.dataset import scenarios_from_dataset
+    from stridegen.logs.synthetic.generator import read_truth_metadata
+    from stridegen.shards.reader import open_dataset
+
+    meta = read_truth_metadata(built / "log")
+    scenario_of = {a["instance_token"]: a["scenario"] for m in meta["scenes"] for a in m["agents"]}
+    labels = scenarios_from_dataset(built / "ds")
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    with open_dataset(built / "ds") as ds:
+        for scene in ds:
+            qa, tracks, gt = scene.qa, scene.tracks, scene.ground_truth
+            assert qa is not None and gt is not None
+            gt_frame, gt_centre = np.asarray(gt.frame_index), np.asarray(gt.center_global)
+            groups: dict[str, int] = {}
+            for gid, track in zip(qa.group_id.tolist(), qa.track_index[:, 0].tolist(), strict=True):
+                if gid:
+                    groups.setdefault(str(gid), int(track))
+            for gid, track in groups.items():
+                # The oracle's track centres are the annotations' centres: link the track by its first frame.
+                f = int(np.flatnonzero(tracks.present[track])[0])
+                rows = np.flatnonzero(gt_frame == f)
+                gap = np.linalg.norm(gt_centre[rows] - tracks.center_global[track, f], axis=1)
+                assert gap.min() < 1e-6
+                token = str(gt.instance_token[rows[int(gap.argmin())]])
+                confusion[TRUTH_RELATION[scenario_of[token]]][labels[gid]] += 1
+    assert sum(sum(c.values()) for c in confusion.values()) == len(labels) > 0
+    _check(confusion, GROUP_FLOORS, "spatiotemporal groups of the built dataset")
+
+
+def test_truth_track_relations_match_the_generators_scenarios() -> None:
+    """Every agent at every keyframe window (t0 = 2 .. 16.5 s every 0.5 s) in which it stays within the
+    annotation range, from the analytic positions and ego poses: covers Pulling_Away_from_Ego too."""
+    from stridegen.logs.synthetic.scenario import compose_scene
+
+    confusion: dict[str, Counter] = defaultdict(Counter)
+    for index in range(SCENES):
+        scene = compose_scene(SEED, index, SECONDS)
+        for t0 in np.arange(2.0, SECONDS - 3.0, 0.5):
+            times = t0 + WINDOW_S
+            poses = np.stack([scene.ego_pose(t) for t in times])
+            centre = np.stack([scene.agent_states(t).center for t in times], axis=1)  # [A, N, 3]
+            near = np.linalg.norm(centre[..., :2] - poses[None, :, :2, 3], axis=-1) <= ANNOTATION_RANGE_M
+            keep = np.flatnonzero(near.all(axis=1))
+            labels = classify_relations(times, centre[keep], np.broadcast_to(poses, (keep.size, *poses.shape)))
+            for agent, label in zip(keep.tolist(), labels.tolist(), strict=True):
+                confusion[TRUTH_RELATION[scene.agents[agent].scenario]][label] += 1
+    _check(confusion, TRUTH_FLOORS, "generator truth tracks, every keyframe window")
