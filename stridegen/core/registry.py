@@ -78,6 +78,8 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "exporter": {
         "strideqa-bench": "stridegen.run.export.strideqa_bench:StrideQABenchExporter",
+        "llava": "stridegen.run.export.chat:LlavaExporter",
+        "messages": "stridegen.run.export.chat:MessagesExporter",
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",

@@ -127,7 +127,7 @@ def question_frames(view, row: int) -> tuple[int, list[int]]:
 
 def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, alpha: float) -> RenderedImage:
     from stridegen.formats.images import write_rgb
-    from stridegen.viz.som import draw_set_of_marks
+    from stridegen.pipeline.som import draw_set_of_marks
 
     qa = view.qa
     kf, ch = int(qa.keyframe_index[row]), int(qa.channel_index[row])

@@ -13,24 +13,8 @@ from stridegen.cli import app
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_bench import extract_group_id, load_annotation_questions, read_annotation_sheet
-from stridegen.run.build import run_build
-from stridegen.run.config import load_build_config
 from stridegen.run.export import EXPORT_MANIFEST, run_export
 from stridegen.shards.reader import open_dataset
-
-SYNTH = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("export")
-    generate_dataset(root / "log", progress=False, overwrite=True, **SYNTH)
-    cfg = load_build_config(None, ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"])
-    result = run_build(root / "log", root / "ds", cfg)
-    assert result.ok, [r.reason for r in result.failed]
-    return root / "ds"
 
 
 @pytest.fixture(scope="module")

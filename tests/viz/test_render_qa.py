@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from stridegen.cli.render import render
 from stridegen.core.errors import StrideGenError
+from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
     DetectionsTable,
@@ -23,7 +24,6 @@ from stridegen.shards.schema import (
     str_array,
 )
 from stridegen.viz.render_qa import QuestionNotFoundError, render_qa, safe_file_stem
-from stridegen.viz.som import draw_set_of_marks
 from tests import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 90, 160

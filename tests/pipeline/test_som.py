@@ -1,4 +1,4 @@
-"""Set-of-Mark overlays (stridegen.viz.som)."""
+"""Set-of-Mark overlays (stridegen.pipeline.som)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core.errors import ConfigError
-from stridegen.viz.som import (
+from stridegen.pipeline.som import (
     PALETTE,
     PALETTE_SIZE,
     draw_set_of_marks,
