@@ -22,6 +22,8 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.synth", "synth", "synth"),
     ("stridegen.cli.build", "build", "build"),
     ("stridegen.cli.build", "inspect", "inspect"),
+    ("stridegen.cli.detect", "detect", "detect"),
+    ("stridegen.cli.detect", "track", "track"),
     ("stridegen.cli.augment", "augment", "augment"),
     ("stridegen.eval.validate.cli", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),

@@ -7,21 +7,20 @@ ground truth has. Tracking: the tracker's active tracks per frame, scored with t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
 from stridegen.core.boxes import Boxes
-from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.eval.detection.data import DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.evaluate import evaluate_detection
 from stridegen.eval.detection.gt import filter_eval_boxes, gather_detection_gt
 from stridegen.formats.detection_boxes import to_detection_boxes
 from stridegen.logs.base import LogReader
 from stridegen.pipeline.detect.base import Detector
-from stridegen.pipeline.track import TrackerConfig, track_scene
+from stridegen.pipeline.track import SceneTracker, TrackerConfig
+from stridegen.run.detect import track_scene_rows
 
 
 def validate_detector(
@@ -66,29 +65,7 @@ def tracking_results(reader: LogReader, samples: Mapping[str, Boxes], tracker: T
     """Track each scene's per-sample detections; the active tracks as a nuScenes tracking-results dict."""
     results: dict[str, list[dict]] = {}
     for scene in reader.scenes():
-        tracked = track_scene(
-            [samples[f.token] for f in scene.frames], cast("Sequence[float]", scene.timestamps_s), tracker
-        )
-        for frame, boxes in zip(scene.frames, tracked, strict=True):
-            quat = boxes.extras.get("rotation_global")
-            rows = []
-            for i in np.flatnonzero(np.isin(boxes.label, TRACKING_CLASSES)):
-                rotation = (
-                    quat[i] if quat is not None else np.r_[np.cos(boxes.yaw[i] / 2), 0, 0, np.sin(boxes.yaw[i] / 2)]
-                )
-                rows.append(
-                    {
-                        "sample_token": frame.token,
-                        "translation": boxes.center[i].tolist(),
-                        "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
-                        "rotation": list(map(float, rotation)),
-                        "velocity": np.nan_to_num(boxes.velocity[i, :2]).tolist(),
-                        "tracking_id": f"{scene.name}/{boxes.track_id[i]}",
-                        "tracking_name": str(boxes.label[i]),
-                        "tracking_score": float(boxes.score[i]),
-                    }
-                )
-            results[frame.token] = rows
+        results.update(track_scene_rows(scene, [samples[f.token] for f in scene.frames], SceneTracker(tracker)))
     return results
 
 
