@@ -27,6 +27,7 @@ BENCHMARKS = [
     ("bench_detection.py", ["--samples", "100", "--repeat", "1"], []),
     ("bench_tracking.py", ["--quick"], []),
     ("bench_lsr.py", ["--groups", "2000", "--repeat", "1"], []),
+    ("bench_export.py", ["--quick", "--repeat", "1"], []),
     ("bench_augment.py", ["--repeats", "2", "--skip-slow"], ["--skip-slow"]),
 ]
 
