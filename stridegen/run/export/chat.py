@@ -21,50 +21,16 @@ category, predicate, gt_value (null when not a number), unit, gt_label, gt_extra
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from stridegen.formats.images import decode_image, encode_jpeg
-from stridegen.pipeline.som import draw_set_of_marks
+from stridegen.formats.images import encode_jpeg
+from stridegen.run.samples import SceneIndex, scene_samples, som_image
 from stridegen.shards.reader import SceneView
 from stridegen.shards.writer import atomic_write_bytes
 
 IMAGES = "images"
 IMAGE_TOKEN = "<image>"
-
-
-def _number(value: float) -> float | None:
-    return None if math.isnan(float(value)) else float(value)
-
-
-class _SceneIndex:
-    """Lookups of one scene: image rows by (frame, camera), masks by (image row, track), regions per image."""
-
-    def __init__(self, scene: SceneView) -> None:
-        self.scene = scene
-        frames = np.asarray(scene.array("images/frame_index"), dtype=np.int64)
-        channels = np.asarray(scene.array("images/channel_index"), dtype=np.int64)
-        self.image_row = {(int(f), int(c)): i for i, (f, c) in enumerate(zip(frames, channels, strict=True))}
-        masks = scene.masks
-        self.mask_of: dict[tuple[int, int], int] = {}
-        if masks is not None:
-            for m, (i, t) in enumerate(zip(masks.image_index, masks.track_index, strict=True)):
-                self.mask_of[(int(i), int(t))] = m
-        self.regions: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (kf, ch) -> (region, track, mask)
-        regions = scene.regions
-        if regions is not None:
-            for k, c, r, t, m in zip(
-                regions.keyframe_index,
-                regions.channel_index,
-                regions.region_id,
-                regions.track_index,
-                regions.mask_index,
-                strict=True,
-            ):
-                self.regions.setdefault((int(k), int(c)), []).append((int(r), int(t), int(m)))
 
 
 class ChatExporter:
@@ -82,98 +48,28 @@ class ChatExporter:
         qa = scene.qa
         if qa is None or len(qa) == 0:
             return [], {"samples": 0, "questions": 0, "images": 0}
-        index = _SceneIndex(scene)
+        index = SceneIndex(scene)
         rendered: dict[tuple[int, int, int], str] = {}
-        samples: dict[tuple[str, ...], dict[str, Any]] = {}
-        for q in range(len(qa)):
-            k, c = int(qa.keyframe_index[q]), int(qa.channel_index[q])
-            spatiotemporal = str(qa.category[q]) == "spatiotemporal"
-            key = ("g", str(qa.group_id[q])) if spatiotemporal else ("i", str(k), str(c))
-            if key not in samples:
-                frames = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
-                keyframe_frame = int(scene.keyframes.frame_index[k])
-                shown = frames if spatiotemporal else [keyframe_frame]
-                images = [self._image(index, out_dir, k, c, f, rendered) for f in shown]
-                samples[key] = self._sample(scene, index, q, k, c, keyframe_frame, shown, images, spatiotemporal)
-            samples[key]["turns"].append(self._turn(qa, q))
-        records = [self.sample_record(s) for s in samples.values()]
+        records = []
+        for sample in scene_samples(index):
+            k, c = sample["keyframe_index"], sample["channel_index"]
+            images = [self._image(index, out_dir, k, c, f, rendered) for f in sample["frames"]]
+            records.append(self.sample_record({**sample, "images": images}))
         return records, {"samples": len(records), "questions": len(qa), "images": len(rendered)}
 
     def _image(
-        self, index: _SceneIndex, out_dir: Path, k: int, c: int, frame: int, rendered: dict[tuple[int, int, int], str]
+        self, index: SceneIndex, out_dir: Path, k: int, c: int, frame: int, rendered: dict[tuple[int, int, int], str]
     ) -> str:
         """The Set-of-Mark image of keyframe image (k, c) at ``frame`` (written once), relative to images/."""
-        if (k, c, frame) in rendered:
-            return rendered[(k, c, frame)]
-        scene = index.scene
-        channel = str(scene.cameras.channel[c])
-        rgb = decode_image(scene.image_bytes(channel, frame), f"{scene.name}:{channel}/frame {frame}")
-        row = index.image_row[(frame, c)]
-        marks = []
-        for region, track, mask in index.regions.get((k, c), []):
-            m = mask if frame == int(scene.keyframes.frame_index[k]) else index.mask_of.get((row, track))
-            if m is not None:
-                marks.append((region, scene.mask(m)))
-        stack = np.stack([m for _, m in marks]) if marks else np.zeros((0, *rgb.shape[:2]), dtype=bool)
-        image = draw_set_of_marks(rgb, stack, [r for r, _ in marks], alpha=self.alpha)
-        rel = f"{scene.name}/{channel}/k{k:03d}_f{frame:05d}.jpg"
-        path = out_dir / IMAGES / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, encode_jpeg(image, self.jpeg_quality).tobytes())
-        rendered[(k, c, frame)] = rel
-        return rel
-
-    def _sample(
-        self,
-        scene: SceneView,
-        index: _SceneIndex,
-        q: int,
-        k: int,
-        c: int,
-        keyframe_frame: int,
-        shown: list[int],
-        images: list[str],
-        spatiotemporal: bool,
-    ) -> dict[str, Any]:
-        qa, tracks = scene.qa, scene.tracks
-        assert qa is not None
-        channel = str(scene.cameras.channel[c])
-        sample_id = f"{scene.name}/{qa.group_id[q]}" if spatiotemporal else f"{scene.name}/k{k:03d}/{channel}"
-        regions = [
-            {"region_id": r, "track_id": str(tracks.track_id[t]), "label": str(tracks.label[t])}
-            for r, t, _ in index.regions.get((k, c), [])
-        ]
-        return {
-            "id": sample_id,
-            "kind": "spatiotemporal" if spatiotemporal else "spatial",
-            "images": images,
-            "turns": [],
-            "meta": {
-                "scene": scene.name,
-                "camera": channel,
-                "keyframe_index": k,
-                "sample_token": str(scene.frames.token[keyframe_frame]),
-                "frame_tokens": [str(scene.frames.token[f]) for f in shown],
-                "regions": regions,
-            },
-        }
-
-    @staticmethod
-    def _turn(qa: Any, q: int) -> dict[str, Any]:
-        return {
-            "question": str(qa.question[q]),
-            "answer": str(qa.answer[q]),
-            "qa_info": {
-                "question_id": str(qa.question_id[q]),
-                "category": str(qa.category[q]),
-                "predicate": str(qa.predicate[q]),
-                "gt_value": _number(qa.gt_value[q]),
-                "unit": str(qa.unit[q]),
-                "gt_label": str(qa.gt_label[q]),
-                "gt_extra": json.loads(str(qa.gt_extra[q]) or "{}"),
-                "region_ids": [int(r) for r in qa.region_ids[q] if r >= 0],
-            },
-        }
+        if (k, c, frame) not in rendered:
+            scene = index.scene
+            rel = f"{scene.name}/{scene.cameras.channel[c]}/k{k:03d}_f{frame:05d}.jpg"
+            path = out_dir / IMAGES / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            image = som_image(index, k, c, frame, self.alpha)
+            atomic_write_bytes(path, encode_jpeg(image, self.jpeg_quality).tobytes())
+            rendered[(k, c, frame)] = rel
+        return rendered[(k, c, frame)]
 
     # ------------------------------------------------------------------------------------------ syntax
     def sample_record(self, sample: dict[str, Any]) -> dict[str, Any]:
