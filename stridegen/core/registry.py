@@ -80,6 +80,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "strideqa-bench": "stridegen.run.export.strideqa_bench:StrideQABenchExporter",
         "llava": "stridegen.run.export.chat:LlavaExporter",
         "messages": "stridegen.run.export.chat:MessagesExporter",
+        "answers": "stridegen.run.export.answers:AnswersExporter",
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",

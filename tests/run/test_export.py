@@ -159,3 +159,29 @@ def test_unknown_format_and_output_inside_the_source_are_errors(dataset, tmp_pat
         run_export(dataset, dataset / "export", "strideqa-bench")
     res = CliRunner().invoke(app, ["export", str(dataset), "--format", "nope", "--out", str(tmp_path / "y")])
     assert res.exit_code == 2 and "unknown exporter 'nope'" in res.output
+
+
+def test_answers_export_scores_one_with_eval_lsr_dataset(dataset, tmp_path):
+    assert run_export(dataset, tmp_path / "answers", "answers").ok
+    lines = (tmp_path / "answers" / "answers.jsonl").read_text().splitlines()
+    with open_dataset(dataset) as ds:
+        n_qa = sum(len(ds.scene(name).qa) for name in ds.scenes)
+    assert len(lines) == n_qa
+    spatiotemporal = tmp_path / "answers" / "answers_spatiotemporal.jsonl"
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "lsr",
+            "--dataset",
+            str(dataset),
+            "--pred",
+            str(spatiotemporal),
+            "--out",
+            str(tmp_path / "lsr"),
+            "--no-plots",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    metrics = json.loads((tmp_path / "lsr" / "metrics.json").read_text())
+    assert {row["success_rate"] for row in metrics["lsr"]} == {1.0}
