@@ -10,7 +10,9 @@ GPT-4V") marks image regions with numbered masks so a model can be asked about "
   (the argmax of ``cv2.distanceTransform``, with the image edge counted as boundary), so it lands inside the
   object even for concave or partly cut-off masks; an empty mask gets no label;
 - the label's font size scales with the image (``font_scale_for``) and sits on a box of the region's colour with
-  black or white text, whichever contrasts more with that colour.
+  black or white text, whichever contrasts more with that colour;
+- a label box that would cover more than ``MAX_LABEL_COVER`` of its own region (small, distant objects) is put
+  beside the region instead, joined to it by a leader line, so a mark never hides what it marks.
 
 All coordinates are image pixels (x right, y down, pixel centres at integer coordinates).
 """
@@ -117,17 +119,63 @@ def _check_inputs(image_rgb: np.ndarray, masks: np.ndarray, region_ids: Sequence
     return masks, ids
 
 
-def _draw_label(
-    canvas: np.ndarray, text: str, anchor: tuple[int, int], colour: tuple[int, int, int], scale: float
-) -> None:
-    """Text centred on ``anchor`` over a filled box of ``colour``; the box is shifted to stay inside the image."""
-    h, w = canvas.shape[:2]
+# A label box that would cover more than this share of its own region's pixels goes outside the region, joined to it
+# by a leader line: a mark must never hide what it marks (small and distant objects).
+MAX_LABEL_COVER = 0.4
+
+
+def _label_box(text: str, scale: float) -> tuple[int, int, int, int, int]:
+    """(box width, box height, padding, text height, thickness) of a label at ``scale``."""
     thickness = max(1, round(scale * 2))
     (tw, th), baseline = cv2.getTextSize(text, _FONT, scale, thickness)
     pad = max(2, round(4 * scale))
-    box_w, box_h = tw + 2 * pad, th + baseline + 2 * pad
-    x0 = int(np.clip(anchor[0] - box_w // 2, 0, max(0, w - box_w)))
-    y0 = int(np.clip(anchor[1] - box_h // 2, 0, max(0, h - box_h)))
+    return tw + 2 * pad, th + baseline + 2 * pad, pad, th, thickness
+
+
+def _clamped(x0: int, y0: int, box_w: int, box_h: int, w: int, h: int) -> tuple[int, int]:
+    return int(np.clip(x0, 0, max(0, w - box_w))), int(np.clip(y0, 0, max(0, h - box_h)))
+
+
+def _covered(mask: np.ndarray, x0: int, y0: int, box_w: int, box_h: int) -> int:
+    return int(mask[y0 : y0 + box_h, x0 : x0 + box_w].sum())
+
+
+def _label_origin(mask: np.ndarray, anchor: tuple[int, int], box_w: int, box_h: int) -> tuple[int, int, bool]:
+    """Top-left corner of the label box and whether it sits outside the region (with a leader line).
+
+    Centred on ``anchor`` when the box covers at most ``MAX_LABEL_COVER`` of the mask; otherwise the candidate
+    beside the mask's bounding box (above, below, right, left, each clamped into the image) that covers the fewest
+    mask pixels, the first in that order on a tie."""
+    h, w = mask.shape
+    x0, y0 = _clamped(anchor[0] - box_w // 2, anchor[1] - box_h // 2, box_w, box_h, w, h)
+    area = int(mask.sum())
+    if _covered(mask, x0, y0, box_w, box_h) <= MAX_LABEL_COVER * area:
+        return x0, y0, False
+    ys, xs = np.nonzero(mask)
+    top, bottom, left, right = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+    gap = 3
+    candidates = [
+        (anchor[0] - box_w // 2, top - gap - box_h),
+        (anchor[0] - box_w // 2, bottom + 1 + gap),
+        (right + 1 + gap, anchor[1] - box_h // 2),
+        (left - gap - box_w, anchor[1] - box_h // 2),
+    ]
+    placed = [_clamped(cx, cy, box_w, box_h, w, h) for cx, cy in candidates]
+    best = min(range(len(placed)), key=lambda i: (_covered(mask, *placed[i], box_w, box_h), i))
+    return placed[best][0], placed[best][1], True
+
+
+def _draw_label(
+    canvas: np.ndarray, mask: np.ndarray, text: str, anchor: tuple[int, int], colour: tuple[int, int, int], scale: float
+) -> None:
+    """Text on a filled box of ``colour``, centred on ``anchor`` or, for a region the box would hide, beside the
+    region with a leader line to ``anchor`` (``_label_origin``); the box always stays inside the image."""
+    box_w, box_h, pad, th, thickness = _label_box(text, scale)
+    x0, y0, outside = _label_origin(mask, anchor, box_w, box_h)
+    if outside:
+        cx = int(np.clip(anchor[0], x0, x0 + box_w - 1))
+        cy = int(np.clip(anchor[1], y0, y0 + box_h - 1))
+        cv2.line(canvas, (cx, cy), anchor, colour, max(1, thickness // 2), cv2.LINE_AA)
     cv2.rectangle(canvas, (x0, y0), (x0 + box_w - 1, y0 + box_h - 1), colour, -1)
     cv2.rectangle(canvas, (x0, y0), (x0 + box_w - 1, y0 + box_h - 1), text_color_on(colour), 1)
     cv2.putText(canvas, text, (x0 + pad, y0 + pad + th), _FONT, scale, text_color_on(colour), thickness, cv2.LINE_AA)
@@ -168,5 +216,5 @@ def draw_set_of_marks(
     for mask, colour, rid in zip(masks, colours, ids, strict=True):
         anchor = label_anchor(mask)
         if anchor is not None:
-            _draw_label(out, label_format.format(id=int(rid)), anchor, colour, scale)
+            _draw_label(out, mask, label_format.format(id=int(rid)), anchor, colour, scale)
     return out

@@ -159,3 +159,43 @@ def test_anchor_is_inside_the_mask_and_farthest_from_its_boundary(rects):
     dist = cv2.distanceTransform(padded.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
     nearest = np.min(np.hypot(xs - (x + 1), ys - (y + 1)))
     assert nearest == pytest.approx(dist.max(), abs=1e-3)
+
+
+@pytest.mark.parametrize("size", [3, 8, 14, 20, 30])
+def test_a_label_never_hides_its_own_small_region(size):
+    """On a 1600x900 image (label boxes about 36x48 px) a small region's label goes beside it, covering none of its
+    pixels, and a leader line joins the label to the region."""
+    from stridegen.pipeline.som import MAX_LABEL_COVER, _label_box, _label_origin
+
+    image = _grey(900, 1600)
+    mask = _rect_mask(900, 1600, 800, 400, 800 + size, 400 + size)
+    box_w, box_h = _label_box("3", 1.2)[:2]
+    anchor = label_anchor(mask)
+    x0, y0, outside = _label_origin(mask, anchor, box_w, box_h)
+    covered = mask[y0 : y0 + box_h, x0 : x0 + box_w].sum()
+    assert outside and covered == 0
+    out = draw_set_of_marks(image, mask[None], [3], alpha=0.5)
+    # the leader line crosses the gap between the box (above the region) and the region
+    assert y0 + box_h <= 400
+    gap = out[y0 + box_h : 400, anchor[0] - 1 : anchor[0] + 2]
+    assert (gap != 100).any(axis=2).any(axis=1).all()
+    assert MAX_LABEL_COVER < 1
+
+
+def test_a_large_region_keeps_its_label_centred_inside():
+    from stridegen.pipeline.som import _label_box, _label_origin
+
+    mask = _rect_mask(900, 1600, 700, 300, 900, 500)
+    box_w, box_h = _label_box("3", 1.2)[:2]
+    ax, ay = label_anchor(mask)
+    assert _label_origin(mask, (ax, ay), box_w, box_h) == (ax - box_w // 2, ay - box_h // 2, False)
+
+
+def test_a_region_at_the_image_corner_gets_its_label_inside_the_image_and_off_the_region():
+    from stridegen.pipeline.som import _label_box, _label_origin
+
+    mask = _rect_mask(450, 800, 0, 0, 6, 6)  # above and left of it are off the image
+    box_w, box_h = _label_box("1", 0.6)[:2]
+    x0, y0, outside = _label_origin(mask, label_anchor(mask), box_w, box_h)
+    assert outside and 0 <= x0 <= 800 - box_w and 0 <= y0 <= 450 - box_h
+    assert mask[y0 : y0 + box_h, x0 : x0 + box_w].sum() == 0
