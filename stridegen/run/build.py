@@ -42,6 +42,7 @@ from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
 from stridegen.run.config import BuildConfig, config_hash
+from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs, run_stages
 from stridegen.shards import adapters
@@ -101,11 +102,7 @@ def make_build_tracker(config: BuildConfig) -> Any:
 
 def make_build_detector(config: BuildConfig) -> Detector:
     """The configured detector, given the build seed when its factory takes a ``seed`` and the config set none."""
-    options = dict(config.detector.options)
-    if "seed" not in options and registry.accepts("detector", config.detector.name, "seed"):
-        options["seed"] = config.seed
-    detector: Detector = registry.make("detector", config.detector.name, options)
-    return detector
+    return make_detector_backend(config.detector.name, config.detector.options, config.seed)
 
 
 def make_build_segmenter(config: BuildConfig) -> Segmenter | None:
@@ -331,9 +328,10 @@ def build_scene_record(
     state = SceneState(scene, config, source_format, source_version, timings if timings is not None else {})
     report = on_stage or (lambda scene_name, stage: None)
     steps = [(name, functools.partial(stage, state)) for name, stage in SCENE_STAGES]
-    if make_build_segmenter(config) is None:  # no masks: neither segment, visibility nor qa runs
+    segmented = make_build_segmenter(config) is not None
+    if not segmented:  # no masks: neither segment, visibility nor qa runs
         steps = [(name, step) for name, step in steps if name not in ("segment", "qa")]
-    run_stages(scene.name, steps, state.timings, report, {} if make_build_segmenter(config) is None else SUB_STAGES)
+    run_stages(scene.name, steps, state.timings, report, SUB_STAGES if segmented else {})
     return scene_record(state)
 
 

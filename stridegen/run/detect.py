@@ -75,7 +75,6 @@ def make_detector_backend(name: str, options: Mapping[str, Any] | None = None, s
     """The ``detector`` backend ``name`` built with ``options`` (checked against its factory); ``seed`` is passed
     when the factory takes one and ``options`` set none."""
     options = dict(options or {})
-    registry.validate_options("detector", name, options)
     if seed is not None and "seed" not in options and registry.accepts("detector", name, "seed"):
         options["seed"] = seed
     detector: Detector = registry.make("detector", name, options)

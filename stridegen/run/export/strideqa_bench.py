@@ -36,6 +36,7 @@ import numpy as np
 
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.rle import encode_rle
+from stridegen.run.samples import SceneIndex
 from stridegen.run.scenarios import scene_relations
 from stridegen.shards.reader import SceneView
 from stridegen.shards.writer import atomic_write_bytes
@@ -73,13 +74,7 @@ class StrideQABenchExporter:
         rows = np.flatnonzero(np.asarray(qa.category, dtype=object) == "spatiotemporal")
         cameras, frames, keyframes, tracks = scene.cameras, scene.frames, scene.keyframes, scene.tracks
         masks = scene.masks
-        image_frame = np.asarray(scene.array("images/frame_index"), dtype=np.int64)
-        image_channel = np.asarray(scene.array("images/channel_index"), dtype=np.int64)
-        image_row = {(int(f), int(c)): i for i, (f, c) in enumerate(zip(image_frame, image_channel, strict=True))}
-        mask_of: dict[tuple[int, int], int] = {}
-        if masks is not None:
-            for m, (i, t) in enumerate(zip(masks.image_index, masks.track_index, strict=True)):
-                mask_of[(int(i), int(t))] = m
+        index = SceneIndex(scene)
         written: set[tuple[int, int]] = set()
         relation = scene_relations(scene)
         records: list[dict[str, Any]] = []
@@ -91,7 +86,7 @@ class StrideQABenchExporter:
             context = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
             images, rle = [], {}
             for bucket, frame in zip(BUCKETS[-len(context) :], context, strict=True):
-                row = image_row[(frame, channel_index)]
+                row = index.image_row[(frame, channel_index)]
                 data = scene.image_bytes(channel, frame)
                 ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
                 rel = f"{scene.name}/{channel}/{frame:05d}.{ext}"
@@ -101,7 +96,7 @@ class StrideQABenchExporter:
                     atomic_write_bytes(path, data)
                     written.add((frame, channel_index))
                 images.append(rel)
-                mask_index = mask_of.get((row, track))
+                mask_index = index.mask_of.get((row, track))
                 counts = (
                     str(masks.rle_counts[mask_index])
                     if masks is not None and mask_index is not None
