@@ -66,6 +66,15 @@ class PredictionFormatError(StrideGenError, ValueError):
         self.reason = reason
 
 
+class DataFormatError(StrideGenError, ValueError):
+    """A dataset or export file (not a driving log, not a predictions file) is malformed."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
 def require(module: str, extra: str):
     """Import an optional heavy dependency lazily, or raise MissingExtraError naming the extra to install."""
     import importlib

@@ -77,10 +77,12 @@ BUILTIN: dict[str, dict[str, str]] = {
         "pairwise": "stridegen.eval.judges.methods.general:PairwiseJudge",
     },
     "exporter": {
+        "strideqa": "stridegen.run.export.strideqa:StrideQAExporter",
         "strideqa-bench": "stridegen.run.export.strideqa_bench:StrideQABenchExporter",
         "llava": "stridegen.run.export.chat:LlavaExporter",
         "messages": "stridegen.run.export.chat:MessagesExporter",
         "answers": "stridegen.run.export.answers:AnswersExporter",
+        "hf": "stridegen.run.export.hf:HFExporter",
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",
