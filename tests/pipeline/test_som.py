@@ -165,13 +165,13 @@ def test_anchor_is_inside_the_mask_and_farthest_from_its_boundary(rects):
 def test_a_label_never_hides_its_own_small_region(size):
     """On a 1600x900 image (label boxes about 36x48 px) a small region's label goes beside it, covering none of its
     pixels, and a leader line joins the label to the region."""
-    from stridegen.pipeline.som import MAX_LABEL_COVER, _label_box, _label_origin
+    from stridegen.pipeline.som import MAX_LABEL_COVER, _label_box, _label_origin, _region
 
     image = _grey(900, 1600)
     mask = _rect_mask(900, 1600, 800, 400, 800 + size, 400 + size)
     box_w, box_h = _label_box("3", 1.2)[:2]
     anchor = label_anchor(mask)
-    x0, y0, outside = _label_origin(mask, anchor, box_w, box_h)
+    x0, y0, outside = _label_origin(_region(mask), anchor, box_w, box_h)
     covered = mask[y0 : y0 + box_h, x0 : x0 + box_w].sum()
     assert outside and covered == 0
     out = draw_set_of_marks(image, mask[None], [3], alpha=0.5)
@@ -183,19 +183,67 @@ def test_a_label_never_hides_its_own_small_region(size):
 
 
 def test_a_large_region_keeps_its_label_centred_inside():
-    from stridegen.pipeline.som import _label_box, _label_origin
+    from stridegen.pipeline.som import _label_box, _label_origin, _region
 
     mask = _rect_mask(900, 1600, 700, 300, 900, 500)
     box_w, box_h = _label_box("3", 1.2)[:2]
     ax, ay = label_anchor(mask)
-    assert _label_origin(mask, (ax, ay), box_w, box_h) == (ax - box_w // 2, ay - box_h // 2, False)
+    assert _label_origin(_region(mask), (ax, ay), box_w, box_h) == (ax - box_w // 2, ay - box_h // 2, False)
 
 
 def test_a_region_at_the_image_corner_gets_its_label_inside_the_image_and_off_the_region():
-    from stridegen.pipeline.som import _label_box, _label_origin
+    from stridegen.pipeline.som import _label_box, _label_origin, _region
 
     mask = _rect_mask(450, 800, 0, 0, 6, 6)  # above and left of it are off the image
     box_w, box_h = _label_box("1", 0.6)[:2]
-    x0, y0, outside = _label_origin(mask, label_anchor(mask), box_w, box_h)
+    x0, y0, outside = _label_origin(_region(mask), label_anchor(mask), box_w, box_h)
     assert outside and 0 <= x0 <= 800 - box_w and 0 <= y0 <= 450 - box_h
     assert mask[y0 : y0 + box_h, x0 : x0 + box_w].sum() == 0
+
+
+@st.composite
+def _image_and_mask(draw):
+    h, w = draw(st.integers(4, 60)), draw(st.integers(4, 80))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    mask = np.zeros((h, w), np.uint8)
+    for _ in range(draw(st.integers(1, 3))):  # ellipses anywhere, some cut by the image edge, plus speckle
+        centre = (int(rng.integers(-5, w + 5)), int(rng.integers(-5, h + 5)))
+        cv2.ellipse(mask, centre, (int(rng.integers(1, 30)), int(rng.integers(1, 20))), 0, 0, 360, 1, -1)
+    mask |= (rng.random((h, w)) < draw(st.sampled_from([0.0, 0.03]))).astype(np.uint8)
+    image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    return image, mask.astype(bool), draw(st.floats(0.0, 1.0))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_image_and_mask())
+def test_each_region_step_on_its_box_equals_the_whole_image_computation(case):
+    """The per-region steps work on the mask's bounding box; each must give what the plain whole-image computation
+    gives: the float32 blend of every masked pixel, OpenCV's contours of the whole mask, and the distance-transform
+    maximum of the whole mask padded with one background pixel (the label anchor's definition)."""
+    from stridegen.pipeline.som import _Region
+
+    image, mask, alpha = case
+    region = _Region.of(mask)
+    if not mask.any():
+        assert region is None
+        return
+    colour = (250, 13, 128)
+    blended = image.copy()
+    region.blend(blended, colour, alpha)
+    expected = image.copy()
+    mixed = image[mask].astype(np.float32) * (1.0 - alpha) + np.asarray(colour, np.float32) * alpha
+    expected[mask] = np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(blended, expected)
+
+    whole, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    boxed = region.contours()
+    assert len(boxed) == len(whole)
+    assert all(np.array_equal(a, b) for a, b in zip(boxed, whole, strict=True))
+
+    padded = cv2.copyMakeBorder(mask.astype(np.uint8), 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=0)
+    dist = cv2.distanceTransform(padded, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
+    ys, xs = np.nonzero(dist >= float(dist.max()) - 1e-3)
+    k = int(np.argmin((xs - xs.mean()) ** 2 + (ys - ys.mean()) ** 2))
+    assert region.anchor() == (int(xs[k]), int(ys[k]))
+    assert region.area() == int(mask.sum())
