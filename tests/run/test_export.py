@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from stridegen.cli import app
+from stridegen.cli.export import parse_balance
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_bench import extract_group_id, load_annotation_questions, read_annotation_sheet
@@ -185,3 +190,199 @@ def test_answers_export_scores_one_with_eval_lsr_dataset(dataset, tmp_path):
     assert res.exit_code == 0, res.output
     metrics = json.loads((tmp_path / "lsr" / "metrics.json").read_text())
     assert {row["success_rate"] for row in metrics["lsr"]} == {1.0}
+
+
+# --- bench split: --balance / balance, balance_seed, exclude_out_of_view ------------------------------------------
+
+
+def _groups(out: Path) -> dict[str, dict[str, Any]]:
+    """group_id -> sheet row plus the group's stridegen question ids and its question numbers, from an export."""
+    sheet = read_annotation_sheet(out / "annotation_files" / "annotation_sheet.csv")
+    groups = {g: {**row, "questions": set(), "numbers": []} for g, row in sheet.items()}
+    for qid, rec in load_annotation_questions(out / "annotation_files").items():
+        group = groups[rec["group_id"]]
+        group["questions"].add(rec["token_info"]["stridegen_question_id"])
+        group["numbers"].append(int(qid[1:9]))
+        group["scene"] = rec["token_info"]["scene"]
+    return groups
+
+
+def _as_full(out: Path, full: dict[str, dict[str, Any]]) -> list[str]:
+    """The groups of the export ``out`` as group ids of the unbalanced export ``full``, in ``out``'s order; each
+    must hold exactly the questions of that full group (whole groups only)."""
+    by_question = {q: g for g, row in full.items() for q in row["questions"]}
+    mapped = []
+    for row in _groups(out).values():
+        [gid] = {by_question[q] for q in row["questions"]}
+        assert row["questions"] == full[gid]["questions"], gid  # the whole group, nothing of another
+        assert row["relation"] == full[gid]["relation"] and row["out_of_view"] == full[gid]["out_of_view"]
+        mapped.append(gid)
+    return mapped
+
+
+def _assert_contiguous(out: Path) -> None:
+    groups = _groups(out)
+    assert list(groups) == [f"g{i:05d}" for i in range(1, len(groups) + 1)]  # sheet rows in group order
+    numbers = sorted(n for row in groups.values() for n in row["numbers"])
+    assert numbers == list(range(1, len(numbers) + 1))
+    # numbered in scene order: group k's questions all come before group k+1's
+    spans = [(min(row["numbers"]), max(row["numbers"])) for row in groups.values()]
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+
+
+def _local_group(dataset: Path) -> dict[str, str]:
+    """stridegen question id -> the group id stored in the dataset (the exporter's local group)."""
+    out: dict[str, str] = {}
+    with open_dataset(dataset) as ds:
+        for name in ds.scenes:
+            qa = ds.scene(name).qa
+            out.update(zip(np.asarray(qa.question_id).astype(str), np.asarray(qa.group_id).astype(str), strict=True))
+    return out
+
+
+def _expected_draw(dataset: Path, full: dict[str, dict[str, Any]], targets: dict[str, int], seed: int) -> set[str]:
+    """The spec of the draw written out independently: per relation, the ``target`` groups of lowest sha256 of
+    the canonical JSON ``[seed, scene, local group id]``."""
+    local = _local_group(dataset)
+    chosen: set[str] = set()
+    for rel, target in targets.items():
+        ranked = sorted(
+            (
+                hashlib.sha256(
+                    json.dumps(
+                        [seed, row["scene"], local[next(iter(row["questions"]))]], separators=(",", ":")
+                    ).encode()
+                ).hexdigest(),
+                gid,
+            )
+            for gid, row in full.items()
+            if row["relation"] == rel
+        )
+        chosen.update(gid for _, gid in ranked[:target])
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def full_groups(bench) -> dict[str, dict[str, Any]]:
+    return _groups(bench)
+
+
+def test_balance_per_relation_draws_min_of_target_and_available(dataset, bench, full_groups, tmp_path):
+    available = Counter(row["relation"] for row in full_groups.values())
+    assert not (bench / "annotation_files" / "balance.json").exists()  # the default export has no split
+    # a target that cuts the largest relation and leaves a shortfall in the smallest (derived, not hard-coded)
+    n = max(1, max(available.values()) // 2)
+    assert min(available.values()) < n < max(available.values()), available  # the fixture exercises both sides
+    out = tmp_path / "bal"
+    assert run_export(dataset, out, "strideqa-bench", {"balance": n}).ok
+    drawn = _as_full(out, full_groups)
+    counts = Counter(full_groups[g]["relation"] for g in drawn)
+    assert counts == {rel: min(n, a) for rel, a in available.items()}
+    assert drawn == sorted(drawn)  # kept groups keep the scene order of the full export
+    assert set(drawn) == _expected_draw(dataset, full_groups, dict.fromkeys(available, n), seed=0)
+    assert all(len(full_groups[g]["questions"]) == 13 for g in drawn)
+    _assert_contiguous(out)
+    report = json.loads((out / "annotation_files" / "balance.json").read_text())
+    assert report["seed"] == 0 and report["balance"] == n and report["groups"]["drawn"] == len(drawn)
+    assert report["questions_drawn"] == sum(len(full_groups[g]["questions"]) for g in drawn)
+    for rel, a in available.items():
+        entry = report["relations"][rel]
+        assert (entry["target"], entry["available"], entry["drawn"]) == (n, a, min(n, a))
+        assert entry["shortfall"] == max(0, n - a)
+    files = {f["file"] for f in json.loads((out / EXPORT_MANIFEST).read_text())["files"]}
+    assert "annotation_files/balance.json" in files
+
+
+def test_balance_mapping_draws_only_the_named_relations(dataset, full_groups, tmp_path):
+    available = Counter(row["relation"] for row in full_groups.values())
+    big, small = max(available, key=available.get), min(available, key=available.get)
+    assert big != small
+    targets = {big: 1, small: available[small] + 2}  # small falls short by 2: drawn whole, not an error
+    out = tmp_path / "map"
+    assert run_export(dataset, out, "strideqa-bench", {"balance": targets, "balance_seed": 7}).ok
+    drawn = _as_full(out, full_groups)
+    assert Counter(full_groups[g]["relation"] for g in drawn) == {big: 1, small: available[small]}
+    assert set(drawn) == _expected_draw(dataset, full_groups, targets, seed=7)
+    _assert_contiguous(out)
+    report = json.loads((out / "annotation_files" / "balance.json").read_text())
+    assert set(report["relations"]) == {big, small}
+    assert report["relations"][small]["shortfall"] == 2 and report["relations"][big]["drawn"] == 1
+    assert report["groups"]["left_out"] == len(full_groups) - available[big] - available[small]
+
+
+def test_balance_is_deterministic_over_workers_and_depends_on_the_seed(dataset, full_groups, tmp_path):
+    options = {"balance": 2, "balance_seed": 3}
+    one = run_export(dataset, tmp_path / "one", "strideqa-bench", options)
+    two = run_export(dataset, tmp_path / "two", "strideqa-bench", options, workers=2)
+    assert one.ok and two.ok and _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    other = run_export(dataset, tmp_path / "other", "strideqa-bench", {**options, "balance_seed": 4})
+    assert other.ok
+    assert set(_as_full(tmp_path / "one", full_groups)) != set(_as_full(tmp_path / "other", full_groups))
+    # the seed and the balance are part of the export's config hash: another split needs --overwrite
+    hashes = {json.loads((tmp_path / d / EXPORT_MANIFEST).read_text())["config_hash"] for d in ("one", "other")}
+    assert len(hashes) == 2
+
+
+def test_exclude_out_of_view_drops_exactly_the_out_of_view_groups(dataset, full_groups, tmp_path):
+    out_of_view = {g for g, row in full_groups.items() if row["out_of_view"] == 1}
+    assert out_of_view and len(out_of_view) < len(full_groups)  # the fixture has both kinds
+    out = tmp_path / "in-view"
+    assert run_export(dataset, out, "strideqa-bench", {"exclude_out_of_view": True}).ok
+    assert _as_full(out, full_groups) == [g for g in full_groups if g not in out_of_view]
+    _assert_contiguous(out)
+    report = json.loads((out / "annotation_files" / "balance.json").read_text())
+    assert report["balance"] is None and report["groups"]["out_of_view_dropped"] == len(out_of_view)
+    assert {e["target"] for e in report["relations"].values()} == {None}
+    # the whole export again over it (--overwrite): no stale split report is left behind
+    assert run_export(dataset, out, "strideqa-bench", overwrite=True).ok
+    assert not (out / "annotation_files" / "balance.json").exists()
+    assert _as_full(out, full_groups) == list(full_groups)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"balance": {"Overtake": 1, "U_Turn": 2}}, "unknown relation"),
+        ({"balance": -1}, ">= 0"),
+        ({"balance": {"Overtake": -3}}, ">= 0"),
+        ({"balance": True}, "expected a count"),
+        ({"balance": {}}, "names no relation"),
+        ({"exclude_out_of_view": "yes"}, "true or false"),
+    ],
+)
+def test_bad_balance_options_fail_before_any_work(dataset, tmp_path, options, message):
+    with pytest.raises(ConfigError, match=message):
+        run_export(dataset, tmp_path / "x", "strideqa-bench", options)
+    assert not (tmp_path / "x").exists()
+
+
+def test_parse_balance():
+    assert parse_balance("4") == 4
+    assert parse_balance(" Overtake=2, Other=0 ") == {"Overtake": 2, "Other": 0}
+    for bad in ("", "-1", "2.5", "Overtake", "Overtake=", "Overtake=-1", "=3", "Overtake=1,Overtake=2", "3,Other=1"):
+        with pytest.raises(ConfigError, match="--balance"):
+            parse_balance(bad)
+
+
+def test_cli_balance_flag(dataset, full_groups, tmp_path):
+    available = Counter(row["relation"] for row in full_groups.values())
+    rel = max(available, key=available.get)
+    args = ["export", str(dataset), "--format", "strideqa-bench"]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "cli"), "--balance", f"{rel}=2"])
+    assert res.exit_code == 0, res.output
+    api = tmp_path / "api"
+    assert run_export(dataset, api, "strideqa-bench", {"balance": {rel: 2}}).ok
+    assert _tree(tmp_path / "cli") == _tree(api)  # the flag is the exporter option
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "n"), "--balance", "1", "-O", "balance_seed=2"])
+    assert res.exit_code == 0, res.output
+    assert Counter(full_groups[g]["relation"] for g in _as_full(tmp_path / "n", full_groups)) == dict.fromkeys(
+        available, 1
+    )
+    for extra, message in (
+        (["--balance", "Overtake:2"], "--balance 'Overtake:2': bad item"),
+        (["--balance", "2", "-O", "balance=3"], "--balance and -O balance"),
+        (["--balance", "Sideswipe=1"], "unknown relation"),
+    ):
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), *extra])
+        assert res.exit_code == 2 and message in res.output, res.output
+    assert not (tmp_path / "bad").exists()

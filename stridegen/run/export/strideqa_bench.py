@@ -22,20 +22,33 @@ One record per spatiotemporal question of the dataset:
 
 The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.run.scenarios;
 docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
+
+A bench split (options ``balance``, ``balance_seed``, ``exclude_out_of_view``): ``finalize`` keeps whole groups
+(all their questions) drawn per relation over every scene, then numbers the kept records as above, and writes
+``annotation_files/balance.json`` (per relation: target, available, drawn, shortfall). Within a relation the
+groups are ranked by sha256 of (seed, scene, local group id) and the first ``target`` are kept, so the draw
+depends only on the seed and the dataset (not on the worker count), and a smaller target draws a subset of a
+larger one; the kept groups stay in scene order.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stridegen.core.canonical import canonical_json
+from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.rle import encode_rle
+from stridegen.pipeline.scenario import RELATIONS
 from stridegen.run.samples import SceneIndex
 from stridegen.run.scenarios import scene_relations
 from stridegen.shards.reader import SceneView
@@ -45,6 +58,7 @@ BUCKETS = ("prev_3", "prev_2", "prev_1", "current")
 HORIZONS = (0, 1, 2, 3)
 ANNOTATIONS = "annotation_files"
 SHEET = "annotation_sheet.csv"
+BALANCE = "balance.json"
 IMAGES = "images"
 # The unit the toolkit's records name per answer kind (informative: its evaluator does not convert gt values).
 UNITS = {"distance": "meters", "direction": "degrees", "velocity": "m/s"}
@@ -62,10 +76,116 @@ def _gt_value(predicate: str, gt_value: float, gt_extra: dict[str, Any]) -> dict
     return out
 
 
+def _check_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"strideqa-bench {what}: expected a whole number, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"strideqa-bench {what}: expected a count >= 0, got {value}")
+    return value
+
+
+def check_balance(balance: Any) -> int | dict[str, int] | None:
+    """The ``balance`` option checked: None, a count per relation, or {relation: count} over the classifier's
+    relation names (stridegen.pipeline.scenario.RELATIONS), returned in that order. ConfigError otherwise."""
+    if balance is None:
+        return None
+    if isinstance(balance, Mapping):
+        if not balance:
+            raise ConfigError("strideqa-bench balance: the mapping names no relation (it would draw nothing)")
+        unknown = [k for k in balance if k not in RELATIONS]
+        if unknown:
+            raise ConfigError(f"strideqa-bench balance: unknown relation(s) {unknown}; relations: {list(RELATIONS)}")
+        return {rel: _check_count(balance[rel], f"balance[{rel!r}]") for rel in RELATIONS if rel in balance}
+    if isinstance(balance, bool) or not isinstance(balance, int):
+        raise ConfigError(f"strideqa-bench balance: expected a count or a mapping relation -> count, got {balance!r}")
+    return _check_count(balance, "balance")
+
+
+@dataclass(frozen=True)
+class BenchGroup:
+    """One question group of the export, before numbering."""
+
+    scene: str
+    local_group: str
+    relation: str
+    out_of_view: bool  # any question of the group has out_of_view == 1
+
+
+def bench_groups(records: list[list[dict[str, Any]]]) -> list[BenchGroup]:
+    """The groups of the exported records, in order of first appearance (scene order)."""
+    relation: dict[tuple[str, str], str] = {}
+    out_of_view: dict[tuple[str, str], bool] = {}
+    for scene_records in records:
+        for rec in scene_records:
+            key = (rec["token_info"]["scene"], rec["local_group"])
+            relation.setdefault(key, rec["relation"])
+            out_of_view[key] = out_of_view.get(key, False) or int(rec["out_of_view"]) == 1
+    return [
+        BenchGroup(scene, local, relation[(scene, local)], out_of_view[(scene, local)]) for scene, local in relation
+    ]
+
+
+def draw_key(seed: int, scene: str, local_group: str) -> str:
+    """A group's rank within its relation: sha256 of the canonical JSON of [seed, scene, local group id]."""
+    return hashlib.sha256(canonical_json([seed, scene, local_group]).encode()).hexdigest()
+
+
+def draw_groups(
+    groups: list[BenchGroup], balance: int | dict[str, int] | None, seed: int, exclude_out_of_view: bool
+) -> tuple[set[tuple[str, str]], dict[str, dict[str, Any]]]:
+    """The (scene, local group) keys kept and, per relation, target / available / drawn / shortfall.
+
+    Groups out of view are dropped first when ``exclude_out_of_view``; then per relation the ``target`` groups
+    of lowest ``draw_key`` are kept (all of them where fewer are available, the difference being the shortfall).
+    A mapping ``balance`` leaves the relations it does not name out; None keeps every group.
+    """
+    present = sorted({g.relation for g in groups} - set(RELATIONS))  # labels outside the classifier's (e.g. "")
+    if isinstance(balance, dict):
+        targets: dict[str, int | None] = dict(balance)
+    else:
+        targets = dict.fromkeys((*RELATIONS, *present), balance)
+    kept: set[tuple[str, str]] = set()
+    report: dict[str, dict[str, Any]] = {}
+    for rel, target in targets.items():
+        members = [g for g in groups if g.relation == rel]
+        pool = [g for g in members if not (exclude_out_of_view and g.out_of_view)]
+        ranked = sorted(pool, key=lambda g: (draw_key(seed, g.scene, g.local_group), g.scene, g.local_group))
+        chosen = ranked if target is None else ranked[:target]
+        kept.update((g.scene, g.local_group) for g in chosen)
+        report[rel] = {
+            "target": target,
+            "available": len(pool),
+            "out_of_view_dropped": len(members) - len(pool),
+            "drawn": len(chosen),
+            "shortfall": 0 if target is None else max(0, target - len(pool)),
+        }
+    return kept, report
+
+
 class StrideQABenchExporter:
-    """STRIDE-QA-Bench annotation files, sheet and images (module docstring)."""
+    """STRIDE-QA-Bench annotation files, sheet and images (module docstring).
+
+    ``balance``: None (every group), N (up to N groups per relation) or {relation: N} (only those relations);
+    ``balance_seed`` picks the draw; ``exclude_out_of_view`` drops every group with an out-of-view question first.
+    """
 
     name = "strideqa-bench"
+
+    def __init__(
+        self,
+        balance: int | Mapping[str, int] | None = None,
+        balance_seed: int = 0,
+        exclude_out_of_view: bool = False,
+    ) -> None:
+        self.balance = check_balance(balance)
+        if isinstance(balance_seed, bool) or not isinstance(balance_seed, int):
+            raise ConfigError(f"strideqa-bench balance_seed: expected an integer, got {balance_seed!r}")
+        if not isinstance(exclude_out_of_view, bool):
+            raise ConfigError(
+                f"strideqa-bench exclude_out_of_view: expected true or false, got {exclude_out_of_view!r}"
+            )
+        self.balance_seed = balance_seed
+        self.exclude_out_of_view = exclude_out_of_view
 
     def export_scene(self, scene: SceneView, out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
         qa = scene.qa
@@ -132,14 +252,39 @@ class StrideQABenchExporter:
             )
         return records, {"questions": len(records), "images": len(written)}
 
+    def _balance_report(
+        self, groups: list[BenchGroup], kept: set[tuple[str, str]], per_relation: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        named = set(per_relation)
+        return {
+            "balance": self.balance,
+            "seed": self.balance_seed,
+            "exclude_out_of_view": self.exclude_out_of_view,
+            "groups": {
+                "total": len(groups),
+                "out_of_view_dropped": sum(r["out_of_view_dropped"] for r in per_relation.values()),
+                "left_out": sum(1 for g in groups if g.relation not in named),  # relations the mapping omits
+                "drawn": len(kept),
+            },
+            "relations": per_relation,
+        }
+
     def finalize(self, out_dir: Path, records: list[list[dict[str, Any]]], source: dict[str, Any]) -> list[str]:
         by_horizon: dict[int, list[dict[str, Any]]] = {t: [] for t in HORIZONS}
         groups: dict[tuple[str, str], str] = {}
         sheet: dict[str, dict[str, Any]] = {}
+        report: dict[str, Any] | None = None
+        kept: set[tuple[str, str]] | None = None
+        if self.balance is not None or self.exclude_out_of_view:
+            all_groups = bench_groups(records)
+            kept, per_relation = draw_groups(all_groups, self.balance, self.balance_seed, self.exclude_out_of_view)
+            report = self._balance_report(all_groups, kept, per_relation)
         n = 0
         for scene_records in records:
             for rec in scene_records:
                 key = (rec["token_info"]["scene"], rec["local_group"])
+                if kept is not None and key not in kept:
+                    continue
                 if key not in groups:
                     groups[key] = f"g{len(groups) + 1:05d}"
                 group = groups[key]
@@ -165,4 +310,10 @@ class StrideQABenchExporter:
             writer.writerow([group, entry["object_type"], entry["relation"], entry["out_of_view"]])
         atomic_write_bytes(out_dir / ANNOTATIONS / SHEET, text.getvalue().encode())
         files.append(f"{ANNOTATIONS}/{SHEET}")
+        if report is not None:
+            report["questions_drawn"] = n
+            atomic_write_bytes(out_dir / ANNOTATIONS / BALANCE, json.dumps(report, indent=1).encode() + b"\n")
+            files.append(f"{ANNOTATIONS}/{BALANCE}")
+        else:  # an earlier split's report, left by --overwrite, would not describe these files
+            (out_dir / ANNOTATIONS / BALANCE).unlink(missing_ok=True)
         return files
