@@ -203,7 +203,7 @@ def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
         passed = ", ".join(f"{rule} {n}" for rule, n in vis["pass"].items())
         console.print(
             f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passed {passed}; "
-            f"visible {vis['visible']}; regions {vis['regions']}"
+            f"visible {vis['visible']}; regions {vis['regions']} ({vis.get('regions_too_small', 0)} too small)"
         )
     qa = manifest.get("qa")
     if not qa or not qa.get("total"):

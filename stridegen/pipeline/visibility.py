@@ -17,6 +17,9 @@ define the first two. Our definitions (docs/visibility.md), all in pixels of one
   backends' documented scores).
 
 Each rule has its own pass flag, so the manifest can report how many candidates each rule removed.
+
+The minimum region size (``VisibilityThresholds.min_region_area_frac``) is applied where regions are assigned
+(stridegen.pipeline.segment.stage.assign_regions), not here: it decides which visible objects QA asks about.
 """
 
 from __future__ import annotations
@@ -32,14 +35,29 @@ from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 
 
 class VisibilityThresholds(BaseModel):
-    """Strict lower bounds of the three rules (STRIDE-QA sec. 4.2 values by default; docs/visibility.md). The
-    build config's ``visibility`` section."""
+    """Strict lower bounds of the three rules (STRIDE-QA sec. 4.2 values by default) and the minimum region size
+    (docs/visibility.md). The build config's ``visibility`` section.
+
+    ``min_region_area_frac`` is not a visibility rule: it does not change ``visible``. A visible mask of a keyframe
+    image becomes a region only when its area is at least this fraction of the image area (``>=``, see
+    ``min_region_area_px``); 0 disables it. The default 1e-4 is 144 px (12 x 12) of a 1600 x 900 image.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     min_box_iou: float = Field(0.3, ge=0.0, le=1.0)
     min_coverage: float = Field(0.8, ge=0.0, le=1.0)
     min_quality: float = Field(0.8, ge=0.0, le=1.0)
+    min_region_area_frac: float = Field(1e-4, ge=0.0, le=1.0)
+
+
+def min_region_area_px(width, height, frac: float) -> np.ndarray:
+    """The smallest mask area in pixels (int64, per image size) that reaches ``frac`` of a ``width`` x ``height``
+    image: ``ceil(frac * width * height)``, so that ``area_px >= min_region_area_px`` is the rule exactly. The
+    product is rounded to 1e-9 px first: a fraction such as 1e-4 is not exact in binary and must not turn 144.0
+    into 145."""
+    area = np.asarray(width, dtype=np.float64) * np.asarray(height, dtype=np.float64)
+    return np.ceil(np.round(float(frac) * area, 9)).astype(np.int64)
 
 
 @dataclass

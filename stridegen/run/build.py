@@ -41,6 +41,7 @@ from stridegen.pipeline.keyframes import sample_keyframes
 from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
+from stridegen.pipeline.visibility import min_region_area_px
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
@@ -214,7 +215,8 @@ def images_stage(st: SceneState) -> None:
 
 
 def segment_stage(st: SceneState) -> None:
-    """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions."""
+    """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions (visible
+    masks of keyframe images of at least ``visibility.min_region_area_frac`` of the image area)."""
     segmenter = make_build_segmenter(st.config)
     if segmenter is None:
         return
@@ -252,7 +254,8 @@ def segment_stage(st: SceneState) -> None:
         lidar,
         st.timings,
     )
-    st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks)
+    min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
+    st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)
 
 
 def qa_stage(st: SceneState) -> None:

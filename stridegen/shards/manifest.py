@@ -31,6 +31,7 @@ COUNT_KEYS = (
     "masks",
     "visible_masks",
     "regions",
+    "regions_too_small",
     "qa",
 )
 
@@ -84,7 +85,8 @@ def build_manifest(
 
 
 def visibility_summary(totals: dict[str, int], config_data: dict[str, Any]) -> dict[str, Any]:
-    """Mask candidates, how many passed each visibility rule, and how many passed all (docs/visibility.md)."""
+    """Mask candidates, how many passed each visibility rule, how many passed all, and the regions made of them and
+    left out for being smaller than the minimum region size (docs/visibility.md)."""
     return {
         "segmenter": config_data["segmenter"]["name"],
         "thresholds": config_data["visibility"],
@@ -92,6 +94,7 @@ def visibility_summary(totals: dict[str, int], config_data: dict[str, Any]) -> d
         "pass": {rule: int(totals.get(f"mask_pass_{rule}", 0)) for rule in ("box_iou", "coverage", "quality")},
         "visible": int(totals.get("visible_masks", 0)),
         "regions": int(totals.get("regions", 0)),
+        "regions_too_small": int(totals.get("regions_too_small", 0)),
     }
 
 

@@ -353,6 +353,7 @@ class SceneRecord:
             "masks": len(self.masks) if self.masks is not None else 0,
             "visible_masks": int(np.count_nonzero(self.masks.visible)) if self.masks is not None else 0,
             "regions": len(self.regions) if self.regions is not None else 0,
+            "regions_too_small": self.regions_too_small(),
             "qa": len(self.qa) if self.qa is not None else 0,
         }
         if self.masks is not None:
@@ -362,6 +363,22 @@ class SceneRecord:
             counts.update(qa_breakdown(self.qa))
         counts.update({f"qa_skipped_group/{reason}": int(n) for reason, n in sorted(self.qa_skipped.items()) if n})
         return counts
+
+    def regions_too_small(self) -> int:
+        """Visible masks of keyframe images that are not regions. The build makes every such mask a region unless
+        it is smaller than ``visibility.min_region_area_frac`` of the image (docs/visibility.md), so this is the
+        number of objects that rule kept out of the QA. Counted from the tables, so a split rewritten from the
+        shard (stridegen augment) reports the same number."""
+        if self.masks is None or len(self.masks) == 0:
+            return 0
+        image_frame = np.asarray(self.images.frame_index, dtype=np.int64)
+        at_keyframe = np.isin(image_frame, np.asarray(self.keyframes.frame_index, dtype=np.int64))
+        left_out = at_keyframe[np.asarray(self.masks.image_index, dtype=np.int64)] & np.asarray(
+            self.masks.visible, dtype=bool
+        )
+        if self.regions is not None and len(self.regions):
+            left_out[np.asarray(self.regions.mask_index, dtype=np.int64)] = False
+        return int(np.count_nonzero(left_out))
 
     def validate(self) -> None:
         """Check every table's lengths and the cross-table dimensions (frames, cameras, tracks)."""

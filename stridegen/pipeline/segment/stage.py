@@ -6,8 +6,9 @@ Which images: every camera's image at each keyframe and at its spatiotemporal co
 can mark a target in all four frames it shows. Which objects: the tracker's boxes of that frame (global frame)
 whose projection meets the image.
 
-Regions: in each keyframe image the objects passing all three visibility rules are numbered 0..n-1 from left to
-right (mask box left edge, then track index), and questions about that image call them ``Region [i]``.
+Regions: in each keyframe image the objects passing all three visibility rules whose mask is at least the minimum
+region size (``visibility.min_region_area_frac`` of the image area) are numbered 0..n-1 from left to right (mask box
+left edge, then track index), and questions about that image call them ``Region [i]``.
 """
 
 from __future__ import annotations
@@ -185,14 +186,28 @@ def segment_images(
     return rows.concat()
 
 
-def assign_regions(keyframe_frames: np.ndarray, images, masks: SceneMasks) -> SceneRegions:
-    """The regions: visible objects of each keyframe image numbered left to right."""
+def region_candidates(images, masks: SceneMasks, min_area_px: np.ndarray | int = 0) -> np.ndarray:
+    """[M] bool: the masks that may become regions, visible and ``area_px >= min_area_px`` of their image's camera
+    (``min_area_px`` per camera row [C], or one value for all; 0 admits every visible mask)."""
+    visible = np.asarray(masks.visible, dtype=bool)
+    image_index = np.asarray(masks.image_index, dtype=np.int64)
+    channel = np.asarray(images.channel_index, dtype=np.int64)[image_index]
+    minimum = np.asarray(min_area_px, dtype=np.int64)
+    needed = minimum[channel] if minimum.ndim else np.full(image_index.shape, int(minimum), dtype=np.int64)
+    return visible & (np.asarray(masks.area_px, dtype=np.int64) >= needed)
+
+
+def assign_regions(
+    keyframe_frames: np.ndarray, images, masks: SceneMasks, min_area_px: np.ndarray | int = 0
+) -> SceneRegions:
+    """The regions: visible objects of each keyframe image at least ``min_area_px`` large (``region_candidates``),
+    numbered left to right. A smaller visible mask is no region, so no question names it (the shard counts it as
+    ``regions_too_small``)."""
     image_of = {
         (int(f), int(c)): i for i, (f, c) in enumerate(zip(images.frame_index, images.channel_index, strict=True))
     }
-    visible = np.flatnonzero(np.asarray(masks.visible, dtype=bool))
     by_image: dict[int, list[int]] = {}
-    for m in visible.tolist():
+    for m in np.flatnonzero(region_candidates(images, masks, min_area_px)).tolist():
         by_image.setdefault(int(masks.image_index[m]), []).append(m)
     n_channels = int(np.max(images.channel_index)) + 1 if len(images.channel_index) else 0
     cols: dict[str, list[int]] = {
