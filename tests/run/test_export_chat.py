@@ -13,10 +13,12 @@ from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
+from tests.run.schemas import jsonschema, validate
 
 
 def _check_llava_record(rec: dict) -> None:
-    """The LLaVA conversation schema the exporter promises (docs/export.md)."""
+    """The LLaVA conversation schema the exporter promises (docs/export.md, stridegen/resources/schemas)."""
+    validate(rec, "llava")
     assert set(rec) == {"id", "kind", "image", "conversations", "qa_info", "meta"} or set(rec) == {
         "id",
         "kind",
@@ -105,3 +107,18 @@ def test_messages_hold_the_same_samples_as_llava(dataset, llava, tmp_path):
         assert [m["content"] for m in msgs[1::2]] == [c["value"] for c in ref["conversations"][1::2]]
         assert rec["qa_info"] == ref["qa_info"] and rec["meta"] == ref["meta"]
         assert all((tmp_path / "m" / p).is_file() for p in images)
+
+
+def test_the_llava_schema_rejects_broken_records(llava):
+    record = json.loads((llava / "llava.json").read_text())[0]
+    validate(record, "llava")
+    broken = [
+        {**record, "kind": "video"},
+        {**record, "conversations": [{"from": "user", "value": "x"}]},
+        {k: v for k, v in record.items() if k != "meta"},
+        {**record, "qa_info": [{**record["qa_info"][0], "region_ids": [-1]}]},
+        {**record, "images": ["images/a.jpg"], "image": "images/a.jpg"},
+    ]
+    for rec in broken:
+        with pytest.raises(jsonschema.ValidationError):
+            validate(rec, "llava")

@@ -16,6 +16,7 @@ from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_training import TASKS, iter_images, read_annotations
 from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
+from tests.run.schemas import jsonschema, validate
 
 FIELDS_SPATIAL = {
     "id",
@@ -64,6 +65,7 @@ def test_every_question_image_and_mask_round_trips(dataset, strideqa):
     for task, records in _records(strideqa).items():
         for rec in records:
             spatial = task != "ego_centric_spatiotemporal_qa"
+            validate(rec, "strideqa")
             assert set(rec) == (FIELDS_SPATIAL if spatial else FIELDS_TEMPORAL), rec.keys()
             names = [rec["image"]] if spatial else rec["images"]
             assert len(names) == (1 if spatial else 4) and all(n in images for n in names)
@@ -199,3 +201,21 @@ def test_cli_with_options(dataset, tmp_path):
     manifest = json.loads((out / "export.json").read_text())
     assert manifest["exporter"] == "strideqa" and manifest["options"] == {"split": "val"}
     assert any(f["file"].startswith("val/images/images-") for f in manifest["files"])
+
+
+def test_the_strideqa_schema_rejects_broken_records(strideqa):
+    spatial = read_annotations(strideqa / "train", "object_centric_spatial_qa")[0]
+    temporal = read_annotations(strideqa / "train", "ego_centric_spatiotemporal_qa")[0]
+    validate(spatial, "strideqa")
+    validate(temporal, "strideqa")
+    broken = [
+        {**spatial, "id": "not-hex"},
+        {**spatial, "bbox": [[1, 2, 3]]},
+        {**spatial, "images": [spatial["image"]]},
+        {**temporal, "image_info": temporal["image_info"][0]},
+        {**temporal, "rle": [[{"size": [0, 4], "counts": ""}]]},
+        {k: v for k, v in spatial.items() if k != "token_info"},
+    ]
+    for rec in broken:
+        with pytest.raises(jsonschema.ValidationError):
+            validate(rec, "strideqa")
