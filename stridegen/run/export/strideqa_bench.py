@@ -195,7 +195,8 @@ class StrideQABenchExporter:
         cameras, frames, keyframes, tracks = scene.cameras, scene.frames, scene.keyframes, scene.tracks
         masks = scene.masks
         index = SceneIndex(scene)
-        written: set[tuple[int, int]] = set()
+        written: dict[tuple[int, int], str] = {}  # (frame, camera) -> path under images/, each image written once
+        empty_rle: dict[tuple[int, int], str] = {}  # (height, width) -> counts of an empty mask
         relation = scene_relations(scene)
         records: list[dict[str, Any]] = []
         for q in rows.tolist():
@@ -207,21 +208,21 @@ class StrideQABenchExporter:
             images, rle = [], {}
             for bucket, frame in zip(BUCKETS[-len(context) :], context, strict=True):
                 row = index.image_row[(frame, channel_index)]
-                data = scene.image_bytes(channel, frame)
-                ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
-                rel = f"{scene.name}/{channel}/{frame:05d}.{ext}"
                 if (frame, channel_index) not in written:
-                    path = out_dir / IMAGES / rel
+                    data = scene.image_bytes(channel, frame)
+                    ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
+                    written[(frame, channel_index)] = f"{scene.name}/{channel}/{frame:05d}.{ext}"
+                    path = out_dir / IMAGES / written[(frame, channel_index)]
                     path.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write_bytes(path, data)
-                    written.add((frame, channel_index))
-                images.append(rel)
+                images.append(written[(frame, channel_index)])
                 mask_index = index.mask_of.get((row, track))
-                counts = (
-                    str(masks.rle_counts[mask_index])
-                    if masks is not None and mask_index is not None
-                    else encode_rle(np.zeros((height, width), dtype=bool))
-                )
+                if masks is not None and mask_index is not None:
+                    counts = str(masks.rle_counts[mask_index])
+                else:
+                    if (height, width) not in empty_rle:
+                        empty_rle[(height, width)] = encode_rle(np.zeros((height, width), dtype=bool))
+                    counts = empty_rle[(height, width)]
                 rle[bucket] = {"size": [height, width], "counts": counts}
             predicate = str(qa.predicate[q])
             keyframe_frame = int(keyframes.frame_index[int(qa.keyframe_index[q])])
