@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -130,3 +131,101 @@ def test_agreement_report_has_all_metrics():
     assert report["pearson"]["value"] == pytest.approx(stats.pearsonr(judge, human).statistic)
     assert report["pearson"]["low"] <= report["pearson"]["value"] <= report["pearson"]["high"]
     assert report["system_pearson"]["n"] == 4
+
+
+def test_infer_and_compare_scales():
+    from stridegen.eval.judges.agreement import infer_scale, scales_compatible
+
+    assert infer_scale([0, 1, 1, 0]) == "binary"
+    assert infer_scale([0, 0.5, 1]) == "pairwise"
+    assert infer_scale([1, 7.5, 10]) == "1-10"
+    assert infer_scale([0, 55, 100]) == "other (0 to 100)"
+    assert scales_compatible("1-10", "1-10") and scales_compatible("pairwise", "binary")
+    assert not scales_compatible("binary", "1-10") and not scales_compatible("1-10", "binary")
+
+
+def test_report_is_strict_json_with_reasons():
+    report = agreement_report([5, 5, 5, 5], [1, 2, 3, 4], groups=["q", "q", "q", "q"], n_boot=20)
+    text = json.dumps(report, allow_nan=False)  # raises on NaN
+    assert "NaN" not in text
+    assert report["pearson"]["value"] is None and "same score" in report["pearson"]["reason"]
+    assert report["pearson"]["low"] is None and "ci_reason" in report["pearson"]
+    assert report["pairwise_agreement_wo_tie"]["value"] is None and report["pairwise_agreement_wo_tie"]["n"] == 0
+    no_boot = agreement_report([1, 2, 3], [1, 3, 2], n_boot=0)
+    assert no_boot["pearson"]["value"] == pytest.approx(0.5) and no_boot["pearson"]["ci_reason"] == "n_boot is 0"
+
+
+def test_categorical_kappa_keeps_ties():
+    # pairwise scores: 0.5 is a tie, a category of its own (np.rint would make it 0)
+    judge = [0.0, 0.5, 1.0, 0.5, 1.0, 0.0]
+    human = [0.0, 0.5, 1.0, 0.0, 1.0, 0.5]
+    report = agreement_report(judge, human, n_boot=0, categorical=True)
+    # labels l(oss) t(ie) w(in): p_o = 4/6, p_e = 3 x (1/3 x 1/3) = 1/3, kappa = (2/3 - 1/3) / (2/3) = 0.5
+    assert report["cohen_kappa"]["value"] == pytest.approx(cohen_kappa(list("ltwtwl"), list("ltwlwt")))
+    assert report["cohen_kappa"]["value"] == pytest.approx(0.5)
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _agreement_cli(tmp_path, judge_rows, human_rows, *extra):
+    from typer.testing import CliRunner
+
+    from stridegen.eval.judges.cli import judge_app
+
+    args = ["agreement", "--judge", str(_write(tmp_path / "v.jsonl", judge_rows))]
+    args += ["--human", str(_write(tmp_path / "h.jsonl", human_rows)), "--n-boot", "20", *extra]
+    return CliRunner().invoke(judge_app, args)
+
+
+def test_agreement_refuses_a_scale_mismatch_unless_told(tmp_path):
+    # issue 15: CEE 0/1 verdicts against 1-10 human ratings gave kappa -0.04 without a word
+    rng = np.random.default_rng(5)
+    votes, ratings = rng.integers(0, 2, size=30), rng.integers(1, 11, size=30)
+    judge = [{"id": f"i{k}", "status": "ok", "method": "cee", "score": float(v)} for k, v in enumerate(votes)]
+    human = [{"id": f"i{k}", "score": float(r)} for k, r in enumerate(ratings)]
+    refused = _agreement_cli(tmp_path, judge, human)
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1
+    assert "scale mismatch: judge scores are binary (0/1) (method cee) but human scores are 1-10" in refused.stderr
+    assert "--allow-scale-mismatch" in refused.stderr
+    out = tmp_path / "a.json"
+    allowed = _agreement_cli(tmp_path, judge, human, "--allow-scale-mismatch", "--out", str(out))
+    assert allowed.exit_code == 0, allowed.output
+    report = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    assert report["scales"] == {"judge": "binary", "human": "1-10", "compatible": False, "mismatch_allowed": True}
+    assert "warning: judge scale binary vs human scale 1-10" in allowed.stderr
+    # pairwise verdicts against human preferences without ties (0/1) are the same scale
+    pair = [{"id": f"i{k}", "status": "ok", "method": "pairwise", "score": float(v)} for k, v in enumerate(votes)]
+    prefs = [{"id": f"i{k}", "score": float(1 - v if k % 4 == 0 else v)} for k, v in enumerate(votes)]
+    assert _agreement_cli(tmp_path, pair, prefs).exit_code == 0
+
+
+def test_agreement_writes_null_not_nan(tmp_path):
+    judge = [{"id": f"i{k}", "status": "ok", "method": "general", "score": 7.0} for k in range(5)]
+    human = [{"id": f"i{k}", "score": float(k + 3)} for k in range(5)]
+    out = tmp_path / "a.json"
+    result = _agreement_cli(tmp_path, judge, human, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "NaN" not in text
+    report = json.loads(text)
+    assert report["metrics"]["pearson"]["value"] is None and report["metrics"]["pearson"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("human_line", "message"),
+    [
+        ({"id": "i1", "score": "good"}, "h.jsonl: line 2: 'score' is not a number: 'good'"),
+        ({"id": "i1", "score": None}, "h.jsonl: line 2: 'score' is not a number: None"),
+        ([1, 2], "h.jsonl: line 2: expected a JSON object, got list"),
+    ],
+)
+def test_agreement_bad_input_is_one_line(tmp_path, human_line, message):
+    judge = [{"id": f"i{k}", "status": "ok", "score": 5.0 + k} for k in range(3)]
+    human = [{"id": "i0", "score": 4}, human_line, {"id": "i2", "score": 6}]
+    result = _agreement_cli(tmp_path, judge, human)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    missing = _agreement_cli(tmp_path, judge, human, "--human", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 2 and "nope.jsonl: file does not exist" in missing.stderr

@@ -68,7 +68,13 @@ def test_errors_are_recorded_not_cached_and_not_averaged(tmp_path: Path):
         first = run_judge(_items(3), judge, "robust", ctx, cache, ChatClient(settings), concurrency=2)
         status = {v["id"]: v["status"] for v in first.verdicts}
         assert status == {"item0": "error", "item1": "error", "item2": "ok"}
-        assert first.summary["overall"] == {"n": 1, "mean_100": 80.0, "std_100": None}
+        assert first.summary["overall"] == {
+            "n": 1,
+            "mean_100": 80.0,
+            "std_100": None,
+            "ci_low_100": None,  # no interval from one score
+            "ci_high_100": None,
+        }
         assert first.summary["n_error"] == 2
         kinds = sorted(e["kind"] for e in cache.errors())
         assert kinds == ["parse", "server_error"]
@@ -91,7 +97,14 @@ def test_summary_ignores_errors():
     ]
     s = summarise(verdicts)
     assert s["overall"]["mean_100"] == 60.0 and s["n_error"] == 1
-    assert s["groups"]["category:a"] == {"n": 1, "mean_100": 50.0, "std_100": None, "n_error": 1}
+    assert s["groups"]["category:a"] == {
+        "n": 1,
+        "mean_100": 50.0,
+        "std_100": None,
+        "ci_low_100": None,
+        "ci_high_100": None,
+        "n_error": 1,
+    }
     assert s["flags"] == {"f": 1}
 
 

@@ -102,7 +102,7 @@ def test_run_writes_verdicts_summary_and_sends_images(tmp_path: Path):
 
 
 @pytest.mark.openai
-def test_failed_items_give_exit_code_2_and_are_not_scored(tmp_path: Path):
+def test_failed_items_give_exit_code_1_and_are_not_scored(tmp_path: Path):
     items = _write_items(tmp_path)
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("no verdict here"))) as server:
         result = runner.invoke(
@@ -121,7 +121,7 @@ def test_failed_items_give_exit_code_2_and_are_not_scored(tmp_path: Path):
                 "m",
             ],
         )
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # 1: some items failed (2 is bad input / usage)
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["n_error"] == 3 and summary["overall"]["mean_100"] is None
 
@@ -209,9 +209,11 @@ def test_agreement_command(tmp_path: Path):
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["pearson"]["n"] == 20
-    assert report["pearson"]["value"] > 0.8
-    assert {"system_pearson", "pairwise_agreement_wo_tie", "sample_pearson"} <= set(report)
+    assert report["n_matched"] == 20 and report["scales"]["judge"] == report["scales"]["human"] == "1-10"
+    metrics = report["metrics"]
+    assert metrics["pearson"]["n"] == 20
+    assert metrics["pearson"]["value"] > 0.8
+    assert {"system_pearson", "pairwise_agreement_wo_tie", "sample_pearson"} <= set(metrics)
 
 
 def test_bad_method_or_mode_is_a_usage_error(tmp_path: Path):
@@ -219,3 +221,36 @@ def test_bad_method_or_mode_is_a_usage_error(tmp_path: Path):
     for extra in (["--method", "nope"], ["--method", "general", "--mode", "creative"]):
         result = runner.invoke(judge_app, ["run", "--input", str(items), "--dry-run", *extra])
         assert result.exit_code == 2 and "Invalid value" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "items.jsonl: items file does not exist"),
+        (b'{"id": "a", "answer": "x"}\n{nope\n', "items.jsonl: line 2:"),
+        (b'{"id": "a", "answer": "x"}\n{"id": "a", "answer": "y"}\n', "line 2: duplicate id 'a'"),
+        (b'{"id": "a", "answer": "\xff"}\n', "items.jsonl: not UTF-8 text (invalid byte at offset 23)"),
+    ],
+)
+def test_bad_items_file_is_one_line_and_exit_2(tmp_path: Path, content: bytes | None, message: str):
+    path = tmp_path / "items.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    result = runner.invoke(judge_app, ["run", "--method", "general", "--input", str(path), "--dry-run"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert result.stderr.startswith("error: ") and message in result.stderr and "Traceback" not in result.output
+
+
+def test_missing_config_is_one_line_and_exit_2(tmp_path: Path):
+    items = _write_items(tmp_path)
+    result = runner.invoke(
+        judge_app, ["run", "--method", "general", "--input", str(items), "--config", "/nonexistent.yaml", "--dry-run"]
+    )
+    assert result.exit_code == 2 and result.stderr == "error: /nonexistent.yaml: judge config file does not exist\n"
+
+
+def test_bom_items_file_is_read(tmp_path: Path):
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "answer": "x"}\n')
+    result = runner.invoke(judge_app, ["run", "--method", "general", "--input", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output

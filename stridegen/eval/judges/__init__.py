@@ -9,10 +9,11 @@ Importing this package is cheap: the ``openai`` SDK is imported only when a clie
 
 from stridegen.eval.judges.records import (
     Completion,
+    JudgeAuthError,
     JudgeError,
     JudgeItem,
     RequestSpec,
     VerdictParseError,
 )
 
-__all__ = ["Completion", "JudgeError", "JudgeItem", "RequestSpec", "VerdictParseError"]
+__all__ = ["Completion", "JudgeAuthError", "JudgeError", "JudgeItem", "RequestSpec", "VerdictParseError"]

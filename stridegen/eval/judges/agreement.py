@@ -160,6 +160,53 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
+# Score scales. A judge's scale comes from its method (verdicts.jsonl names it); a file without one, and the
+# human file, are classified by their values (infer_scale).
+METHOD_SCALES = {"cee": "binary", "pairwise": "pairwise", "codalm": "1-10", "general": "1-10", "intellicockpit": "1-10"}
+SCALE_NAMES = {"binary": "binary (0/1)", "pairwise": "pairwise (0 / 0.5 / 1)", "1-10": "1-10"}
+
+# Why a metric has no value (its entry is null with this reason).
+_UNDEFINED = {
+    "pearson": "undefined: fewer than 2 items, or a rater gives every item the same score",
+    "spearman": "undefined: fewer than 2 items, or a rater gives every item the same score",
+    "kendall_tau_b": "undefined: fewer than 2 items, or a rater gives every item the same score",
+    "cohen_kappa": "undefined: both raters used one and the same label",
+    "cohen_kappa_quadratic": "undefined: both raters used one and the same label",
+    "pairwise_agreement_wo_tie": "undefined: no pair of answers in a group that both raters score differently",
+    "system_pearson": "undefined: a rater gives every system the same mean score",
+    "sample_pearson": "undefined: no item where both raters give differing dimension scores",
+}
+
+
+def infer_scale(values: Floats) -> str:
+    """``binary`` (all 0/1), ``pairwise`` (all 0 / 0.5 / 1), ``1-10`` (all within [1, 10]), else
+    ``other (min to max)``."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return "other (empty)"
+    seen = set(v.tolist())
+    if seen <= {0.0, 1.0}:
+        return "binary"
+    if seen <= {0.0, 0.5, 1.0}:
+        return "pairwise"
+    if bool(np.all((v >= 1) & (v <= 10))):
+        return "1-10"
+    return f"other ({v.min():g} to {v.max():g})"
+
+
+def scales_compatible(judge: str, human: str) -> bool:
+    """Same scale; or pairwise judge scores against human preferences that have no tie (0/1)."""
+    return judge == human or (judge == "pairwise" and human == "binary")
+
+
+def describe_scale(scale: str) -> str:
+    return SCALE_NAMES.get(scale, scale)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
 def agreement_report(
     a: Floats,
     b: Floats,
@@ -170,16 +217,28 @@ def agreement_report(
     n_boot: int = 1000,
     alpha: float = 0.05,
     seed: int = 0,
-) -> dict[str, dict[str, float]]:
-    """All agreement metrics with bootstrap intervals: {metric: {"value", "low", "high", "n"}}."""
+    categorical: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """All agreement metrics with bootstrap intervals: {metric: {"value", "low", "high", "n"}}.
+
+    Strict JSON: an undefined value or interval is ``None`` with ``reason`` / ``ci_reason`` saying why, never
+    NaN. Kappa compares integer-rounded scores, or with ``categorical`` the scores themselves as labels
+    (binary and pairwise scales: 0.5 is a tie, not rounded to 0 or 1).
+    """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = len(x)
-    report: dict[str, dict[str, float]] = {}
+    report: dict[str, dict[str, Any]] = {}
 
     def add(name: str, fn: Callable[..., float], arrays: list[Column], count: int) -> None:
         value = fn(*arrays)
         lo, hi = bootstrap_ci(fn, arrays, n_boot, alpha, seed) if n_boot > 0 else (float("nan"),) * 2
-        report[name] = {"value": value, "low": lo, "high": hi, "n": count}
+        entry: dict[str, Any] = {"value": _finite(value), "low": _finite(lo), "high": _finite(hi), "n": count}
+        if entry["value"] is None:
+            entry["reason"] = _UNDEFINED[name]
+        if entry["low"] is None or entry["high"] is None:
+            entry["low"] = entry["high"] = None
+            entry["ci_reason"] = "n_boot is 0" if n_boot <= 0 else "no bootstrap replicate where it is defined"
+        report[name] = entry
 
     def as_float(*cols: Column) -> list[FloatArray]:
         return [np.asarray(c, dtype=float) for c in cols]
@@ -187,7 +246,10 @@ def agreement_report(
     add("pearson", lambda u, v: pearson(*as_float(u, v)), [x, y], n)
     add("spearman", lambda u, v: spearman(*as_float(u, v)), [x, y], n)
     add("kendall_tau_b", lambda u, v: kendall(*as_float(u, v)), [x, y], n)
-    rx, ry = np.rint(x).astype(int), np.rint(y).astype(int)
+    if categorical:
+        rx, ry = x, y
+    else:
+        rx, ry = np.rint(x).astype(int), np.rint(y).astype(int)
     add("cohen_kappa", lambda u, v: cohen_kappa(list(u), list(v)), [rx, ry], n)
     add("cohen_kappa_quadratic", lambda u, v: cohen_kappa(list(u), list(v), "quadratic"), [rx, ry], n)
     if groups is not None:
@@ -197,7 +259,7 @@ def agreement_report(
             return pairwise_agreement(np.asarray(u, float), np.asarray(v, float), list(g))[0]
 
         add("pairwise_agreement_wo_tie", pw, [x, y, list(groups)], counted)
-        report["pairwise_agreement_wo_tie"]["value"] = value
+        report["pairwise_agreement_wo_tie"]["value"] = _finite(value)
     if systems is not None and len(set(systems)) >= 3:
         add(
             "system_pearson",

@@ -6,7 +6,8 @@ else. ``errors.jsonl`` records every failed request (transport errors, unparseab
 for inspection; it is never read back as a verdict.
 
 A process killed mid-write leaves at most one truncated last line; it is ignored on load and a newline is
-written before the next record so later records stay readable.
+written before the next record so later records stay readable. Every record is redacted (redact.py) before it
+is written or kept: no API key, Authorization header or key-shaped string reaches the disk.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.eval.judges.records import Completion, canonical_json
+from stridegen.eval.judges.redact import redact_obj
 
 
 class _JsonlAppender:
@@ -91,13 +93,15 @@ class VerdictCache:
         return Completion.from_dict(record["completion"]), record["parsed"]
 
     def put(self, key: str, completion: Completion, parsed: dict[str, Any], **context: Any) -> None:
-        record = {"key": key, "completion": completion.to_dict(), "parsed": parsed, "t": time.time(), **context}
+        record = redact_obj(
+            {"key": key, "completion": completion.to_dict(), "parsed": parsed, "t": time.time(), **context}
+        )
         self._cache.append(record)
         with self._lock:
             self._entries[key] = record
 
     def record_error(self, key: str, kind: str, message: str, **context: Any) -> None:
-        self._errors.append({"key": key, "kind": kind, "message": message, "t": time.time(), **context})
+        self._errors.append(redact_obj({"key": key, "kind": kind, "message": message, "t": time.time(), **context}))
 
     def errors(self) -> list[dict[str, Any]]:
         return self._errors.read()[0]

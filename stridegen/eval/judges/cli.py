@@ -2,6 +2,9 @@
 
 Mounted by stridegen/cli.py as the ``judge`` group (module ``stridegen.eval.judges.cli``, attribute
 ``judge_app``). Heavy imports (openai) happen inside the commands.
+
+Exit codes: 0 every item judged; 1 some items failed (rerun to retry them); 2 bad input or usage, or the
+endpoint refused the credentials (HTTP 401/403). Errors are one line on stderr, redacted.
 """
 
 from __future__ import annotations
@@ -9,11 +12,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
+    from stridegen.eval.judges.methods import JudgeMethod
     from stridegen.eval.judges.records import JudgeItem
 
 judge_app = typer.Typer(
@@ -41,7 +45,9 @@ def run_command(
     ),
     pred: Path | None = typer.Option(None, "--pred", help="with --dataset: predictions JSONL {question_id, pred}"),
     out_dir: Path = typer.Option(Path("out/judge"), "--out", "-o", help="verdicts.jsonl and summary.json go here"),
-    mode: str | None = typer.Option(None, "--mode", help="faithful | robust (default: config, else robust)"),
+    mode: str | None = typer.Option(
+        None, "--mode", help="robust (default) | faithful (the paper's prompt; open to answer injection)"
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="method YAML (default: the packaged stridegen/resources/judges/<method>.yaml)"
     ),
@@ -62,32 +68,24 @@ def run_command(
     backoff_base_s: float | None = typer.Option(None, "--backoff-base", help="first backoff delay, seconds"),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="hard cost budget for this run"),
     images: bool | None = typer.Option(None, "--images/--no-images", help="send item images to the judge"),
+    max_answer_chars: int | None = typer.Option(
+        None,
+        "--max-answer-chars",
+        min=0,
+        help="cut longer answers before judging, recorded per item (default: config, else 4000; 0: no cap)",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the requests and estimated cost; send nothing"),
 ) -> None:
     """Judge every item of INPUT with METHOD; cached requests are not sent again."""
-    from stridegen.eval.judges.cache import VerdictCache
-    from stridegen.eval.judges.client import (
-        ChatClient,
-        CostMeter,
-        apply_pricing,
-        settings_from_sources,
-    )
-    from stridegen.eval.judges.config import load_method_config, load_pricing
-    from stridegen.eval.judges.methods import MODES, JudgeContext, get_method
+    from stridegen.core.errors import StrideGenError
+    from stridegen.eval.judges.methods import get_method
     from stridegen.eval.judges.records import JudgeError
-    from stridegen.eval.judges.runner import dry_run as do_dry_run
-    from stridegen.eval.judges.runner import run_judge, write_outputs
-    from stridegen.eval.judges.safety import load_or_create_key
 
     try:
         judge = get_method(method)
     except JudgeError as exc:
         raise typer.BadParameter(str(exc), param_hint="--method") from exc
-    cfg = load_method_config(method, config)
-    run_mode = mode or cfg.get("mode", "robust")
-    if run_mode not in MODES:
-        raise typer.BadParameter(f"'{run_mode}' is not one of {', '.join(MODES)}", param_hint="--mode")
-    overrides: dict[str, Any] = {
+    client_overrides: dict[str, Any] = {
         k: v
         for k, v in {
             "base_url": base_url,
@@ -104,14 +102,85 @@ def run_command(
         }.items()
         if v is not None
     }
-    settings = apply_pricing(settings_from_sources(cfg.get("client"), overrides), load_pricing(pricing))
-    items, base_dir = _load_input(input_path, dataset, pred, out_dir, judge.uses_images and settings.supports_images)
+    try:
+        _run(
+            judge,
+            method,
+            mode=mode,
+            config=config,
+            pricing=pricing,
+            client_overrides=client_overrides,
+            sources=(input_path, dataset, pred),
+            out_dir=out_dir,
+            cache_dir=cache_dir,
+            max_answer_chars=max_answer_chars,
+            dry_run=dry_run,
+        )
+    except StrideGenError as exc:
+        _fail(exc)
+
+
+def _fail(exc: BaseException, code: int = 2) -> NoReturn:
+    """One redacted line on stderr, then exit ``code``."""
+    from stridegen.eval.judges.redact import redact
+
+    typer.echo(f"error: {' '.join(redact(str(exc)).split())}", err=True)
+    raise typer.Exit(code=code)
+
+
+def _run(
+    judge: JudgeMethod,
+    method: str,
+    *,
+    mode: str | None,
+    config: Path | None,
+    pricing: Path | None,
+    client_overrides: dict[str, Any],
+    sources: tuple[Path | None, Path | None, Path | None],
+    out_dir: Path,
+    cache_dir: Path | None,
+    max_answer_chars: int | None,
+    dry_run: bool,
+) -> None:
+    """The body of ``judge run`` once the method is known; StrideGenErrors go to the caller."""
+    from stridegen.eval.judges.cache import VerdictCache
+    from stridegen.eval.judges.client import (
+        ChatClient,
+        CostMeter,
+        apply_pricing,
+        settings_from_sources,
+    )
+    from stridegen.eval.judges.config import load_method_config, load_pricing
+    from stridegen.eval.judges.methods import (
+        DEFAULT_MAX_ANSWER_CHARS,
+        DEFAULT_MODE,
+        FAITHFUL_WARNING,
+        MODES,
+        JudgeContext,
+    )
+    from stridegen.eval.judges.runner import dry_run as do_dry_run
+    from stridegen.eval.judges.runner import run_judge, write_outputs
+    from stridegen.eval.judges.safety import load_or_create_key
+
+    cfg = load_method_config(method, config)
+    run_mode = mode or cfg.get("mode", DEFAULT_MODE)
+    if run_mode not in MODES:
+        raise typer.BadParameter(f"'{run_mode}' is not one of {', '.join(MODES)}", param_hint="--mode")
+    if run_mode == "faithful":
+        typer.echo(f"warning: {FAITHFUL_WARNING}", err=True)
+    settings = apply_pricing(settings_from_sources(cfg.get("client"), client_overrides), load_pricing(pricing))
+    items, base_dir = _load_input(*sources, out_dir, judge.uses_images and settings.supports_images)
+    method_settings = cfg.get("settings") or {}
+    cap = max_answer_chars
+    if cap is None:
+        cap = int(method_settings.get("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS))
     cache = VerdictCache(cache_dir or out_dir / "cache")
     ctx = JudgeContext(
         nonce_key=load_or_create_key(cache.directory / "nonce.key"),
         send_images=settings.supports_images,
         base_dir=base_dir,
-        settings=cfg.get("settings") or {},
+        settings=method_settings,
+        max_answer_chars=cap or None,
     )
     if dry_run:
         from stridegen.eval.judges.runner import plan
@@ -128,7 +197,7 @@ def run_command(
     typer.echo(f"verdicts: {verdict_path}\nsummary: {summary_path}")
     if result.summary["n_error"]:
         typer.echo(f"{result.summary['n_error']} item(s) failed; rerun to retry them (cached ones are kept)", err=True)
-        raise typer.Exit(code=2)
+        raise typer.Exit(code=1)
 
 
 def _load_input(
@@ -163,19 +232,25 @@ def _load_input(
 
 def _print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{summary['method']} ({summary['mode']}, judge {summary['model']})")
-    for col in ("group", "n", "mean (0-100)", "std", "errors"):
+    table = Table(title=escape(f"{summary['method']} ({summary['mode']}, judge {summary['model']})"))
+    level = round(100 * float(summary.get("ci", {}).get("level", 0.95)))
+    for col in ("group", "n", "mean (0-100)", f"{level}% CI", "std", "errors"):
         table.add_column(col)
 
     def fmt(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
 
+    def ci(s: dict[str, Any]) -> str:
+        lo, hi = s.get("ci_low_100"), s.get("ci_high_100")
+        return "-" if lo is None or hi is None else f"{lo:.1f} to {hi:.1f}"
+
     o = summary["overall"]
-    table.add_row("overall", str(o["n"]), fmt(o["mean_100"]), fmt(o["std_100"]), str(summary["n_error"]))
+    table.add_row("overall", str(o["n"]), fmt(o["mean_100"]), ci(o), fmt(o["std_100"]), str(summary["n_error"]))
     for name, g in summary["groups"].items():
-        table.add_row(name, str(g["n"]), fmt(g["mean_100"]), fmt(g["std_100"]), str(g["n_error"]))
+        table.add_row(escape(name), str(g["n"]), fmt(g["mean_100"]), ci(g), fmt(g["std_100"]), str(g["n_error"]))
     Console(file=sys.stdout).print(table)
     u = summary["usage"]
     typer.echo(
@@ -185,19 +260,44 @@ def _print_summary(summary: dict[str, Any]) -> None:
     )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; one-line errors naming the file and line."""
     from stridegen.core.errors import PredictionFormatError
 
-    if not path.exists():
+    if not path.is_file():
         raise PredictionFormatError(path, "file does not exist")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PredictionFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as exc:
-                raise PredictionFormatError(path, f"line {lineno}: {exc}") from exc
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise PredictionFormatError(path, f"line {lineno}: not JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise PredictionFormatError(path, f"line {lineno}: expected a JSON object, got {type(row).__name__}")
+        rows.append((lineno, row))
     return rows
+
+
+def _number(path: Path, lineno: int, value: Any, what: str) -> float:
+    import math
+
+    from stridegen.core.errors import PredictionFormatError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {value!r}"[:200])
+    try:
+        number = float(value)
+    except ValueError:
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {value!r}"[:200]) from None
+    if not math.isfinite(number):
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not finite: {value!r}")
+    return number
 
 
 @judge_app.command("agreement")
@@ -211,31 +311,74 @@ def agreement_command(
     n_boot: int = typer.Option(1000, "--n-boot", min=0, help="bootstrap replicates (0: no intervals)"),
     seed: int = typer.Option(0, "--seed"),
     alpha: float = typer.Option(0.05, "--alpha"),
-    out: Path | None = typer.Option(None, "--out", help="write the report as JSON here"),
+    allow_scale_mismatch: bool = typer.Option(
+        False,
+        "--allow-scale-mismatch",
+        help="compare scores on different scales (e.g. a 0/1 judge with 1-10 human ratings) instead of refusing",
+    ),
+    out: Path | None = typer.Option(None, "--out", help="write the report as strict JSON here"),
 ) -> None:
     """Judge-human agreement: Pearson (sample/system level), pairwise w/o ties, Spearman, Kendall, kappa."""
-    from stridegen.core.errors import PredictionFormatError
-    from stridegen.eval.judges.agreement import agreement_report
+    from stridegen.core.errors import StrideGenError
 
-    judged = {str(r["id"]): r for r in _read_jsonl(judge_path) if r.get("status", "ok") == "ok"}
-    humans = _read_jsonl(human_path)
-    a, b, systems, groups, a_dims, b_dims = [], [], [], [], [], []
-    for h in humans:
-        j = judged.get(str(h.get("id")))
-        if j is None or "score" not in h:
+    try:
+        report = _agreement(judge_path, human_path, n_boot, seed, alpha, allow_scale_mismatch)
+    except StrideGenError as exc:
+        _fail(exc)
+    _print_agreement(report)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+
+
+def _agreement(
+    judge_path: Path, human_path: Path, n_boot: int, seed: int, alpha: float, allow_scale_mismatch: bool
+) -> dict[str, Any]:
+    """The agreement report with its header (matched count, scales, bootstrap settings)."""
+    from stridegen.core.errors import PredictionFormatError
+    from stridegen.eval.judges.agreement import (
+        METHOD_SCALES,
+        agreement_report,
+        describe_scale,
+        infer_scale,
+        scales_compatible,
+    )
+
+    judged: dict[str, tuple[int, dict[str, Any]]] = {}
+    for lineno, r in _read_jsonl(judge_path):
+        if r.get("status", "ok") == "ok" and "id" in r:
+            judged[str(r["id"])] = (lineno, r)
+    a, b, systems, groups, a_dims, b_dims, methods = [], [], [], [], [], [], set()
+    for lineno, h in _read_jsonl(human_path):
+        hit = judged.get(str(h.get("id")))
+        if hit is None or "score" not in h:
             continue
-        a.append(float(j["score"]))
-        b.append(float(h["score"]))
+        jline, j = hit
+        a.append(_number(judge_path, jline, j.get("score"), "'score'"))
+        b.append(_number(human_path, lineno, h["score"], "'score'"))
+        methods.add(str(j.get("method", "")))
         systems.append(str(h.get("system", j.get("system", ""))))
         groups.append(str(h.get("group", j.get("group", ""))))
         jd = (j.get("details") or {}).get("dimensions") or j.get("dimensions") or {}
         hd = h.get("dimensions") or {}
-        common = sorted(set(jd) & set(hd))
-        a_dims.append([float(jd[k]) for k in common])
-        b_dims.append([float(hd[k]) for k in common])
+        common = sorted(set(jd) & set(hd)) if isinstance(jd, dict) and isinstance(hd, dict) else []
+        a_dims.append([_number(judge_path, jline, jd[k], f"dimension '{k}'") for k in common])
+        b_dims.append([_number(human_path, lineno, hd[k], f"dimension '{k}'") for k in common])
     if len(a) < 2:
         raise PredictionFormatError(human_path, f"only {len(a)} id(s) match a judged verdict; need at least 2")
-    report = agreement_report(
+    method = next(iter(methods)) if len(methods) == 1 else ""
+    judge_scale = METHOD_SCALES.get(method) or infer_scale(a)
+    human_scale = infer_scale(b)
+    compatible = scales_compatible(judge_scale, human_scale)
+    if not compatible and not allow_scale_mismatch:
+        source = f"method {method}" if method in METHOD_SCALES else "from its values"
+        raise PredictionFormatError(
+            human_path,
+            f"scale mismatch: judge scores are {describe_scale(judge_scale)} ({source}) but human scores are "
+            f"{describe_scale(human_scale)} (min {min(b):g}, max {max(b):g}); agreement across scales is "
+            "meaningless; pass --allow-scale-mismatch to compute it anyway",
+        )
+    metrics = agreement_report(
         a,
         b,
         systems=systems if any(systems) else None,
@@ -245,16 +388,40 @@ def agreement_command(
         n_boot=n_boot,
         alpha=alpha,
         seed=seed,
+        categorical=judge_scale in ("binary", "pairwise"),
     )
+    return {
+        "n_matched": len(a),
+        "scales": {
+            "judge": judge_scale,
+            "human": human_scale,
+            "compatible": compatible,
+            "mismatch_allowed": bool(allow_scale_mismatch and not compatible),
+        },
+        "bootstrap": {"n_boot": n_boot, "alpha": alpha, "seed": seed},
+        "metrics": metrics,
+    }
+
+
+def _print_agreement(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"judge vs human agreement ({len(a)} matched items, {int((1 - alpha) * 100)}% CI)")
+    alpha = report["bootstrap"]["alpha"]
+
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4f}"
+
+    table = Table(title=f"judge vs human agreement ({report['n_matched']} matched items, {int((1 - alpha) * 100)}% CI)")
     for col in ("metric", "value", "CI low", "CI high", "n"):
         table.add_column(col)
-    for name, r in report.items():
-        table.add_row(name, f"{r['value']:.4f}", f"{r['low']:.4f}", f"{r['high']:.4f}", str(r["n"]))
+    for name, r in report["metrics"].items():
+        table.add_row(name, fmt(r["value"]), fmt(r["low"]), fmt(r["high"]), str(r["n"]))
     Console(file=sys.stdout).print(table)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+    scales = report["scales"]
+    if not scales["compatible"]:
+        typer.echo(
+            f"warning: judge scale {scales['judge']} vs human scale {scales['human']}: compared because "
+            "--allow-scale-mismatch was given",
+            err=True,
+        )

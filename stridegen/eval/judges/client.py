@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from stridegen.core.errors import require
 from stridegen.eval.judges.ratelimit import RateLimiter
-from stridegen.eval.judges.records import BudgetExceededError, Completion, JudgeRequestError
+from stridegen.eval.judges.records import BudgetExceededError, Completion, JudgeAuthError, JudgeRequestError
+from stridegen.eval.judges.redact import redact, register_secret
 
 # Rough text-token estimate for cost previews and the tokens-per-minute limiter: ~4 characters per token
 # for English text (OpenAI's rule of thumb, help.openai.com "What are tokens and how to count them").
@@ -246,6 +247,7 @@ class ChatClient:
         self.settings = settings
         self._openai = openai
         api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
+        register_secret(os.environ.get(settings.api_key_env))  # never stored: see redact.py
         self._sdk = openai.OpenAI(
             base_url=settings.base_url, api_key=api_key, timeout=settings.timeout_s, max_retries=0
         )
@@ -303,24 +305,37 @@ class ChatClient:
         assert last is not None
         raise JudgeRequestError(last.kind, str(last), s.max_retries + 1)
 
+    def _auth_message(self, status: int, detail: str) -> str:
+        """One redacted line: which endpoint refused what, and where the key comes from."""
+        s = self.settings
+        what = "refused the API key" if status == 401 else "denied access"
+        endpoint = s.base_url or "the default OpenAI endpoint"
+        detail = " ".join(redact(detail).split())[:300]
+        return (
+            f"HTTP {status}: {endpoint} {what} (model {s.model}; key from ${s.api_key_env}); "
+            f"check the key and its permissions. Server said: {detail}"
+        )
+
     def _attempt(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
         oa = self._openai
         try:
             response = self._sdk.chat.completions.create(model=self.settings.model, messages=messages, **sampling)
         except oa.RateLimitError as exc:
-            raise _Retryable("rate_limit", str(exc), parse_retry_after(exc.response.headers)) from exc
+            raise _Retryable("rate_limit", redact(str(exc)), parse_retry_after(exc.response.headers)) from exc
         except oa.APITimeoutError as exc:
-            raise _Retryable("timeout", str(exc)) from exc
+            raise _Retryable("timeout", redact(str(exc))) from exc
         except oa.APIConnectionError as exc:
-            raise _Retryable("connection", str(exc)) from exc
+            raise _Retryable("connection", redact(str(exc))) from exc
         except oa.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise JudgeAuthError(exc.status_code, self._auth_message(exc.status_code, str(exc))) from None
             if exc.status_code >= 500 or exc.status_code in (408, 409):
                 raise _Retryable(
-                    "server_error", f"HTTP {exc.status_code}: {exc}", parse_retry_after(exc.response.headers)
+                    "server_error", redact(f"HTTP {exc.status_code}: {exc}"), parse_retry_after(exc.response.headers)
                 ) from exc
-            raise JudgeRequestError("client_error", f"HTTP {exc.status_code}: {exc}", 1) from exc
+            raise JudgeRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
-            raise _Retryable("malformed_response", f"{type(exc).__name__}: {exc}") from exc
+            raise _Retryable("malformed_response", redact(f"{type(exc).__name__}: {exc}")) from exc
         choices = getattr(response, "choices", None)
         if not choices:
             raise _Retryable("empty_choices", "the reply has no choices")

@@ -25,13 +25,24 @@ class JudgeRequestError(JudgeError):
     """A chat request failed for good (retries exhausted or a non-retryable status).
 
     ``kind`` is a short machine-readable cause: timeout, rate_limit, server_error, malformed_response,
-    empty_choices, connection, client_error, budget.
+    empty_choices, connection, client_error, auth, budget.
     """
 
     def __init__(self, kind: str, message: str, attempts: int = 0) -> None:
         super().__init__(f"{kind}: {message} (after {attempts} attempt(s))")
         self.kind = kind
         self.attempts = attempts
+
+
+class JudgeAuthError(JudgeRequestError):
+    """The endpoint refused the credentials (HTTP 401) or the access (HTTP 403): the run stops at once.
+
+    ``status`` is the HTTP status; the message is one line, already redacted (redact.py).
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__("auth", message, 1)
+        self.status = status
 
 
 class BudgetExceededError(JudgeRequestError):

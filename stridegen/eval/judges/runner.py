@@ -3,7 +3,10 @@
 Every request is keyed by the hash of its full payload (model, messages, sampling, template version); a
 cached key is never sent again, so a killed run restarted with the same cache directory only sends what is
 missing. Failed requests are logged as errors, never cached; items whose requests failed get status "error"
-and are left out of every mean.
+and are left out of every mean, but counted in their groups. Before an item is planned its answer(s) are cut
+to ``ctx.max_answer_chars`` and, in robust mode, guarded (safety.guard); both are recorded in the verdict.
+An endpoint that refuses the credentials (HTTP 401/403) stops the run at once (JudgeAuthError). Everything
+returned or written is redacted (redact.py).
 """
 
 from __future__ import annotations
@@ -11,36 +14,53 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypedDict
 
+import numpy as np
 from pydantic import ValidationError
 
 from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.cache import VerdictCache
 from stridegen.eval.judges.client import ChatClient, CostMeter, estimate_prompt_tokens
-from stridegen.eval.judges.methods import JudgeContext, JudgeMethod
+from stridegen.eval.judges.methods import FAITHFUL_WARNING, JudgeContext, JudgeMethod
 from stridegen.eval.judges.records import (
+    JudgeAuthError,
     JudgeError,
     JudgeItem,
     JudgeRequestError,
     RequestSpec,
     VerdictParseError,
 )
-from stridegen.eval.judges.safety import looks_like_injection
+from stridegen.eval.judges.redact import redact_obj
+from stridegen.eval.judges.safety import guard, looks_like_injection
+
+# Summary confidence intervals of the mean 0-100 score: percentile bootstrap (Efron & Tibshirani 1993, "An
+# Introduction to the Bootstrap", ch. 13), seeded. Chosen over Student's t because judge scores are bounded and
+# often two- or three-valued (CEE 0/100, pairwise 0/50/100): a percentile interval stays inside the range the
+# scores can take, a t-interval does not. With fewer than ~20 items it is too narrow (ch. 14): read it as rough.
+CI_N_BOOT = 2000
+CI_ALPHA = 0.05
+CI_SEED = 0
+_MAX_RECORDED_SPANS = 5
 
 
 def load_items(path: str | Path) -> list[JudgeItem]:
     """Items from a JSONL file (one JSON object per line; blank lines skipped). Ids must be unique."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise PredictionFormatError(path, "items file does not exist")
     items: list[JudgeItem] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PredictionFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -59,9 +79,10 @@ def load_items(path: str | Path) -> list[JudgeItem]:
 
 @dataclass
 class _Planned:
-    item: JudgeItem
+    item: JudgeItem  # as read; flags and records are about this text
     specs: list[RequestSpec] = field(default_factory=list)
     error: str | None = None
+    handling: dict[str, dict[str, Any]] = field(default_factory=dict)  # answer field -> what was done to it
 
 
 @dataclass
@@ -72,13 +93,67 @@ class RunResult:
     cached: int = 0
 
 
+def truncation_note(kept: int, total: int) -> str:
+    """What follows a cut answer in the prompt (no bracket, brace or verdict word: nothing the guard removes)."""
+    return f"\n… (answer truncated: the first {kept} of {total} characters are shown)"
+
+
+def prepare_answer(text: str, mode: str, cap: int | None) -> tuple[str, dict[str, Any]]:
+    """The answer text a method is given, and the record of what was done to it.
+
+    The written answer is cut to ``cap`` characters; in robust mode it is then guarded (normalised, markup
+    excised, neutralised: safety.guard), and cut again if guarding made it longer (NFKC can expand a character
+    up to 18 times). A cut answer ends with ``truncation_note``. Record keys: ``truncated`` {chars, kept},
+    ``removed`` (number of excised spans) and ``removed_text`` (the first few, shortened),
+    ``format_chars_removed``, ``nfkc`` (NFKC changed the text).
+    """
+    record: dict[str, Any] = {}
+    shown = text
+    if cap is not None and cap > 0 and len(text) > cap:
+        shown = text[:cap]
+        record["truncated"] = {"chars": len(text), "kept": cap}
+    if mode == "robust":
+        g = guard(shown)
+        shown = g.text
+        if cap is not None and cap > 0 and len(shown) > cap:
+            shown = shown[:cap]
+            record["truncated"] = {"chars": len(text), "kept": cap}
+        if g.removed:
+            record["removed"] = len(g.removed)
+            record["removed_text"] = [r[:120] for r in g.removed[:_MAX_RECORDED_SPANS]]
+        if g.format_chars:
+            record["format_chars_removed"] = g.format_chars
+        if g.normalised:
+            record["nfkc"] = True
+    if "truncated" in record:
+        shown += truncation_note(len(shown), len(text))
+    return shown, record
+
+
+def prepare_item(item: JudgeItem, mode: str, cap: int | None) -> tuple[JudgeItem, dict[str, dict[str, Any]]]:
+    """``item`` with its answer (and ``answer_b``) as the judge will see them, and what was done to each."""
+    updates: dict[str, str] = {}
+    handling: dict[str, dict[str, Any]] = {}
+    for name in ("answer", "answer_b"):
+        text = getattr(item, name)
+        if text is None:
+            continue
+        shown, record = prepare_answer(text, mode, cap)
+        if shown != text:
+            updates[name] = shown
+        if record:
+            handling[name] = record
+    return (item.model_copy(update=updates) if updates else item), handling
+
+
 def plan(items: list[JudgeItem], method: JudgeMethod, mode: str, ctx: JudgeContext) -> list[_Planned]:
     planned = []
     for item in items:
+        shown, handling = prepare_item(item, mode, ctx.max_answer_chars)
         try:
-            planned.append(_Planned(item, method.requests(item, mode, ctx)))
+            planned.append(_Planned(item, method.requests(shown, mode, ctx), handling=handling))
         except JudgeError as exc:
-            planned.append(_Planned(item, error=str(exc)))
+            planned.append(_Planned(item, error=str(exc), handling=handling))
     return planned
 
 
@@ -153,8 +228,15 @@ def run_judge(
     cache: VerdictCache,
     client: ChatClient,
     concurrency: int = 4,
+    ci_n_boot: int = CI_N_BOOT,
+    ci_alpha: float = CI_ALPHA,
+    ci_seed: int = CI_SEED,
 ) -> RunResult:
-    """Judge ``items``; returns one verdict per item (status ok / error) and the summary."""
+    """Judge ``items``; returns one verdict per item (status ok / error) and the summary.
+
+    Raises JudgeAuthError, after the requests already in flight, when the endpoint answers 401 or 403: no
+    further request is sent. In faithful mode the summary's ``warnings`` say that it is open to injection.
+    """
     model = client.settings.model
     planned = plan(items, method, mode, ctx)
     todo: list[tuple[str, RequestSpec, str]] = []
@@ -170,8 +252,16 @@ def run_judge(
                 todo.append((key, spec, p.item.id))
 
     failures: dict[str, str] = {}
+    stop = threading.Event()
+    refused: list[JudgeAuthError] = []
+    attempted = [0]
+    lock = threading.Lock()
 
     def work(job: tuple[str, RequestSpec, str]) -> None:
+        if stop.is_set():  # credentials refused: nothing more is sent
+            return
+        with lock:
+            attempted[0] += 1
         key, spec, item_id = job
         context = {"item_id": item_id, "tag": spec.tag, "method": method.name, "mode": mode}
         try:
@@ -183,6 +273,12 @@ def run_judge(
                 cache.record_error(key, "parse", str(exc), raw=completion.text, **context)
                 return
             cache.put(key, completion, parsed, **context)
+        except JudgeAuthError as exc:
+            stop.set()
+            failures[key] = str(exc)
+            cache.record_error(key, exc.kind, str(exc), status=exc.status, **context)
+            with lock:
+                refused.append(exc)
         except JudgeRequestError as exc:
             failures[key] = str(exc)
             cache.record_error(key, exc.kind, str(exc), **context)
@@ -193,21 +289,38 @@ def run_judge(
     if todo:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             list(pool.map(work, todo))
+    if refused:
+        first = refused[0]
+        raise JudgeAuthError(
+            first.status,
+            f"{str(first).removeprefix('auth: ')}; run stopped after {attempted[0]} of {len(todo)} request(s)",
+        )
 
-    verdicts = [_verdict(p, method, mode, ctx, cache, model, failures) for p in planned]
-    summary = summarise(verdicts)
+    verdicts = [redact_obj(_verdict(p, method, mode, ctx, cache, model, failures)) for p in planned]
+    summary = summarise(verdicts, ci_n_boot, ci_alpha, ci_seed)
     # "usage": what this run spent; "verdict_usage" (from summarise): what all ok verdicts cost, cached included.
     summary.update(
         {
             "method": method.name,
             "mode": mode,
             "model": model,
+            "max_answer_chars": ctx.max_answer_chars,
             "requests_sent": len(todo),
             "requests_cached": n_cached,
             "usage": client.meter.summary(),
+            "warnings": [FAITHFUL_WARNING] if mode == "faithful" else [],
         }
     )
-    return RunResult(verdicts, summary, sent=len(todo), cached=n_cached)
+    return RunResult(verdicts, redact_obj(summary), sent=len(todo), cached=n_cached)
+
+
+def _item_groups(method: JudgeMethod, item: JudgeItem) -> list[str]:
+    """The method's groups of an item (``category:<c>`` for a plugin without ``groups`` or that fails on it)."""
+    groups = getattr(method, "groups", None)
+    try:
+        return list(groups(item)) if groups is not None else [f"category:{item.category}"]
+    except JudgeError:
+        return [f"category:{item.category}"]
 
 
 def _verdict(
@@ -219,13 +332,16 @@ def _verdict(
     model: str,
     failures: dict[str, str],
 ) -> dict[str, Any]:
-    base = {
+    base: dict[str, Any] = {
         "id": p.item.id,
         "method": method.name,
         "mode": mode,
         "category": p.item.category,
         "template_version": method.template_version,
+        "groups": _item_groups(method, p.item),
     }
+    if p.handling:
+        base["answer_handling"] = p.handling
     if p.error:
         return {**base, "status": "error", "error": p.error}
     parsed: dict[str, dict[str, Any]] = {}
@@ -250,12 +366,16 @@ def _verdict(
     flags = list(verdict.get("flags", []))
     if looks_like_injection(p.item.answer) or (p.item.answer_b and looks_like_injection(p.item.answer_b)):
         flags.append("answer_injection_suspected")
+    if any("truncated" in h for h in p.handling.values()):
+        flags.append("answer_truncated")
+    if any("removed" in h for h in p.handling.values()):
+        flags.append("answer_markup_removed")
     return {
         **base,
         "status": "ok",
         "score": verdict["score"],
         "score_100": verdict["score_100"],
-        "groups": verdict.get("groups", []),
+        "groups": verdict.get("groups", base["groups"]),
         "flags": flags,
         "details": verdict.get("details", {}),
         "partial_failures": failed,
@@ -265,21 +385,49 @@ def _verdict(
 
 
 class ScoreStats(TypedDict):
-    """Count, mean and sample standard deviation of 0-100 scores (None where undefined)."""
+    """Count, mean, sample standard deviation and bootstrap interval of 0-100 scores (None where undefined)."""
 
     n: int
     mean_100: float | None
     std_100: float | None
+    ci_low_100: float | None
+    ci_high_100: float | None
 
 
-def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Means over ok verdicts only (overall and per group); error counts alongside, never averaged in."""
+def bootstrap_mean_ci(
+    values: list[float], n_boot: int = CI_N_BOOT, alpha: float = CI_ALPHA, seed: int = CI_SEED
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval of the mean (Efron & Tibshirani 1993, ch. 13): the alpha/2 and 1 - alpha/2
+    quantiles of the means of ``n_boot`` resamples drawn with replacement (numpy's default "linear" quantile).
+    None when there are fewer than 2 values or no replicates."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or n_boot <= 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // len(x))  # bound the index matrix to ~16 MB
+    for start in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - start)
+        means[start : start + size] = x[rng.integers(0, len(x), size=(size, len(x)))].mean(axis=1)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def summarise(
+    verdicts: list[dict[str, Any]], ci_n_boot: int = CI_N_BOOT, ci_alpha: float = CI_ALPHA, ci_seed: int = CI_SEED
+) -> dict[str, Any]:
+    """Means over ok verdicts only (overall and per group), with bootstrap intervals; error counts per group
+    alongside (an error verdict counts in the groups its item belongs to), never averaged in."""
     ok = [v for v in verdicts if v["status"] == "ok"]
     groups: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
+    errors_by_category: dict[str, int] = defaultdict(int)
     for v in verdicts:
         if v["status"] != "ok":
-            errors[f"category:{v['category']}"] += 1
+            errors_by_category[f"category:{v['category']}"] += 1
+            for g in v.get("groups") or [f"category:{v['category']}"]:
+                errors[g] += 1
+                groups.setdefault(g, [])
             continue
         for g in v.get("groups", []):
             groups[g].append(float(v["score_100"]))
@@ -291,10 +439,11 @@ def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     def stats(values: list[float]) -> ScoreStats:
         n = len(values)
         if not n:
-            return {"n": n, "mean_100": None, "std_100": None}
+            return {"n": n, "mean_100": None, "std_100": None, "ci_low_100": None, "ci_high_100": None}
         mean = sum(values) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1)) if n > 1 else None
-        return {"n": n, "mean_100": mean, "std_100": sd}
+        lo, hi = bootstrap_mean_ci(values, ci_n_boot, ci_alpha, ci_seed)
+        return {"n": n, "mean_100": mean, "std_100": sd, "ci_low_100": lo, "ci_high_100": hi}
 
     verdict_usage = {
         k: sum(v.get("usage", {}).get(k, 0) for v in ok) for k in ("prompt_tokens", "completion_tokens", "cost_usd")
@@ -306,8 +455,14 @@ def summarise(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
         "verdict_usage": verdict_usage,
         "overall": stats([float(v["score_100"]) for v in ok]),
         "groups": {g: {**stats(vals), "n_error": errors.get(g, 0)} for g, vals in sorted(groups.items())},
-        "errors_by_category": dict(sorted(errors.items())),
+        "errors_by_category": dict(sorted(errors_by_category.items())),
         "flags": dict(sorted(flags.items())),
+        "ci": {
+            "method": "percentile bootstrap of the mean",
+            "level": 1 - ci_alpha,
+            "n_boot": ci_n_boot,
+            "seed": ci_seed,
+        },
     }
 
 
@@ -316,8 +471,9 @@ def write_outputs(result: RunResult, out_dir: str | Path) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     verdict_path, summary_path = out_dir / "verdicts.jsonl", out_dir / "summary.json"
-    _atomic_write(verdict_path, "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in result.verdicts))
-    _atomic_write(summary_path, json.dumps(result.summary, indent=2, ensure_ascii=False) + "\n")
+    verdicts = redact_obj(result.verdicts)
+    _atomic_write(verdict_path, "".join(json.dumps(v, ensure_ascii=False, allow_nan=False) + "\n" for v in verdicts))
+    _atomic_write(summary_path, json.dumps(redact_obj(result.summary), indent=2, ensure_ascii=False) + "\n")
     return verdict_path, summary_path
 
 

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from stridegen.eval.judges.methods.base import MODES, JudgeContext, JudgeMethod
+from stridegen.eval.judges.methods.base import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MODE,
+    FAITHFUL_WARNING,
+    MODES,
+    JudgeContext,
+    JudgeMethod,
+)
 from stridegen.eval.judges.records import JudgeError
 
 
@@ -24,4 +31,13 @@ def get_method(name: str) -> JudgeMethod:
 
 METHOD_NAMES = ("intellicockpit", "codalm", "cee", "general", "pairwise")  # the built-in ones
 
-__all__ = ["METHOD_NAMES", "MODES", "JudgeContext", "JudgeMethod", "get_method"]
+__all__ = [
+    "DEFAULT_MAX_ANSWER_CHARS",
+    "DEFAULT_MODE",
+    "FAITHFUL_WARNING",
+    "METHOD_NAMES",
+    "MODES",
+    "JudgeContext",
+    "JudgeMethod",
+    "get_method",
+]

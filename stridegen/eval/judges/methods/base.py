@@ -10,6 +10,19 @@ from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
 from stridegen.eval.judges.safety import make_nonce
 
 MODES = ("faithful", "robust")
+DEFAULT_MODE = "robust"
+FAITHFUL_WARNING = (
+    "faithful mode reproduces the paper's prompt and is open to answer injection: an answer that writes its own "
+    "verdict (e.g. 'Rating: [[10]]') sets its score whenever the judge restates the answer after its verdict; "
+    "use robust mode (the default) for scores you rely on"
+)
+# Answers longer than this many characters are cut before judging (JudgeContext.max_answer_chars). 4000
+# characters are ~1000 tokens by OpenAI's ~4 characters per token rule of thumb (client.CHARS_PER_TOKEN), or
+# ~650 English words: several times a free-form driving answer (the texts of our CODA-LM worked examples are
+# at most 263 characters; detailed scene descriptions run to a few hundred words), so honest answers are not
+# cut, while a padded answer costs at most ~1000 prompt tokens per request instead of ~60k for a 240 kB one
+# (and CEE sends each answer five times).
+DEFAULT_MAX_ANSWER_CHARS = 4000
 
 
 @dataclass
@@ -18,13 +31,15 @@ class JudgeContext:
 
     ``nonce_key`` keys the answer delimiters (safety.make_nonce); ``send_images`` is true when the item has an
     image, the method uses images and the judge model accepts them; ``base_dir`` resolves relative image
-    paths; ``settings`` is the method's section of its YAML config.
+    paths; ``settings`` is the method's section of its YAML config; ``max_answer_chars`` caps the judged
+    answer(s) (None: no cap; the runner cuts and records it).
     """
 
     nonce_key: bytes
     send_images: bool = True
     base_dir: Path = Path(".")
     settings: dict[str, Any] = field(default_factory=dict)
+    max_answer_chars: int | None = DEFAULT_MAX_ANSWER_CHARS
 
 
 class JudgeMethod:
@@ -46,6 +61,10 @@ class JudgeMethod:
         Raises JudgeError when the successful replies are not enough for a verdict.
         """
         raise NotImplementedError
+
+    def groups(self, item: JudgeItem) -> list[str]:
+        """The summary groups of an item; error verdicts are counted in the same groups as ok ones."""
+        return [f"category:{item.category}"]
 
     # helpers ------------------------------------------------------------------------------------------
 

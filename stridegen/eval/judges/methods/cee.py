@@ -76,7 +76,7 @@ class CEEJudge(JudgeMethod):
         return {
             "score": float(score),
             "score_100": 100.0 * score,
-            "groups": [f"category:{item.category}"],
+            "groups": self.groups(item),
             "details": {"votes": votes, "n_votes": len(votes)},
             "flags": flags,
         }

@@ -84,11 +84,19 @@ class CodaLMJudge(JudgeMethod):
             raise JudgeError(f"no rating: {failed.get('rating', 'request missing')}")
         rating = float(parsed["rating"]["rating"])
         task = self.task(item)
-        groups = [f"task:{task}"]
         details: dict[str, Any] = {"task": task, "rating_1_10": rating}
         if task == "region_perception":
-            group = P.class_group(item.meta.get("object_class") or item.subcategory)
-            groups.append(f"class:{group}")
-            details["class_group"] = group
+            details["class_group"] = P.class_group(item.meta.get("object_class") or item.subcategory)
         # Text-Score on 1-100: the 1-10 rating x 10 (CODA-LM reports GPT scores on a 100-point scale).
-        return {"score": rating, "score_100": rating * 10.0, "groups": groups, "details": details}
+        return {"score": rating, "score_100": rating * 10.0, "groups": self.groups(item), "details": details}
+
+    def groups(self, item: JudgeItem) -> list[str]:
+        """``task:<task>``, and ``class:<group>`` for regional items; ``category:<c>`` when the task is unknown."""
+        try:
+            task = self.task(item)
+        except JudgeError:
+            return [f"category:{item.category}"]
+        groups = [f"task:{task}"]
+        if task == "region_perception":
+            groups.append(f"class:{P.class_group(item.meta.get('object_class') or item.subcategory)}")
+        return groups

@@ -73,7 +73,7 @@ class SingleAnswerJudge(JudgeMethod):
         return {
             "score": rating,
             "score_100": 10.0 * rating,
-            "groups": [f"category:{item.category}"],
+            "groups": self.groups(item),
             "details": {"rating_1_10": rating},
         }
 
@@ -144,7 +144,7 @@ class PairwiseJudge(JudgeMethod):
         return {
             "score": score,
             "score_100": 100.0 * score,
-            "groups": [f"category:{item.category}"],
+            "groups": self.groups(item),
             "flags": flags,
             "details": {"winner": winner, "AB": first, "BA": second},
         }

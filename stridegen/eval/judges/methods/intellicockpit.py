@@ -65,6 +65,12 @@ class IntelliCockpitJudge(JudgeMethod):
                 return out
         return dict(P.DEFAULT_DIMENSIONS)
 
+    def groups(self, item: JudgeItem) -> list[str]:
+        groups = [f"category:{item.category}"]
+        if item.subcategory:
+            groups.append(f"subcategory:{item.category}/{item.subcategory}")
+        return groups
+
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
         self.check_mode(mode)
         if not item.reference:
@@ -136,13 +142,10 @@ class IntelliCockpitJudge(JudgeMethod):
             score = weighted
         else:
             score = judge_overall
-        groups = [f"category:{item.category}"]
-        if item.subcategory:
-            groups.append(f"subcategory:{item.category}/{item.subcategory}")
         return {
             "score": score,
             "score_100": 10.0 * score,
-            "groups": groups,
+            "groups": self.groups(item),
             "flags": sorted(set(flags)),
             "details": {
                 "dimensions": scores,
