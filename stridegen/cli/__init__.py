@@ -20,6 +20,8 @@ app = typer.Typer(
 # cheap (heavy dependencies are imported inside the command functions).
 _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.synth", "synth", "synth"),
+    ("stridegen.cli.convert", "convert", "convert"),
+    ("stridegen.cli.check", "check", "check"),
     ("stridegen.cli.build", "build", "build"),
     ("stridegen.cli.build", "inspect", "inspect"),
     ("stridegen.cli.detect", "detect", "detect"),

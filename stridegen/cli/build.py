@@ -1,8 +1,11 @@
 """`stridegen build` and `stridegen inspect`.
 
 ``build [LOG_ROOT] --out DIR [--config FILE] [key=value ...]``: with no LOG_ROOT, the embedded default is used: a
-synthetic log (``DEFAULT_SYNTHETIC``) generated once into a cache folder and reused. Exit code 1 when any scene
-failed (the failed scenes are listed with their reasons), 2 for a configuration error.
+synthetic log (``DEFAULT_SYNTHETIC``) generated once into a cache folder and reused. The log check's warnings
+(``stridegen check``: no keyframes, constant ego poses, no annotations, ...) are printed with their likely causes.
+Exit code 1 when any scene failed (the failed scenes are listed with their reasons), 2 for a configuration error or
+an error of the whole log, 3 when the dataset has no QA although the config asks for QA (``--allow-empty``
+accepts it; the message says why, from the warnings).
 
 Runnable on its own as ``python -m stridegen.cli.build build ...`` (the same functions the main CLI registers).
 """
@@ -20,6 +23,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from stridegen.run.build import BuildResult
+    from stridegen.run.config import BuildConfig
+
+EXIT_EMPTY = 3  # the dataset has 0 QA and the config asks for QA
 
 
 def _split_arguments(log_root: Path | None, overrides: list[str] | None) -> tuple[Path | None, list[str]]:
@@ -48,10 +54,14 @@ def build(
         None, "--workers", "-w", min=1, help="Worker processes (scene granularity); default: the config's."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an output folder built with another config."),
+    allow_empty: bool = typer.Option(
+        False, "--allow-empty", help="Exit 0 even when the dataset has no QA (otherwise exit 3, saying why)."
+    ),
 ) -> None:
     """Build a sharded dataset: keyframes, detections, tracks, attributes and images per scene, one HDF5 shard
     per scene. A rerun resumes: finished scenes are kept."""
     from rich.console import Console
+    from rich.markup import escape
 
     from stridegen.cli.progress import SceneProgress
     from stridegen.core.errors import StrideGenError
@@ -74,19 +84,63 @@ def build(
         with SceneProgress(console=console, stages=STAGES) as progress:
             result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
     except StrideGenError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(code=2) from None
     console.print(summary_table(result))
     console.print(f"manifest: {result.manifest_path}")
+    print_warnings(console, result)
     if not result.ok:
         console.print(f"[red]{len(result.failed)} scene(s) failed:[/red]")
         for r in result.failed:
-            console.print(f"  {r.scene}: {r.reason}")
+            console.print(f"  {escape(r.scene)}: {escape(r.reason)}")
+    empty = result.qa == 0 and makes_qa(cfg)
+    if empty:
+        color = "yellow" if allow_empty else "red"
+        console.print(f"[{color}]the dataset has 0 QA:[/{color}] {escape(empty_reason(result))}")
+    if not result.ok:
         raise typer.Exit(code=1)
+    if empty and not allow_empty:
+        console.print("(pass --allow-empty to accept an empty dataset)")
+        raise typer.Exit(code=EXIT_EMPTY)
+
+
+def print_warnings(console: Console, result: BuildResult) -> None:
+    """The log check's warnings: one line each, scene, code, message and likely cause."""
+    if not result.warnings:
+        return
+    console.print(f"[yellow]{len(result.warnings)} warning(s) of the log check:[/yellow]")
+    for w in result.warnings:
+        console.print(f"  {w.scene or 'log'}: {w.text()}", markup=False)
+
+
+def makes_qa(config: BuildConfig) -> bool:
+    """Whether the config asks for QA at all (segmenter.name=none makes no masks, hence no QA)."""
+    qa = config.qa
+    return config.segmenter.name != "none" and bool(
+        qa.object_spatial or qa.ego_spatial or qa.spatiotemporal or qa.families
+    )
+
+
+def empty_reason(result: BuildResult) -> str:
+    """Why a dataset has no QA, from what the build knows: failed scenes, then the check's warnings, then counts."""
+    parts = []
+    built = [r for r in result.results if r.ok]
+    if not built:
+        parts.append("no scene was built")
+    codes = sorted({w.code for w in result.warnings})
+    if codes:
+        parts.append(f"the log check warned: {', '.join(codes)} (above)")
+    counts = [r.shard.counts for r in built if r.shard is not None]
+    if counts and not parts:
+        keyframes = sum(int(c.get("keyframes", 0)) for c in counts)
+        visible = sum(int(c.get("visible_masks", 0)) for c in counts)
+        parts.append(f"{keyframes} keyframes and {visible} visible masks in the built scenes (the kf and vis columns)")
+    return "; ".join(parts)
 
 
 def summary_table(result: BuildResult) -> Any:
     """A rich Table: one row per scene with its status and counts (failure reasons: ``BuildResult.failed``)."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"build {result.out_dir}  ({result.wall_s:.1f} s)")
@@ -108,7 +162,7 @@ def summary_table(result: BuildResult) -> Any:
         counts = r.shard.counts if r.shard is not None else {}
         style = {"built": "green", "resumed": "cyan", "failed": "red"}[r.status]
         table.add_row(
-            r.scene,
+            escape(r.scene),
             f"[{style}]{r.status}[/{style}]",
             *(str(counts.get(k, "")) for _, k in columns),
             f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "",
@@ -155,6 +209,7 @@ def inspect(
         for shard in m["shards"]:
             for name in shard["scenes"]:
                 view = ds.scene(name)
+                view.check(images=False)  # every table against its checksums (the images: --verify)
                 labels = view.tracks.label
                 classes = " ".join(f"{c}:{int((labels == c).sum())}" for c in sorted(set(labels.tolist())))
                 c = shard["counts"]
@@ -190,7 +245,7 @@ def inspect(
             console.print(f"[red]failed[/red] {f['scene']}: {f['reason']}")
         ds.close()
     except StrideGenError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from None
 
 

@@ -50,11 +50,31 @@ class InvalidPoseError(LogFormatError):
     """A pose or calibration has NaN values or a non-unit quaternion."""
 
 
+class InvalidCalibrationError(LogFormatError):
+    """A camera calibration is unusable: intrinsics missing, not finite, or with a focal length that is not positive."""
+
+
+class DuplicateTokenError(LogFormatError):
+    """Two records of one table share a token but differ: every reference to that token is ambiguous."""
+
+
 class UnknownChannelError(LogFormatError, KeyError):
     """A sensor channel that the log does not have was asked for."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return f"{self.path}: {self.reason}"
+
+
+class LogCheckError(StrideGenError):
+    """The log check (``stridegen check``, run before a build) found errors that concern the whole log.
+
+    ``findings`` are the error findings (``stridegen.run.check.Finding``); the message lists them with their
+    likely causes.
+    """
+
+    def __init__(self, message: str, findings: list | None = None) -> None:
+        super().__init__(message)
+        self.findings = list(findings or [])
 
 
 class PredictionFormatError(StrideGenError, ValueError):
@@ -72,6 +92,20 @@ class DataFormatError(StrideGenError, ValueError):
     def __init__(self, path: str | Path, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = str(path)
+        self.reason = reason
+
+
+class ShardError(StrideGenError):
+    """A dataset file (manifest, shard) is missing, corrupt, or does not match the manifest.
+
+    ``path`` names the file, ``table`` the table or dataset inside it (``qa/answer``; ``None`` when the damage is
+    not in one table, e.g. a file that is not HDF5 at all), ``reason`` says what is wrong.
+    """
+
+    def __init__(self, path: str | Path, reason: str, table: str | None = None) -> None:
+        super().__init__(f"{path}: {table}: {reason}" if table else f"{path}: {reason}")
+        self.path = str(path)
+        self.table = table
         self.reason = reason
 
 

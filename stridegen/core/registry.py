@@ -48,6 +48,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     "log_reader": {
         "nuscenes": "stridegen.logs.nuscenes:open_nuscenes",
         "av2": "stridegen.logs.av2:open_av2",
+        "stridegen-log": "stridegen.logs.native:open_native",
     },
     "detector": {
         "oracle": "stridegen.pipeline.detect.oracle:OracleDetector",

@@ -16,6 +16,9 @@ class LsrRecord:
     ``horizon_s`` is the prediction horizon in whole seconds (0 = the current frame). ``gt_value`` is in the
     canonical unit of the dimension (m, degrees ego-frame counter-clockwise, m/s) unless ``unit`` says otherwise.
     A question that asks two dimensions (distance and direction) is two records with the same ``question_id``.
+    ``partial_group``: the group lacks horizons its clip has no frame for (the generator's
+    ``gt_extra["missing_horizons"]``); its questions are scored per horizon, and the group is left out of TLC and
+    MLSR, which need every horizon.
     """
 
     question_id: str
@@ -27,3 +30,4 @@ class LsrRecord:
     scenario: str | None = None
     object_class: str | None = None
     out_of_view: bool | None = None
+    partial_group: bool = False

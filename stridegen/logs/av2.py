@@ -1,15 +1,32 @@
-"""Reader of Argoverse 2 sensor-dataset logs (annotations, ego poses, LiDAR sweeps, calibration).
+"""Reader of Argoverse 2 sensor-dataset logs (annotations, ego poses, LiDAR sweeps, cameras, calibration).
 
 Layout of one log (https://argoverse.github.io/user-guide/datasets/sensor.html, argoverse/av2-api):
 ``<log_id>/annotations.feather`` (cuboids in the ego frame at their timestamp),
 ``<log_id>/city_SE3_egovehicle.feather`` (ego poses ``city_T_ego``), ``<log_id>/sensors/lidar/<ts_ns>.feather``
-(sweeps in the ego frame), ``<log_id>/calibration/{intrinsics,egovehicle_SE3_sensor}.feather``. The AV2 city
-frame plays the role of the nuScenes global frame. pyarrow is the ``av2`` extra and is imported lazily.
+(sweeps in the ego frame), ``<log_id>/sensors/cameras/<camera>/<ts_ns>.jpg`` (7 ring and 2 stereo cameras at
+20 Hz), ``<log_id>/calibration/{intrinsics,egovehicle_SE3_sensor}.feather``. The AV2 city frame plays the role of
+the nuScenes global frame. pyarrow is the ``av2`` extra and is imported lazily.
+
+Cameras. Each annotated frame (an annotation timestamp, which is a LiDAR sweep's) gets, per camera, the image
+nearest in time if it lies within half that camera's period (the median interval of its images; 50 ms nominal,
+av2-api ``CAM_FPS = 20``), else no image of that camera in that frame (``camera_misses`` counts them). The image's
+sample carries the ego pose interpolated at the image's own timestamp. Channels keep AV2's names.
+
+Distortion. ``intrinsics.feather`` lists radial coefficients ``k1, k2, k3`` (OpenCV's model with p1 = p2 = 0), but
+the released AV2 images are already undistorted: av2-api projects with ``K`` alone (``PinholeCamera``) and its
+maintainers state that k1..k3 describe the raw lens (argoverse/av2-api issues 219 and 226; argoverse-api issue 81
+for Argoverse 1). Undistorting them again would bend straight lines the other way, so by default the bytes are
+returned unchanged and ``intrinsic`` is the pinhole ``K``; the coefficients stay available from
+``camera_distortion``. A log in this layout whose images *are* raw (a custom export) opens with
+``undistort=True`` (``log.format=stridegen.logs.av2:open_av2_undistorted``): an image of a camera with any non-zero
+``k`` is decoded, undistorted with ``cv2.undistort`` onto the same ``K`` and re-encoded as a JPEG of quality
+``UNDISTORTED_JPEG_QUALITY`` (deterministic with a given OpenCV build; about 90 ms per 2048x1550 image on one
+core: decode 29, undistort 42, encode 15). With all ``k`` zero the bytes are never touched.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +34,7 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
+from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose_table
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -66,6 +84,25 @@ ANNOTATION_COLUMNS = (
 POSE_COLUMNS = ("timestamp_ns", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")
 LIDAR_COLUMNS = ("x", "y", "z", "intensity")
 LIDAR_CHANNEL = "LIDAR"
+INTRINSICS_COLUMNS = ("sensor_name", "fx_px", "fy_px", "cx_px", "cy_px", "k1", "k2", "k3", "height_px", "width_px")
+EXTRINSICS_COLUMNS = ("sensor_name", *POSE_COLUMNS[1:])
+
+# Camera names of the AV2 sensor rig (av2-api src/av2/datasets/sensor/constants.py RingCameras, StereoCameras).
+RING_CAMERAS = (
+    "ring_front_center",
+    "ring_front_left",
+    "ring_front_right",
+    "ring_rear_left",
+    "ring_rear_right",
+    "ring_side_left",
+    "ring_side_right",
+)
+STEREO_CAMERAS = ("stereo_front_left", "stereo_front_right")
+AV2_CAMERAS = RING_CAMERAS + STEREO_CAMERAS
+# Ring and stereo cameras run at 20 Hz (av2-api sensor_dataloader.py CAM_FPS); used when a camera has < 2 images.
+NOMINAL_CAMERA_PERIOD_NS = 50_000_000
+IMAGE_SUFFIX = ".jpg"
+UNDISTORTED_JPEG_QUALITY = 95
 
 
 def av2_to_detection(category: str) -> str:
@@ -122,6 +159,99 @@ def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
     return geo.quat_normalize(w0 * q0 + w1 * q1)
 
 
+# ---------------------------------------------------------------------------------------------- cameras
+def camera_period_ns(timestamp_ns: np.ndarray) -> int:
+    """A camera's period: the median interval of its sorted image timestamps (robust to a few dropped images);
+    ``NOMINAL_CAMERA_PERIOD_NS`` (20 Hz) when it has fewer than two images."""
+    ts = np.asarray(timestamp_ns, dtype=np.int64)
+    if ts.size < 2:
+        return NOMINAL_CAMERA_PERIOD_NS
+    return max(int(np.median(np.diff(ts))), 1)
+
+
+def match_nearest(frame_ns: np.ndarray, image_ns: np.ndarray, period_ns: int) -> np.ndarray:
+    """For each frame time, the index of the nearest image time, or -1 when none is within half the period.
+
+    ``image_ns`` must be sorted. "Within" is inclusive (``2 * |dt| <= period_ns``, exact in integers); of two images
+    equally near, the earlier one wins.
+    """
+    frames = np.asarray(frame_ns, dtype=np.int64).reshape(-1)
+    images = np.asarray(image_ns, dtype=np.int64).reshape(-1)
+    out = np.full(frames.shape, -1, dtype=np.int64)
+    if images.size == 0:
+        return out
+    after = np.searchsorted(images, frames, side="left")  # images[after - 1] < frame <= images[after]
+    lo = np.clip(after - 1, 0, images.size - 1)
+    hi = np.clip(after, 0, images.size - 1)
+    d_lo = np.abs(frames - images[lo])
+    d_hi = np.abs(images[hi] - frames)
+    best = np.where(d_hi < d_lo, hi, lo)
+    ok = 2 * np.minimum(d_lo, d_hi) <= period_ns
+    out[ok] = best[ok]
+    return out
+
+
+def image_timestamps(folder: Path) -> np.ndarray:
+    """Sorted timestamps (ns) of the ``<timestamp_ns>.jpg`` images of one camera folder; other files are ignored."""
+    stamps: list[int] = []
+    for path in folder.iterdir():
+        if path.suffix != IMAGE_SUFFIX:
+            continue
+        if not path.stem.isdigit():
+            raise LogFormatError(path, "AV2 camera image name is not <timestamp_ns>.jpg")
+        stamps.append(int(path.stem))
+    return np.array(sorted(stamps), dtype=np.int64)
+
+
+def opencv_distortion(k: np.ndarray) -> np.ndarray:
+    """AV2 radial ``(k1, k2, k3)`` as OpenCV's coefficient vector ``(k1, k2, p1, p2, k3)``: no tangential terms
+    (argoverse-api issue 81: p1 = p2 = 0)."""
+    k1, k2, k3 = (float(v) for v in np.asarray(k, dtype=np.float64).reshape(3))
+    return np.array([k1, k2, 0.0, 0.0, k3], dtype=np.float64)
+
+
+def undistort_image(image: np.ndarray, intrinsic: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The pinhole image (same ``K``, same size) of an image with AV2 radial distortion ``k = (k1, k2, k3)``.
+
+    ``cv2.undistort``: for each output pixel, the distorted position of its ray is sampled bilinearly; pixels whose
+    source falls outside the image are black. Returns the input unchanged when every ``k`` is zero.
+    """
+    import cv2
+
+    if not np.any(np.asarray(k, dtype=np.float64)):
+        return image
+    K = np.asarray(intrinsic, dtype=np.float64)
+    return cv2.undistort(image, K, opencv_distortion(k), None, K)
+
+
+def undistort_jpeg(data: bytes, intrinsic: np.ndarray, k: np.ndarray, path: str | Path) -> bytes:
+    """Camera bytes undistorted (``undistort_image``) and re-encoded as JPEG of quality
+    ``UNDISTORTED_JPEG_QUALITY``; the same bytes object when every ``k`` is zero."""
+    if not np.any(np.asarray(k, dtype=np.float64)):
+        return data
+    rgb = undistort_image(decode_image(data, path), intrinsic, k)
+    return encode_jpeg(rgb, UNDISTORTED_JPEG_QUALITY).tobytes()
+
+
+@dataclass(frozen=True)
+class AV2Camera:
+    """One camera of a log: its calibration, radial distortion and image timestamps."""
+
+    name: str
+    calibration: SensorCalibration
+    distortion: np.ndarray  # [3] k1, k2, k3
+    folder: Path
+    timestamp_ns: np.ndarray  # [I] sorted
+    period_ns: int
+
+    @property
+    def distorted(self) -> bool:
+        return bool(np.any(self.distortion != 0.0))
+
+    def image_path(self, timestamp_ns: int) -> Path:
+        return self.folder / f"{int(timestamp_ns)}{IMAGE_SUFFIX}"
+
+
 @dataclass
 class _PoseTable:
     """Ego poses of one log sorted by time (duplicate timestamps dropped)."""
@@ -165,24 +295,31 @@ class _LogData:
     center_global: np.ndarray  # [N, 3]
     rotation_global: np.ndarray  # [N, 4]
     velocity_global: np.ndarray  # [N, 3]
+    poses: _PoseTable
+    camera_misses: dict[str, int] = field(default_factory=dict)  # camera -> frames without an image of it
 
 
 class AV2Reader(LogReader):
     """Argoverse 2 logs -> Scene / Frame objects: one Scene per log, one Frame per annotation timestamp.
 
     ``root`` is a single log folder or a folder of log folders. Boxes come out in the city (global) frame.
+    ``undistort``: undistort the images of cameras with non-zero ``k1..k3`` on read (module docstring: released
+    AV2 images are already undistorted, so this is off by default).
     """
 
     format_name = "av2"
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, undistort: bool = False) -> None:
         super().__init__(root)
+        self.undistort = undistort
         self.log_dirs = find_av2_logs(self.root)
         if not self.log_dirs:
             raise LogFormatError(self.root, "no AV2 log (a folder with annotations.feather) found")
-        self._scenes: list[Scene] | None = None
+        self._scene_cache: dict[str, Scene] = {}  # log id -> scene
         self._logs: dict[str, _LogData] = {}
         self._frame_rows: dict[str, tuple[str, int]] = {}  # frame token -> (log id, frame index)
+        self._cameras: dict[str, dict[str, AV2Camera]] = {}  # log id -> camera name -> camera
+        self._camera_of_folder: dict[Path, AV2Camera] = {}
 
     # ------------------------------------------------------------------------------------------ metadata
     def _log(self, log_id: str) -> _LogData:
@@ -208,12 +345,15 @@ class AV2Reader(LogReader):
         frame_ts, frame_start = np.unique(ts, return_index=True)
         frame_start = np.append(frame_start, ts.size)
         row_frame = np.searchsorted(frame_ts, ts)
-        T_city_from_ego = self._poses(log_dir).T_city_from_ego(frame_ts)
+        poses = self._poses(log_dir)
+        T_city_from_ego = poses.T_city_from_ego(frame_ts)
         T_rows = T_city_from_ego[row_frame]
         center_global = np.einsum("nij,nj->ni", T_rows[:, :3, :3], center_ego) + T_rows[:, :3, 3]
         rotation_global = geo.quat_multiply(geo.rotmat_to_quat(T_rows[:, :3, :3]), quat_ego)
         velocity = self._velocities(cols["track_uuid"], ts, center_global)
-        return _LogData(log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global, velocity)
+        return _LogData(
+            log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global, velocity, poses
+        )
 
     @staticmethod
     def _poses(log_dir: Path) -> _PoseTable:
@@ -242,15 +382,32 @@ class AV2Reader(LogReader):
 
     # ------------------------------------------------------------------------------------------ scenes
     def scenes(self) -> list[Scene]:
-        if self._scenes is None:
-            self._scenes = [self._make_scene(d) for d in self.log_dirs]
-        return self._scenes
+        """Every log's scene, built (and cached) one by one: the first broken log raises its error."""
+        return [self._cached_scene(d) for d in self.log_dirs]
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        """(name, token) of every log (both the log id) without reading any log."""
+        return [(d.name, d.name) for d in self.log_dirs]
+
+    def scene(self, name_or_token: str) -> Scene:
+        """One log's scene, built alone: another log's broken files do not concern it."""
+        for d in self.log_dirs:
+            if d.name == name_or_token:
+                return self._cached_scene(d)
+        logs = [d.name for d in self.log_dirs]
+        raise LogFormatError(self.root, f"no scene named {name_or_token!r}; AV2 logs: {logs}")
+
+    def _cached_scene(self, log_dir: Path) -> Scene:
+        if log_dir.name not in self._scene_cache:
+            self._scene_cache[log_dir.name] = self._make_scene(log_dir)
+        return self._scene_cache[log_dir.name]
 
     def _make_scene(self, log_dir: Path) -> Scene:
         log_id = log_dir.name
         data = self._log(log_id)
         scene = Scene(self, log_id, log_id, [], "", log_id)
         lidar_dir = log_dir / "sensors" / "lidar"
+        cameras = self._camera_samples(log_id, data)
         for i, ts_ns in enumerate(data.frame_ts_ns):
             token = f"{log_id}_{int(ts_ns)}"
             pose = data.T_city_from_ego[i]
@@ -261,47 +418,132 @@ class AV2Reader(LogReader):
                 sensors[LIDAR_CHANNEL] = SensorSample(
                     token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path, pose, calib, True
                 )
+            for name, samples in cameras.items():
+                sample = samples[i]
+                if sample is not None:
+                    sensors[name] = sample
             scene.frames.append(Frame(self, token, log_id, i, int(ts_ns) // 1000, pose, sensors))
             self._frame_rows[token] = (log_id, i)
         return scene
 
-    def camera_calibrations(self, scene: Scene | str) -> dict[str, SensorCalibration]:
-        """Calibrations of the log's cameras (pinhole part; the radial distortion k1..k3 is not applied).
+    def _camera_samples(self, log_id: str, data: _LogData) -> dict[str, list[SensorSample | None]]:
+        """Per camera, per frame: the nearest image within half the camera period (None where there is none),
+        with the ego pose interpolated at the image's own timestamp. Records the misses in ``data``."""
+        out: dict[str, list[SensorSample | None]] = {}
+        for name, cam in self.cameras(log_id).items():
+            index = match_nearest(data.frame_ts_ns, cam.timestamp_ns, cam.period_ns)
+            matched = index >= 0
+            image_ns = cam.timestamp_ns[index[matched]]
+            poses = data.poses.T_city_from_ego(image_ns) if image_ns.size else np.zeros((0, 4, 4))
+            samples: list[SensorSample | None] = [None] * index.size
+            for row, ts, pose in zip(np.flatnonzero(matched), image_ns, poses, strict=True):
+                samples[int(row)] = SensorSample(
+                    f"{log_id}_{name}_{int(ts)}", name, int(ts) // 1000, cam.image_path(int(ts)), pose, cam.calibration
+                )
+            out[name] = samples
+            data.camera_misses[name] = int(np.count_nonzero(~matched))
+        return out
 
-        Empty when the log has no ``calibration/`` folder. ``T_ego_from_sensor`` from egovehicle_SE3_sensor.
-        """
+    # ------------------------------------------------------------------------------------------ cameras
+    def cameras(self, scene: Scene | str) -> dict[str, AV2Camera]:
+        """The log's cameras that have an image folder, in ``intrinsics.feather`` row order; empty without
+        ``sensors/cameras/``. A camera folder without an ``intrinsics.feather`` row raises LogFormatError."""
+        log_id = scene.token if isinstance(scene, Scene) else scene
+        if log_id not in self._cameras:
+            self._cameras[log_id] = self._load_cameras(self._log_dir(log_id))
+            for cam in self._cameras[log_id].values():
+                self._camera_of_folder[cam.folder] = cam
+        return self._cameras[log_id]
+
+    def _load_cameras(self, log_dir: Path) -> dict[str, AV2Camera]:
+        camera_root = log_dir / "sensors" / "cameras"
+        folders = sorted(p.name for p in camera_root.iterdir() if p.is_dir()) if camera_root.is_dir() else []
+        if not folders:
+            return {}
+        intr_path = log_dir / "calibration" / "intrinsics.feather"
+        calibrations, distortion = self._read_camera_calibration(log_dir, required=True)
+        unknown = [f for f in folders if f not in calibrations]
+        if unknown:
+            raise LogFormatError(intr_path, f"camera folders {unknown} of sensors/cameras have no intrinsics row")
+        out: dict[str, AV2Camera] = {}
+        for name, calibration in calibrations.items():
+            if name not in folders:
+                continue
+            stamps = image_timestamps(camera_root / name)
+            out[name] = AV2Camera(
+                name, calibration, distortion[name], camera_root / name, stamps, camera_period_ns(stamps)
+            )
+        return out
+
+    def camera_misses(self, scene: Scene | str) -> dict[str, int]:
+        """Per camera of the log, how many of its frames have no image of that camera (none within half the
+        camera period)."""
+        log_id = scene.token if isinstance(scene, Scene) else scene
+        self.scene(log_id)  # the matching runs when the scene is made
+        return dict(self._log(log_id).camera_misses)
+
+    def camera_calibrations(self, scene: Scene | str) -> dict[str, SensorCalibration]:
+        """Calibrations of the log's cameras (pinhole ``K``, image size, ``T_ego_from_sensor``), in
+        ``intrinsics.feather`` order, whether or not the log has images; empty without a ``calibration/`` folder."""
         log_dir = self._log_dir(scene.token if isinstance(scene, Scene) else scene)
+        return self._read_camera_calibration(log_dir, required=False)[0]
+
+    def camera_distortion(self, scene: Scene | str) -> dict[str, np.ndarray]:
+        """Radial distortion ``[k1, k2, k3]`` of each camera of ``intrinsics.feather`` (not applied unless the
+        reader was opened with ``undistort=True``)."""
+        log_dir = self._log_dir(scene.token if isinstance(scene, Scene) else scene)
+        return self._read_camera_calibration(log_dir, required=False)[1]
+
+    @staticmethod
+    def _read_camera_calibration(
+        log_dir: Path, required: bool
+    ) -> tuple[dict[str, SensorCalibration], dict[str, np.ndarray]]:
         intr_path = log_dir / "calibration" / "intrinsics.feather"
         extr_path = log_dir / "calibration" / "egovehicle_SE3_sensor.feather"
-        if not (intr_path.is_file() and extr_path.is_file()):
-            return {}
-        intr = read_feather(intr_path, ("sensor_name", "fx_px", "fy_px", "cx_px", "cy_px", "height_px", "width_px"))
-        extr = read_feather(extr_path, ("sensor_name", *POSE_COLUMNS[1:]))
+        if not required and not (intr_path.is_file() and extr_path.is_file()):
+            return {}, {}
+        intr = read_feather(intr_path, INTRINSICS_COLUMNS)
+        extr = read_feather(extr_path, EXTRINSICS_COLUMNS)
         rotation = np.stack([extr[k].astype(np.float64) for k in ("qw", "qx", "qy", "qz")], axis=1)
         translation = np.stack([extr[k].astype(np.float64) for k in ("tx_m", "ty_m", "tz_m")], axis=1)
         validate_pose_table(rotation, translation, extr_path, extr["sensor_name"])
         row_of = {str(n): i for i, n in enumerate(extr["sensor_name"])}
-        out: dict[str, SensorCalibration] = {}
-        for i, name in enumerate(intr["sensor_name"]):
-            name = str(name)
+        calibrations: dict[str, SensorCalibration] = {}
+        distortion: dict[str, np.ndarray] = {}
+        for i, raw_name in enumerate(intr["sensor_name"]):
+            name = str(raw_name)
             if name not in row_of:
                 raise LogFormatError(extr_path, f"camera {name!r} of intrinsics.feather has no extrinsics")
+            if name in calibrations:
+                raise LogFormatError(intr_path, f"camera {name!r} has two rows")
+            values = np.array([intr[c][i] for c in ("fx_px", "fy_px", "cx_px", "cy_px", "k1", "k2", "k3")], float)
+            width, height = int(intr["width_px"][i]), int(intr["height_px"][i])
+            if not np.all(np.isfinite(values)) or values[0] <= 0 or values[1] <= 0 or width <= 0 or height <= 0:
+                raise LogFormatError(intr_path, f"camera {name!r}: intrinsics {values.tolist()} / {width}x{height}")
+            fx, fy, cx, cy = values[:4]
             j = row_of[name]
-            k = np.array(
-                [[intr["fx_px"][i], 0.0, intr["cx_px"][i]], [0.0, intr["fy_px"][i], intr["cy_px"][i]], [0.0, 0.0, 1.0]],
-                dtype=np.float64,
-            )
-            out[name] = SensorCalibration(
+            calibrations[name] = SensorCalibration(
                 name,
                 "camera",
                 geo.make_transform(rotation[j], translation[j]),
-                k,
-                int(intr["width_px"][i]),
-                int(intr["height_px"][i]),
+                np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]], dtype=np.float64),
+                width,
+                height,
             )
-        return out
+            distortion[name] = values[4:7].copy()
+        return calibrations, distortion
 
     # ------------------------------------------------------------------------------------------ data
+    def load_bytes(self, sample: SensorSample) -> bytes:
+        """The file's bytes; with ``undistort=True``, a distorted camera's image undistorted (module docstring)."""
+        data = super().load_bytes(sample)
+        if not (self.undistort and sample.calibration.is_camera):
+            return data
+        cam = self._camera_of_folder.get(sample.path.parent)
+        if cam is None or cam.calibration.intrinsic is None or not cam.distorted:
+            return data
+        return undistort_jpeg(data, cam.calibration.intrinsic, cam.distortion, sample.path)
+
     def load_points(self, sample: SensorSample) -> np.ndarray:
         """Sweep [N, 6] float32 in the ego frame: x, y, z, intensity, laser_number, offset_ns (as float32)."""
         cols = read_feather(sample.path)
@@ -347,7 +589,15 @@ def _str_array(values: list[str]) -> np.ndarray:
 
 
 def open_av2(root: Path, version: str | None = None) -> AV2Reader:
-    """The ``av2`` log reader (AV2 logs have no table versions)."""
+    """The ``av2`` log reader (AV2 logs have no table versions); images as released (already undistorted)."""
     if version is not None:
         raise ConfigError(f"version={version!r} applies to nuScenes logs only")
     return AV2Reader(root)
+
+
+def open_av2_undistorted(root: Path, version: str | None = None) -> AV2Reader:
+    """The AV2 reader for logs in the AV2 layout whose images are raw: undistorts them on read
+    (``log.format=stridegen.logs.av2:open_av2_undistorted``)."""
+    if version is not None:
+        raise ConfigError(f"version={version!r} applies to nuScenes logs only")
+    return AV2Reader(root, undistort=True)

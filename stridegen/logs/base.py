@@ -17,6 +17,10 @@ from stridegen.core.boxes import Boxes
 from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChannelError
 from stridegen.formats.images import decode_image
 
+# The sensor modalities the pipeline knows (nuScenes ``sensor.modality`` values). A sensor of any other modality is
+# neither a camera nor a LiDAR for the build: its images and points are never used (``stridegen check`` flags it).
+KNOWN_MODALITIES = ("camera", "lidar", "radar")
+
 
 @dataclass(frozen=True)
 class SensorCalibration:
@@ -210,6 +214,17 @@ class LogReader(ABC):
             raise MissingFileError(
                 sample.path, f"{sample.channel} file of sample_data {sample.token} is missing"
             ) from None
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        """(name, token) of every scene, in ``scenes()`` order. Readers that can list scenes without building their
+        frames override it, so that one broken scene does not stop the listing (the build fails that scene alone)."""
+        return [(s.name, s.token) for s in self.scenes()]
+
+    def metadata_path(self, table: str) -> Path | None:
+        """The file a kind of metadata is read from, for messages: ``table`` is a nuScenes table name ("ego_pose",
+        "sample_annotation", "calibrated_sensor", "sensor", "sample", "scene"). None where the reader has no such
+        file (the default)."""
+        return None
 
     def scene(self, name_or_token: str) -> Scene:
         for s in self.scenes():

@@ -15,9 +15,16 @@ import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
-from stridegen.core.errors import LogFormatError, MissingFileError, PointCloudSizeError
+from stridegen.core.errors import (
+    DuplicateTokenError,
+    InvalidCalibrationError,
+    InvalidPoseError,
+    LogFormatError,
+    MissingFileError,
+    PointCloudSizeError,
+)
 from stridegen.core.vocabulary import detection_class
-from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose, validate_pose_table
+from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 REQUIRED_TABLES = (
@@ -52,6 +59,12 @@ class NuScenesReader(LogReader):
     """nuScenes tables -> Scene / Frame objects.
 
     ``version`` names the table folder (e.g. ``"v1.0-mini"``); it may be left out when ``root`` holds exactly one.
+
+    Problems of single records are found when the reader opens but raised where the record is used, so that they
+    fail the scenes that use it and only those, the same way whichever table they sit in: an ego pose or a sensor
+    calibration with a NaN or non-unit rotation (``InvalidPoseError``), two records of a table with one token and
+    different contents (``DuplicateTokenError``). Camera intrinsics (``InvalidCalibrationError``) and annotation
+    rotations are checked when a scene or a frame's annotations are read.
     """
 
     format_name = "nuscenes"
@@ -62,13 +75,15 @@ class NuScenesReader(LogReader):
         self.version = self.table_dir.name
         self.tables: dict[str, list[dict[str, Any]]] = {}
         self.index: dict[str, dict[str, dict[str, Any]]] = {}
+        # (table, token) -> the error of a record that must not be used; raised by ``get`` (module docstring).
+        self.bad_records: dict[tuple[str, str], LogFormatError] = {}
         for name in REQUIRED_TABLES:
             self._load_table(name, required=True)
         for name in OPTIONAL_TABLES:
             self._load_table(name, required=False)
         self._check_poses()
         self._build_indexes()
-        self._scenes: list[Scene] | None = None
+        self._scene_cache: dict[str, Scene] = {}
         self._velocity: np.ndarray | None = None
 
     # ------------------------------------------------------------------------------------------ loading
@@ -102,30 +117,55 @@ class NuScenesReader(LogReader):
         if not isinstance(records, list) or not all(isinstance(r, dict) and "token" in r for r in records):
             raise LogFormatError(path, f"table {name!r} must be a JSON list of records that each have a token")
         self.tables[name] = records
-        self.index[name] = {r["token"]: r for r in records}
+        index: dict[str, dict[str, Any]] = {}
+        first: dict[str, int] = {}
+        rows: dict[str, list[int]] = {}  # token -> rows, for tokens whose records differ
+        for i, r in enumerate(records):
+            token = r["token"]
+            if token not in index:
+                index[token], first[token] = r, i
+            elif index[token] != r:
+                rows.setdefault(token, [first[token]]).append(i)
+        self.index[name] = index
+        for token, where in rows.items():
+            self.bad_records[(name, token)] = DuplicateTokenError(
+                path,
+                f"token {token!r} is used by {len(where)} different {name} records (rows {where}): every "
+                "reference to it is ambiguous",
+            )
 
     def _check_poses(self) -> None:
-        """Every ego_pose / calibrated_sensor rotation finite and unit (1e-3), every translation finite."""
+        """Every ego_pose / calibrated_sensor rotation finite and unit (1e-3), every translation finite; the bad
+        records go to ``bad_records`` (an InvalidPoseError naming the file and token), raised where one is used."""
         for name in ("ego_pose", "calibrated_sensor"):
             path = self.table_path(name)
             records = self.tables[name]
             try:
                 rotation = np.array([r["rotation"] for r in records], dtype=np.float64).reshape(-1, 4)
                 translation = np.array([r["translation"] for r in records], dtype=np.float64).reshape(-1, 3)
-            except (KeyError, TypeError, ValueError):  # malformed record: find and name it
-                for rec in records:
-                    if "rotation" not in rec or "translation" not in rec:
-                        raise LogFormatError(path, f"{name} {rec['token']} lacks rotation/translation") from None
-                    validate_pose(rec["rotation"], rec["translation"], path, f"{name} {rec['token']}")
-                raise LogFormatError(path, f"{name} rotations/translations are not [4]/[3] numbers") from None
-            validate_pose_table(rotation, translation, path, np.array([f"{name} {r['token']}" for r in records]))
+                bad = np.flatnonzero(~_valid_poses(rotation, translation)).tolist()
+            except (KeyError, TypeError, ValueError):  # a malformed record: look at each
+                bad = list(range(len(records)))
+            for i in bad:
+                rec = records[i]
+                try:
+                    validate_pose(rec.get("rotation"), rec.get("translation"), path, f"{name} {rec['token']}")
+                except InvalidPoseError as exc:
+                    self.bad_records.setdefault((name, rec["token"]), exc)
 
     def get(self, table: str, token: str) -> dict[str, Any]:
-        """The record of ``table`` with ``token``; LogFormatError naming the table file if there is none."""
+        """The record of ``table`` with ``token``; LogFormatError naming the table file if there is none, and the
+        record's own error if it is a bad one (``bad_records``)."""
+        bad = self.bad_records.get((table, token))
+        if bad is not None:
+            raise bad
         try:
             return self.index[table][token]
         except KeyError:
             raise LogFormatError(self.table_path(table), f"no {table} record with token {token!r}") from None
+
+    def metadata_path(self, table: str) -> Path | None:
+        return self.table_path(table)
 
     def _build_indexes(self) -> None:
         self._annotations_by_sample: dict[str, list[int]] = {}
@@ -153,12 +193,7 @@ class NuScenesReader(LogReader):
         if key not in self._calib_cache:
             cs = self.get("calibrated_sensor", key[0])
             sensor = self.get("sensor", cs["sensor_token"])
-            intrinsic = np.asarray(cs.get("camera_intrinsic") or [], dtype=np.float64)
-            if intrinsic.size and intrinsic.shape != (3, 3):
-                raise LogFormatError(
-                    self.table_path("calibrated_sensor"),
-                    f"calibrated_sensor {cs['token']}: camera_intrinsic must be 3x3",
-                )
+            intrinsic = self._intrinsic(cs, sensor)
             self._calib_cache[key] = SensorCalibration(
                 channel=sensor["channel"],
                 modality=sensor["modality"],
@@ -168,6 +203,27 @@ class NuScenesReader(LogReader):
                 height=height or None,
             )
         return self._calib_cache[key]
+
+    def _intrinsic(self, cs: dict[str, Any], sensor: dict[str, Any]) -> np.ndarray:
+        """The 3x3 ``camera_intrinsic`` of a calibrated_sensor ([] for non-cameras): finite, focal lengths > 0."""
+        path, what = self.table_path("calibrated_sensor"), f"calibrated_sensor {cs['token']} ({sensor['channel']})"
+        try:
+            intrinsic = np.asarray(cs.get("camera_intrinsic") or [], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidCalibrationError(path, f"{what}: camera_intrinsic is not numbers") from None
+        if not intrinsic.size:
+            if sensor.get("modality") == "camera":
+                raise InvalidCalibrationError(path, f"{what}: a camera without camera_intrinsic")
+            return intrinsic
+        if intrinsic.shape != (3, 3):
+            raise InvalidCalibrationError(path, f"{what}: camera_intrinsic must be 3x3, got shape {intrinsic.shape}")
+        if not np.all(np.isfinite(intrinsic)):
+            raise InvalidCalibrationError(path, f"{what}: camera_intrinsic {intrinsic.tolist()} is not finite")
+        if not (intrinsic[0, 0] > 0 and intrinsic[1, 1] > 0):
+            raise InvalidCalibrationError(
+                path, f"{what}: focal lengths fx={intrinsic[0, 0]:g}, fy={intrinsic[1, 1]:g} must be positive"
+            )
+        return intrinsic
 
     def sensor_sample(self, sample_data: dict[str, Any]) -> SensorSample:
         return SensorSample(
@@ -182,9 +238,24 @@ class NuScenesReader(LogReader):
 
     # ------------------------------------------------------------------------------------------ scenes
     def scenes(self) -> list[Scene]:
-        if self._scenes is None:
-            self._scenes = [self._make_scene(rec) for rec in self.tables["scene"]]
-        return self._scenes
+        """Every scene, built (and cached) one by one: the first broken scene raises its error."""
+        return [self._cached_scene(rec) for rec in self.tables["scene"]]
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        return [(str(rec.get("name", rec["token"])), str(rec["token"])) for rec in self.tables["scene"]]
+
+    def scene(self, name_or_token: str) -> Scene:
+        """One scene by name or token, built alone: an error in another scene's records does not concern it."""
+        for rec in self.tables["scene"]:
+            if name_or_token in (rec.get("name", rec["token"]), rec["token"]):
+                return self._cached_scene(rec)
+        raise LogFormatError(self.table_path("scene"), f"no scene named {name_or_token!r}")
+
+    def _cached_scene(self, rec: dict[str, Any]) -> Scene:
+        token = rec["token"]
+        if token not in self._scene_cache:
+            self._scene_cache[token] = self._make_scene(rec)
+        return self._scene_cache[token]
 
     def _make_scene(self, rec: dict[str, Any]) -> Scene:
         log = self.index["log"].get(rec.get("log_token", ""), {})
@@ -275,6 +346,8 @@ class NuScenesReader(LogReader):
             size = sample.path.stat().st_size
         except FileNotFoundError:
             raise MissingFileError(sample.path, f"LiDAR file of sample_data {sample.token} is missing") from None
+        if size == 0:
+            raise PointCloudSizeError(sample.path, "LiDAR file is empty (0 bytes): a sweep without a single point")
         if size % LIDAR_POINT_BYTES:
             raise PointCloudSizeError(
                 sample.path,
@@ -287,14 +360,18 @@ class NuScenesReader(LogReader):
         rows = self._annotations_by_sample.get(frame.token, [])
         records = [self.tables["sample_annotation"][i] for i in rows]
         ann_path = self.table_path("sample_annotation")
+        for r in records:
+            bad = self.bad_records.get(("sample_annotation", r["token"]))
+            if bad is not None:
+                raise bad
         try:
             center = np.array([r["translation"] for r in records], dtype=np.float64).reshape(-1, 3)
             size_wlh = np.array([r["size"] for r in records], dtype=np.float64).reshape(-1, 3)
             rotation = np.array([r["rotation"] for r in records], dtype=np.float64).reshape(-1, 4)
         except (KeyError, ValueError) as exc:
             raise LogFormatError(ann_path, f"sample_annotation of sample {frame.token} malformed ({exc})") from None
-        for r, q, c in zip(records, rotation, center, strict=True):
-            validate_pose(q, c, ann_path, f"sample_annotation {r['token']}")
+        for i in np.flatnonzero(~_valid_poses(rotation, center)):  # vectorised; the first bad row raises
+            validate_pose(rotation[i], center[i], ann_path, f"sample_annotation {records[i]['token']}")
         category = [self._category_name(r) for r in records]
         boxes = Boxes(
             center=center,
@@ -350,6 +427,13 @@ class NuScenesReader(LogReader):
                 f"sample_annotation {ann['token']} has {key} {token!r} that does not exist",
             )
         return row_of[token]
+
+
+def _valid_poses(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """[N] bool: rotation finite and of unit norm within 1e-3 (``validate_pose``'s rule), translation finite."""
+    finite_q = np.all(np.isfinite(rotation), axis=1)
+    unit_q = np.abs(np.linalg.norm(np.where(finite_q[:, None], rotation, 0.0), axis=1) - 1.0) <= 1e-3
+    return np.asarray(finite_q & unit_q & np.all(np.isfinite(translation), axis=1))
 
 
 _PCD_KINDS = {"F": "f", "I": "i", "U": "u"}

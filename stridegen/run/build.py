@@ -12,6 +12,11 @@ on (log, config), never on the executor or on the order scenes finish in.
 
 A scene that fails (a typed StrideGenError or any unexpected exception) is recorded in the journal and the
 summary with its reason; the build goes on with the other scenes, and ``BuildResult.ok`` is False.
+
+Before any stage runs, the log check (``stridegen.run.check.check_log``, metadata only) looks at the selected
+scenes: an error of the whole log raises ``LogCheckError``; a scene with an error finding (a bad pose or
+calibration, a timestamp unit, an unsafe scene name, ...) is recorded as failed with the finding's message and runs
+no stage; warnings (no keyframes, constant ego poses, no annotations, ...) are kept in ``BuildResult.warnings``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core import registry
 from stridegen.core.boxes import Boxes
-from stridegen.core.errors import ConfigError, LogFormatError, StrideGenError
+from stridegen.core.errors import ConfigError, LogCheckError, LogFormatError, StrideGenError
 from stridegen.core.seeding import rng_for
 from stridegen.formats.images import decode_image
 from stridegen.logs import open_log
@@ -42,6 +47,7 @@ from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
 from stridegen.pipeline.visibility import min_region_area_px
+from stridegen.run.check import CheckReport, Finding, check_log, failure_reason, summarize_errors
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
@@ -73,10 +79,17 @@ class BuildResult:
     config_hash: str
     results: list[SceneResult]  # in scene order
     wall_s: float
+    warnings: list[Finding] = field(default_factory=list)  # the log check's warnings of the built scenes
+    check: CheckReport | None = None
 
     @property
     def failed(self) -> list[SceneResult]:
         return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def qa(self) -> int:
+        """QA rows in the dataset's shards (built and resumed scenes)."""
+        return sum(int(r.shard.counts.get("qa", 0)) for r in self.results if r.ok and r.shard is not None)
 
     @property
     def ok(self) -> bool:
@@ -178,7 +191,7 @@ def read_stage(st: SceneState) -> None:
 
 def keyframes_stage(st: SceneState) -> None:
     selection = sample_keyframes(st.times_s, st.config.keyframes)
-    st.keyframes, st.skipped = adapters.keyframe_tables(selection, st.config.keyframes.window_offsets_s)
+    st.keyframes, st.skipped = adapters.keyframe_tables(selection, selection.window_offsets_s)
 
 
 def detect_stage(st: SceneState) -> None:
@@ -368,23 +381,38 @@ def process_scene(
         return failed_scene(scene_name, exc, timings)
 
 
-def _build_worker(payload: tuple[str, dict[str, Any], str, str, str], report: StageCallback) -> SceneResult:
-    log_root, config_data, scene_name, out_dir, cfg_hash = payload
+def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str], report: StageCallback) -> SceneResult:
+    log_root, config_data, scene_name, out_dir, cfg_hash, check_failure = payload
+    if check_failure:  # the log check found an error in this scene: no stage runs
+        return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
     return process_scene(log_root, BuildConfig.model_validate(config_data), scene_name, out_dir, cfg_hash, report)
 
 
 # ---------------------------------------------------------------------------------------------------------- the run
 def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
     """Scene names to build, in the log's order (a subset when ``log.scenes`` is set)."""
-    scenes = reader.scenes()
+    ids = reader.scene_ids()  # names and tokens only: a broken scene fails alone, later
     if config.log.scenes is None:
-        return [s.name for s in scenes]
+        return [name for name, _ in ids]
     wanted = list(config.log.scenes)
-    known = {s.name for s in scenes} | {s.token for s in scenes}
+    known = {name for name, _ in ids} | {token for _, token in ids}
     unknown = [w for w in wanted if w not in known]
     if unknown:
-        raise ConfigError(f"log.scenes: {unknown} not in the log (it has {[s.name for s in scenes]})")
-    return [s.name for s in scenes if s.name in wanted or s.token in wanted]
+        raise ConfigError(f"log.scenes: {unknown} not in the log (it has {[name for name, _ in ids]})")
+    return [name for name, token in ids if name in wanted or token in wanted]
+
+
+def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[CheckReport, dict[str, str]]:
+    """The log check before any stage (metadata only): LogCheckError for errors of the whole log; the failure
+    reason of every scene with an error finding."""
+    report = check_log(reader, config, scenes=names, deep=False)
+    if report.log_errors:
+        raise LogCheckError(
+            f"{reader.root}: the log check found {len(report.log_errors)} error(s) that concern the whole log; "
+            f"nothing was built:\n{summarize_errors(report.log_errors)}",
+            report.log_errors,
+        )
+    return report, {n: failure_reason(report.scene_errors(n)) for n in names if report.scene_errors(n)}
 
 
 def run_build(
@@ -403,16 +431,17 @@ def run_build(
     cfg_hash = config_hash(config)
     _READERS.clear()  # a log may have changed since an earlier build in this process
     executor = make_executor(config.executor, config.workers)
+    reader = open_log_cached(log_root, config.log.format, config.log.version)
+    names = select_scenes(reader, config)
+    report, blocked = precheck(reader, config, names)  # before any backend is made: a broken log fails fast
     if not make_build_tracker(config).provides_detections:  # a bad backend option fails now, not once per scene
         make_build_detector(config)
     make_build_segmenter(config)  # likewise (and a SAM 2 checkpoint is loaded once here)
-    reader = open_log_cached(log_root, config.log.format, config.log.version)
-    names = select_scenes(reader, config)
 
     config_data = config.model_dump(mode="json")
     [outcome] = run_jobs(
         [JobTarget(out, cfg_hash, names)],
-        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash),
+        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash, blocked.get(scene, "")),
         _build_worker,
         executor,
         overwrite,
@@ -431,7 +460,8 @@ def run_build(
         [(r.scene, r.reason) for r in results if not r.ok],
     )
     manifest_path = write_manifest(out, manifest)
-    result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start)
+    warnings = [f for f in report.warnings if f.scene is None or f.scene not in blocked]
+    result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
     atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
     return result
 
@@ -453,6 +483,8 @@ def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:
             "resumed": sum(r.status == "resumed" for r in result.results),
             "failed": len(result.failed),
         },
+        "check_s": round(result.check.wall_s, 4) if result.check is not None else None,
+        "warnings": [f.to_json() for f in result.warnings],
         "keyframes_built": keyframes,
         "keyframes_per_s": round(keyframes / result.wall_s, 4) if result.wall_s > 0 else None,
         "stage_seconds_total": stage_totals,

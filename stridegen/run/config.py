@@ -10,7 +10,8 @@ them except ``workers`` and ``executor``: the executor never changes a byte of t
 
 Each stage's section is checked when the config is loaded, before any scene runs: backend names against the
 registry, backend options against the factory's signature, QA options against the generators' configs, and the
-cross-stage values (context frames of the QA inside the keyframe window and the QA table) once.
+cross-stage values (context frames of the QA inside the keyframe window, and with ``keyframes.schedule=auto`` inside
+the past a short clip's window keeps, and the QA table) once.
 """
 
 from __future__ import annotations
@@ -231,6 +232,22 @@ class BuildConfig(_Section):
             raise ValueError(
                 f"qa.temporal_options.context_offsets_s: {missing} are not offsets of the keyframe "
                 f"window {list(window)} (keyframes.window_before_s / window_rate_hz)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _auto_window_keeps_the_context(self) -> BuildConfig:
+        """With the auto schedule a short clip's window is trimmed to ``keyframes.auto_min_before_s`` of past
+        before its future is: that must hold the context frames, or a keyframe's QA would show frames that the
+        window (and so the segment stage) left out."""
+        if self.keyframes.schedule != "auto" or not self.qa.spatiotemporal:
+            return self
+        span = max(0.0, -min(self.context_offsets_s()))
+        if self.keyframes.auto_min_before_s + 1e-9 < span:
+            raise ValueError(
+                f"keyframes.auto_min_before_s ({self.keyframes.auto_min_before_s:g} s) is shorter than the "
+                f"spatiotemporal context (qa.temporal_options.context_offsets_s reach {-span:g} s): set it to at "
+                f"least {span:g}"
             )
         return self
 

@@ -11,6 +11,8 @@ import pytest
 
 from stridegen.core.errors import (
     ConfigError,
+    DuplicateTokenError,
+    InvalidCalibrationError,
     InvalidPoseError,
     LogFormatError,
     MissingFileError,
@@ -102,25 +104,95 @@ def test_truncated_point_cloud(demo_copy: Path) -> None:
     assert str(path) in str(err.value) and str(len(data) - 7) in str(err.value)
 
 
+def _scene_error(root: Path, error: type[Exception]) -> pytest.ExceptionInfo:
+    """The reader opens; listing the scenes works; building the (only) scene raises ``error``."""
+    reader = open_log(root)
+    [(name, _)] = reader.scene_ids()
+    with pytest.raises(error) as err:
+        reader.scene(name)
+    with pytest.raises(error):
+        reader.scenes()
+    return err
+
+
 def test_nan_translation_in_ego_pose(demo_copy: Path) -> None:
     token = _edit_table(demo_copy, "ego_pose", lambda r: r["translation"].__setitem__(1, float("nan")))
-    with pytest.raises(InvalidPoseError, match="not finite") as err:
-        open_log(demo_copy)
-    assert "ego_pose.json" in str(err.value) and token in str(err.value)
+    err = _scene_error(demo_copy, InvalidPoseError)
+    assert "not finite" in str(err.value) and "ego_pose.json" in str(err.value) and token in str(err.value)
 
 
 def test_non_unit_quaternion_in_calibrated_sensor(demo_copy: Path) -> None:
     token = _edit_table(demo_copy, "calibrated_sensor", lambda r: r.__setitem__("rotation", [1.0, 0.1, 0.0, 0.0]))
-    with pytest.raises(InvalidPoseError, match="unit norm") as err:
-        open_log(demo_copy)
-    assert "calibrated_sensor.json" in str(err.value) and token in str(err.value)
+    err = _scene_error(demo_copy, InvalidPoseError)
+    assert "unit norm" in str(err.value) and "calibrated_sensor.json" in str(err.value) and token in str(err.value)
 
 
 def test_non_numeric_rotation(demo_copy: Path) -> None:
     token = _edit_table(demo_copy, "ego_pose", lambda r: r.__setitem__("rotation", [1.0, None, 0.0, 0.0]))
-    with pytest.raises(InvalidPoseError) as err:
-        open_log(demo_copy)
+    err = _scene_error(demo_copy, InvalidPoseError)
     assert "ego_pose.json" in str(err.value) and token in str(err.value)
+    _edit_table(demo_copy, "ego_pose", lambda r: r.pop("rotation"))
+    err = _scene_error(demo_copy, InvalidPoseError)
+    assert "4 values" in str(err.value) and token in str(err.value)
+
+
+def test_bad_annotation_rotation_fails_like_a_bad_ego_pose(demo_copy: Path) -> None:
+    token = _edit_table(demo_copy, "sample_annotation", lambda r: r.__setitem__("rotation", [2.0, 0.0, 0.0, 0.0]))
+    frame = _frame(demo_copy)  # the scene builds; its annotations are the bad input
+    with pytest.raises(InvalidPoseError, match="unit norm") as err:
+        frame.annotations()
+    assert "sample_annotation.json" in str(err.value) and token in str(err.value)
+
+
+def _camera_calibration(root: Path) -> tuple[Path, list[dict], int]:
+    path = _table(root, "calibrated_sensor")
+    records = json.loads(path.read_text())
+    return path, records, next(i for i, r in enumerate(records) if r.get("camera_intrinsic"))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(0.0, "must be positive"), (float("nan"), "not finite"), (None, "without camera_intrinsic")],
+)
+def test_bad_focal_length_is_a_scene_error(demo_copy: Path, value: float | None, message: str) -> None:
+    path, records, i = _camera_calibration(demo_copy)
+    if value is None:
+        records[i]["camera_intrinsic"] = []
+    else:
+        records[i]["camera_intrinsic"][0][0] = value
+    path.write_text(json.dumps(records))
+    err = _scene_error(demo_copy, InvalidCalibrationError)
+    assert (
+        message in str(err.value)
+        and records[i]["token"] in str(err.value)
+        and "calibrated_sensor.json" in str(err.value)
+    )
+
+
+def test_conflicting_duplicate_tokens(demo_copy: Path) -> None:
+    path = _table(demo_copy, "ego_pose")
+    records = json.loads(path.read_text())
+    used = json.loads(_table(demo_copy, "sample_data").read_text())[0]["ego_pose_token"]
+    k = next(i for i, r in enumerate(records) if r["token"] == used)
+    twin = {**records[k], "translation": [0.0, 0.0, 0.0]}
+    path.write_text(json.dumps([*records, dict(records[k]), twin]))  # an identical copy is harmless; a twin is not
+    err = _scene_error(demo_copy, DuplicateTokenError)
+    assert (
+        used in str(err.value)
+        and "ego_pose.json" in str(err.value)
+        and f"rows [{k}, {len(records) + 1}]" in str(err.value)
+    )
+    path.write_text(json.dumps([*records, dict(records[k])]))
+    assert open_log(demo_copy).scenes()[0].frames
+
+
+def test_empty_lidar_file_is_a_size_error(demo_copy: Path) -> None:
+    frame = _frame(demo_copy)
+    path = frame.sensor("LIDAR_TOP").path
+    path.write_bytes(b"")
+    with pytest.raises(PointCloudSizeError, match="0 bytes") as err:
+        frame.lidar()
+    assert str(path) in str(err.value)
 
 
 def test_dangling_token(demo_copy: Path) -> None:

@@ -12,7 +12,10 @@ Definitions (paper section 5.2, and the official toolkit turingmotors/STRIDE-QA-
   both exist and both succeed (a missing half fails). LSR at t: successful slots / slots.
 - Per group (the target tracked over horizons 0..K), with a missing slot counted as a failure:
   TLC@k = 1 if the slots 0..k all succeed; TLC = TLC@K; MLSR = successful slots / (K + 1); each averaged over the
-  groups (overall, and per scenario relation).
+  groups (overall, and per scenario relation). A *partial* group (a stridegen group whose clip ends before some
+  horizon: ``LsrRecord.partial_group``) is scored per horizon but left out of TLC and MLSR: the toolkit would
+  count its absent horizons as failures (``fillna(False)`` in ``compute_tlc_mlsr``), which says nothing about the
+  model. Official inputs have no such groups, so their numbers are the toolkit's.
 - Breakdowns: the same rates restricted to one scenario relation, object class, or out-of-view status.
 
 Everything is computed with numpy on integer codes; no per-record Python loop after the inputs are read.
@@ -60,6 +63,8 @@ class LsrItems:
     out_of_view: np.ndarray  # int8: 1 out of view, 0 in view, -1 unknown
     group_scenario: list[str | None]  # per group
     group_object_class: list[str | None]  # per group
+    # per group: its clip ends before some horizon (left out of TLC / MLSR); empty: no group is partial
+    group_partial: list[bool] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.question_id)
@@ -75,6 +80,8 @@ class LsrItems:
         g = len(self.group_ids)
         if len(self.group_scenario) != g or len(self.group_object_class) != g:
             raise ValueError("group label lists must have one entry per group id")
+        if self.group_partial and len(self.group_partial) != g:
+            raise ValueError("group_partial must be empty or have one entry per group id")
         if n == 0:
             return
         if self.group.min() < 0 or self.group.max() >= g:
@@ -240,11 +247,16 @@ def build_slots(items: LsrItems, success: np.ndarray) -> Slots:
 
 
 def temporal_consistency(
-    slots: Slots, group_scenario: Sequence[str | None], requires_relation: bool, max_horizon: int | None = None
+    slots: Slots,
+    group_scenario: Sequence[str | None],
+    requires_relation: bool,
+    max_horizon: int | None = None,
+    group_partial: Sequence[bool] = (),
 ) -> list[dict[str, Any]]:
     """TLC@k (k = 1..K), TLC and MLSR per group, averaged overall and per scenario relation.
 
-    K is ``max_horizon`` (default: the largest horizon among the slots).
+    K is ``max_horizon`` (default: the largest horizon among the slots). Groups flagged in ``group_partial`` (by
+    group code; empty: none) are left out.
 
     Rows: ``{"relation": "Overall" | <relation>, "TLC@1": .., ..., "TLC": .., "MLSR": ..}``, relations sorted by
     TLC (descending, then by name), as in the toolkit. A group's missing horizon counts as a failure.
@@ -253,6 +265,8 @@ def temporal_consistency(
         return []
     scen = np.array([s is not None for s in group_scenario], dtype=bool)
     keep = scen[slots.group] if requires_relation else np.ones(len(slots.group), dtype=bool)
+    if len(group_partial):
+        keep &= ~np.asarray(group_partial, dtype=bool)[slots.group]
     groups, g_inv = unique_inverse(slots.group[keep])
     if len(groups) == 0:
         return []
@@ -338,6 +352,7 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
         items.group_scenario,
         profile.consistency_requires_relation,
         int(items.horizon.max()) if len(items) else None,
+        items.group_partial,
     )
     breakdowns = {
         "scenario": _label_breakdown(items, success, slots, items.group_scenario),
@@ -349,6 +364,9 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
     slot_groups = unique_inverse(slots.group)[0].tolist()
     if profile.consistency_requires_relation:
         slot_groups = [g for g in slot_groups if items.group_scenario[g] is not None]
+    partial = sum(items.group_partial)
+    if partial:
+        slot_groups = [g for g in slot_groups if not items.group_partial[g]]
     counts = {
         "items": len(items),
         "groups": len(items.group_ids),
@@ -356,6 +374,8 @@ def _evaluate(items: LsrItems, profile: ToleranceProfile) -> LsrResult:
         "consistency_groups": len(slot_groups),  # groups in TLC / MLSR (see the profile's relation rule)
         "unparsed": dict(sorted(unparsed.items())),
     }
+    if partial:
+        counts["partial_groups"] = partial  # scored per horizon, left out of TLC / MLSR
     return LsrResult(
         profile=profile.name,
         parser=profile.parser,
@@ -544,8 +564,14 @@ class ItemBuilder:
             )
         return keep
 
-    def finish(self, profile: ToleranceProfile, group_labels: dict[str, tuple[str | None, str | None]]) -> LsrItems:
-        """Drop repeated slots, parse the answer texts with the profile's grammar, return the items."""
+    def finish(
+        self,
+        profile: ToleranceProfile,
+        group_labels: dict[str, tuple[str | None, str | None]],
+        partial_groups: set[str] | frozenset[str] = frozenset(),
+    ) -> LsrItems:
+        """Drop repeated slots, parse the answer texts with the profile's grammar, return the items.
+        ``partial_groups``: group ids left out of TLC / MLSR (``LsrItems.group_partial``)."""
         n = len(self.question_id)
         qids, all_texts = self.question_id, self.text
         group, horizon, dimension, gt = self._columns()
@@ -599,6 +625,7 @@ class ItemBuilder:
             out_of_view=out_of_view,
             group_scenario=[lab[0] for lab in labels],
             group_object_class=[lab[1] for lab in labels],
+            group_partial=[g in partial_groups for g in self.group_ids] if partial_groups else [],
         )
 
     def report(self) -> dict[str, Any]:
@@ -660,6 +687,7 @@ def _items_from_records(
         builder.reject("unknown_question_id", f"question {q!r}")
     n_missing = 0
     labels: dict[str, tuple[str | None, str | None]] = {}
+    partial = {r.group_id for r in records if r.partial_group}
     for r in records:
         where = f"question {r.question_id!r} ({r.dimension})"
         if r.dimension not in _DIM_CODE:
@@ -693,7 +721,7 @@ def _items_from_records(
         builder.add(
             r.question_id, r.group_id, int(r.horizon_s), _DIM_CODE[r.dimension], gt, text, value, oov, where, reason
         )
-    items = builder.finish(profile, labels)
+    items = builder.finish(profile, labels, partial)
     report = builder.report()
     report["missing_predictions"] = n_missing
     report["missing_policy"] = missing
@@ -766,6 +794,10 @@ def read_records_jsonl(path: str) -> list[LsrRecord]:
                 raise PredictionFormatError(
                     path, f"line {line_no}: unknown dimension {obj['dimension']!r}; expected one of {DIMENSIONS}"
                 )
+            if not isinstance(obj.get("partial_group", False), bool):
+                raise PredictionFormatError(
+                    path, f"line {line_no}: partial_group must be true or false, got {obj['partial_group']!r}"
+                )
             if finite_number(obj["gt_value"]) is None:
                 raise PredictionFormatError(
                     path, f"line {line_no}: gt_value must be a finite number, got {obj['gt_value']!r}"
@@ -777,6 +809,7 @@ def read_records_jsonl(path: str) -> list[LsrRecord]:
                     horizon_s=int(h),
                     dimension=obj["dimension"],
                     gt_value=float(obj["gt_value"]),
+                    partial_group=bool(obj.get("partial_group", False)),
                     **{k: obj.get(k) for k in optional},
                 )
             )

@@ -22,7 +22,10 @@ Definitions (docs/qa-spatiotemporal.md):
   the camera (depth < 0.1 m) or projects outside the image; else 0. Every item of horizon t carries it.
 
 Numbers in answers are canonical (``fmt_metres`` / ``fmt_degrees`` / ``fmt_mps``) and ``gt_value`` is the rounded
-number the answer states. A group is made only when all 13 questions can be; other targets are counted by reason.
+number the answer states. A group is made only when all its questions can be; other targets are counted by reason.
+A future horizon the clip has no frame for (a keyframe near the clip's end) drops only that horizon's questions
+(``keep_partial_groups``, default): every item of such a *partial group* carries ``gt_extra["missing_horizons"]``
+(the missing horizons, seconds), and the evaluator leaves the group out of TLC and MLSR (docs/qa-spatiotemporal.md).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.lsr_record import LsrRecord
 from stridegen.pipeline.attributes import SceneAttributes
+from stridegen.pipeline.keyframes import nearest_within
 from stridegen.pipeline.qa.base import (
     CATEGORY_SPATIOTEMPORAL,
     UNIT_DEGREE,
@@ -60,13 +64,16 @@ from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, PHRASEBOOK, sec
 NEAR_PLANE_M = 0.1  # a point closer to the camera plane than this is "behind" (geometry.project_points' default)
 
 # Skip reasons (keys of the second return value of generate_spatiotemporal_qa).
-SKIP_FRAME_MISSING = "frame_missing"  # no frame within the tolerance of a needed context or horizon time
-SKIP_TARGET_ABSENT = "target_absent"  # the target's track is not present at t = 0, 1, 2 or 3 s
+# no frame within the tolerance of a context time (or of a horizon, with keep_partial_groups off)
+SKIP_FRAME_MISSING = "frame_missing"
+SKIP_TARGET_ABSENT = "target_absent"  # the target's track is not present at one of the horizons asked
 SKIP_TARGET_VELOCITY = "target_velocity_unknown"  # the target's velocity is NaN at a horizon (one-frame track)
 SKIP_EGO_VELOCITY = "ego_velocity_unknown"
 SKIP_TOO_CLOSE = "target_too_close"  # BEV distance below min_distance_m at a horizon: the bearing is meaningless
 SKIP_TOO_SLOW = "target_too_slow"  # target speed at t = 0 below min_target_speed_mps
 SKIP_OUT_OF_VIEW = "target_out_of_view"  # only with skip_out_of_view: out of view at some horizon
+# gt_extra key of every item of a partial group: the future horizons (whole seconds) the clip has no frame for.
+MISSING_HORIZONS_KEY = "missing_horizons"
 SKIP_REASONS: tuple[str, ...] = (
     SKIP_FRAME_MISSING,
     SKIP_TARGET_ABSENT,
@@ -87,7 +94,10 @@ class TemporalQAConfig:
     time takes the nearest frame within this tolerance (ties: the earlier frame); ``min_distance_m``: targets
     nearer than this (BEV) at any horizon are skipped (their bearing is ill-defined); ``min_target_speed_mps``:
     targets slower than this at t = 0 are skipped (0 keeps parked objects); ``skip_out_of_view``: skip targets
-    that leave the camera's view at some horizon (default: keep them, flagged by ``out_of_view``).
+    that leave the camera's view at some horizon (default: keep them, flagged by ``out_of_view``);
+    ``keep_partial_groups``: a horizon without a frame (the clip ends first) drops only its questions, the others
+    are asked and marked with ``gt_extra["missing_horizons"]`` (False: the whole group is skipped as
+    ``frame_missing``). A missing *context* frame always skips the group.
     """
 
     context_offsets_s: tuple[float, ...] = (-1.5, -1.0, -0.5, 0.0)
@@ -96,6 +106,7 @@ class TemporalQAConfig:
     min_distance_m: float = 0.5
     min_target_speed_mps: float = 0.0
     skip_out_of_view: bool = False
+    keep_partial_groups: bool = True
 
     def __post_init__(self) -> None:
         self.context_offsets_s = tuple(float(x) for x in self.context_offsets_s)
@@ -119,14 +130,22 @@ class TemporalQAConfig:
             setattr(self, name, value)
         if self.time_tolerance_s <= 0.0:
             raise ConfigError("temporal QA: time_tolerance_s must be > 0")
+        for name in ("skip_out_of_view", "keep_partial_groups"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"temporal QA: {name} must be true or false, got {getattr(self, name)!r}")
 
     @property
     def predicates(self) -> tuple[str, ...]:
-        """The predicates of one group, in emission order."""
-        out = ["ego_distance_data", "target_bearing_angle_data", "target_speed_data", "ego_speed_data"]
-        for h in self.horizons_s:
-            out += [f"ego_distance_data_4d_t{h}", f"target_speed_data_4d_t{h}", f"ego_speed_data_4d_t{h}"]
-        return tuple(out)
+        """The predicates of one (complete) group, in emission order."""
+        return group_predicates(self.horizons_s)
+
+
+def group_predicates(horizons_s: tuple[int, ...]) -> tuple[str, ...]:
+    """The predicates of a group asked at t = 0 and at these future horizons, in emission order."""
+    out = ["ego_distance_data", "target_bearing_angle_data", "target_speed_data", "ego_speed_data"]
+    for h in horizons_s:
+        out += [f"ego_distance_data_4d_t{h}", f"target_speed_data_4d_t{h}", f"ego_speed_data_4d_t{h}"]
+    return tuple(out)
 
 
 _DEFAULT_CONFIG = TemporalQAConfig()
@@ -199,15 +218,17 @@ class TemporalTargets:
 
 
 def frames_at_times(frame_times_s: np.ndarray, times_s: np.ndarray, tolerance_s: float) -> np.ndarray:
-    """Index of the nearest frame to each wanted time, -1 where none is within the tolerance (ties: earlier)."""
+    """Index of the nearest frame to each wanted time, -1 where none is within the tolerance (ties: earlier).
+
+    The keyframe sampler's rule (``stridegen.pipeline.keyframes.nearest_within``, ties within 1e-9 s), so that a
+    context frame is the frame of the keyframe window at the same offset, also at high frame rates where an
+    offset falls half-way between two frames. ``frame_times_s`` must increase.
+    """
     ft = np.asarray(frame_times_s, dtype=np.float64).reshape(-1)
     want = np.asarray(times_s, dtype=np.float64).reshape(-1)
-    if ft.size == 0:
-        return np.full(want.shape, -1, dtype=np.int64)
-    gap = np.abs(ft[None, :] - want[:, None])
-    nearest = np.argmin(gap, axis=1)  # first minimum: the earlier frame on a tie
-    ok = gap[np.arange(want.size), nearest] <= tolerance_s + 1e-9
-    return np.where(ok, nearest, -1).astype(np.int64)
+    if ft.size > 1 and np.any(np.diff(ft) <= 0):
+        raise ValueError("frame times must increase strictly")
+    return nearest_within(ft, want, tolerance_s)
 
 
 def out_of_view_flags(
@@ -292,16 +313,20 @@ def generate_spatiotemporal_qa(
             f"0..{attrs.tracks.num_tracks - 1}"
         )
 
-    t0 = float(frame_times[int(keyframe_frame)])
-    horizon_s = (0, *cfg.horizons_s)
+    # Times since the clip's first frame, as the keyframe sampler computes them: the same sums pick the same frames.
+    rel = frame_times - frame_times[0]
+    t0 = float(rel[int(keyframe_frame)])
     n_ctx = len(cfg.context_offsets_s)
     wanted = frames_at_times(
-        frame_times, t0 + np.asarray(cfg.context_offsets_s + horizon_s, dtype=np.float64), cfg.time_tolerance_s
+        rel, t0 + np.asarray(cfg.context_offsets_s + (0, *cfg.horizons_s), dtype=np.float64), cfg.time_tolerance_s
     )
-    if (wanted < 0).any():
+    ctx_frames, h_wanted = wanted[:n_ctx], wanted[n_ctx:]
+    missing = tuple(h for h, f in zip(cfg.horizons_s, h_wanted[1:].tolist(), strict=True) if f < 0)
+    if (ctx_frames < 0).any() or h_wanted[0] < 0 or (missing and not cfg.keep_partial_groups):
         _count(skips, SKIP_FRAME_MISSING, n)
         return [], skips
-    ctx_frames, h_frames = wanted[:n_ctx], wanted[n_ctx:]
+    horizon_s = (0, *(h for h in cfg.horizons_s if h not in missing))
+    h_frames = h_wanted[h_wanted >= 0]
 
     # Gather [N, H] (H = 1 + number of horizons) quantities, each in the ego frame of its own time.
     rows, cols = tracks[:, None], h_frames[None, :]
@@ -345,13 +370,20 @@ def generate_spatiotemporal_qa(
         if sel.size == 0:
             return [], skips
 
-    predicates = cfg.predicates
+    predicates = group_predicates(horizon_s[1:])
     questions, answers, n_options = _templates(predicates)
     # One draw for every template choice of every group: floor(u * n_options), u uniform in [0, 1).
     choice = (rng.random((sel.size, n_options.size)) * n_options).astype(np.int64)
 
     writer = _GroupWriter(
-        targets, [int(f) for f in ctx_frames.tolist()], horizon_s, predicates, questions, answers, ego_speed.tolist()
+        targets,
+        [int(f) for f in ctx_frames.tolist()],
+        horizon_s,
+        predicates,
+        questions,
+        answers,
+        ego_speed.tolist(),
+        missing,
     )
     items: list[QAItem] = []
     for i, picks, dist_row, head_row, speed_row, oov_row in zip(
@@ -368,7 +400,8 @@ def generate_spatiotemporal_qa(
 
 
 class _GroupWriter:
-    """Formats the 13 items of a group from plain Python floats (no numpy scalars in the per-item loop)."""
+    """Formats the items of a group (13 when complete) from plain Python floats (no numpy scalars in the per-item
+    loop). ``missing``: the future horizons not asked (no frame), written into every item's ``gt_extra``."""
 
     def __init__(
         self,
@@ -379,8 +412,10 @@ class _GroupWriter:
         questions: tuple[tuple[str, ...], ...],
         answers: tuple[tuple[str, ...], ...],
         ego_speed: list[float],
+        missing: tuple[int, ...] = (),
     ) -> None:
         self.frames = tuple(context_frames)
+        self.mark: dict[str, object] = {MISSING_HORIZONS_KEY: list(missing)} if missing else {}
         self.predicates = predicates
         self.questions = questions
         self.answers = answers
@@ -404,8 +439,9 @@ class _GroupWriter:
         """The items of target ``i``; ``picks`` = question then answer template indices, one per predicate."""
         region_id, track = self.region_ids[i], self.track_ids[i]
         region = region_name(region_id)
-        # (gt_value, unit, gt_extra, slots, horizon, out_of_view) in predicate order (TemporalQAConfig.predicates)
-        specs: list[tuple[float, str, dict[str, float], dict[str, object], int, int]] = []
+        # (gt_value, unit, gt_extra, slots, horizon, out_of_view) in predicate order (group_predicates)
+        mark = self.mark
+        specs: list[tuple[float, str, dict[str, object], dict[str, object], int, int]] = []
         for h_idx, (n_s, secs) in enumerate(self.when):
             d_gt = round_metres(dist_row[h_idx])
             deg_gt = round_degrees(head_row[h_idx])
@@ -425,16 +461,16 @@ class _GroupWriter:
             flag = oov_row[h_idx]
             if h_idx == 0:
                 specs += [
-                    (d_gt, UNIT_METRE, {}, target, n_s, flag),
-                    (deg_gt, UNIT_DEGREE, {}, target, n_s, flag),
-                    (v_gt, UNIT_MPS, {}, target, n_s, flag),
-                    (self.ego_gt[0], UNIT_MPS, {}, ego, n_s, flag),
+                    (d_gt, UNIT_METRE, {**mark}, target, n_s, flag),
+                    (deg_gt, UNIT_DEGREE, {**mark}, target, n_s, flag),
+                    (v_gt, UNIT_MPS, {**mark}, target, n_s, flag),
+                    (self.ego_gt[0], UNIT_MPS, {**mark}, ego, n_s, flag),
                 ]
             else:
                 specs += [
-                    (d_gt, UNIT_METRE, {"direction": deg_gt}, target, n_s, flag),
-                    (v_gt, UNIT_MPS, {}, target, n_s, flag),
-                    (self.ego_gt[h_idx], UNIT_MPS, {}, ego, n_s, flag),
+                    (d_gt, UNIT_METRE, {"direction": deg_gt, **mark}, target, n_s, flag),
+                    (v_gt, UNIT_MPS, {**mark}, target, n_s, flag),
+                    (self.ego_gt[h_idx], UNIT_MPS, {**mark}, ego, n_s, flag),
                 ]
         k = len(self.predicates)
         group_id = f"{self.prefix}{region_id}"
@@ -488,7 +524,8 @@ def lsr_records(
     """The evaluator's records (``stridegen.formats.lsr_record.LsrRecord``) of spatiotemporal items; other items are
     ignored. A distance-and-direction item gives two records with one question id (target distance from
     ``gt_value``, target direction from ``gt_extra["direction"]``); a t = 0 distance item without a direction
-    gives one. ``scenario_of`` maps a group id to its scenario relation (callable or mapping; None: unknown)."""
+    gives one. ``scenario_of`` maps a group id to its scenario relation (callable or mapping; None: unknown). Items
+    of a partial group (``gt_extra["missing_horizons"]``) give records with ``partial_group=True``."""
     if scenario_of is None:
         lookup: Callable[[str], str | None] = lambda _gid: None  # noqa: E731
     elif isinstance(scenario_of, Mapping):
@@ -510,6 +547,7 @@ def lsr_records(
         scenario = lookup(it.group_id)
         oov = None if it.out_of_view == -1 else bool(it.out_of_view)
         cls = it.object_class or None
+        partial = MISSING_HORIZONS_KEY in it.gt_extra
         unit: str | None
         for dim in _dimensions(it.predicate):
             if dim == "target_direction" and it.predicate != "target_bearing_angle_data":
@@ -529,17 +567,20 @@ def lsr_records(
                     scenario=scenario,
                     object_class=cls,
                     out_of_view=oov,
+                    partial_group=partial,
                 )
             )
     return out
 
 
 __all__ = [
+    "MISSING_HORIZONS_KEY",
     "SKIP_REASONS",
     "TemporalQAConfig",
     "TemporalTargets",
     "frames_at_times",
     "generate_spatiotemporal_qa",
+    "group_predicates",
     "lsr_records",
     "out_of_view_flags",
     "question_id_of",

@@ -23,6 +23,11 @@ One record per spatiotemporal question of the dataset:
 The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.run.scenarios;
 docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
 
+Partial groups (a clip that ends before some horizon: ``gt_extra["missing_horizons"]``) are left out, and their
+questions counted as ``partial_group_questions_left_out``: the toolkit's ``compute_tlc_mlsr`` fills a group's
+absent horizons with failures, so such a group would lower TLC and MLSR whatever the model answers (and a file
+without any t = 3 record would fail its column lookup).
+
 A bench split (options ``balance``, ``balance_seed``, ``exclude_out_of_view``): ``finalize`` keeps whole groups
 (all their questions) drawn per relation over every scene, then numbers the kept records as above, and writes
 ``annotation_files/balance.json`` (per relation: target, available, drawn, shortfall). Within a relation the
@@ -48,6 +53,7 @@ from stridegen.core.canonical import canonical_json
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.rle import encode_rle
+from stridegen.pipeline.qa.spatiotemporal import MISSING_HORIZONS_KEY
 from stridegen.pipeline.scenario import RELATIONS
 from stridegen.run.samples import SceneIndex
 from stridegen.run.scenarios import scene_relations
@@ -192,6 +198,8 @@ class StrideQABenchExporter:
         if qa is None or len(qa) == 0:
             return [], {"questions": 0, "images": 0}
         rows = np.flatnonzero(np.asarray(qa.category, dtype=object) == "spatiotemporal")
+        partial = np.array([MISSING_HORIZONS_KEY in json.loads(str(qa.gt_extra[q])) for q in rows.tolist()], bool)
+        rows, left_out = rows[~partial], int(partial.sum())
         cameras, frames, keyframes, tracks = scene.cameras, scene.frames, scene.keyframes, scene.tracks
         masks = scene.masks
         index = SceneIndex(scene)
@@ -251,7 +259,10 @@ class StrideQABenchExporter:
                     },
                 }
             )
-        return records, {"questions": len(records), "images": len(written)}
+        stats = {"questions": len(records), "images": len(written)}
+        if left_out:
+            stats["partial_group_questions_left_out"] = left_out
+        return records, stats
 
     def _balance_report(
         self, groups: list[BenchGroup], kept: set[tuple[str, str]], per_relation: dict[str, dict[str, Any]]

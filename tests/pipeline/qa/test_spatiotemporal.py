@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -124,6 +125,77 @@ def test_straight_line_known_answers(world_yaw):
     assert all(it.out_of_view == 0 for it in items)  # within +/- 18 degrees, 19-30 m ahead
 
 
+def test_partial_group_keeps_the_horizons_the_clip_covers():
+    """The clip ends at 7 s (frame 14): from the keyframe at 5 s the +3 s frame is missing. The t = 0, 1, 2 s
+    questions are asked with the full clip's answers and marked; with keep_partial_groups off the group is
+    skipped as before."""
+    short = _straight_scene(n_frames=15)
+    attrs = extract_attributes(short)
+    items, skips = generate_spatiotemporal_qa(attrs, short.times_s, 10, _targets([0], [4]), np.random.default_rng(0))
+    assert skips == {} and len(items) == 10
+    got = _by_predicate(items, "scene-a/k007/CAM_FRONT/r4")
+    assert sorted({it.horizon_s for it in items}) == [0, 1, 2] and not any(p.endswith("_t3") for p in got)
+    assert all(it.gt_extra.get("missing_horizons") == [3] for it in items)
+    assert got["ego_distance_data"].gt_value == 30.0 and got["ego_distance_data"].gt_extra == {"missing_horizons": [3]}
+    for h, (dist, deg) in {1: (26.08, -4.0), 2: (22.36, -10.0)}.items():  # as on the 20-frame clip
+        item = got[f"ego_distance_data_4d_t{h}"]
+        assert (item.gt_value, item.gt_extra) == (dist, {"direction": deg, "missing_horizons": [3]})
+        assert got[f"target_speed_data_4d_t{h}"].gt_value == 6.32 and got[f"ego_speed_data_4d_t{h}"].gt_value == 10.0
+    full, _ = generate_spatiotemporal_qa(
+        extract_attributes(_straight_scene()), DT * np.arange(20), 10, _targets([0], [4]), np.random.default_rng(0)
+    )
+    full_by = _by_predicate(full, "scene-a/k007/CAM_FRONT/r4")
+    assert {p: it.gt_value for p, it in got.items()} == {p: full_by[p].gt_value for p in got}
+    whole = TemporalQAConfig(keep_partial_groups=False)
+    items, skips = generate_spatiotemporal_qa(
+        attrs, short.times_s, 10, _targets([0], [4]), np.random.default_rng(0), whole
+    )
+    assert items == [] and skips == {"frame_missing": 1}
+
+
+def test_partial_groups_are_scored_per_horizon_and_left_out_of_tlc_and_mlsr():
+    """The toolkit fills a missing horizon with a failure (``fillna(False)`` in ``compute_tlc_mlsr``): a partial
+    group would be inconsistent whatever the answers. Ours leaves it out of TLC / MLSR and scores its slots."""
+    full, _ = generate_spatiotemporal_qa(
+        extract_attributes(_straight_scene()), DT * np.arange(20), 10, _targets([0], [4]), np.random.default_rng(0)
+    )
+    short = _straight_scene(n_frames=13)  # ends at 6 s: from 5 s only t = 0 and 1
+    part, _ = generate_spatiotemporal_qa(
+        extract_attributes(short), short.times_s, 10, _targets([0], [4], keyframe_index=8), np.random.default_rng(0)
+    )
+    assert {it.horizon_s for it in part} == {0, 1} and part[0].gt_extra["missing_horizons"] == [2, 3]
+    records = lsr_records(full + part, scenario_of=lambda gid: "following")
+    assert {r.group_id for r in records if r.partial_group} == {"scene-a/k008/CAM_FRONT/r4"}
+    assert not any(r.partial_group for r in records if r.group_id.startswith("scene-a/k007"))
+    exact = {question_id_of(it): it.answer for it in full + part}
+    wrong_partial = {**exact, **{question_id_of(it): "0 m at 90 degrees, 0 m/s" for it in part}}
+    for profile in (PAPER, STRIDEQA_BENCH):
+        for preds, lsr_t0 in ((exact, 1.0), (wrong_partial, 0.5)):
+            result = evaluate(items_from_records(records, preds, profile)[0], profile)
+            overall = result.temporal_consistency[0]
+            assert (overall["TLC"], overall["MLSR"]) == (1.0, 1.0)  # the complete group alone
+            assert result.counts["consistency_groups"] == 1 and result.counts["partial_groups"] == 1
+            lsr = {row["time"]: (row["success_rate"], row["sample_size"]) for row in result.success_rates["lsr"]}
+            assert lsr[0] == (lsr_t0, 2) and lsr[1] == (lsr_t0, 2) and lsr[3] == (1.0, 1)
+    # without the flag (an official file, or records of other origin) the toolkit's rule holds: a failure
+    plain = [dataclasses.replace(r, partial_group=False) for r in records]
+    result = evaluate(items_from_records(plain, exact, PAPER)[0], PAPER)
+    assert result.temporal_consistency[0]["TLC"] == 0.5 and "partial_groups" not in result.counts
+
+
+def test_partial_group_flag_in_records_jsonl(tmp_path):
+    from stridegen.core.errors import PredictionFormatError
+    from stridegen.eval.lsr.algo import read_records_jsonl
+
+    path = tmp_path / "records.jsonl"
+    base = '{"question_id": "q", "group_id": "g", "horizon_s": 0, "dimension": "target_distance", "gt_value": 5'
+    path.write_text(base + ', "partial_group": true}\n' + base.replace('"q"', '"r"') + "}\n")
+    assert [r.partial_group for r in read_records_jsonl(str(path))] == [True, False]
+    path.write_text(base + ', "partial_group": "yes"}\n')
+    with pytest.raises(PredictionFormatError, match="line 1: partial_group must be true or false"):
+        read_records_jsonl(str(path))
+
+
 def _turning_scene(n_frames=20, yaw_rate_deg=10.0):
     """Ego parked at the origin turning left at ``yaw_rate_deg`` per second; a static target at (20, 0) global."""
     s = DT * np.arange(n_frames)
@@ -200,11 +272,20 @@ def test_velocity_unknown_and_missing_frames_are_counted():
         extract_attributes(lone), lone.times_s, 10, _targets([0]), np.random.default_rng(0)
     )
     assert items == [] and skips == {"target_velocity_unknown": 1}
-    # keyframe too late for its +3 s frame, and too early for its -1.5 s context frame
+    # keyframe too late for its +1..+3 s frames (whole group skipped only with keep_partial_groups off), and too
+    # early for its -1.5 s context frame (always skipped)
     attrs = extract_attributes(tracks)
+    whole = TemporalQAConfig(keep_partial_groups=False)
     for kf in (18, 2):
-        items, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, kf, _targets([0]), np.random.default_rng(0))
+        items, skips = generate_spatiotemporal_qa(
+            attrs, tracks.times_s, kf, _targets([0]), np.random.default_rng(0), whole
+        )
         assert items == [] and skips == {"frame_missing": 1}
+    items, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 2, _targets([0]), np.random.default_rng(0))
+    assert items == [] and skips == {"frame_missing": 1}
+    items, skips = generate_spatiotemporal_qa(attrs, tracks.times_s, 18, _targets([0]), np.random.default_rng(0))
+    assert skips == {} and [it.horizon_s for it in items] == [0, 0, 0, 0]
+    assert all(it.gt_extra == {"missing_horizons": [1, 2, 3]} for it in items)
 
 
 def test_frames_are_matched_within_the_tolerance():
@@ -566,12 +647,16 @@ def test_every_item_rederived_from_raw_tracks(scene):
     cfg = TemporalQAConfig()
     t0 = times[kf]
     ctx = [_nearest_frame(times, t0 + o, cfg.time_tolerance_s) for o in cfg.context_offsets_s]
-    hf = [_nearest_frame(times, t0 + h, cfg.time_tolerance_s) for h in (0, 1, 2, 3)]
+    # a horizon without a frame is left out of the group (keep_partial_groups), the others are asked
+    by_h = {h: _nearest_frame(times, t0 + h, cfg.time_tolerance_s) for h in (0, 1, 2, 3)}
+    horizons = [h for h, f in by_h.items() if f >= 0]
+    missing = [h for h, f in by_h.items() if f < 0]
+    hf = [by_h[h] for h in horizons]
     expected_skips: dict[str, int] = {}
     expected_groups = set()
     for track in range(n_tracks):
         region = n_tracks - 1 - track
-        if min(ctx + hf) < 0:
+        if min(ctx) < 0 or 0 in missing:
             reason = "frame_missing"
         elif not all(present[track][f] for f in hf):
             reason = "target_absent"
@@ -587,8 +672,9 @@ def test_every_item_rederived_from_raw_tracks(scene):
         gid = f"scene-a/k007/CAM_FRONT/r{region}"
         expected_groups.add(gid)
         got = _by_predicate(items, gid)
-        assert len(got) == 13
-        for h, f in zip((0, 1, 2, 3), hf, strict=True):
+        assert len(got) == 4 + 3 * (len(horizons) - 1)
+        assert all(it.gt_extra.get("missing_horizons") == (missing or None) for it in got.values())
+        for h, f in zip(horizons, hf, strict=True):
             p = _to_ego(poses[f], centers[track][f])
             dist = math.hypot(p[0], p[1])
             bearing = math.degrees(math.atan2(p[1], p[0]))
@@ -613,7 +699,7 @@ def test_every_item_rederived_from_raw_tracks(scene):
         assert all(it.frame_indices == tuple(ctx) for it in got.values())
     assert skips == expected_skips
     assert {it.group_id for it in items} == expected_groups
-    assert len(items) == 13 * len(expected_groups)
+    assert len(items) == (4 + 3 * (len(horizons) - 1)) * len(expected_groups)
 
 
 # ============================================================================================ synthetic logs
