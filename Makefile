@@ -10,8 +10,10 @@ DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test lint bench clean wheel-check
 
-# Debian packages the installed extras need (open3d needs libusb; none for the base install).
-APT_PACKAGES ?=
+# Debian packages the tests need: chromium, the headless browser that opens `stridegen report`'s page
+# (tests/viz/test_report.py, skipped without it; ~45 s and ~360 MB to install). None for the base install
+# (open3d, an optional extra, would need libusb).
+APT_PACKAGES ?= chromium
 
 $(STAMP): pyproject.toml Makefile
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -26,6 +28,15 @@ $(STAMP): pyproject.toml Makefile
 	@# (the rest come with the `sam2` extra) and without its optional CUDA extension, built against the torch above.
 	@if echo "$(EXTRAS)" | grep -qE 'sam2'; then \
 	  SAM2_BUILD_CUDA=0 $(BIN)/pip install -q --no-deps --no-build-isolation sam2==1.1.0; fi
+	@# mmdet3d (docs/mmdet3d.md): the extra holds the requirements that install cleanly; mmengine, mmdet, mmdet3d and
+	@# nuscenes-devkit go in without theirs (opencv-python beside the headless build, open3d, numpy<2 pins); mmcv
+	@# 2.1.0 (no CPU wheel on PyPI; mmdet 3.3 needs <2.2) is built from source against the torch above, with a
+	@# setuptools that still has pkg_resources on PYTHONPATH for its setup.py. pip caches the built wheel.
+	@if echo "$(EXTRAS)" | grep -qE 'mmdet3d'; then \
+	  $(BIN)/pip install -q --no-deps mmengine==0.10.7 mmdet==3.3.0 mmdet3d==1.4.0 nuscenes-devkit==1.2.0 && \
+	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build 'setuptools<81' && \
+	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
+	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0; fi
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
 	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0; fi

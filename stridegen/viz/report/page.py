@@ -1,0 +1,30 @@
+"""The report page: head (charset, Content-Security-Policy, inline style), navigation, sections, inline script."""
+
+from __future__ import annotations
+
+from stridegen.viz.report.assets import CSP, SCRIPT, STYLE
+from stridegen.viz.report.markup import esc
+
+# (section id, navigation label), in page order; every report has all of them.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("overview", "Overview"),
+    ("distributions", "Distributions"),
+    ("visibility", "Visibility funnel"),
+    ("gallery", "Gallery"),
+    ("evaluations", "Evaluations"),
+)
+
+
+def render_page(title: str, subtitle: str, sections: list[str], footer: str) -> str:
+    """The whole HTML document. ``sections`` are complete ``<section>`` elements in ``SECTIONS`` order."""
+    nav = "".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label in SECTIONS)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n"
+        f'<body><header class="page"><h1>{esc(title)}</h1><p>{subtitle}</p></header>'
+        f"<nav>{nav}</nav><main>\n" + "\n".join(sections) + "\n</main>"
+        f"<footer>{footer}</footer><script>{SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,156 @@
+"""Evaluation results for the report, read from the JSON files the evaluators write (no evaluator is imported:
+``viz`` sits below ``eval`` in the layers).
+
+A ``--eval`` path is a file or a folder (its ``*.json`` files). A JSON document is recognised by its keys:
+
+- ``lsr``: ``stridegen eval lsr``'s ``metrics.json`` (``profile``, ``breakdowns``, ``lsr``); the polar plot
+  ``lsr_polar.png`` beside it is shown as it is (the per-question positions are not in the JSON);
+- ``detection``: ``stridegen eval detection --out`` (``label_aps``, ``label_tp_errors``, ``nd_score``); PR
+  curves come from a ``metric_data`` key or a ``metrics_details.json`` beside it (the nuScenes devkit layout:
+  ``"<class>:<threshold>" -> {recall, precision, ...}``), when present;
+- ``tracking``: ``stridegen eval tracking --out`` (``label_metrics``, ``metrics_details``);
+- ``judges``: ``stridegen judge run``'s ``summary.json`` (``overall``, ``groups``, ``ci``); the score
+  distribution comes from ``verdicts.jsonl`` beside it, when present;
+- ``agreement``: ``stridegen judge agreement --out`` (``n_matched``, ``scales``, ``metrics``).
+
+A file given by name that is none of these is an error; in a folder such files are skipped (and listed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stridegen.core.errors import DataFormatError
+
+KINDS: dict[str, tuple[str, ...]] = {
+    "lsr": ("profile", "breakdowns", "lsr"),
+    "detection": ("label_aps", "label_tp_errors", "nd_score"),
+    "tracking": ("label_metrics", "metrics_details"),
+    "judges": ("overall", "groups", "ci"),
+    "agreement": ("n_matched", "scales", "metrics"),
+}
+SCORE_BINS = np.linspace(0.0, 100.0, 21)  # judge scores 0-100 in 5-point bins
+_HINT = "; ".join(f"{kind}: keys {', '.join(keys)}" for kind, keys in KINDS.items())
+
+
+@dataclass
+class EvalResult:
+    """One evaluation result: its kind, the file it came from, its JSON and what was read beside it."""
+
+    kind: str
+    source: Path
+    data: dict[str, Any]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalInputs:
+    results: list[EvalResult]
+    skipped: list[tuple[Path, str]]  # (file, why) of folder files that are not results
+
+
+def classify(doc: object) -> str | None:
+    if not isinstance(doc, dict):
+        return None
+    for kind, keys in KINDS.items():
+        if all(k in doc for k in keys):
+            return kind
+    return None
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except OSError as exc:
+        raise DataFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _verdict_scores(path: Path) -> dict[str, np.ndarray]:
+    """Histogram counts (SCORE_BINS) of the ok verdicts' ``score_100``, overall and per category."""
+    counts: dict[str, np.ndarray] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                v = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(path, f"line {lineno}: not JSON: {exc.msg}") from None
+            if not isinstance(v, dict) or v.get("status", "ok") != "ok":
+                continue
+            score = v.get("score_100")
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                continue
+            b = min(int(np.searchsorted(SCORE_BINS, float(score), side="right")) - 1, len(SCORE_BINS) - 2)
+            for key in ("all", f"category:{v.get('category', '')}"):
+                counts.setdefault(key, np.zeros(len(SCORE_BINS) - 1, dtype=np.int64))[max(b, 0)] += 1
+    return counts
+
+
+def _extras(kind: str, path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    here = path.parent
+    extras: dict[str, Any] = {}
+    if kind == "lsr":
+        polar = here / "lsr_polar.png"
+        if polar.is_file():
+            extras["polar_png"] = polar.read_bytes()
+    elif kind == "detection":
+        details = doc.get("metric_data")
+        if details is None and (here / "metrics_details.json").is_file():
+            details = _read_json(here / "metrics_details.json")
+        if isinstance(details, dict):
+            extras["metric_data"] = details
+    elif kind == "judges":
+        verdicts = here / "verdicts.jsonl"
+        if verdicts.is_file():
+            extras["scores"] = _verdict_scores(verdicts)
+    return extras
+
+
+def load_result(path: Path, in_folder: bool = False) -> EvalResult | None:
+    """The result in one JSON file; None for an unrecognised file inside a folder, an error for a named one."""
+    doc = _read_json(path)
+    kind = classify(doc)
+    if kind is None:
+        if in_folder:
+            return None
+        raise DataFormatError(path, f"not an evaluation result stridegen knows ({_HINT})")
+    assert isinstance(doc, dict)
+    return EvalResult(kind, path, doc, _extras(kind, path, doc))
+
+
+def load_results(paths: list[Path]) -> EvalInputs:
+    """Every result in the given files and folders, in the order given (a folder's files by name)."""
+    results: list[EvalResult] = []
+    skipped: list[tuple[Path, str]] = []
+    for path in paths:
+        if path.is_dir():
+            found = 0
+            for file in sorted(path.rglob("*.json")):
+                if file.name == "metrics_details.json":
+                    continue  # read with the detection summary beside it
+                result = load_result(file, in_folder=True)
+                if result is None:
+                    skipped.append((file, "not an evaluation result"))
+                else:
+                    results.append(result)
+                    found += 1
+            if not found:
+                raise DataFormatError(path, f"folder holds no evaluation result JSON ({_HINT})")
+        elif path.is_file():
+            result = load_result(path)
+            assert result is not None
+            results.append(result)
+        else:
+            raise DataFormatError(path, "no such file or folder")
+    return EvalInputs(results, skipped)
