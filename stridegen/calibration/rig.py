@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stridegen.core.errors import ConfigError, MissingFileError
@@ -163,8 +162,10 @@ def load_rig(name_or_path: str | Path) -> Rig:
             )
     if not path.is_file():
         raise MissingFileError(path, "rig file does not exist")
+    from stridegen.formats.textfile import config_error, load_yaml
+
+    data = load_yaml(path, "rig file", config_error)
     try:
-        data = yaml.safe_load(path.read_text())
         return Rig.model_validate(data)
-    except (yaml.YAMLError, ValidationError) as exc:
+    except ValidationError as exc:
         raise ConfigError(f"{path}: invalid rig definition: {exc}") from exc

@@ -1,12 +1,19 @@
-"""The `stridegen` command line. Thin: parse arguments, call library functions, print results."""
+"""The `stridegen` command line. Thin: parse arguments, call library functions, print results.
+
+Every command registered here is wrapped by ``stridegen.core.cli_errors.guarded`` (one-line errors on stderr,
+the exit codes of docs/cli.md); command modules apply it where they define a command, and registration applies it
+again, a no-op then, so that a command that forgot it is covered all the same.
+"""
 
 from __future__ import annotations
 
+import copy
 import importlib
 
 import typer
 
 from stridegen import __version__
+from stridegen.core.cli_errors import guarded
 
 app = typer.Typer(
     name="stridegen",
@@ -30,6 +37,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.eval.validate.cli", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),
     ("stridegen.cli.export", "export", "export"),
+    ("stridegen.cli.report", "report", "report"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).
@@ -63,10 +71,29 @@ def main(
     """stridegen: driving logs -> sharded VQA datasets, plus the evaluators that score models on them."""
 
 
+def guarded_group(group: typer.Typer) -> typer.Typer:
+    """A copy of a command group (a module's Typer app) whose commands, and those of its sub-groups, are guarded;
+    the module's own app is left as it is."""
+    out = copy.copy(group)
+    out.registered_commands = []
+    for info in group.registered_commands:
+        info = copy.copy(info)
+        if info.callback is not None:
+            info.callback = guarded(info.callback)
+        out.registered_commands.append(info)
+    out.registered_groups = []
+    for sub in group.registered_groups:
+        sub = copy.copy(sub)
+        if sub.typer_instance is not None:
+            sub.typer_instance = guarded_group(sub.typer_instance)
+        out.registered_groups.append(sub)
+    return out
+
+
 for _module, _attr, _name in _COMMANDS:
-    app.command(_name)(getattr(importlib.import_module(_module), _attr))
+    app.command(_name)(guarded(getattr(importlib.import_module(_module), _attr)))
 for _module, _attr, _name in _EVAL_COMMANDS:
-    eval_app.command(_name)(getattr(importlib.import_module(_module), _attr))
+    eval_app.command(_name)(guarded(getattr(importlib.import_module(_module), _attr)))
 app.add_typer(eval_app, name="eval")
 for _module, _attr, _name in _GROUPS:
-    app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)
+    app.add_typer(guarded_group(getattr(importlib.import_module(_module), _attr)), name=_name)

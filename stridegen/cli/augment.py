@@ -12,18 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+
 if TYPE_CHECKING:
     from stridegen.run.augment import RobustnessResult
 
 
 def _preview(preview: Path, out: Path, corruptions: str, severity: str, seed: int, tile_width: int) -> None:
     from stridegen.augment.corruptions import CAMERA_CORRUPTIONS, resolve_names, resolve_severities
-    from stridegen.formats.images import read_rgb, write_rgb
+    from stridegen.formats.images import check_image_path, read_rgb, write_rgb
     from stridegen.viz.contact_sheet import contact_sheet
 
     if tile_width < 32:
-        typer.echo("error: --tile-width must be at least 32", err=True)
-        raise typer.Exit(2)
+        raise typer.BadParameter("must be at least 32", param_hint="--tile-width")
+    check_image_path(out)
     names = resolve_names(corruptions)
     levels = resolve_severities(severity)
     skipped = [n for n in names if n in CAMERA_CORRUPTIONS]
@@ -65,15 +67,16 @@ def _split(
             observer=progress,
         )
     console.print(summary_table(result))
-    console.print(f"index: {result.index_path}")
+    console.print(f"index: {result.index_path}", markup=False)
     failed = [(s.spec.rel_path, r) for s in result.splits for r in s.failed]
     if failed:
-        console.print(f"[red]{len(failed)} scene(s) failed:[/red]")
+        typer.echo(f"{len(failed)} scene(s) failed:", err=True)
         for rel, r in failed:
-            console.print(f"  {rel} {r.scene}: {r.reason}")
-        raise typer.Exit(1)
+            typer.echo(f"error: {one_line(f'{rel} {r.scene}: {r.reason}')}", err=True)
+        raise typer.Exit(EXIT_FAILED)
 
 
+@guarded
 def augment(
     dataset: Path | None = typer.Argument(None, help="Built dataset folder to rewrite with degraded images."),
     out: Path = typer.Option(
@@ -102,26 +105,18 @@ def augment(
 ) -> None:
     """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C): a
     robustness split per (corruption, severity) of a built dataset, or a preview sheet of one image."""
-    from stridegen.core.errors import StrideGenError
-
     if (preview is None) == (dataset is None):
-        typer.echo(
-            "error: give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)", err=True
-        )
-        raise typer.Exit(2)
-    try:
-        if preview is not None:
-            _preview(preview, out, corruptions, severity, seed, tile_width)
-        else:
-            assert dataset is not None
-            _split(dataset, out, corruptions, severity, seed, workers, overwrite, jpeg_quality)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.BadParameter("give either a DATASET folder (robustness splits) or --preview IMAGE (contact sheet)")
+    if preview is not None:
+        _preview(preview, out, corruptions, severity, seed, tile_width)
+    else:
+        assert dataset is not None
+        _split(dataset, out, corruptions, severity, seed, workers, overwrite, jpeg_quality)
 
 
 def summary_table(result: RobustnessResult) -> Any:
     """A rich Table: one row per sub-dataset with its scene statuses."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"robustness splits {result.out_dir}  ({result.wall_s:.1f} s)")
@@ -143,6 +138,6 @@ def summary_table(result: RobustnessResult) -> Any:
             str(n["built"]),
             str(n["resumed"]),
             failed,
-            split.spec.rel_path,
+            escape(split.spec.rel_path),
         )
     return table

@@ -3,9 +3,9 @@
 ``build [LOG_ROOT] --out DIR [--config FILE] [key=value ...]``: with no LOG_ROOT, the embedded default is used: a
 synthetic log (``DEFAULT_SYNTHETIC``) generated once into a cache folder and reused. The log check's warnings
 (``stridegen check``: no keyframes, constant ego poses, no annotations, ...) are printed with their likely causes.
-Exit code 1 when any scene failed (the failed scenes are listed with their reasons), 2 for a configuration error or
-an error of the whole log, 3 when the dataset has no QA although the config asks for QA (``--allow-empty``
-accepts it; the message says why, from the warnings).
+Exit code 1 when any scene failed (the failed scenes are listed on stderr with their reasons), 2 for a
+configuration error or an error of the whole log, 3 when the dataset has no QA although the config asks for QA
+(``--allow-empty`` accepts it; the message says why, from the warnings). docs/cli.md has the table.
 
 Runnable on its own as ``python -m stridegen.cli.build build ...`` (the same functions the main CLI registers).
 """
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from stridegen.core.cli_errors import EXIT_EMPTY, EXIT_FAILED, guarded, one_line
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 
     from stridegen.run.build import BuildResult
     from stridegen.run.config import BuildConfig
-
-EXIT_EMPTY = 3  # the dataset has 0 QA and the config asks for QA
 
 
 def _split_arguments(log_root: Path | None, overrides: list[str] | None) -> tuple[Path | None, list[str]]:
@@ -37,6 +36,7 @@ def _split_arguments(log_root: Path | None, overrides: list[str] | None) -> tupl
     return log_root, extra
 
 
+@guarded
 def build(
     log_root: Path | None = typer.Argument(
         None,
@@ -64,43 +64,37 @@ def build(
     from rich.markup import escape
 
     from stridegen.cli.progress import SceneProgress
-    from stridegen.core.errors import StrideGenError
     from stridegen.run.build import STAGES, run_build
     from stridegen.run.config import load_build_config
 
     console = Console()
     log_root, extra = _split_arguments(log_root, overrides)
-    try:
-        if workers is not None:
-            extra.append(f"workers={workers}")
-        cfg = load_build_config(config, extra)
-        if log_root is None:
-            console.print(
-                "[bold]no LOG_ROOT: using the embedded synthetic default[/bold] "
-                f"({', '.join(f'{k}={v}' for k, v in DEFAULT_SYNTHETIC.items())})"
-            )
-            log_root = ensure_default_log()
-            console.print(f"synthetic log: {log_root}")
-        with SceneProgress(console=console, stages=STAGES) as progress:
-            result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
-    except StrideGenError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(code=2) from None
+    if workers is not None:
+        extra.append(f"workers={workers}")
+    cfg = load_build_config(config, extra)
+    if log_root is None:
+        console.print(
+            "[bold]no LOG_ROOT: using the embedded synthetic default[/bold] "
+            f"({escape(', '.join(f'{k}={v}' for k, v in DEFAULT_SYNTHETIC.items()))})"
+        )
+        log_root = ensure_default_log()
+        console.print(f"synthetic log: {log_root}", markup=False)
+    with SceneProgress(console=console, stages=STAGES) as progress:
+        result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
     console.print(summary_table(result))
-    console.print(f"manifest: {result.manifest_path}")
+    console.print(f"manifest: {result.manifest_path}", markup=False)
     print_warnings(console, result)
     if not result.ok:
-        console.print(f"[red]{len(result.failed)} scene(s) failed:[/red]")
+        typer.echo(f"{len(result.failed)} scene(s) failed:", err=True)
         for r in result.failed:
-            console.print(f"  {escape(r.scene)}: {escape(r.reason)}")
+            typer.echo(f"error: {one_line(f'{r.scene}: {r.reason}')}", err=True)
     empty = result.qa == 0 and makes_qa(cfg)
     if empty:
-        color = "yellow" if allow_empty else "red"
-        console.print(f"[{color}]the dataset has 0 QA:[/{color}] {escape(empty_reason(result))}")
+        typer.echo(f"{'warning' if allow_empty else 'error'}: the dataset has 0 QA: {empty_reason(result)}", err=True)
     if not result.ok:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_FAILED)
     if empty and not allow_empty:
-        console.print("(pass --allow-empty to accept an empty dataset)")
+        typer.echo("(pass --allow-empty to accept an empty dataset)", err=True)
         raise typer.Exit(code=EXIT_EMPTY)
 
 
@@ -139,13 +133,13 @@ def empty_reason(result: BuildResult) -> str:
 
 
 def summary_table(result: BuildResult) -> Any:
-    """A rich Table: one row per scene with its status and counts (failure reasons: ``BuildResult.failed``)."""
+    """One row per scene with its status and counts (failure reasons: ``BuildResult.failed``): a rich Group of
+    tables led by the scene column, split to fit the terminal (``stridegen.core.terminal_tables``)."""
+    from rich.console import Group
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title=f"build {result.out_dir}  ({result.wall_s:.1f} s)")
-    table.add_column("scene", overflow="fold")
-    table.add_column("status", no_wrap=True, min_width=7)
+    from stridegen.core.terminal_tables import fitted_tables
+
     columns = (
         ("frames", "frames"),
         ("kf", "keyframes"),
@@ -155,103 +149,83 @@ def summary_table(result: BuildResult) -> Any:
         ("vis", "visible_masks"),
         ("qa", "qa"),
     )
-    for header, _ in columns:
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("s", justify="right", no_wrap=True)
+    rows = []
     for r in result.results:
         counts = r.shard.counts if r.shard is not None else {}
         style = {"built": "green", "resumed": "cyan", "failed": "red"}[r.status]
-        table.add_row(
-            escape(r.scene),
-            f"[{style}]{r.status}[/{style}]",
-            *(str(counts.get(k, "")) for _, k in columns),
-            f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "",
-        )
+        cells = [f"[{style}]{r.status}[/{style}]", *(str(counts.get(k, "")) for _, k in columns)]
+        cells.append(f"{sum(r.timings_s.values()):.1f}" if r.timings_s else "")
+        rows.append((escape(r.scene), cells))
     n = {status: sum(r.status == status for r in result.results) for status in ("built", "resumed", "failed")}
-    table.caption = (
+    caption = (
         f"{len(result.results)} scenes: {n['built']} built, {n['resumed']} resumed, "
         f"{n['failed']} failed (kf = keyframes, vis = visible masks, s = seconds of work)"
     )
-    return table
+    headers = ["status", *(h for h, _ in columns), "s"]
+    title = escape(f"build {result.out_dir}  ({result.wall_s:.1f} s)")
+    justify = ["left"] + ["right"] * (len(headers) - 1)
+    return Group(*fitted_tables(title, "scene", headers, rows, caption=caption, justify=justify))
 
 
+@guarded
 def inspect(
     dir: Path = typer.Argument(..., help="A dataset folder written by `stridegen build`."),
     verify: bool = typer.Option(False, "--verify", help="Also check every shard's sha256 against the manifest."),
 ) -> None:
     """Print a dataset's contents: source, config hash, per-scene counts, tables and failed scenes."""
-    from rich.console import Console
-    from rich.table import Table
+    from collections import Counter
 
-    from stridegen.core.errors import StrideGenError
+    from rich.console import Console
+    from rich.markup import escape
+
+    from stridegen.core.terminal_tables import fitted_tables
     from stridegen.shards.reader import open_dataset
 
     console = Console()
-    try:
-        ds = open_dataset(dir, verify=verify)
-        m = ds.manifest
-        console.print(
-            f"[bold]{dir}[/bold]: schema v{m['schema_version']}, stridegen "
-            f"{m.get('versions', {}).get('stridegen', '?')}, config {m['config_hash'][:12]}..."
-        )
-        src = m.get("source", {})
-        console.print(f"source: {src.get('format', '?')} {src.get('version', '')} {src.get('root', '')}")
-        table = Table(
-            title=f"{len(ds)} scene(s)",
-            caption="kf = keyframes, dets = detections, gt = ground-truth "
-            "boxes, vis = visible masks; classes: tracks per class",
-        )
-        table.add_column("scene", overflow="fold")
-        for col in ("frames", "kf", "dets", "tracks", "images", "gt", "masks", "vis", "qa"):
-            table.add_column(col, justify="right", no_wrap=True)
-        table.add_column("classes", overflow="fold", ratio=1)
-        table.add_column("MB", justify="right", no_wrap=True)
-        for shard in m["shards"]:
-            for name in shard["scenes"]:
-                view = ds.scene(name)
-                view.check(images=False)  # every table against its checksums (the images: --verify)
-                labels = view.tracks.label
-                classes = " ".join(f"{c}:{int((labels == c).sum())}" for c in sorted(set(labels.tolist())))
-                c = shard["counts"]
-                table.add_row(
-                    name,
-                    *(
-                        str(c.get(k, 0))
-                        for k in (
-                            "frames",
-                            "keyframes",
-                            "detections",
-                            "tracks",
-                            "images",
-                            "ground_truth",
-                            "masks",
-                            "visible_masks",
-                            "qa",
-                        )
-                    ),
-                    classes,
-                    f"{shard['bytes'] / 1e6:.1f}",
-                )
+    ds = open_dataset(dir, verify=verify)
+    m = ds.manifest
+    console.print(
+        f"[bold]{escape(str(dir))}[/bold]: schema v{m['schema_version']}, stridegen "
+        f"{m.get('versions', {}).get('stridegen', '?')}, config {m['config_hash'][:12]}..."
+    )
+    src = m.get("source", {})
+    console.print(f"source: {src.get('format', '?')} {src.get('version', '')} {src.get('root', '')}", markup=False)
+    keys = ("frames", "keyframes", "detections", "tracks", "images", "ground_truth", "masks", "visible_masks", "qa")
+    rows, per_class = [], []
+    for shard in m["shards"]:
+        for name in shard["scenes"]:
+            view = ds.scene(name)
+            view.check(images=False)  # every table against its checksums (the images: --verify)
+            per_class.append(Counter(str(x) for x in view.tracks.label))
+            c = shard["counts"]
+            rows.append((escape(name), [*(str(c.get(k, 0)) for k in keys), f"{shard['bytes'] / 1e6:.1f}"]))
+    headers = ["frames", "kf", "dets", "tracks", "images", "gt", "masks", "vis", "qa", "MB"]
+    caption = "kf = keyframes, dets = detections, gt = ground-truth boxes, vis = visible masks"
+    for table in fitted_tables(f"{len(ds)} scene(s)", "scene", headers, rows, caption=caption):
         console.print(table)
-        totals = m["totals"]
-        console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items() if "/" not in k))
-        _print_vision_summary(console, m)
-        if ds.scenes:
-            first = ds.scene(ds.scenes[0])
-            console.print(f"tables of {first.name}: {', '.join(first.table_names)}")
-        if verify:
-            console.print("[green]every shard matches its manifest sha256[/green]")
-        for f in ds.failed_scenes:
-            console.print(f"[red]failed[/red] {f['scene']}: {f['reason']}")
-        ds.close()
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from None
+    classes = sorted(set().union(*per_class)) if per_class else []
+    if classes:
+        class_rows = [(head, [str(n[c]) for c in classes]) for (head, _), n in zip(rows, per_class, strict=True)]
+        for table in fitted_tables("tracks per class", "scene", classes, class_rows):
+            console.print(table)
+    totals = m["totals"]
+    console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items() if "/" not in k))
+    _print_vision_summary(console, m)
+    if ds.scenes:
+        first = ds.scene(ds.scenes[0])
+        console.print(f"tables of {first.name}: {', '.join(first.table_names)}", markup=False)
+    if verify:
+        console.print("[green]every shard matches its manifest sha256[/green]")
+    for f in ds.failed_scenes:
+        console.print(f"[red]failed[/red] {escape(str(f['scene']))}: {escape(str(f['reason']))}")
+    ds.close()
 
 
 def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
     """The visibility filter's rule counts and QA per category and class (schema v2 manifests)."""
-    from rich.table import Table
+    from rich.markup import escape
+
+    from stridegen.core.terminal_tables import fitted_tables
 
     vis = manifest.get("visibility")
     if vis and vis.get("candidates"):
@@ -265,14 +239,13 @@ def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
         return
     by = qa["by_category_and_class"]
     classes = sorted({c for row in by.values() for c in row})
-    table = Table(title=f"QA per category and class ({qa['total']} in all)")
-    table.add_column("category")
-    for c in classes:
-        table.add_column(c, justify="right", no_wrap=True)
-    table.add_column("total", justify="right", no_wrap=True)
-    for cat, row in sorted(by.items()):
-        table.add_row(cat, *(str(row.get(c, 0)) for c in classes), str(qa["by_category"].get(cat, 0)))
-    console.print(table)
+    rows = [
+        (escape(cat), [*(str(row.get(c, 0)) for c in classes), str(qa["by_category"].get(cat, 0))])
+        for cat, row in sorted(by.items())
+    ]
+    title = f"QA per category and class ({qa['total']} in all)"
+    for table in fitted_tables(title, "category", [*(escape(c) for c in classes), "total"], rows):
+        console.print(table)
 
 
 def _standalone_app() -> typer.Typer:

@@ -4,7 +4,8 @@
 what a build would produce (frames, duration, frame rate, keyframes of the configured schedule, cameras, LiDAR,
 annotations, ego speed), then every finding with its likely cause. The config (file and overrides, as for
 ``build``) decides what counts: the keyframe schedule, the segmenter (LiDAR needed?), the detector (annotations
-needed?). Exit code 1 when there is an error finding, 2 for a configuration error, 0 otherwise (warnings print).
+needed?). Exit code 1 when there is an error finding (the report lists them all; the first is also the one
+``error:`` line on stderr), 2 for a configuration error, 0 otherwise (warnings print). docs/cli.md.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from stridegen.run.check import CheckReport
 
 
+@guarded
 def check(
     log_root: Path = typer.Argument(..., help="Log folder (nuScenes or AV2 layout, or a plugin reader's)."),
     overrides: list[str] | None = typer.Argument(
@@ -40,7 +44,6 @@ def check(
     likely causes. Reads metadata, file sizes and image headers only."""
     from rich.console import Console
 
-    from stridegen.core.errors import StrideGenError
     from stridegen.run.check import check_log
     from stridegen.run.config import load_build_config
 
@@ -50,26 +53,35 @@ def check(
         extra.append(f"log.format={log_format}")
     if version is not None:
         extra.append(f"log.version={version}")
-    try:
-        cfg = load_build_config(config, extra)
-        report = check_log(log_root, cfg)
-    except StrideGenError as exc:
-        console.print(f"[red]error:[/red] {escape_text(str(exc))}")
-        raise typer.Exit(code=2) from None
+    cfg = load_build_config(config, extra)
+    report = check_log(log_root, cfg)
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         print_report(console, report)
     if report.errors:
-        raise typer.Exit(code=1)
+        typer.echo(error_line(report), err=True)
+        raise typer.Exit(code=EXIT_FAILED)
+
+
+def error_line(report: CheckReport) -> str:
+    """The one ``error:`` line of a check with error findings (stderr): the first finding, naming its file (or the
+    log), and how many more the report lists."""
+    first = report.errors[0]
+    where = first.file or report.root
+    text = first.message if first.message.startswith(str(where)) else f"{where}: {first.message}"
+    more = len(report.errors) - 1
+    tail = f" (and {more} more error finding(s), listed above)" if more else ""
+    return f"error: {one_line(f'{text} [{first.code}]{tail}')}"
 
 
 def print_report(console: Console, report: CheckReport) -> None:
     """The per-scene table, then the findings (errors first) with their likely causes."""
     n = len(report.scenes)
     per_scene = sum(s.check_s for s in report.scenes) / n if n else 0.0
+    source = escape_text(f"{report.format or '?'} {report.version}")
     console.print(
-        f"[bold]{escape_text(report.root)}[/bold]: {report.format or '?'} {report.version}, {n} scene(s); "
+        f"[bold]{escape_text(report.root)}[/bold]: {source}, {n} scene(s); "
         f"opened in {report.open_s * 1e3:.0f} ms, checked in {report.wall_s * 1e3:.0f} ms "
         f"({per_scene * 1e3:.1f} ms per scene)"
     )

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
+from stridegen.core.cli_errors import guarded
 
+
+@guarded
 def convert(
     log: Path = typer.Argument(..., help="Log folder in any format stridegen reads (nuScenes, AV2, a plugin)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder of the stridegen-log copy."),
@@ -29,37 +32,32 @@ def convert(
     """Write a log's scenes as a stridegen-log: manifest, frames.jsonl per scene, images copied unchanged, point
     clouds as float32 .npy, ground-truth boxes as JSON (docs/log-format.md)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from stridegen.core.errors import StrideGenError
     from stridegen.logs import open_log
     from stridegen.logs.native_writer import write_native_log
 
-    console = Console(stderr=True)
-    try:
-        reader = open_log(log, format_name, version)
-        with Progress(console=console, transient=True) as bars:
-            tasks: dict[str, TaskID] = {}
+    reader = open_log(log, format_name, version)
+    with Progress(console=Console(stderr=True), transient=True) as bars:
+        tasks: dict[str, TaskID] = {}
 
-            def advance(name: str, done: int, total: int) -> None:
-                if name not in tasks:
-                    tasks[name] = bars.add_task(name, total=total)
-                bars.update(tasks[name], completed=done)
+        def advance(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bars.add_task(escape(name), total=total)
+            bars.update(tasks[name], completed=done)
 
-            summary = write_native_log(
-                reader, out, scenes=scene or None, progress=advance, sweeps=sweeps, overwrite=overwrite
-            )
-    except (StrideGenError, ValueError, FileExistsError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(code=1) from None
+        summary = write_native_log(
+            reader, out, scenes=scene or None, progress=advance, sweeps=sweeps, overwrite=overwrite
+        )
 
-    table = Table(title=f"stridegen-log {summary.out_root} (from {reader.format_name})")
+    table = Table(title=escape(f"stridegen-log {summary.out_root} (from {reader.format_name})"))
     table.add_column("item")
     table.add_column("value", justify="right")
     table.add_row("scenes", str(len(summary.scenes)))
     table.add_row("frames", str(summary.frames))
     table.add_row("sensor files", str(summary.sensor_files))
     table.add_row("boxes", str(summary.boxes))
-    table.add_row("channels", ", ".join(summary.channels))
+    table.add_row("channels", escape(", ".join(summary.channels)))
     Console().print(table)

@@ -5,7 +5,8 @@
 ``track LOG --out tracking.json [detect's options] [--tracker center] [--max-age N] [--matching greedy|hungarian]
 [--tracker-option key=value ...]``
 
-Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log.
+Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log
+(stridegen.core.cli_errors, docs/cli.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from stridegen.core.cli_errors import guarded
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,27 +75,23 @@ def _frame_progress(console: Console, label: str) -> Iterator[Callable[[int, int
 def _run(label: str, call: Callable[[Callable[[int, int], None]], ResultsSummary]) -> ResultsSummary:
     from rich.console import Console
 
-    from stridegen.core.errors import StrideGenError
-
     console = Console()
-    try:
-        with _frame_progress(console, label) as progress:
-            summary = call(progress)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    with _frame_progress(console, label) as progress:
+        summary = call(progress)
     classes = ", ".join(f"{name} {count}" for name, count in summary.class_counts.items()) or "none"
     tracks = f", {summary.n_tracks} tracks" if summary.n_tracks else ""
     console.print(
         f"{summary.source}: {summary.n_frames} frames of {summary.n_scenes} scene(s), {summary.n_boxes} boxes"
-        f"{tracks} ({classes}); {summary.n_samples} samples in the file"
+        f"{tracks} ({classes}); {summary.n_samples} samples in the file",
+        markup=False,
     )
     if summary.truncated:
         console.print(f"[yellow]{summary.truncated} lowest-scoring boxes dropped (at most 500 per sample)[/yellow]")
-    console.print(f"wrote {summary.path}")
+    console.print(f"wrote {summary.path}", markup=False)
     return summary
 
 
+@guarded
 def detect(
     log_root: Path = _LOG,
     out: Path = typer.Option(..., "--out", "-o", help="nuScenes detection-results JSON to write."),
@@ -115,6 +114,7 @@ def detect(
     _run("detect", call)
 
 
+@guarded
 def track(
     log_root: Path = _LOG,
     out: Path = typer.Option(..., "--out", "-o", help="nuScenes tracking-results JSON to write."),

@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+
 _COUNT = re.compile(r"[0-9]+")
 
 
@@ -43,6 +45,7 @@ def _exporter_options(option: list[str] | None, balance: str | None) -> dict[str
     return options
 
 
+@guarded
 def export(
     dataset: Path = typer.Argument(..., help="Built dataset folder (manifest.json + shards/)."),
     format_name: str = typer.Option(
@@ -70,24 +73,16 @@ def export(
     from rich.console import Console
 
     from stridegen.cli.progress import SceneProgress
-    from stridegen.core.errors import StrideGenError
     from stridegen.run.export import run_export
 
-    console = Console(stderr=True)
-    try:
-        options = _exporter_options(option, balance)
-        with SceneProgress(console=console, stages=("export",)) as progress:
-            result = run_export(
-                dataset, out, format_name, options, workers=workers, overwrite=overwrite, observer=progress
-            )
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    options = _exporter_options(option, balance)
+    with SceneProgress(console=Console(stderr=True), stages=("export",)) as progress:
+        result = run_export(dataset, out, format_name, options, workers=workers, overwrite=overwrite, observer=progress)
     if not result.ok:
         for r in result.failed:
-            typer.echo(f"error: {r.scene}: {r.reason}", err=True)
+            typer.echo(f"error: {one_line(f'{r.scene}: {r.reason}')}", err=True)
         typer.echo(f"{len(result.failed)} scene(s) failed; rerun to retry them", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
     typer.echo(
         f"{format_name} export of {len(result.results)} scenes in {out} ({result.wall_s:.1f} s): {result.manifest_path}"
     )

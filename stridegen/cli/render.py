@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.errors import StrideGenError
+from stridegen.core.cli_errors import guarded
 from stridegen.viz.render_qa import render_qa
 
 
+@guarded
 def render(
     dataset_dir: Path = typer.Argument(..., help="Built dataset folder (manifest.json + shards/)."),
     qa: str = typer.Option(..., "--qa", help="The question_id to draw."),
@@ -17,10 +18,6 @@ def render(
     alpha: float = typer.Option(0.4, "--alpha", min=0.0, max=1.0, help="Opacity of the mask fills."),
 ) -> None:
     """Draw one question's images with its regions marked (Set-of-Mark) and write its answer next to them."""
-    try:
-        paths = render_qa(dataset_dir, qa, out, alpha=alpha)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    paths = render_qa(dataset_dir, qa, out, alpha=alpha)
     for path in paths:
         typer.echo(str(path))

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
+from stridegen.core.cli_errors import guarded
 
+
+@guarded
 def synth(
     out: Path = typer.Argument(..., help="Output folder (the dataset root; refused if not empty, see --overwrite)."),
     scenes: int = typer.Option(2, "--scenes", min=1, help="Number of scenes (scene-0000, scene-0001, ...)."),
@@ -35,30 +38,25 @@ def synth(
     See docs/synthetic.md.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from stridegen.core.errors import StrideGenError
     from stridegen.logs.synthetic.generator import generate_dataset
 
     console = Console()
-    try:
-        summary = generate_dataset(
-            out,
-            scenes=scenes,
-            seconds=seconds,
-            seed=seed,
-            width=width,
-            height=height,
-            rig=rig,
-            sweeps=sweeps,
-            progress=True,
-            overwrite=overwrite,
-        )
-    except (StrideGenError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(code=1) from None
-
-    table = Table(title=f"synthetic dataset {summary.out_dir}")
+    summary = generate_dataset(
+        out,
+        scenes=scenes,
+        seconds=seconds,
+        seed=seed,
+        width=width,
+        height=height,
+        rig=rig,
+        sweeps=sweeps,
+        progress=True,
+        overwrite=overwrite,
+    )
+    table = Table(title=escape(f"synthetic dataset {summary.out_dir}"))
     table.add_column("item")
     table.add_column("value", justify="right")
     table.add_row("scenes", str(len(summary.scenes)))

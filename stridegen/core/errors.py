@@ -17,6 +17,10 @@ class ConfigError(StrideGenError, ValueError):
     """Invalid configuration value."""
 
 
+class UsageError(StrideGenError):
+    """A command's options or arguments do not go together (a bad value of one option: ``typer.BadParameter``)."""
+
+
 class MissingExtraError(StrideGenError, ImportError):
     """An optional dependency is not installed."""
 

@@ -46,18 +46,38 @@ def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:
 
 
 def read_rgb(path: str | Path) -> np.ndarray:
-    """Read an image file as RGB uint8 (ConfigError if it cannot be read)."""
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    """Read an image file (any format OpenCV decodes) as RGB uint8; ConfigError naming the file if it is missing,
+    unreadable or not an image. The bytes are read here, so OpenCV prints no warning of its own."""
+    from stridegen.formats.textfile import config_error, read_bytes
+
+    data = read_bytes(path, "image file", config_error)
+    if not data:
+        raise ConfigError(f"{path}: image file is empty")
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
     if image is None:
-        raise ConfigError(f"{path}: cannot read an image from this file")
+        raise ConfigError(f"{path}: cannot read an image from this file (not an image, or truncated)")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def check_image_path(path: str | Path) -> Path:
+    """``path`` if OpenCV can write an image there by its suffix (.png, .jpg, ...); ConfigError otherwise, before
+    any work is done."""
+    path = Path(path)
+    if not path.suffix or not cv2.haveImageWriter(str(path)):
+        shown = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
+        raise ConfigError(f"{path}: cannot write an image with {shown}; use .png or .jpg")
+    return path
 
 
 def write_rgb(path: str | Path, image_rgb: np.ndarray) -> Path:
     """Write an RGB image (format from the suffix: .png, .jpg, ...), creating the parent folder."""
-    path = Path(path)
+    path = check_image_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     params = [cv2.IMWRITE_PNG_COMPRESSION, 9] if path.suffix.lower() == ".png" else [cv2.IMWRITE_JPEG_QUALITY, 88]
-    if not cv2.imwrite(str(path), cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), params):
-        raise ConfigError(f"{path}: cannot write an image here (unknown suffix or unwritable folder)")
+    try:
+        written = cv2.imwrite(str(path), cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR), params)
+    except cv2.error as exc:
+        raise ConfigError(f"{path}: cannot write an image here: {' '.join(str(exc).split())}") from None
+    if not written:
+        raise ConfigError(f"{path}: cannot write an image here (unwritable folder?)")
     return path

@@ -3,14 +3,17 @@
 Format (https://www.nuscenes.org/object-detection, "Results format"; the devkit reads it in
 nuscenes/eval/common/loaders.py ``load_prediction`` and ``DetectionBox.deserialize``)::
 
-    {"meta": {...},
+    {"meta": {"use_camera", "use_lidar", "use_radar", "use_map", "use_external"},
      "results": {sample_token: [{"sample_token", "translation": [x, y, z], "size": [w, l, h],
                                  "rotation": [w, x, y, z], "velocity": [vx, vy], "detection_name",
                                  "detection_score", "attribute_name"}, ...]}}
 
+The document and every box get the checks shared with tracking results (stridegen/formats/results_json.py:
+``meta`` flags, finite numbers, size > 0, unit rotation, score in [0, 1], class name, at most 500 boxes a sample);
+this module adds what is detection's own: ``attribute_name`` is "" or an attribute of the box's class (the devkit's
+``detection_name_to_rel_attributes``; barrier and traffic_cone have none, so any attribute there is ignored, as the
+devkit README says), and two boxes of a sample may not be equal in every field.
 Every problem raises ``PredictionFormatError`` naming the file, the sample token, the box index and the field.
-The devkit would either crash with an assertion or silently evaluate something else for most of these: an entry
-whose ``sample_token`` differs from its key, duplicated keys (JSON keeps the last one), duplicated boxes.
 The one accepted irregularity is a NaN velocity, which the devkit accepts (the box then counts as unknown in
 mAVE); it is counted and reported in ``LoadedResults.nan_velocity``.
 """
@@ -18,9 +21,8 @@ mAVE); it is counted and reported in ``LoadedResults.nan_velocity``.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,77 +30,88 @@ import numpy as np
 from stridegen.core.errors import PredictionFormatError
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.formats.detection_boxes import DetectionBoxes
-from stridegen.formats.results_json import is_number, number_vector, read_results_json, results_samples
-
-REQUIRED_FIELDS: tuple[str, ...] = (
-    "sample_token",
-    "translation",
-    "size",
-    "rotation",
-    "velocity",
-    "detection_name",
-    "detection_score",
-    "attribute_name",
+from stridegen.formats.results_json import (
+    LIDAR_ONLY_META,
+    MAX_BOXES_PER_SAMPLE,
+    BoxSpec,
+    DroppedMeta,
+    box_location,
+    check_box,
+    check_meta,
+    read_results_json,
+    results_samples,
+    shown,
 )
-MAX_BOXES_PER_SAMPLE = 500  # devkit detection_cvpr_2019.json max_boxes_per_sample
-_VECTOR_FIELDS = {"translation": 3, "size": 3, "rotation": 4, "velocity": 2}
-_QUATERNION_NORM_TOL = 1e-2  # a results quaternion farther than this from unit norm is a bug, not rounding
+
+__all__ = [
+    "CLASS_ATTRIBUTES",
+    "DETECTION_SPEC",
+    "MAX_BOXES_PER_SAMPLE",  # re-exported from results_json (stridegen/run/detect.py imports it from here)
+    "REQUIRED_FIELDS",
+    "LoadedResults",
+    "load_results",
+    "results_dict",
+    "write_results",
+]
+
+DETECTION_SPEC = BoxSpec("detection_name", "detection_score", frozenset(DETECTION_NAMES), ("attribute_name",))
+REQUIRED_FIELDS: tuple[str, ...] = DETECTION_SPEC.required_fields
+# nuscenes-devkit eval/detection/utils.py detection_name_to_rel_attributes: the attributes of each class.
+_VEHICLE_ATTRIBUTES = ("vehicle.moving", "vehicle.parked", "vehicle.stopped")
+CLASS_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("car", "bus", "construction_vehicle", "trailer", "truck"), _VEHICLE_ATTRIBUTES),
+    "pedestrian": ("pedestrian.moving", "pedestrian.sitting_lying_down", "pedestrian.standing"),
+    **dict.fromkeys(("bicycle", "motorcycle"), ("cycle.with_rider", "cycle.without_rider")),
+    "barrier": (),
+    "traffic_cone": (),
+}
 
 
 @dataclass
 class LoadedResults:
-    """A validated results file: boxes in file order, the meta block and what was noticed on the way."""
+    """A validated results file: boxes in file order, the meta flags and what was noticed on the way."""
 
     boxes: DetectionBoxes
-    meta: dict
+    meta: dict[str, bool]  # the five flags of the format; other meta keys are only named in meta_dropped
     sample_tokens: list[str]  # the keys of "results", in file order
     nan_velocity: int  # boxes whose velocity is NaN (accepted; they do not count in mAVE)
     path: str
+    meta_dropped: DroppedMeta = field(default_factory=DroppedMeta)  # meta keys other than the five flags
 
 
-def _vector(path: Path, where: str, name: str, value: object, allow_nan: bool) -> list[float]:
-    return number_vector(path, where, name, value, _VECTOR_FIELDS[name], allow_nan)
+def _check_attribute(path: Path, where: str, name: str, attribute: object) -> str:
+    if attribute == "":
+        return ""
+    if not isinstance(attribute, str) or attribute not in ATTRIBUTE_NAMES:
+        raise PredictionFormatError(
+            path, f"{where}: field 'attribute_name' {shown(attribute)} is not '' or one of {list(ATTRIBUTE_NAMES)}"
+        )
+    allowed = CLASS_ATTRIBUTES[name]
+    if allowed and attribute not in allowed:
+        raise PredictionFormatError(
+            path,
+            f"{where}: field 'attribute_name' {attribute!r} is not '' or an attribute of {name!r}: {list(allowed)}",
+        )
+    return attribute
 
 
 def _check_box(path: Path, key: str, index: int, box: object) -> tuple:
-    """Validated values of one entry as a tuple in REQUIRED_FIELDS order (velocity may hold NaN)."""
-    where = f"sample {key!r}, box {index}"
-    if not isinstance(box, dict):
-        raise PredictionFormatError(path, f"{where}: each box must be an object, got {type(box).__name__}")
-    missing = [f for f in REQUIRED_FIELDS if f not in box]
-    if missing:
-        raise PredictionFormatError(path, f"{where}: missing field(s) {missing}")
-    if box["sample_token"] != key:
-        raise PredictionFormatError(
-            path, f"{where}: field 'sample_token' is {box['sample_token']!r}, but the box is listed under {key!r}"
-        )
-    translation = _vector(path, where, "translation", box["translation"], allow_nan=False)
-    size = _vector(path, where, "size", box["size"], allow_nan=False)
-    if min(size) <= 0:
-        raise PredictionFormatError(path, f"{where}: field 'size' must be > 0, got {size}")
-    rotation = _vector(path, where, "rotation", box["rotation"], allow_nan=False)
-    norm = math.sqrt(sum(v * v for v in rotation))
-    if abs(norm - 1.0) > _QUATERNION_NORM_TOL:
-        raise PredictionFormatError(
-            path, f"{where}: field 'rotation' is not a unit quaternion [w, x, y, z] (norm {norm:.4f})"
-        )
-    velocity = _vector(path, where, "velocity", box["velocity"], allow_nan=True)
-    name = box["detection_name"]
-    if name not in DETECTION_NAMES:
-        raise PredictionFormatError(
-            path, f"{where}: field 'detection_name' {name!r} is not one of {list(DETECTION_NAMES)}"
-        )
-    score = box["detection_score"]
-    if not is_number(score) or not math.isfinite(score) or score < 0:
-        raise PredictionFormatError(
-            path, f"{where}: field 'detection_score' must be a finite number >= 0, got {score!r}"
-        )
-    attribute = box["attribute_name"]
-    if attribute != "" and attribute not in ATTRIBUTE_NAMES:
-        raise PredictionFormatError(
-            path, f"{where}: field 'attribute_name' {attribute!r} is not '' or one of {list(ATTRIBUTE_NAMES)}"
-        )
-    return key, translation, size, rotation, velocity, name, float(score), attribute
+    """Validated values of one entry as a tuple (sample token, translation, size, rotation, velocity, name, score,
+    attribute, num_pts); velocity may hold NaN."""
+    common = check_box(path, key, index, box, DETECTION_SPEC)
+    assert isinstance(box, dict)  # check_box raised otherwise
+    attribute = _check_attribute(path, box_location(key, index), common.name, box["attribute_name"])
+    return (
+        key,
+        common.translation,
+        common.size,
+        common.rotation,
+        common.velocity,
+        common.name,
+        common.score,
+        attribute,
+        common.num_pts,
+    )
 
 
 def load_results(
@@ -114,14 +127,12 @@ def load_results(
     ``allow_missing_samples``, in which case it simply has no predictions.
     """
     path = Path(path)
-    meta, samples = results_samples(
+    meta, dropped, samples = results_samples(
         read_results_json(path),
         path,
-        meta_required=True,
         max_boxes_per_sample=max_boxes_per_sample,
         known_sample_tokens=known_sample_tokens,
         allow_missing_samples=allow_missing_samples,
-        label=lambda key: f"sample {key!r}",
     )
     rows: list[tuple] = []
     for key, boxes in samples:
@@ -132,19 +143,19 @@ def load_results(
             fingerprint = tuple(repr(v) for v in row[1:])
             if fingerprint in seen:
                 raise PredictionFormatError(
-                    path, f"sample {key!r}: box {i} duplicates box {seen[fingerprint]} (every field equal)"
+                    path, f"{box_location(key, i)}: duplicates box {seen[fingerprint]} (every field equal)"
                 )
             seen[fingerprint] = i
             rows.append(row)
     detections = _rows_to_boxes(rows)
     nan_velocity = int(np.isnan(detections.velocity).any(axis=1).sum())
-    return LoadedResults(detections, meta, [key for key, _ in samples], nan_velocity, str(path))
+    return LoadedResults(detections, meta, [key for key, _ in samples], nan_velocity, str(path), dropped)
 
 
 def _rows_to_boxes(rows: list[tuple]) -> DetectionBoxes:
     if not rows:
         return DetectionBoxes.empty()
-    tokens, translation, size, rotation, velocity, names, scores, attributes = zip(*rows, strict=True)
+    tokens, translation, size, rotation, velocity, names, scores, attributes, num_pts = zip(*rows, strict=True)
     return DetectionBoxes(
         np.array(tokens, dtype=object),
         np.array(translation),
@@ -154,6 +165,7 @@ def _rows_to_boxes(rows: list[tuple]) -> DetectionBoxes:
         np.array(names, dtype=object),
         np.array(scores),
         np.array(attributes, dtype=object),
+        np.array(num_pts, dtype=np.int64),  # optional in the file; -1 where absent, 0 is filtered as in the devkit
     )
 
 
@@ -187,13 +199,11 @@ def results_dict(boxes: DetectionBoxes, sample_tokens: Sequence[str] | None = No
 def write_results(
     path: str | Path, boxes: DetectionBoxes, meta: dict | None = None, sample_tokens: Sequence[str] | None = None
 ) -> Path:
-    """Write a results file the devkit and ``load_results`` read back unchanged (NaN velocities stay NaN)."""
+    """Write a results file the devkit and ``load_results`` read back unchanged (NaN velocities stay NaN);
+    ``meta`` defaults to a LiDAR-only method's flags and must hold the five flags (PredictionFormatError)."""
     path = Path(path)
-    meta = (
-        meta
-        if meta is not None
-        else {"use_camera": False, "use_lidar": True, "use_radar": False, "use_map": False, "use_external": False}
-    )
+    meta = meta if meta is not None else dict(LIDAR_ONLY_META)
+    check_meta(path, meta)  # never write a file load_results would reject
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "results": results_dict(boxes, sample_tokens)}))
     return path

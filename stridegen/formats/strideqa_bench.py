@@ -16,12 +16,13 @@ pandas reads them); turning the records into LSR items is ``stridegen.eval.lsr.b
 from __future__ import annotations
 
 import csv
-import json
+import io
 from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import MissingFileError, PredictionFormatError
 from stridegen.core.gc_pause import gc_paused
+from stridegen.formats.textfile import load_json, read_text, shown
 
 # Strings pandas.read_csv reads as missing by default (pandas docs, ``na_values``): the toolkit reads the sheet
 # with pandas and drops groups whose relation is missing from TLC / MLSR, so the same cells must count as missing.
@@ -63,26 +64,34 @@ def extract_group_id(question_id: str) -> str:
 def read_annotation_sheet(path: str | Path) -> dict[str, dict[str, Any]]:
     """group_id -> {object_type, relation, out_of_view}; missing cells (pandas' NA strings) become None."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise MissingFileError(path, "annotation sheet not found")
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        fields = reader.fieldnames or []
-        if "group_id" not in fields:
-            raise PredictionFormatError(path, f"no 'group_id' column (columns: {fields})")
-        sheet: dict[str, dict[str, Any]] = {}
-        for line, row in enumerate(reader, start=2):
-            gid = row["group_id"]
-            if gid is None or gid in PANDAS_NA_STRINGS:
-                raise PredictionFormatError(path, f"line {line}: empty group_id")
-            entry = {
-                "object_type": _cell(row.get("object_type")),
-                "relation": _cell(row.get("relation")),
-                "out_of_view": _flag(path, line, _cell(row.get("out_of_view"))),
-            }
-            if gid in sheet and sheet[gid] != entry:
-                raise PredictionFormatError(path, f"line {line}: group {gid!r} listed twice with different labels")
-            sheet[gid] = entry
+    # UTF-8 with or without a byte-order mark (pandas.read_csv, the toolkit's reader, drops it too).
+    reader = csv.DictReader(io.StringIO(read_text(path, "annotation sheet", PredictionFormatError), newline=""))
+    try:
+        return _read_sheet_rows(path, reader)
+    except csv.Error as exc:
+        raise PredictionFormatError(path, f"line {reader.line_num}: not valid CSV ({exc})") from None
+
+
+def _read_sheet_rows(path: Path, reader: csv.DictReader) -> dict[str, dict[str, Any]]:
+    fields = reader.fieldnames or []
+    if "group_id" not in fields:
+        raise PredictionFormatError(path, f"line 1: no 'group_id' column (columns: {shown(fields)})")
+    sheet: dict[str, dict[str, Any]] = {}
+    for row in reader:
+        line = reader.line_num  # the row's last physical line (a quoted cell may span several)
+        gid = row["group_id"]
+        if gid is None or gid in PANDAS_NA_STRINGS:
+            raise PredictionFormatError(path, f"line {line}: empty group_id")
+        entry = {
+            "object_type": _cell(row.get("object_type")),
+            "relation": _cell(row.get("relation")),
+            "out_of_view": _flag(path, line, _cell(row.get("out_of_view"))),
+        }
+        if gid in sheet and sheet[gid] != entry:
+            raise PredictionFormatError(path, f"line {line}: group {shown(gid)} listed twice with different labels")
+        sheet[gid] = entry
     return sheet
 
 
@@ -98,15 +107,11 @@ def _flag(path: Path, line: int, value: str | None) -> int:
         return 1
     if v in _FALSE:
         return 0
-    raise PredictionFormatError(path, f"line {line}: out_of_view must be true/false, got {value!r}")
+    raise PredictionFormatError(path, f"line {line}: out_of_view must be true/false, got {shown(value)}")
 
 
 def _load_json_list(path: Path) -> list[Any]:
-    try:
-        with path.open(encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as exc:
-        raise PredictionFormatError(path, f"not valid JSON: {exc}") from exc
+    data = load_json(path, "file", PredictionFormatError)
     if not isinstance(data, list):
         raise PredictionFormatError(path, f"expected a JSON list of records, got {type(data).__name__}")
     return data
@@ -142,8 +147,8 @@ def load_annotation_questions(bench_dir: str | Path) -> dict[str, dict[str, Any]
         for i, rec in enumerate(_load_json_list(path)):
             qid = rec.get("question_id") if isinstance(rec, dict) else None
             if not isinstance(qid, str):
-                raise PredictionFormatError(path, f"record {i}: no question_id")
+                raise PredictionFormatError(path, f"record {i}: no question_id (a string)")
             if qid in questions:
-                raise PredictionFormatError(path, f"record {i}: duplicate question_id {qid!r}")
+                raise PredictionFormatError(path, f"record {i}: duplicate question_id {shown(qid)}")
             questions[qid] = rec
     return questions

@@ -55,6 +55,7 @@ from stridegen.core.errors import (
     UnknownChannelError,
 )
 from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
+from stridegen.formats.textfile import read_text
 from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -250,12 +251,9 @@ def _relative_file(value: Any, at: _At, base: Path, suffixes: tuple[str, ...], w
 
 
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise MissingFileError(path, f"{what} is missing") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidValueError(path, f"{what} is not UTF-8 text ({exc})") from None
+    if not path.exists():
+        raise MissingFileError(path, f"{what} is missing")
+    text = read_text(path, what, InvalidValueError)  # UTF-8, a byte-order mark tolerated (formats.textfile)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -704,10 +702,9 @@ class NativeReader(LogReader):
     def _read_frames(self, scene: Scene, sensors: dict[str, SensorCalibration]) -> list[Frame]:
         scene_dir = self.scene_dir(scene.name)
         path = scene_dir / FRAMES_FILE
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise MissingFileError(path, f"frames of scene {scene.name!r} are missing") from None
+        if not path.exists():
+            raise MissingFileError(path, f"frames of scene {scene.name!r} are missing")
+        lines = read_text(path, f"frames of scene {scene.name!r}", InvalidValueError).split("\n")
         frames: list[Frame] = []
         sources: list[_BoxSource | None] = []
         scan = _Scan()

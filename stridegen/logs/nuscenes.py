@@ -7,7 +7,6 @@ Schema: https://www.nuscenes.org/nuscenes#data-format (and nuscenes-devkit pytho
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from stridegen.core.errors import (
     PointCloudSizeError,
 )
 from stridegen.core.vocabulary import detection_class
+from stridegen.formats.textfile import load_json
 from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -110,10 +110,8 @@ class NuScenesReader(LogReader):
                 raise MissingFileError(path, f"required nuScenes table {name!r} is missing")
             self.tables[name], self.index[name] = [], {}
             return
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise LogFormatError(path, f"table {name!r} is not valid JSON ({exc})") from None
+        # UTF-8, a byte-order mark tolerated; other encodings and bad JSON name the line (formats.textfile).
+        records = load_json(path, f"table {name!r}", LogFormatError)
         if not isinstance(records, list) or not all(isinstance(r, dict) and "token" in r for r in records):
             raise LogFormatError(path, f"table {name!r} must be a JSON list of records that each have a token")
         self.tables[name] = records

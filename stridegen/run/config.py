@@ -343,12 +343,9 @@ def load_build_config(path: str | Path | None = None, overrides: list[str] | tup
     source = "defaults"
     if path is not None:
         source = str(path)
-        try:
-            loaded = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        from stridegen.formats.textfile import config_error, load_yaml
+
+        loaded = load_yaml(path, "build config", config_error)
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

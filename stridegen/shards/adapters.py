@@ -92,7 +92,7 @@ def ground_truth_table(scene: Scene) -> GroundTruthTable | None:
 
 
 def keyframe_tables(
-    selection: KeyframeSelection, window_offsets_s: np.ndarray
+    selection: KeyframeSelection, window_offsets_s: np.ndarray | tuple[float, ...]
 ) -> tuple[KeyframesTable, SkippedKeyframesTable]:
     offsets = np.asarray(window_offsets_s, dtype=np.float64)
     kfs = selection.keyframes

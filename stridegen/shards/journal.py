@@ -5,7 +5,8 @@ scene (``done`` records the shard's manifest entry with its sha256; ``failed`` t
 most a torn last line, which the reader skips.
 
 Resume rules (``Journal.completed``): a scene is skipped on a rerun when its latest event is ``done`` and its
-shard file exists with exactly the sha256 that event recorded; every other scene (never started, started but not
+shard file exists with exactly the sha256 that event recorded (and, for an HDF5 shard, this version's schema);
+every other scene (never started, started but not
 done, failed, shard missing or changed) is built again. An output folder built with another config hash is
 refused unless the build is asked to overwrite it.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import ConfigError
+from stridegen.shards.schema import SCHEMA_VERSION, SHARD_SUFFIX
 from stridegen.shards.writer import ShardInfo, sha256_file
 
 JOURNAL_NAME = "journal.jsonl"
@@ -109,8 +111,22 @@ class Journal:
             path = self.out_dir / info.file
             if not path.is_file() or path.stat().st_size != info.bytes or sha256_file(path) != info.sha256:
                 continue
+            if path.suffix == SHARD_SUFFIX and _schema_version(path) != SCHEMA_VERSION:
+                continue  # written by an older stridegen: rebuilt, so that a resumed build equals a fresh one
             done[scene] = info
         return done
+
+
+def _schema_version(path: Path) -> int | None:
+    """The schema version a shard file declares, None if it cannot be read."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            version = f.attrs.get("schema_version")
+            return int(version) if version is not None else None
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError):
+        return None
 
 
 def check_output_folder(out_dir: str | Path, config_hash: str, overwrite: bool) -> None:

@@ -1,22 +1,43 @@
 """Dataset reader shared by users and evaluators: ``open_dataset(path) -> Dataset``.
 
 Everything is lazy: opening reads manifest.json only; a scene's shard is opened on first access, and each table
-is read when first asked for (images one at a time). ``Dataset.verify()`` checks every shard's sha256 against the
-manifest (on demand: hashing a large dataset takes a while). Missing, corrupt or mismatching files raise
-``ShardError`` naming the file.
+is read when first asked for (images one at a time). Every read is checked: a dataset's values against the CRC-32
+the writer stored beside them (schema v3, stridegen.shards.integrity), an image against its row's CRC-32, and
+HDF5 checks its own metadata. ``Dataset.verify()`` also checks every shard's sha256 against the manifest (on
+demand: hashing a large dataset takes a while). Missing, damaged, truncated or foreign files raise ``ShardError``
+naming the file and, where the damage is in one, the table's dataset; every h5py / HDF5 exception of a read is
+turned into one here, so no raw ``OSError`` or ``KeyError`` from a bad file reaches the caller.
+
+Shards older than v3 carry no checksums: they are read unchecked, with one ``UncheckedShardWarning`` per dataset.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stridegen.shards.integrity import (
+    CHECKSUM_ATTRS,
+    ROW_CHECKSUM_ATTR,
+    join_strings,
+    mismatch,
+    read_checksums,
+    row_crc32,
+    strings_crc32,
+    values_crc32,
+)
 from stridegen.shards.manifest import read_manifest
 from stridegen.shards.schema import (
+    CHECKSUM_SCHEMA_VERSION,
     SCHEMA_VERSION,
     SHARD_FORMAT,
     TABLE_BY_GROUP,
@@ -25,6 +46,7 @@ from stridegen.shards.schema import (
     DetectionsTable,
     FramesTable,
     GroundTruthTable,
+    ImagesTable,
     KeyframesTable,
     MasksTable,
     QATable,
@@ -37,74 +59,270 @@ from stridegen.shards.schema import (
 )
 from stridegen.shards.writer import sha256_file
 
+# What h5py raises for a damaged file: HDF5 errors map to OSError, KeyError, ValueError, RuntimeError or
+# TypeError by their error class; damaged lengths can surface as the others.
+_READ_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError, IndexError, OverflowError, MemoryError)
+# Set to "0" to read shards without checking their checksums (salvaging what is left of a damaged shard; the
+# integrity benchmark's baseline). Anything else, or unset, checks.
+CHECKSUMS_ENV = "STRIDEGEN_SHARD_CHECKSUMS"
 
-def _read_dataset(ds) -> np.ndarray:
-    """A dataset as numpy: strings as object arrays of str, variable-length bytes as object arrays of uint8."""
+
+class UncheckedShardWarning(UserWarning):
+    """A shard older than schema v3 carries no checksums: damage inside its tables cannot be detected on read."""
+
+
+def _checksums_default() -> bool:
+    return os.environ.get(CHECKSUMS_ENV, "1").strip() != "0"
+
+
+def _attribute(ds, name: str, shape: tuple[int, ...] = ()) -> np.ndarray | None:
+    """A dataset's uint32 checksum attribute of ``shape``, or None if it has none; ValueError if its size is not
+    that of ``shape`` (read through h5py's low-level API, a fifth of the time ``ds.attrs.get`` takes)."""
     import h5py
 
-    string_info = h5py.check_string_dtype(ds.dtype)
-    if string_info is not None:
-        return np.asarray(ds.asstr()[()], dtype=object).reshape(ds.shape)
-    return ds[()]
+    key = name.encode()
+    if not h5py.h5a.exists(ds.id, key):
+        return None
+    attr = h5py.h5a.open(ds.id, key)
+    out = np.empty(shape, dtype=np.uint32)
+    if out.nbytes == 0:  # HDF5 reports no storage size for an empty attribute
+        if attr.shape != out.shape:
+            raise ValueError(f"checksum attribute {name!r} has shape {attr.shape}, not {out.shape}")
+        return out
+    if attr.get_storage_size() != out.nbytes:  # H5Aread does not check the buffer's size: never let it overflow
+        raise ValueError(f"checksum attribute {name!r} holds {attr.get_storage_size()} bytes, not {out.nbytes}")
+    attr.read(out)
+    return out
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())  # one line
 
 
 class SceneView:
-    """Lazy access to one scene of a dataset. Tables are read on first access and cached."""
+    """Lazy access to one scene of a dataset. Tables are read on first access, checked, and cached."""
 
     def __init__(self, dataset: Dataset, name: str, shard_file: Path) -> None:
         self.dataset = dataset
         self.name = name
         self.shard_file = shard_file
         self._file = None
+        self._group = None
+        self._checked = False  # whether this shard's datasets carry checksums that are checked
+        self._checksums: dict[str, int] = {}  # dataset path -> CRC-32, from the scene group (checked shards)
+        self._arrays: dict[str, np.ndarray] = {}  # array()'s cache
+        self._addr_size = 8  # bytes of a file address (the superblock's "size of offsets")
 
-    # ------------------------------------------------------------------ raw access
+    # ------------------------------------------------------------------ guarded raw access
+    @contextmanager
+    def _reading(self, what: str | None) -> Iterator[None]:
+        """Turn any exception h5py raises while reading ``what`` (a dataset path) into a ShardError."""
+        try:
+            yield
+        except _READ_ERRORS as exc:
+            reason = f"unreadable, the file is damaged or truncated ({type(exc).__name__}: {_describe(exc)})"
+            raise ShardError(self.shard_file, reason, table=what) from None
+
     @property
     def group(self):
-        """The scene's h5py group (opens the shard on first use)."""
-        if self._file is None:
-            self._file = self.dataset._open_shard(self.shard_file)
+        """The scene's h5py group (opens the shard on first use). Reads through it are not checked."""
+        if self._group is None:
+            if self._file is None:
+                self._file, version = self.dataset._open_shard(self.shard_file)
+                self._checked = self.dataset.checksums and version >= CHECKSUM_SCHEMA_VERSION
+                with self._reading(None):
+                    self._addr_size = int(self._file.id.get_create_plist().get_sizes()[0])
+            with self._reading("scenes"):
+                scenes = self._file.get("scenes")
+                group = scenes.get(self.name) if scenes is not None else None
+            if group is None:
+                raise ShardError(self.shard_file, f"shard has no scene group {self.name!r}")
+            if self._checked:
+                self._checksums = self._load_checksums(group)
+            self._group = group
+        return self._group
+
+    def _load_checksums(self, group) -> dict[str, int]:
+        what = f"checksums of scene {self.name!r}"
+        with self._reading(what):
+            checksums = read_checksums(group)
+        if checksums is None:
+            raise ShardError(self.shard_file, "no checksums stored (a v3 shard lists one per dataset)", table=what)
+        return checksums
+
+    def _expected(self, path: str) -> int:
+        """The stored CRC-32 of the dataset at ``path`` (checked shards only)."""
         try:
-            return self._file["scenes"][self.name]
+            return self._checksums[path]
         except KeyError:
-            raise ShardError(self.shard_file, f"shard has no scene group {self.name!r}") from None
+            reason = "no checksum stored (a v3 shard has one per dataset)"
+            raise ShardError(self.shard_file, reason, table=path) from None
+
+    def _row_checksums(self, ds, path: str) -> np.ndarray:
+        """The per-row CRC-32s of a variable-length bytes dataset, themselves checked against the scene's list."""
+        expected = self._expected(path)
+        with self._reading(path):
+            rows = _attribute(ds, ROW_CHECKSUM_ATTR, ds.shape[:1])
+        if rows is None:
+            raise ShardError(self.shard_file, "no row checksums stored (a v3 shard has them)", table=path)
+        self._check(path, expected, values_crc32(rows))
+        return rows
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+            self._group = None
+        self._arrays.clear()
+        self.__dict__.pop("_image_rows", None)  # holds a dataset handle of the closed file
 
     @property
     def meta(self) -> dict[str, Any]:
-        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self.group.attrs.items()}
+        group = self.group
+        with self._reading(f"attributes of scene {self.name!r}"):
+            items = [(k, group.attrs[k]) for k in group.attrs if k not in CHECKSUM_ATTRS]
+        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in items}
 
     @property
     def table_names(self) -> list[str]:
-        return list(self.group.keys())
+        group = self.group
+        with self._reading(None):
+            return list(group.keys())
+
+    def _dataset(self, path: str):
+        """The h5py dataset at ``path`` under the scene group; ShardError if absent or unreadable."""
+        group = self.group
+        with self._reading(path):
+            ds = group.get(path)
+            if ds is not None and not hasattr(ds, "dtype"):
+                ds = None
+        if ds is None:
+            raise ShardError(self.shard_file, f"scene {self.name!r} has no dataset {path!r}")
+        return ds
+
+    def _read(self, path: str) -> np.ndarray:
+        """A whole dataset as numpy, checked against its stored checksum: strings as object arrays of str,
+        variable-length bytes as object arrays of uint8 arrays."""
+        import h5py
+
+        ds = self._dataset(path)
+        with self._reading(path):
+            string_info = h5py.check_string_dtype(ds.dtype)
+            is_bytes = string_info is None and h5py.check_vlen_dtype(ds.dtype) is not None
+            shape = tuple(ds.shape)
+            if (string_info is not None and string_info.length is None) or is_bytes:
+                self._check_heap_references(ds, path)
+            raw = np.asarray(ds[()], dtype=object if string_info or is_bytes else None)
+        if is_bytes:
+            if self._checked:
+                self._check_rows(path, raw.ravel(), self._row_checksums(ds, path))
+            return raw
+        stored = self._expected(path) if self._checked else None
+        if string_info is None:
+            if stored is not None:
+                self._check(path, stored, values_crc32(raw))
+            return raw
+        encoded = raw.ravel().tolist()  # bytes: h5py returns variable-length strings undecoded
+        with self._reading(path):
+            joined = join_strings(encoded)
+        if stored is not None:
+            self._check(path, stored, strings_crc32(joined, shape))
+        salvage = not self.dataset.checksums  # checks switched off: read what is left, damaged bytes replaced
+        try:  # one decode of the joined bytes, split at the zero bytes no value holds
+            text = joined.decode("utf-8", errors="replace" if salvage else "strict").split("\0") if encoded else []
+        except UnicodeDecodeError as exc:
+            raise ShardError(self.shard_file, f"a value is not UTF-8 ({_describe(exc)})", table=path) from None
+        if len(text) != len(encoded):  # a shard written by another tool, whose strings hold zero bytes
+            text = [b.decode("utf-8", errors="replace") for b in encoded]
+        out = np.empty(len(text), dtype=object)
+        out[:] = text
+        return out.reshape(shape)
+
+    def _check_heap_references(self, ds, path: str) -> None:
+        """Refuse a variable-length dataset whose stored lengths cannot be right, before HDF5 reads it.
+
+        HDF5 allocates (and fills) a buffer of the length a value's heap reference declares before it compares it
+        with the heap object's own size, so one damaged byte in a reference's 4-byte length makes a read of a small
+        string column allocate gigabytes. A reference (HDF5 File Format Specification 3.0, "Disk Format of
+        Variable-Length Data": 4-byte length, heap collection address, 4-byte object index) whose length, or whose
+        column's total length, exceeds the file's size is refused here; HDF5 checks the rest.
+        """
+        offset = ds.id.get_offset()
+        record = np.dtype([("length", "<u4"), ("address", f"<u{self._addr_size}"), ("index", "<u4")])
+        if offset is None or ds.id.get_storage_size() != record.itemsize * ds.size:
+            return  # not one contiguous block of references (chunked, compact or empty): left to HDF5
+        with open(self.shard_file, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(record.itemsize * ds.size)
+            file_size = os.fstat(fh.fileno()).st_size
+        if len(data) != record.itemsize * ds.size:
+            raise ShardError(self.shard_file, "its heap references run past the end of the file", table=path)
+        lengths = np.frombuffer(data, dtype=record)["length"].astype(np.int64)
+        if lengths.sum() > file_size:
+            bad = int(np.argmax(lengths))
+            reason = (
+                f"row {bad}: its heap reference declares {int(lengths[bad])} bytes (all rows {int(lengths.sum())}), "
+                f"more than the file's {file_size}: the file is damaged"
+            )
+            raise ShardError(self.shard_file, reason, table=path)
+
+    def _check(self, path: str, stored: int, computed: int) -> None:
+        if stored != computed:
+            raise ShardError(self.shard_file, mismatch(stored, computed), table=path)
+
+    def _check_rows(self, path: str, rows: np.ndarray, stored: np.ndarray) -> None:
+        for i, row in enumerate(rows):
+            crc = row_crc32(row)
+            if crc != int(stored[i]):
+                raise ShardError(self.shard_file, f"row {i}: {mismatch(int(stored[i]), crc)}", table=path)
 
     def array(self, path: str) -> np.ndarray:
-        """One dataset by its path under the scene group, e.g. ``"tracks/center_global"``."""
-        try:
-            ds = self.group[path]
-        except KeyError:
-            raise ShardError(self.shard_file, f"scene {self.name!r} has no dataset {path!r}") from None
-        return _read_dataset(ds)
+        """One dataset by its path under the scene group, e.g. ``"tracks/center_global"``; checked on the first
+        read and cached (except variable-length bytes: ``images/data`` is every image of the scene)."""
+        if path in self._arrays:
+            return self._arrays[path]
+        value = self._read(path)
+        if value.dtype != object or not (value.size and isinstance(value.flat[0], np.ndarray)):
+            self._arrays[path] = value
+        return value
+
+    def _table_datasets(self, group: str) -> list[str]:
+        g = self.group
+        with self._reading(group):
+            sub = g.get(group)
+            names = None if sub is None or hasattr(sub, "dtype") else list(sub.keys())
+        if names is None:
+            raise ShardError(self.shard_file, f"scene {self.name!r} has no table {group!r}")
+        return names
 
     def table(self, group: str) -> Table | dict[str, np.ndarray]:
-        """A whole table: the schema's Table class for known groups, a dict of arrays for others."""
-        if group not in self.group:
-            raise ShardError(self.shard_file, f"scene {self.name!r} has no table {group!r}")
-        g = self.group[group]
+        """A whole table, every dataset checked: the schema's Table class for known groups, a dict of arrays for
+        others. The images table's ``data`` is left empty (one image at a time: ``image_bytes``)."""
         cls = TABLE_BY_GROUP.get(group)
-        names = [n for n in g.keys() if not (cls and n in cls.BYTES_FIELDS)]
-        arrays = {n: _read_dataset(g[n]) for n in names}
+        arrays: dict[str, np.ndarray] = {}
+        for n in self._table_datasets(group):
+            if cls is not None and n in cls.BYTES_FIELDS:  # never load every image at once; see image_bytes
+                ds = self._dataset(f"{group}/{n}")
+                with self._reading(f"{group}/{n}"):
+                    arrays[n] = np.empty(ds.shape[0], dtype=object)
+            else:
+                arrays[n] = self._read(f"{group}/{n}")
         if cls is None:
             return arrays
-        for n in cls.BYTES_FIELDS:  # never load every image at once; see image_bytes
-            arrays[n] = np.empty(g[n].shape[0], dtype=object)
         try:
             return cls.from_arrays(arrays)
         except KeyError as exc:
-            raise ShardError(self.shard_file, f"scene {self.name!r}: {exc.args[0]}") from None
+            raise ShardError(self.shard_file, f"scene {self.name!r}: {exc.args[0]}", table=group) from None
+
+    def check(self, images: bool = True) -> None:
+        """Read every table of the scene (and every image, unless ``images=False``) and check its checksums;
+        ShardError at the first damage. The tables read are not kept."""
+        for group in self.table_names:
+            self.table(group)
+        if images:
+            for row in range(len(self._images)):
+                self._image_row(row)
 
     # ------------------------------------------------------------------ tables
     @cached_property
@@ -114,6 +332,11 @@ class SceneView:
     @cached_property
     def cameras(self) -> CamerasTable:
         return self.table("cameras")  # type: ignore[return-value]
+
+    @cached_property
+    def _images(self) -> ImagesTable:
+        """The images table without the image bytes."""
+        return self.table("images")  # type: ignore[return-value]
 
     @cached_property
     def keyframes(self) -> KeyframesTable:
@@ -135,21 +358,27 @@ class SceneView:
     def attributes(self) -> AttributesTable:
         return self.table("attributes")  # type: ignore[return-value]
 
+    def _optional(self, group: str) -> Table | None:
+        g = self.group
+        with self._reading(group):
+            present = group in g
+        return self.table(group) if present else None  # type: ignore[return-value]
+
     @cached_property
     def ground_truth(self) -> GroundTruthTable | None:
-        return self.table("ground_truth") if "ground_truth" in self.group else None  # type: ignore[return-value]
+        return self._optional("ground_truth")  # type: ignore[return-value]
 
     @cached_property
     def masks(self) -> MasksTable | None:
-        return self.table("masks") if "masks" in self.group else None  # type: ignore[return-value]
+        return self._optional("masks")  # type: ignore[return-value]
 
     @cached_property
     def regions(self) -> RegionsTable | None:
-        return self.table("regions") if "regions" in self.group else None  # type: ignore[return-value]
+        return self._optional("regions")  # type: ignore[return-value]
 
     @cached_property
     def qa(self) -> QATable | None:
-        return self.table("qa") if "qa" in self.group else None  # type: ignore[return-value]
+        return self._optional("qa")  # type: ignore[return-value]
 
     def mask(self, mask_index: int) -> np.ndarray:
         """One mask decoded to [H, W] bool (the size of its image's camera)."""
@@ -158,30 +387,49 @@ class SceneView:
         masks = self.masks
         if masks is None:
             raise KeyError(f"scene {self.name!r} stores no masks")
-        channel = int(self.group["images"]["channel_index"][int(masks.image_index[mask_index])])
+        channel = int(self._images.channel_index[int(masks.image_index[mask_index])])
         h, w = int(self.cameras.height[channel]), int(self.cameras.width[channel])
         return decode_rle(str(masks.rle_counts[mask_index]), h, w)
 
     # ------------------------------------------------------------------ images
     @cached_property
     def _image_index(self) -> dict[tuple[str, int], int]:
-        g = self.group["images"]
+        images = self._images
         channels = self.cameras.channel
-        frame_index = g["frame_index"][()]
-        channel_index = g["channel_index"][()]
-        return {(str(channels[c]), int(f)): i for i, (f, c) in enumerate(zip(frame_index, channel_index, strict=True))}
+        return {
+            (str(channels[c]), int(f)): i
+            for i, (f, c) in enumerate(zip(images.frame_index.tolist(), images.channel_index.tolist(), strict=True))
+        }
+
+    @cached_property
+    def _image_rows(self) -> tuple[Any, np.ndarray | None]:
+        """The images/data dataset and its row checksums (None when unchecked)."""
+        ds = self._dataset("images/data")
+        with self._reading("images/data"):
+            self._check_heap_references(ds, "images/data")
+        return ds, (self._row_checksums(ds, "images/data") if self._checked else None)
+
+    def _image_row(self, row: int) -> bytes:
+        ds, stored = self._image_rows
+        with self._reading("images/data"):
+            data = np.asarray(ds[row], dtype=np.uint8).tobytes()
+        if stored is not None:
+            crc = zlib.crc32(data)
+            if crc != int(stored[row]):
+                raise ShardError(self.shard_file, f"row {row}: {mismatch(int(stored[row]), crc)}", table="images/data")
+        return data
 
     def image_keys(self) -> list[tuple[str, int]]:
         """(channel, frame index) of every stored image, in storage order."""
         return list(self._image_index)
 
     def image_bytes(self, channel: str, frame_index: int) -> bytes:
-        """The camera file's bytes exactly as the log had them (JPEG)."""
+        """The camera file's bytes exactly as the log had them (JPEG), checked against the row's checksum."""
         try:
             row = self._image_index[(channel, int(frame_index))]
         except KeyError:
             raise KeyError(f"scene {self.name!r} stores no {channel} image for frame {frame_index}") from None
-        return self.group["images"]["data"][row].tobytes()
+        return self._image_row(row)
 
     def image(self, channel: str, frame_index: int) -> np.ndarray:
         """Decoded RGB [H, W, 3] uint8."""
@@ -192,24 +440,22 @@ class SceneView:
     def image_pose(self, channel: str, frame_index: int) -> np.ndarray:
         """T_global_from_ego at the camera sample's own timestamp."""
         row = self._image_index[(channel, int(frame_index))]
-        return self.group["images"]["T_global_from_ego"][row]
+        return self._images.T_global_from_ego[row]
 
     def record(self) -> SceneRecord:
         """The whole scene as a SceneRecord (with image bytes), e.g. to re-write it."""
-        from stridegen.shards.schema import ImagesTable, SceneMeta
+        from stridegen.shards.schema import SceneMeta
 
         meta_fields = SceneMeta.__dataclass_fields__
         meta = SceneMeta(**{k: str(v) for k, v in self.meta.items() if k in meta_fields})
-        g = self.group["images"]
-        arrays = {n: _read_dataset(g[n]) for n in g.keys()}
-        images = ImagesTable.from_arrays(arrays)
+        images = replace(self._images, data=self._read("images/data"))
         known = set(TABLE_BY_GROUP)
         extra = {n: self.table(n) for n in self.table_names if n not in known}
         return SceneRecord(
             meta,
             self.frames,
             self.cameras,
-            images,  # type: ignore[arg-type]
+            images,
             self.keyframes,
             self.skipped_keyframes,
             self.detections,
@@ -229,14 +475,24 @@ class SceneView:
 class Dataset:
     """A built dataset folder: manifest plus shards."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, checksums: bool | None = None) -> None:
         self.root = Path(path)
         self.manifest = read_manifest(self.root)
+        self.checksums = _checksums_default() if checksums is None else bool(checksums)
         self._shard_of: dict[str, dict[str, Any]] = {}
-        for shard in self.manifest["shards"]:
+        shards = self.manifest["shards"]
+        if not isinstance(shards, list):
+            raise ShardError(self._manifest_path, "'shards' is not a list")
+        for i, shard in enumerate(shards):
+            _check_shard_entry(self._manifest_path, i, shard)
             for scene in shard["scenes"]:
                 self._shard_of[scene] = shard
         self._views: dict[str, SceneView] = {}
+        self._warned_unchecked = False
+
+    @property
+    def _manifest_path(self) -> Path:
+        return self.root / "manifest.json" if self.root.is_dir() else self.root
 
     @property
     def scenes(self) -> list[str]:
@@ -266,24 +522,41 @@ class Dataset:
             self._views[name] = SceneView(self, name, self.root / self._shard_of[name]["file"])
         return self._views[name]
 
-    def _open_shard(self, path: Path):
+    def _open_shard(self, path: Path) -> tuple[Any, int]:
+        """The open h5py file and its schema version; ShardError for a missing, damaged or foreign file."""
         import h5py
 
         if not path.is_file():
             raise ShardError(path, "shard file listed in the manifest is missing")
         try:
             f = h5py.File(path, "r")
-        except OSError as exc:
-            raise ShardError(path, f"not a readable HDF5 file (corrupt or truncated): {exc}") from None
-        fmt = f.attrs.get("format")
-        version = f.attrs.get("schema_version")
-        if fmt != SHARD_FORMAT or version is None or int(version) > SCHEMA_VERSION:
+        except _READ_ERRORS as exc:
+            raise ShardError(path, f"not a readable HDF5 file (damaged or truncated): {_describe(exc)}") from None
+        try:
+            fmt = f.attrs.get("format")
+            version = f.attrs.get("schema_version")
+            version = int(version) if version is not None else None
+        except _READ_ERRORS as exc:
+            f.close()
+            raise ShardError(path, f"file attributes unreadable, the file is damaged ({_describe(exc)})") from None
+        if fmt != SHARD_FORMAT or version is None or version > SCHEMA_VERSION:
             f.close()
             raise ShardError(path, f"not a stridegen shard this version reads (format {fmt!r}, schema {version!r})")
-        return f
+        if version < CHECKSUM_SCHEMA_VERSION and self.checksums and not self._warned_unchecked:
+            self._warned_unchecked = True
+            warnings.warn(
+                f"{self.root}: {path.name} is a schema v{version} shard, written without checksums: damage inside "
+                "its tables cannot be detected on read (`stridegen inspect --verify` checks the files against the "
+                "manifest's sha256; a rebuild adds checksums)",
+                UncheckedShardWarning,
+                stacklevel=2,
+            )
+        return f, version
 
     def verify(self, scenes: list[str] | None = None) -> None:
-        """Check that each shard exists with the size and sha256 the manifest recorded (ShardError otherwise)."""
+        """Check that each shard exists with the size and sha256 the manifest recorded (ShardError otherwise).
+
+        On a sha256 mismatch the shard's tables are read and checked to name the damaged one, when they can."""
         wanted = set(scenes) if scenes is not None else None
         for shard in self.manifest["shards"]:
             if wanted is not None and not wanted & set(shard["scenes"]):
@@ -296,7 +569,25 @@ class Dataset:
                 raise ShardError(path, f"size {size} differs from the manifest's {shard['bytes']} bytes")
             digest = sha256_file(path)
             if digest != shard["sha256"]:
-                raise ShardError(path, f"sha256 {digest[:12]}... differs from the manifest's {shard['sha256'][:12]}...")
+                reason = f"sha256 {digest[:12]}... differs from the manifest's {shard['sha256'][:12]}..."
+                self._locate_damage(path, shard["scenes"], reason)
+
+    def _locate_damage(self, path: Path, scenes: list[str], reason: str) -> None:
+        """Raise the ShardError of a shard whose sha256 differs: naming the damaged table if a table check finds
+        it, else saying that every table checks out (the change is outside the tables' values)."""
+        checked = False
+        for name in scenes:
+            view = SceneView(self, name, path)  # a fresh view: nothing cached from before the damage
+            try:
+                view.check(images=True)
+                checked = checked or view._checked
+            except ShardError as exc:
+                raise ShardError(path, f"{reason}; {exc.reason}", table=exc.table) from None
+            finally:
+                view.close()
+        if checked:
+            reason += " (every table's values still match their checksums: the change is outside them)"
+        raise ShardError(path, reason)
 
     def close(self) -> None:
         for view in self._views.values():
@@ -312,9 +603,24 @@ class Dataset:
         return f"Dataset({str(self.root)!r}, scenes={len(self)})"
 
 
-def open_dataset(path: str | Path, verify: bool = False) -> Dataset:
-    """Open a built dataset folder (its manifest.json). ``verify=True`` also checks every shard's sha256."""
-    dataset = Dataset(path)
+def _check_shard_entry(manifest: Path, index: int, shard: object) -> None:
+    """A manifest's shard entry has the fields the reader uses, with their types (ShardError otherwise)."""
+    want = {"file": str, "scenes": list, "sha256": str, "bytes": int}
+    if not isinstance(shard, dict):
+        raise ShardError(manifest, f"shards[{index}] is not an object")
+    for key, kind in want.items():
+        if not isinstance(shard.get(key), kind):
+            raise ShardError(manifest, f"shards[{index}] lacks {key!r} or it is not a {kind.__name__}")
+    if not all(isinstance(s, str) for s in shard["scenes"]):
+        raise ShardError(manifest, f"shards[{index}].scenes holds a value that is not a scene name")
+
+
+def open_dataset(path: str | Path, verify: bool = False, checksums: bool | None = None) -> Dataset:
+    """Open a built dataset folder (its manifest.json). ``verify=True`` also checks every shard's sha256.
+
+    ``checksums`` (default: on, unless the environment sets ``STRIDEGEN_SHARD_CHECKSUMS=0``) checks every table and
+    image read against the CRC-32 stored beside it; turn it off only to salvage what is left of a damaged shard."""
+    dataset = Dataset(path, checksums=checksums)
     if verify:
         dataset.verify()
     return dataset

@@ -1,9 +1,10 @@
-"""Shard schema v2: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
+"""Shard schema v3: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
 
 A shard file holds ``/scenes/<scene name>/`` groups (one scene per file); each group holds one sub-group per
 table below, each table a set of datasets sharing their leading dimension. Version 2 added the ``masks``,
-``regions`` and ``qa`` tables to version 1. A reader of version N reads every table it knows and ignores the rest,
-and ``SceneRecord.extra`` carries tables this module does not define.
+``regions`` and ``qa`` tables to version 1; version 3 added the checksums of every dataset (same tables,
+stridegen.shards.integrity). A reader of version N reads every table it knows and ignores the rest, and
+``SceneRecord.extra`` carries tables this module does not define.
 
 Dimensions: F frames of the scene, C cameras, I stored images, K keyframes, W window offsets, S skipped keyframe
 targets, D detections, T tracks, G ground-truth boxes, M mask candidates, R regions, Q question-answer pairs.
@@ -12,25 +13,18 @@ targets, D detections, T tracks, G ground-truth boxes, M mask candidates, R regi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from stridegen.core.errors import StrideGenError
+from stridegen.core.errors import ShardError as ShardError  # re-exported: its historical home
 
-SCHEMA_VERSION = 2
+# Version 3 stores a CRC-32 of every dataset's values (attributes, stridegen.shards.integrity); the tables are v2's.
+SCHEMA_VERSION = 3
+# The first version whose shards carry those checksums; older shards are read without them.
+CHECKSUM_SCHEMA_VERSION = 3
 SHARD_FORMAT = "stridegen-shard"
 SHARD_SUFFIX = ".h5"
-
-
-class ShardError(StrideGenError):
-    """A dataset file (manifest, shard) is missing, corrupt, or does not match the manifest."""
-
-    def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = str(path)
-        self.reason = reason
 
 
 def str_array(values) -> np.ndarray:

@@ -7,6 +7,10 @@ version bounds are fixed (v1.10 format objects) so the on-disk encoding does not
 groups track creation order, and tables, datasets and attributes are always written in one fixed order. Writing
 the same record twice gives the same bytes (tested with a pause between the writes).
 
+Integrity: the scene group lists the CRC-32 of every dataset's values (``checksum_paths``, ``checksum_crc32``), and a
+variable-length bytes dataset carries one per row (``row_crc32``); the reader checks them on every read
+(stridegen.shards.integrity).
+
 Atomicity: the file is written under a temporary name in the destination folder, fsynced, then renamed with
 ``os.replace``; a reader never sees a half-written shard.
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from stridegen import __version__
+from stridegen.shards.integrity import ROW_CHECKSUM_ATTR, rows_crc32, str_values_crc32, values_crc32, write_checksums
 from stridegen.shards.schema import SCHEMA_VERSION, SHARD_FORMAT, SceneRecord, Table
 
 TMP_MARKER = ".tmp-"
@@ -94,46 +99,58 @@ def create_file(path: str | Path):
 
 def write_array(
     group, name: str, value: np.ndarray, is_bytes: bool = False, compression: str = "none", level: int = 4
-) -> None:
-    """One dataset. Object arrays become UTF-8 strings, or variable-length uint8 when ``is_bytes``."""
+) -> int:
+    """One dataset. Object arrays become UTF-8 strings, or variable-length uint8 when ``is_bytes`` (which also get
+    their per-row CRC-32s as the attribute ``row_crc32``). Returns the dataset's CRC-32
+    (stridegen.shards.integrity)."""
     h5py = _h5()
     arr = np.asarray(value)
     if is_bytes:
         ds = group.create_dataset(name, shape=arr.shape, dtype=h5py.vlen_dtype(np.uint8), track_times=False)
-        for i, item in enumerate(arr.ravel()):  # one row at a time: a 1-row object array would be broadcast
-            ds[i] = np.asarray(item, dtype=np.uint8)
-        return
+        rows = [np.asarray(item, dtype=np.uint8) for item in arr.ravel()]
+        for i, row in enumerate(rows):  # one row at a time: a 1-row object array would be broadcast
+            ds[i] = row
+        row_crcs = rows_crc32(rows)
+        ds.attrs[ROW_CHECKSUM_ATTR] = row_crcs
+        return values_crc32(row_crcs)
     if arr.dtype == object or arr.dtype.kind == "U":
         data: np.ndarray = np.empty(arr.size, dtype=object)
         data[:] = [str(v) for v in arr.ravel().tolist()]
         data = data.reshape(arr.shape)
         group.create_dataset(name, data=data, dtype=h5py.string_dtype("utf-8"), track_times=False)
-        return
+        return str_values_crc32(data)
     options: dict[str, object] = {}
     if compression == "gzip" and arr.size and arr.ndim:
         options = {"compression": "gzip", "compression_opts": int(level), "chunks": True}
     group.create_dataset(name, data=arr, track_times=False, **options)
+    return values_crc32(arr)
 
 
-def _write_table(parent, table: Table, compression: str, level: int) -> None:
+def _write_table(parent, table: Table, compression: str, level: int) -> dict[str, int]:
     group = make_group(parent, table.GROUP)
-    for name, value in table.arrays().items():
-        write_array(group, name, value, name in table.BYTES_FIELDS, compression, level)
+    return {
+        f"{table.GROUP}/{name}": write_array(group, name, value, name in table.BYTES_FIELDS, compression, level)
+        for name, value in table.arrays().items()
+    }
 
 
 def write_record(group, record: SceneRecord, compression: str = "gzip", level: int = 4) -> None:
-    """Write a scene's tables into an open (empty) scene group."""
+    """Write a scene's tables into an open (empty) scene group, then their checksums as its attributes."""
     for key, value in record.meta.attrs().items():
         group.attrs[key] = value
     for key, count in record.counts().items():
         if "/" not in key:  # the per-category QA breakdown lives in the manifest only
             group.attrs[f"count_{key}"] = np.int64(count)
+    checksums: dict[str, int] = {}
     for table in record.tables():
-        _write_table(group, table, compression, level)
+        checksums.update(_write_table(group, table, compression, level))
     for name in sorted(record.extra):
         sub = make_group(group, name)
         for key in sorted(record.extra[name]):
-            write_array(sub, key, record.extra[name][key], compression=compression, level=level)
+            checksums[f"{name}/{key}"] = write_array(
+                sub, key, record.extra[name][key], compression=compression, level=level
+            )
+    write_checksums(group, checksums)
 
 
 def write_shard(

@@ -98,6 +98,27 @@ def test_lsr_dataset_rejects_unknown_question_ids(dataset, tmp_path):
     assert "unknown_question_id" in result.output or "scene-9999" in result.output
 
 
+def test_lsr_dataset_names_a_spatial_question_as_such(dataset, tmp_path):
+    """A prediction for one of the dataset's spatial questions is "not a spatiotemporal question" (with its line and
+    category), not an unknown id; under --on-invalid skip it is counted under that reason."""
+    rows = _qa_rows(dataset)
+    spatial = next(r for r in rows if r["category"] != "spatiotemporal")
+    temporal = [r for r in rows if r["category"] == "spatiotemporal"]
+    pred = tmp_path / "pred.jsonl"
+    lines = [{"question_id": r["question_id"], "pred": r["answer"]} for r in temporal]
+    lines.insert(1, {"question_id": spatial["question_id"], "pred": "3 m"})
+    pred.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    args = ["eval-lsr", "--dataset", str(dataset), "--pred", str(pred), "--out", str(tmp_path / "lsr"), "--no-plots"]
+    result = runner.invoke(_lsr_app(), args)
+    assert result.exit_code == 2
+    qid, category = spatial["question_id"], spatial["category"]
+    assert result.stderr == f"error: {pred}: line 2: question {qid!r} ({category}): not a spatiotemporal question\n"
+    result = runner.invoke(_lsr_app(), [*args, "--on-invalid", "skip"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "lsr" / "metrics.json").read_text())["inputs"]
+    assert report["skipped"] == {"not_a_spatiotemporal_question": 1} and report["unknown_question_ids"] == 1
+
+
 def test_judge_items_from_dataset_carry_question_reference_truth_and_marked_image(dataset, tmp_path):
     from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.judges.dataset_items import items_from_dataset

@@ -591,7 +591,7 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
 
     from stridegen.eval.detection.evaluate import evaluate_log
     from stridegen.eval.detection.gt import load_detection_gt
-    from stridegen.formats.nuscenes_results import load_results, write_results
+    from stridegen.formats.nuscenes_results import CLASS_ATTRIBUTES, load_results, write_results
 
     gt, context = load_detection_gt(DEMO)
     nusc = NuScenes(version="v1.0-demo", dataroot=str(DEMO), verbose=False)
@@ -627,6 +627,12 @@ def test_demo_log_end_to_end_matches_devkit(tmp_path: Path) -> None:
     pred = noisy_predictions(rng, gt, 0.5, 20, None)
     pred.velocity[np.isnan(pred.velocity)] = 0.0
     pred.rotation = pred.rotation / np.linalg.norm(pred.rotation, axis=1, keepdims=True)
+    # A results file holds only attributes of the box's own class (the class confusion keeps the GT's attribute).
+    own = [
+        a == "" or not CLASS_ATTRIBUTES[c] or a in CLASS_ATTRIBUTES[c]
+        for c, a in zip(pred.detection_name, pred.attribute_name, strict=True)
+    ]
+    pred.attribute_name[~np.array(own)] = ""
     path = write_results(tmp_path / "results.json", pred, sample_tokens=context.sample_tokens)
     report = evaluate_log(DEMO, path)
 
@@ -651,6 +657,7 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
     from stridegen.eval.detection.cli import eval_detection
     from stridegen.eval.detection.gt import load_detection_gt
     from stridegen.formats.nuscenes_results import write_results
+    from stridegen.formats.results_json import LIDAR_ONLY_META
 
     gt, context = load_detection_gt(DEMO)
     kept, _ = filter_eval_boxes(gt, context, CVPR_2019["class_range"])
@@ -682,7 +689,7 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
     assert summary["label_tp_errors"]["traffic_cone"]["orient_err"] is None  # exempt: NaN written as null
     # A results file with an unknown sample token: exit code 2 and a message naming the file.
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"meta": {}, "results": {"nope": []}}))
+    bad.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": {"nope": []}}))
     result = CliRunner().invoke(app, ["--gt", str(DEMO), "--pred", str(bad)])
     assert result.exit_code == 2
     assert "bad.json" in result.output

@@ -12,7 +12,8 @@ import pytest
 from stridegen.core import geometry as geo
 from stridegen.core.errors import PredictionFormatError
 from stridegen.formats.detection_boxes import DetectionBoxes
-from stridegen.formats.nuscenes_results import load_results, results_dict, write_results
+from stridegen.formats.nuscenes_results import CLASS_ATTRIBUTES, load_results, results_dict, write_results
+from stridegen.formats.results_json import LIDAR_ONLY_META
 
 TOKENS = ["tok-a", "tok-b", "tok-c"]
 
@@ -21,15 +22,17 @@ def make_boxes(n: int = 7, seed: int = 0) -> DetectionBoxes:
     rng = np.random.default_rng(seed)
     velocity = rng.normal(0, 2, (n, 2))
     velocity[1] = np.nan
+    names = rng.choice(["car", "pedestrian"], n)
+    attributes = [rng.choice(["", CLASS_ATTRIBUTES[name][0]]) for name in names]  # "" or one of the class's own
     return DetectionBoxes(
         rng.choice(TOKENS[:2], n),
         rng.uniform(-50, 50, (n, 3)),
         rng.uniform(0.5, 4, (n, 3)),
         geo.yaw_to_quat(rng.uniform(-3, 3, n)),
         velocity,
-        rng.choice(["car", "pedestrian"], n),
+        names,
         rng.random(n),
-        rng.choice(["", "vehicle.moving"], n),
+        attributes,
     )
 
 
@@ -46,10 +49,11 @@ def write_json(tmp_path: Path, data: dict | str, name: str = "bad.json") -> Path
 
 def test_round_trip(tmp_path: Path) -> None:
     boxes = make_boxes()
-    path = write_results(tmp_path / "r.json", boxes, meta={"use_lidar": True}, sample_tokens=TOKENS)
+    meta = {**LIDAR_ONLY_META, "use_camera": True}
+    path = write_results(tmp_path / "r.json", boxes, meta=meta, sample_tokens=TOKENS)
     loaded = load_results(path, known_sample_tokens=TOKENS)
     assert loaded.sample_tokens == TOKENS
-    assert loaded.meta == {"use_lidar": True}
+    assert loaded.meta == meta
     assert loaded.nan_velocity == 1
     order = np.argsort([TOKENS.index(t) for t in boxes.sample_token], kind="stable")  # grouped by TOKENS
     for name in ("translation", "size", "rotation", "detection_score"):
@@ -75,28 +79,28 @@ def test_devkit_reads_our_file_identically(tmp_path: Path) -> None:
     assert [b.attribute_name for b in theirs_all] == list(ours.boxes.attribute_name)
 
 
+def _set_box(**fields):
+    return lambda d: d["results"]["tok-a"][0].update(fields)
+
+
+# The checks shared with tracking results (numbers, size, rotation, score, class, meta, box count) are tested
+# for both readers in tests/eval/test_results_validation.py; these are detection's own.
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda d: d["results"]["tok-a"][0].pop("size"), "missing field.*size"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, 2.0]), "translation.*3 numbers"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("translation", [1.0, float("nan"), 0.0]), "not finite"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("velocity", [float("inf"), 0.0]), "velocity.*not finite"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [1.0, 0.0, 0.0]), "rotation.*4 numbers"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("rotation", [2.0, 0.0, 0.0, 0.0]), "unit quaternion"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, 0.0, 1.0]), "size.*> 0"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("size", [1.0, "2", 1.0]), "non-number"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_name", "cat"), "detection_name.*'cat'"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", float("nan")), "detection_score"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", -0.5), "detection_score"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("detection_score", True), "detection_score"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("attribute_name", "cycle.flying"), "attribute_name"),
-        (lambda d: d["results"]["tok-a"][0].__setitem__("sample_token", "tok-b"), "listed under 'tok-a'"),
+        (_set_box(attribute_name="cycle.flying"), r"sample 'tok-a', box 0: field 'attribute_name' 'cycle.flying'"),
+        (_set_box(attribute_name=None), r"field 'attribute_name' None is not '' or one of"),
+        (
+            _set_box(detection_name="pedestrian", attribute_name="vehicle.moving"),
+            r"box 0: field 'attribute_name' 'vehicle.moving' is not '' or an attribute of 'pedestrian'",
+        ),
+        (
+            _set_box(detection_name="car", attribute_name="cycle.with_rider"),
+            r"'cycle.with_rider' is not '' or an attribute of 'car': \['vehicle.moving'",
+        ),
+        (lambda d: d["results"]["tok-a"][0].pop("attribute_name"), r"missing field\(s\) \['attribute_name'\]"),
         (lambda d: d["results"]["tok-a"].append(copy.deepcopy(d["results"]["tok-a"][0])), "duplicates box 0"),
-        (lambda d: d["results"].__setitem__("tok-a", {"not": "a list"}), "list of boxes"),
-        (lambda d: d["results"]["tok-a"].__setitem__(0, 5), "must be an object"),
-        (lambda d: d.pop("results"), "missing top-level field 'results'"),
-        (lambda d: d.pop("meta"), "missing top-level field 'meta'"),
+        (_set_box(detection_score=-0.5), r"'detection_score' must be a number in \[0, 1\]"),
         (lambda d: d.__setitem__("results", []), "'results' must be an object"),
     ],
 )
@@ -107,7 +111,30 @@ def test_bad_boxes_raise_naming_file_sample_and_field(tmp_path: Path, mutate, me
     with pytest.raises(PredictionFormatError, match=message) as info:
         load_results(path, known_sample_tokens=TOKENS)
     assert info.value.path == str(path)
-    assert "bad.json" in str(info.value)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+def test_attributes_of_each_class(tmp_path: Path) -> None:
+    """ "" is valid for every class; a class's own attributes are valid for it; barrier and traffic_cone have none,
+    so any attribute there is ignored (the devkit README), as CenterPoint-style writers emit for them."""
+    _, data = good_file(tmp_path)
+    box = data["results"]["tok-a"][0]
+    rows = []
+    for k, (name, attributes) in enumerate(CLASS_ATTRIBUTES.items()):
+        for j, attribute in enumerate(("", *attributes) if attributes else ("", "cycle.with_rider")):
+            rows.append(
+                {**box, "translation": [float(k), float(j), 0.0], "detection_name": name, "attribute_name": attribute}
+            )
+    data["results"] = {"tok-a": rows}
+    loaded = load_results(write_json(tmp_path, data, "attributes.json"))
+    assert list(loaded.boxes.attribute_name) == [r["attribute_name"] for r in rows]
+    assert set(CLASS_ATTRIBUTES) == set(loaded.boxes.detection_name)
+
+
+def test_writer_refuses_a_meta_block_the_reader_would_reject(tmp_path: Path) -> None:
+    with pytest.raises(PredictionFormatError, match=r"field 'meta' lacks \['use_camera'"):
+        write_results(tmp_path / "r.json", make_boxes(), meta={"use_lidar": True}, sample_tokens=TOKENS)
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_error_names_sample_and_box_index(tmp_path: Path) -> None:
@@ -128,7 +155,7 @@ def test_unknown_and_missing_sample_tokens(tmp_path: Path) -> None:
 
 
 def test_duplicate_sample_keys_rejected(tmp_path: Path) -> None:
-    text = '{"meta": {}, "results": {"tok-a": [], "tok-a": []}}'
+    text = '{"meta": {}, "results": {"tok-a": [], "tok-a": []}}'  # rejected while parsing, before any check
     with pytest.raises(PredictionFormatError, match="duplicate key 'tok-a'"):
         load_results(write_json(tmp_path, text))
 

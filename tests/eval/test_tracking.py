@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from stridegen.eval.tracking.algo import average_track_scores, compute_thresholds, filter_tracks, interpolate_tracks
 from stridegen.eval.tracking.data import TRACKING_METRICS, RackBoxes, Timeline, TrackBoxes, TrackingConfig
 from stridegen.eval.tracking.evaluate import evaluate_tracking
+from stridegen.formats.results_json import LIDAR_ONLY_META
 from tests.reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import needs_nuscenes_demo
@@ -566,7 +567,7 @@ def _results_json(data, scenes: set[int] | None = None) -> dict:
                     "tracking_score": b["score"],
                 }
             )
-    return {"meta": {"use_lidar": True}, "results": results}
+    return {"meta": LIDAR_ONLY_META, "results": results}
 
 
 @pytest.mark.devkit
@@ -670,7 +671,7 @@ def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
         ]
     }
     path = tmp_path / "perfect.json"
-    path.write_text(json.dumps({"meta": {}, "results": results}))
+    path.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": results}))
     report = evaluate_log(DEMO, path)
     lm = report.result.label_metrics
     evaluated = [c for c in lm["gt"] if not math.isnan(lm["gt"][c])]
@@ -684,7 +685,7 @@ def test_real_keyframe_ground_truth_and_perfect_predictions(tmp_path):
 def test_config_file_errors_are_config_errors(tmp_path):
     from stridegen.core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match=r"missing\.yaml: tracking config does not exist"):
         TrackingConfig.from_yaml(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("class_range: {car: 50}\n")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from stridegen.core.errors import PredictionFormatError
+from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.formats.tracking_results import (
     load_tracking_results,
     parse_tracking_results,
@@ -35,7 +36,7 @@ def _box(token: str, track: str | int = "t1", name: str = "car", score: float = 
 
 def _doc() -> dict:
     return {
-        "meta": {"use_lidar": True},
+        "meta": {**LIDAR_ONLY_META, "use_radar": True},
         "results": {"s1": [_box("s1"), _box("s1", "t2", "pedestrian", 0.4)], "s2": [], "s3": [_box("s3")]},
     }
 
@@ -52,7 +53,7 @@ def test_roundtrip_through_a_file(tmp_path: Path):
     assert res.tracking_name.tolist() == ["car", "pedestrian", "car"]
     np.testing.assert_allclose(res.tracking_score, [0.7, 0.4, 0.7])
     np.testing.assert_allclose(res.translation[0], [1.0, 2.0, 0.5])
-    assert res.meta == {"use_lidar": True}
+    assert res.meta == {**LIDAR_ONLY_META, "use_radar": True}
     assert res.nan_velocity == 0
 
 
@@ -67,35 +68,28 @@ def test_integer_tracking_ids_become_strings_and_nan_velocity_is_counted():
     assert res.num_pts.tolist() == [-1, -1, 0]  # optional; the devkit drops boxes with num_pts == 0
 
 
+# The checks shared with detection results (numbers, size, rotation, score, class, meta, box count) are tested
+# for both readers in tests/eval/test_results_validation.py; these are tracking's own, and the class list.
 @pytest.mark.parametrize(
     "mutate,match",
     [
         (
-            lambda d: d["results"]["s1"][0].pop("tracking_score"),
-            r"results\['s1'\]\[0\]: missing field\(s\) \['tracking_score'\]",
+            lambda d: d["results"]["s1"][0].pop("tracking_id"),
+            r"sample 's1', box 0: missing field\(s\) \['tracking_id'\]",
         ),
-        (lambda d: d["results"]["s1"][0].pop("tracking_id"), "missing field"),
         (
-            lambda d: d["results"]["s1"][1].update(translation=[1.0, math.nan, 0.0]),
-            r"results\['s1'\]\[1\]: field 'translation' has a non-finite",
+            lambda d: d["results"]["s1"][1].update(tracking_id="t1"),
+            r"sample 's1', box 1: tracking_id 't1' already used by box 0",
         ),
-        (lambda d: d["results"]["s1"][0].update(tracking_score=math.nan), "'tracking_score' must be a finite number"),
-        (lambda d: d["results"]["s1"][0].update(tracking_score=True), "'tracking_score' must be a finite number"),
-        (lambda d: d["results"]["s1"][0].update(tracking_score="0.5"), "'tracking_score' must be a finite number"),
-        (lambda d: d["results"]["s1"][0].update(size=[1.0, 2.0]), "'size' must be a list of 3 numbers"),
-        (lambda d: d["results"]["s1"][0].update(rotation=[1, 0, 0, "x"]), "'rotation' must be a list of 4 numbers"),
+        (lambda d: d["results"]["s1"][0].update(tracking_id=""), "'tracking_id' must be a non-empty string"),
+        (lambda d: d["results"]["s1"][0].update(tracking_id=True), "'tracking_id' must be a non-empty string"),
+        (lambda d: d["results"]["s1"][0].update(tracking_id=[1]), "'tracking_id' must be a non-empty string"),
         (
             lambda d: d["results"]["s1"][0].update(tracking_name="construction_vehicle"),
-            "tracking_name 'construction_vehicle' is not one of",
+            "'tracking_name' 'construction_vehicle' is not one of",
         ),
-        (lambda d: d["results"]["s1"][1].update(tracking_id="t1"), "tracking_id 't1' already used by box 0"),
-        (lambda d: d["results"]["s1"][0].update(tracking_id=""), "non-empty string"),
-        (lambda d: d["results"]["s1"][0].update(sample_token="s3"), "differs from its key"),
-        (lambda d: d["results"].update(s2={"not": "a list"}), r"results\['s2'\]: value must be a list"),
-        (lambda d: d["results"]["s1"].append("box"), "a box must be an object"),
-        (lambda d: d.pop("results"), "missing top-level field 'results'"),
-        (lambda d: d.update(meta=[]), "'meta' must be an object"),
-        (lambda d: d["results"]["s1"][0].update(num_pts=1.5), "'num_pts' must be an integer"),
+        (lambda d: d["results"]["s1"][0].update(tracking_name=["car"]), r"'tracking_name' \['car'\] is not one of"),
+        (lambda d: d["results"]["s1"][0].update(tracking_score=1.01), r"'tracking_score' must be a number in \[0, 1\]"),
     ],
 )
 def test_malformed_boxes_name_token_index_and_field(mutate, match):
@@ -104,6 +98,7 @@ def test_malformed_boxes_name_token_index_and_field(mutate, match):
     with pytest.raises(PredictionFormatError, match=match) as info:
         parse_tracking_results(doc, path="pred.json")
     assert info.value.path == "pred.json"
+    assert str(info.value).startswith("pred.json: sample 's1', box ")
 
 
 def test_unknown_sample_tokens_are_an_error():
@@ -112,7 +107,7 @@ def test_unknown_sample_tokens_are_an_error():
 
 
 def test_too_many_boxes_per_sample():
-    doc = {"results": {"s1": [_box("s1", f"t{k}") for k in range(4)]}}
+    doc = {"meta": LIDAR_ONLY_META, "results": {"s1": [_box("s1", f"t{k}") for k in range(4)]}}
     with pytest.raises(PredictionFormatError, match="4 boxes; at most 3"):
         parse_tracking_results(doc, max_boxes_per_sample=3)
     assert len(parse_tracking_results(doc, max_boxes_per_sample=4)) == 4
@@ -136,6 +131,14 @@ def test_file_level_errors(tmp_path: Path):
 
 
 def test_empty_results_are_valid():
-    res = parse_tracking_results({"meta": {}, "results": {"s1": []}})
+    res = parse_tracking_results({"meta": LIDAR_ONLY_META, "results": {"s1": []}})
     assert len(res) == 0 and res.sample_tokens == ["s1"]
     assert res.translation.shape == (0, 3)
+
+
+def test_writer_refuses_a_meta_block_the_reader_would_reject(tmp_path: Path):
+    with pytest.raises(PredictionFormatError, match=r"field 'meta': \['use_map'\] must be true or false"):
+        write_tracking_results(tmp_path / "r.json", {}, {**LIDAR_ONLY_META, "use_map": "no"})
+    assert not (tmp_path / "r.json").exists()
+    write_tracking_results(tmp_path / "r.json", {"s1": []})
+    assert load_tracking_results(tmp_path / "r.json").meta == LIDAR_ONLY_META

@@ -229,7 +229,10 @@ def test_bad_method_or_mode_is_a_usage_error(tmp_path: Path):
         (None, "items.jsonl: items file does not exist"),
         (b'{"id": "a", "answer": "x"}\n{nope\n', "items.jsonl: line 2:"),
         (b'{"id": "a", "answer": "x"}\n{"id": "a", "answer": "y"}\n', "line 2: duplicate id 'a'"),
-        (b'{"id": "a", "answer": "\xff"}\n', "items.jsonl: not UTF-8 text (invalid byte at offset 23)"),
+        (
+            b'{"id": "a", "answer": "\xff"}\n',
+            "items.jsonl: line 1: items file is not UTF-8 text: byte 0xFF at column 24 (byte offset 23)",
+        ),
     ],
 )
 def test_bad_items_file_is_one_line_and_exit_2(tmp_path: Path, content: bytes | None, message: str):

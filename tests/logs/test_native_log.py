@@ -219,7 +219,7 @@ def test_convert_command(synthetic_pair, tmp_path: Path) -> None:
     assert "frames" in res.output and "16" in res.output
     assert [s.name for s in open_log(tmp_path / "c", format="stridegen-log").scenes()] == ["scene-0000"]
     res = runner.invoke(app, [str(src), "--out", str(tmp_path / "c")])
-    assert res.exit_code == 1 and "is not empty" in " ".join(res.output.split())
+    assert res.exit_code == 2 and "is not empty" in " ".join(res.output.split())  # bad usage (docs/cli.md)
 
 
 # ---------------------------------------------------------------------------------------------- a converter

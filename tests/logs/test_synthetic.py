@@ -555,7 +555,7 @@ def test_cli_synth(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "samples (key frames)" in res.output and (out / VERSION / "sample.json").is_file()
     res = runner.invoke(app, ["synth", str(out), "--scenes", "1", "--seconds", "1"])
-    assert res.exit_code == 1 and "--overwrite" in res.output
+    assert res.exit_code == 2 and "--overwrite" in res.output  # bad usage (docs/cli.md)
 
 
 def test_objects_leave_a_camera_field_of_view(full_ds: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
+from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.detect.simulated import ClassErrorModel, SimulatedProfile, load_profiles, perturb
 from tests.shared_data import NUSCENES_DEMO as DEMO
@@ -165,7 +166,7 @@ def test_precomputed_round_trips_a_results_file(tmp_path):
         ]
     }
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"meta": {"use_lidar": True}, "results": results}))
+    path.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": results}))
     det = make_detector("precomputed", path=path).detect(frame)
     assert len(det) == len(gt)
     order = np.argsort(det.score)
@@ -174,11 +175,11 @@ def test_precomputed_round_trips_a_results_file(tmp_path):
     np.testing.assert_allclose(np.cos(det.yaw[order] - gt.yaw), 1.0, atol=1e-9)
     assert make_detector("precomputed", path=path, min_score=0.55).detect(frame).score.min() >= 0.55
     empty = tmp_path / "other.json"
-    empty.write_text(json.dumps({"meta": {}, "results": {"not-a-sample": []}}))
+    empty.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": {"not-a-sample": []}}))
     with pytest.raises(PredictionFormatError, match="no entry for sample"):
         make_detector("precomputed", path=empty).detect(frame)
     bad = tmp_path / "bad.json"
     results[frame.token][0]["detection_name"] = "spaceship"
-    bad.write_text(json.dumps({"meta": {}, "results": results}))
+    bad.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": results}))
     with pytest.raises(PredictionFormatError, match=r"bad\.json"):
         make_detector("precomputed", path=bad)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from stridegen.core import geometry as geo
+from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.logs import open_log
 from stridegen.logs.synthetic import generate_dataset, load_synthetic_truth
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
@@ -152,7 +153,7 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
                 for i in np.flatnonzero(keep)
             ]
     path = tmp_path / "tracks.json"
-    path.write_text(json.dumps({"meta": {}, "results": results}))
+    path.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": results}))
     config = load_build_config(
         None, ["tracker.name=precomputed", f"tracker.path={path}", "keyframes.start_s=2", "keyframes.end_s=5"]
     )

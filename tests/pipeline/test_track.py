@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core.boxes import Boxes
+from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.pipeline.track import CenterTracker, TrackerConfig, greedy_match, track_scene
 from tests.reference.plain_tracker import PlainTracker
 from tests.shared_data import AV2_LOGS as AV2
@@ -163,7 +164,7 @@ def test_tracker_on_real_av2_tracks(tmp_path):
 
     log_dir = AV2 / "adcf7d18-0510-35b0-a2fa-b4cea13a6d76"
     path = tmp_path / "tracks.json"
-    path.write_text(json.dumps({"meta": {}, "results": tracking_results(open_log(log_dir), max_age=3)}))
+    path.write_text(json.dumps({"meta": LIDAR_ONLY_META, "results": tracking_results(open_log(log_dir), max_age=3)}))
     result = evaluate_log(log_dir, path).result
     assert result.summary("gt") > 0  # AV2 categories reach the tracking classes
     assert result.summary("recall") > 0.99

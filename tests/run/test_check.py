@@ -397,7 +397,7 @@ def test_check_command(corpus: Corpus, base_log: Path) -> None:
     assert "timestamp_unit" in res.output and "likely cause: timestamps look like ns" in " ".join(res.output.split())
     res = runner.invoke(_app(), ["check", str(log), "--json"])
     assert res.exit_code == 1
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)  # the report; the error line is on stderr
     assert data["errors"] == 2 and {f["code"] for f in data["findings"]} == {"timestamp_unit"}
     assert [s["keyframes"] for s in data["scenes"]] == [0, 0]
     res = runner.invoke(_app(), ["check", str(corpus["short_clip"].log), *FAST])

@@ -475,7 +475,7 @@ def test_bad_overrides_raise_config_error(override, message):
 
 
 def test_bad_files_raise_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match=r"missing\.yaml: build config does not exist"):
         load_build_config(tmp_path / "missing.yaml")
     (tmp_path / "bad.yaml").write_text("keyframes:\n  wrong_key: 1\n")
     with pytest.raises(ConfigError, match="wrong_key"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.errors import StrideGenError
+from stridegen.core.cli_errors import guarded
 from stridegen.eval.detection.data import TP_METRIC_SHORT, TP_METRICS, DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.evaluate import DetectionReport, evaluate_log
 
@@ -28,23 +28,24 @@ def print_report(report: DetectionReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(Console().width, 120))  # the per-class table needs ~110 columns
+    from stridegen.core.terminal_tables import fitted_tables
+
+    console = Console()
     m = report.metrics
-    table = Table(title="nuScenes detection: per class", box=box.SIMPLE_HEAD)
-    table.add_column("Class")
-    for th in m.cfg.dist_ths:
-        table.add_column(f"AP@{th:g}m", justify="right")
-    table.add_column("AP", justify="right")
-    for name in TP_METRICS:
-        table.add_column(TP_METRIC_SHORT[name][1:], justify="right")
-    for c in m.cfg.class_names:
-        table.add_row(
+    headers = [*(f"AP@{th:g}m" for th in m.cfg.dist_ths), "AP", *(TP_METRIC_SHORT[name][1:] for name in TP_METRICS)]
+    rows = [
+        (
             c,
-            *(_fmt(m.label_aps[c][th], 3) for th in m.cfg.dist_ths),
-            _fmt(m.mean_dist_aps[c], 3),
-            *(_fmt(m.label_tp_errors[c][name], 3) for name in TP_METRICS),
+            [
+                *(_fmt(m.label_aps[c][th], 3) for th in m.cfg.dist_ths),
+                _fmt(m.mean_dist_aps[c], 3),
+                *(_fmt(m.label_tp_errors[c][name], 3) for name in TP_METRICS),
+            ],
         )
-    console.print(table)
+        for c in m.cfg.class_names
+    ]
+    for table in fitted_tables("nuScenes detection: per class", "Class", headers, rows):  # split on 80 columns
+        console.print(table)
     summary = Table(title="Summary", box=box.SIMPLE_HEAD)
     for key in m.summary_row():
         summary.add_column(key, justify="right")
@@ -59,6 +60,7 @@ def print_report(report: DetectionReport) -> None:
     )
 
 
+@guarded
 def eval_detection(
     gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
     pred: Path = typer.Option(..., "--pred", help="nuScenes detection results JSON."),
@@ -67,12 +69,8 @@ def eval_detection(
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
 ) -> None:
     """nuScenes detection metrics (mAP, mATE, mASE, mAOE, mAVE, mAAE, NDS) of a results file."""
-    try:
-        cfg = DetectionConfig.from_yaml(config) if config else DetectionConfig.cvpr_2019()
-        report = evaluate_log(gt, pred, cfg, version)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    cfg = DetectionConfig.from_yaml(config) if config else DetectionConfig.cvpr_2019()
+    report = evaluate_log(gt, pred, cfg, version)
     print_report(report)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

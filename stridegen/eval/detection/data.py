@@ -132,12 +132,9 @@ class DetectionConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DetectionConfig:
-        import yaml
+        from stridegen.formats.textfile import config_error, load_yaml
 
-        try:
-            content = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read detection config: {exc}") from exc
+        content = load_yaml(path, "detection config", config_error)
         if not isinstance(content, dict):
             raise ConfigError(f"{path}: detection config must be a mapping")
         try:

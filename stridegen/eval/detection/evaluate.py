@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stridegen.eval.detection.algo import accumulate_all, metrics_from_data
@@ -13,6 +13,7 @@ from stridegen.eval.detection.data import DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.gt import FilterCounts, filter_eval_boxes, load_detection_gt
 from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.formats.nuscenes_results import load_results
+from stridegen.formats.results_json import DroppedMeta, summary_meta
 
 
 def evaluate_detection(
@@ -38,8 +39,9 @@ class DetectionReport:
     pred_counts: FilterCounts
     n_samples: int
     nan_velocity: int
-    meta: dict
+    meta: dict  # the results file's meta flags; only these reach the summary (summary_meta)
     total_time_s: float
+    meta_dropped: DroppedMeta = field(default_factory=DroppedMeta)  # other meta keys: counted and named only
 
     def to_dict(self) -> dict:
         out = _json_safe(self.metrics.to_dict())
@@ -52,7 +54,7 @@ class DetectionReport:
                 "gt_filter_counts": self.gt_counts.to_dict(),
                 "pred_filter_counts": self.pred_counts.to_dict(),
                 "pred_nan_velocity": self.nan_velocity,
-                "meta": self.meta,
+                **summary_meta(self.meta, self.meta_dropped),
                 "total_time": self.total_time_s,
             }
         )
@@ -91,4 +93,5 @@ def evaluate_log(
         loaded.nan_velocity,
         loaded.meta,
         time.perf_counter() - start,
+        loaded.meta_dropped,
     )

@@ -4,7 +4,8 @@ Mounted by stridegen/cli.py as the ``judge`` group (module ``stridegen.eval.judg
 ``judge_app``). Heavy imports (openai) happen inside the commands.
 
 Exit codes: 0 every item judged; 1 some items failed (rerun to retry them); 2 bad input or usage, or the
-endpoint refused the credentials (HTTP 401/403). Errors are one line on stderr, redacted.
+endpoint refused the credentials (HTTP 401/403). Errors are one line on stderr, redacted: the commands are
+``guarded`` (stridegen.core.cli_errors, docs/cli.md) with the judges' ``redact`` as the message filter.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+from stridegen.core.cli_errors import guarded
+from stridegen.eval.judges.redact import redact
 
 if TYPE_CHECKING:
     from stridegen.eval.judges.methods import JudgeMethod
@@ -30,6 +34,7 @@ judge_app = typer.Typer(
 
 
 @judge_app.command("run")
+@guarded(clean=redact)
 def run_command(
     method: str = typer.Option(..., "--method", "-m", help="intellicockpit | codalm | cee | general | pairwise"),
     input_path: Path | None = typer.Option(
@@ -77,7 +82,6 @@ def run_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the requests and estimated cost; send nothing"),
 ) -> None:
     """Judge every item of INPUT with METHOD; cached requests are not sent again."""
-    from stridegen.core.errors import StrideGenError
     from stridegen.eval.judges.methods import get_method
     from stridegen.eval.judges.records import JudgeError
 
@@ -102,30 +106,19 @@ def run_command(
         }.items()
         if v is not None
     }
-    try:
-        _run(
-            judge,
-            method,
-            mode=mode,
-            config=config,
-            pricing=pricing,
-            client_overrides=client_overrides,
-            sources=(input_path, dataset, pred),
-            out_dir=out_dir,
-            cache_dir=cache_dir,
-            max_answer_chars=max_answer_chars,
-            dry_run=dry_run,
-        )
-    except StrideGenError as exc:
-        _fail(exc)
-
-
-def _fail(exc: BaseException, code: int = 2) -> NoReturn:
-    """One redacted line on stderr, then exit ``code``."""
-    from stridegen.eval.judges.redact import redact
-
-    typer.echo(f"error: {' '.join(redact(str(exc)).split())}", err=True)
-    raise typer.Exit(code=code)
+    _run(
+        judge,
+        method,
+        mode=mode,
+        config=config,
+        pricing=pricing,
+        client_overrides=client_overrides,
+        sources=(input_path, dataset, pred),
+        out_dir=out_dir,
+        cache_dir=cache_dir,
+        max_answer_chars=max_answer_chars,
+        dry_run=dry_run,
+    )
 
 
 def _run(
@@ -142,7 +135,7 @@ def _run(
     max_answer_chars: int | None,
     dry_run: bool,
 ) -> None:
-    """The body of ``judge run`` once the method is known; StrideGenErrors go to the caller."""
+    """The body of ``judge run`` once the method is known; errors go to the caller (the command's guard)."""
     from stridegen.eval.judges.cache import VerdictCache
     from stridegen.eval.judges.client import (
         ChatClient,
@@ -204,7 +197,6 @@ def _load_input(
     input_path: Path | None, dataset: Path | None, pred: Path | None, out_dir: Path, with_images: bool
 ) -> tuple[list[JudgeItem], Path]:
     """Judge items from --input, or from --dataset + --pred (images drawn into <out>/images when judged)."""
-    from stridegen.core.errors import StrideGenError
     from stridegen.eval.judges.runner import load_items
 
     one_source = "give either --input items.jsonl or --dataset DIR --pred preds.jsonl"
@@ -221,12 +213,8 @@ def _load_input(
     from stridegen.eval.judges.dataset_items import items_from_dataset
     from stridegen.eval.lsr.algo import read_predictions_jsonl
 
-    try:
-        predictions, _ = read_predictions_jsonl(str(pred), "error")
-        items = items_from_dataset(dataset, predictions, out_dir / "images" if with_images else None, str(pred))
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from None
+    predictions, _ = read_predictions_jsonl(str(pred), "error")
+    items = items_from_dataset(dataset, predictions, out_dir / "images" if with_images else None, str(pred))
     return items, dataset.resolve()
 
 
@@ -263,21 +251,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; one-line errors naming the file and line."""
     from stridegen.core.errors import PredictionFormatError
+    from stridegen.formats.textfile import iter_jsonl
 
-    if not path.is_file():
-        raise PredictionFormatError(path, "file does not exist")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PredictionFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise PredictionFormatError(path, f"line {lineno}: not JSON: {exc}") from None
+    for lineno, row in iter_jsonl(path, "file", PredictionFormatError):
         if not isinstance(row, dict):
             raise PredictionFormatError(path, f"line {lineno}: expected a JSON object, got {type(row).__name__}")
         rows.append((lineno, row))
@@ -288,19 +265,21 @@ def _number(path: Path, lineno: int, value: Any, what: str) -> float:
     import math
 
     from stridegen.core.errors import PredictionFormatError
+    from stridegen.formats.textfile import shown
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {value!r}"[:200])
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {shown(value)}")
     try:
         number = float(value)
     except ValueError:
-        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {value!r}"[:200]) from None
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not a number: {shown(value)}") from None
     if not math.isfinite(number):
-        raise PredictionFormatError(path, f"line {lineno}: {what} is not finite: {value!r}")
+        raise PredictionFormatError(path, f"line {lineno}: {what} is not finite: {shown(value)}")
     return number
 
 
 @judge_app.command("agreement")
+@guarded(clean=redact)
 def agreement_command(
     judge_path: Path = typer.Option(
         ..., "--judge", help="verdicts.jsonl of a judge run (or any JSONL with id and score)"
@@ -319,12 +298,7 @@ def agreement_command(
     out: Path | None = typer.Option(None, "--out", help="write the report as strict JSON here"),
 ) -> None:
     """Judge-human agreement: Pearson (sample/system level), pairwise w/o ties, Spearman, Kendall, kappa."""
-    from stridegen.core.errors import StrideGenError
-
-    try:
-        report = _agreement(judge_path, human_path, n_boot, seed, alpha, allow_scale_mismatch)
-    except StrideGenError as exc:
-        _fail(exc)
+    report = _agreement(judge_path, human_path, n_boot, seed, alpha, allow_scale_mismatch)
     _print_agreement(report)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -365,7 +339,10 @@ def _agreement(
         a_dims.append([_number(judge_path, jline, jd[k], f"dimension '{k}'") for k in common])
         b_dims.append([_number(human_path, lineno, hd[k], f"dimension '{k}'") for k in common])
     if len(a) < 2:
-        raise PredictionFormatError(human_path, f"only {len(a)} id(s) match a judged verdict; need at least 2")
+        raise PredictionFormatError(
+            human_path,
+            f"only {len(a)} id(s) with a score match a verdict of {judge_path} ({len(judged)} judged); need at least 2",
+        )
     method = next(iter(methods)) if len(methods) == 1 else ""
     judge_scale = METHOD_SCALES.get(method) or infer_scale(a)
     human_scale = infer_scale(b)

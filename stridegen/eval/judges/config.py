@@ -9,20 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from stridegen.core.errors import ConfigError
 from stridegen.core.resources import resource_path
+from stridegen.formats.textfile import config_error, load_yaml, shown
 
 # The judge configs shipped in the package (any install, any working directory).
 DEFAULT_CONFIG_DIR = resource_path("judges")
+METHOD_SECTIONS = ("mode", "client", "settings")
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    data = load_yaml(path, "judge config file", config_error) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
@@ -36,15 +33,32 @@ def load_method_config(
         p = Path(path)
         if not p.exists():
             raise ConfigError(f"{p}: judge config file does not exist")
-        return _load_yaml(p)
-    p = config_dir / f"{method}.yaml"
-    return _load_yaml(p) if p.exists() else {}
+    else:
+        p = config_dir / f"{method}.yaml"
+        if not p.exists():
+            return {}
+    data = _load_yaml(p)
+    unknown = sorted(str(k) for k in data if k not in METHOD_SECTIONS)
+    if unknown:
+        raise ConfigError(
+            f"{p}: unknown section(s) {shown(unknown[:5])}; a judge config has {', '.join(METHOD_SECTIONS)}"
+        )
+    return data
 
 
 def load_pricing(path: str | Path | None = None, config_dir: Path = DEFAULT_CONFIG_DIR) -> dict[str, dict]:
-    """Model -> {"input": $/1M tokens, "output": $/1M tokens}."""
+    """Model -> {"input": $/1M tokens, "output": $/1M tokens}. A ``path`` given must exist; the packaged default
+    may be absent (no prices: costs are not estimated)."""
     p = Path(path) if path is not None else config_dir / "pricing.yaml"
     if not p.exists():
+        if path is not None:
+            raise ConfigError(f"{p}: pricing file does not exist")
         return {}
-    models = _load_yaml(p).get("models", {}) or {}
+    data = _load_yaml(p)
+    unknown = sorted(str(k) for k in data if k != "models")
+    if unknown:
+        raise ConfigError(f"{p}: unknown section(s) {shown(unknown[:5])}; a pricing file has 'models'")
+    models = data.get("models", {}) or {}
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise ConfigError(f"{p}: 'models' must map each model name to {{input: ..., output: ...}}")
     return {str(k): dict(v) for k, v in models.items()}

@@ -50,31 +50,39 @@ _MAX_RECORDED_SPANS = 5
 
 
 def load_items(path: str | Path) -> list[JudgeItem]:
-    """Items from a JSONL file (one JSON object per line; blank lines skipped). Ids must be unique."""
+    """Items from a JSONL file (one JSON object per line; blank lines skipped). Ids must be unique; an integer id
+    is read as its decimal text. A UTF-8 byte-order mark is tolerated; a missing or empty file, another encoding and
+    bad lines are PredictionFormatErrors naming the file and the line (stridegen.formats.textfile)."""
+    from stridegen.formats.textfile import iter_jsonl, shown
+
     path = Path(path)
-    if not path.is_file():
-        raise PredictionFormatError(path, "items file does not exist")
     items: list[JudgeItem] = []
-    seen: set[str] = set()
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PredictionFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    first_line: dict[str, int] = {}
+    for lineno, raw in iter_jsonl(path, "items file", PredictionFormatError):
+        if not isinstance(raw, dict):
+            raise PredictionFormatError(path, f"line {lineno}: expected a JSON object, got {type(raw).__name__}")
+        if isinstance(raw.get("id"), int) and not isinstance(raw.get("id"), bool):
+            raw["id"] = str(raw["id"])
         try:
-            raw = json.loads(line)
-            if isinstance(raw, dict) and "id" in raw:
-                raw["id"] = str(raw["id"])
             item = JudgeItem.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            raise PredictionFormatError(path, f"line {lineno}: {exc}") from exc
-        if item.id in seen:
-            raise PredictionFormatError(path, f"line {lineno}: duplicate id '{item.id}'")
-        seen.add(item.id)
+        except ValidationError as exc:
+            raise PredictionFormatError(path, f"line {lineno}: {validation_summary(exc)}") from None
+        if item.id in first_line:
+            raise PredictionFormatError(
+                path, f"line {lineno}: duplicate id {shown(item.id)} (first on line {first_line[item.id]})"
+            )
+        first_line[item.id] = lineno
         items.append(item)
     return items
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """A pydantic error on one line: ``field 'answer': Field required; field 'id': Input should be ...``."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ())) or "record"
+        parts.append(f"field {where!r}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
 
 
 @dataclass

@@ -24,7 +24,7 @@ Everything is computed with numpy on integer codes; no per-record Python loop af
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -34,6 +34,7 @@ from stridegen.core.gc_pause import gc_paused
 from stridegen.eval.lsr.answer_parser import Kind, parse_grouped
 from stridegen.eval.lsr.tolerance import ToleranceProfile
 from stridegen.formats.lsr_record import LsrRecord
+from stridegen.formats.textfile import shown
 
 DIMENSIONS: tuple[str, ...] = ("target_distance", "target_direction", "target_velocity", "ego_velocity")
 DIMENSION_KIND: dict[str, Kind] = {
@@ -654,19 +655,45 @@ def items_from_records(
     on_invalid: str = "error",
     missing: str = "fail",
     source: str = "<predictions>",
+    lines: Mapping[str, int] | None = None,
+    other_questions: Mapping[str, str] | None = None,
 ) -> tuple[LsrItems, dict[str, Any]]:
     """Join dataset records with predictions keyed by question id.
 
     A prediction is free text (parsed with the profile's grammar), a number in the dimension's canonical unit
     (only for a one-dimension question), ``{"value": v, "unit": u}``, or a mapping dimension -> number. Records
     without a prediction are failures (``missing="fail"``) or left out (``missing="exclude"``), and counted.
+    A prediction for a question the records do not have is ``not_a_spatiotemporal_question`` when
+    ``other_questions`` (question id -> category: the dataset's questions that LSR does not score) names it, else
+    ``unknown_question_id``. ``lines`` (question id -> line of the predictions file) puts the line in messages.
     """
     from stridegen.eval.lsr.answer_parser import convert_unit
 
     if missing not in ("fail", "exclude"):
         raise ValueError(f"missing must be 'fail' or 'exclude', got {missing!r}")
+    join = _Join(source, lines or {}, other_questions or {})
     with gc_paused():
-        return _items_from_records(records, predictions, profile, on_invalid, missing, source, convert_unit)
+        return _items_from_records(records, predictions, profile, on_invalid, missing, join, convert_unit)
+
+
+@dataclass(frozen=True)
+class _Join:
+    """Where the predictions come from, for messages: the file, each id's line, the questions LSR does not score."""
+
+    source: str
+    lines: Mapping[str, int]
+    other_questions: Mapping[str, str]
+
+    def where(self, question_id: str) -> str:
+        line = self.lines.get(question_id)
+        return f"{'' if line is None else f'line {line}: '}question {shown(question_id)}"
+
+    def reject_unknown(self, builder: ItemBuilder, question_id: str) -> None:
+        category = self.other_questions.get(question_id)
+        if category is None:
+            builder.reject("unknown_question_id", self.where(question_id))
+        else:
+            builder.reject("not_a_spatiotemporal_question", f"{self.where(question_id)} ({category})")
 
 
 def _items_from_records(
@@ -675,21 +702,21 @@ def _items_from_records(
     profile: ToleranceProfile,
     on_invalid: str,
     missing: str,
-    source: str,
+    join: _Join,
     convert_unit: Any,
 ) -> tuple[LsrItems, dict[str, Any]]:
-    builder = ItemBuilder(source, on_invalid)
+    builder = ItemBuilder(join.source, on_invalid)
     dims_per_question: dict[str, int] = {}
     for r in records:
         dims_per_question[r.question_id] = dims_per_question.get(r.question_id, 0) + 1
     unknown = [q for q in predictions if q not in dims_per_question]
     for q in unknown:
-        builder.reject("unknown_question_id", f"question {q!r}")
+        join.reject_unknown(builder, q)
     n_missing = 0
     labels: dict[str, tuple[str | None, str | None]] = {}
     partial = {r.group_id for r in records if r.partial_group}
     for r in records:
-        where = f"question {r.question_id!r} ({r.dimension})"
+        where = f"{join.where(r.question_id)} ({r.dimension})"
         if r.dimension not in _DIM_CODE:
             builder.reject("unknown_dimension", where)
             continue
@@ -762,96 +789,135 @@ def _read_prediction(
 # ============================================================================================ JSONL inputs
 
 
+def question_id_of(value: Any) -> str | None:
+    """A question id as read from JSON: a non-empty string, or an integer (written as its decimal text); None for
+    anything else (bool, float, null, a list, an empty string)."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _question_id_problem(obj: dict[str, Any]) -> tuple[str, str]:
+    """Why a line's ``question_id`` is unusable: (reason key, message)."""
+    if "question_id" not in obj:
+        return "missing_question_id", "missing question id"
+    return (
+        "bad_question_id",
+        f"question_id must be a non-empty string or an integer, got {shown(obj['question_id'])}",
+    )
+
+
 def read_records_jsonl(path: str) -> list[LsrRecord]:
     """Dataset records, one JSON object per line with the LsrRecord fields. Malformed records raise
     PredictionFormatError naming the line (the dataset itself is wrong: no skip policy)."""
-    import json
-
     from stridegen.core.errors import PredictionFormatError
+    from stridegen.formats.textfile import iter_jsonl
 
     required = ("question_id", "group_id", "horizon_s", "dimension", "gt_value")
     optional = ("unit", "scenario", "object_class", "out_of_view")
     out: list[LsrRecord] = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PredictionFormatError(path, f"line {line_no}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict):
-                raise PredictionFormatError(path, f"line {line_no}: expected an object")
-            lacking = [k for k in required if k not in obj]
-            if lacking:
-                raise PredictionFormatError(path, f"line {line_no}: missing fields {lacking}")
-            h = obj["horizon_s"]
-            if isinstance(h, bool) or not isinstance(h, int | float) or h < 0 or h != int(h):
-                raise PredictionFormatError(
-                    path, f"line {line_no}: horizon_s must be a whole number of seconds >= 0, got {h!r}"
-                )
-            if obj["dimension"] not in _DIM_CODE:
-                raise PredictionFormatError(
-                    path, f"line {line_no}: unknown dimension {obj['dimension']!r}; expected one of {DIMENSIONS}"
-                )
-            if not isinstance(obj.get("partial_group", False), bool):
-                raise PredictionFormatError(
-                    path, f"line {line_no}: partial_group must be true or false, got {obj['partial_group']!r}"
-                )
-            if finite_number(obj["gt_value"]) is None:
-                raise PredictionFormatError(
-                    path, f"line {line_no}: gt_value must be a finite number, got {obj['gt_value']!r}"
-                )
-            out.append(
-                LsrRecord(
-                    question_id=str(obj["question_id"]),
-                    group_id=str(obj["group_id"]),
-                    horizon_s=int(h),
-                    dimension=obj["dimension"],
-                    gt_value=float(obj["gt_value"]),
-                    partial_group=bool(obj.get("partial_group", False)),
-                    **{k: obj.get(k) for k in optional},
-                )
+    for line_no, obj in iter_jsonl(path, "records file", PredictionFormatError):
+        if not isinstance(obj, dict):
+            raise PredictionFormatError(path, f"line {line_no}: expected an object, got {type(obj).__name__}")
+        lacking = [k for k in required if k not in obj]
+        if lacking:
+            raise PredictionFormatError(path, f"line {line_no}: missing fields {lacking}")
+        qid = question_id_of(obj["question_id"])
+        if qid is None:
+            raise PredictionFormatError(path, f"line {line_no}: {_question_id_problem(obj)[1]}")
+        h = obj["horizon_s"]
+        if isinstance(h, bool) or not isinstance(h, int | float) or h < 0 or h != int(h):
+            raise PredictionFormatError(
+                path, f"line {line_no}: horizon_s must be a whole number of seconds >= 0, got {shown(h)}"
             )
+        if obj["dimension"] not in _DIM_CODE:
+            raise PredictionFormatError(
+                path, f"line {line_no}: unknown dimension {shown(obj['dimension'])}; expected one of {DIMENSIONS}"
+            )
+        if not isinstance(obj.get("partial_group", False), bool):
+            raise PredictionFormatError(
+                path, f"line {line_no}: partial_group must be true or false, got {shown(obj['partial_group'])}"
+            )
+        if finite_number(obj["gt_value"]) is None:
+            raise PredictionFormatError(
+                path, f"line {line_no}: gt_value must be a finite number, got {shown(obj['gt_value'])}"
+            )
+        out.append(
+            LsrRecord(
+                question_id=qid,
+                group_id=str(obj["group_id"]),
+                horizon_s=int(h),
+                dimension=obj["dimension"],
+                gt_value=float(obj["gt_value"]),
+                partial_group=bool(obj.get("partial_group", False)),
+                **{k: obj.get(k) for k in optional},
+            )
+        )
+    return out
+
+
+@dataclass
+class PredictionFile:
+    """A predictions JSONL as read: question id -> prediction, the line each came from, and the lines dropped
+    (by reason) under a skip policy."""
+
+    values: dict[str, Any]
+    lines: dict[str, int]
+    dropped: dict[str, int]
+
+
+def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
+    """question_id -> prediction from ``{"question_id", "pred"}`` lines (``pred``: text, number or mapping), or
+    ``{"question_id", "value"[, "unit"]}``. A question id is a string or an integer (read as its decimal text).
+    A line that is not JSON, lacks a usable question id or a prediction, or repeats an id follows ``on_invalid``
+    (``error`` raises PredictionFormatError naming the file and line; otherwise the line is dropped and counted).
+    A UTF-8 byte-order mark is tolerated; an empty file, another encoding or bytes that are not UTF-8 are errors
+    (stridegen.formats.textfile)."""
+    import json
+
+    from stridegen.core.errors import PredictionFormatError
+    from stridegen.formats.textfile import iter_jsonl_lines, json_error_reason
+
+    out = PredictionFile({}, {}, {})
+
+    def bad(key: str, message: str) -> None:
+        """A line that cannot be used: raise, or drop it and count it under ``key``."""
+        if on_invalid == "error":
+            raise PredictionFormatError(path, message)
+        out.dropped[key] = out.dropped.get(key, 0) + 1
+
+    for line_no, line in iter_jsonl_lines(path, "predictions file", PredictionFormatError):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad("not_valid_json", json_error_reason(exc, line_no))
+            continue
+        if not isinstance(obj, dict):
+            bad("not_an_object", f"line {line_no}: expected a JSON object, got {type(obj).__name__}")
+            continue
+        qid = question_id_of(obj.get("question_id"))
+        if qid is None:
+            key, message = _question_id_problem(obj)
+            bad(key, f"line {line_no}: {message}")
+            continue
+        if qid in out.values:
+            first = out.lines[qid]
+            bad("duplicate_question_id", f"line {line_no}: duplicate question id {shown(qid)} (first on line {first})")
+            continue
+        if "pred" in obj:
+            out.values[qid] = obj["pred"]
+        elif "value" in obj:
+            out.values[qid] = {"value": obj["value"], "unit": obj.get("unit")}
+        else:
+            bad("missing_pred", f"line {line_no}: no 'pred' (or 'value') field")
+            continue
+        out.lines[qid] = line_no
     return out
 
 
 def read_predictions_jsonl(path: str, on_invalid: str = "error") -> tuple[dict[str, Any], dict[str, int]]:
-    """question_id -> prediction from ``{"question_id", "pred"}`` lines (``pred``: text, number or mapping), or
-    ``{"question_id", "value"[, "unit"]}``. Duplicate ids and lines without a prediction follow ``on_invalid``
-    (``error`` raises; otherwise the later duplicate / the bad line is dropped and counted)."""
-    import json
-
-    from stridegen.core.errors import PredictionFormatError
-
-    preds: dict[str, Any] = {}
-    dropped: dict[str, int] = {}
-
-    def bad(reason: str, line_no: int) -> None:
-        if on_invalid == "error":
-            raise PredictionFormatError(path, f"line {line_no}: {reason.replace('_', ' ')}")
-        dropped[reason] = dropped.get(reason, 0) + 1
-
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                bad("not_valid_json", line_no)
-                continue
-            qid = obj.get("question_id") if isinstance(obj, dict) else None
-            if not isinstance(qid, str) or not qid:
-                bad("missing_question_id", line_no)
-                continue
-            if qid in preds:
-                bad("duplicate_question_id", line_no)
-                continue
-            if "pred" in obj:
-                preds[qid] = obj["pred"]
-            elif "value" in obj:
-                preds[qid] = {"value": obj["value"], "unit": obj.get("unit")}
-            else:
-                bad("missing_pred", line_no)
-    return preds, dropped
+    """``read_predictions`` as (question id -> prediction, dropped lines by reason)."""
+    read = read_predictions(path, on_invalid)
+    return read.values, read.dropped

@@ -8,20 +8,27 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
+from stridegen.core.cli_errors import guarded
+
 if TYPE_CHECKING:
     from stridegen.eval.lsr.answer_parser import ParserMode
+    from stridegen.eval.lsr.tolerance import ToleranceProfile
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+def _usage(message: str, option: str | None = None) -> Exception:
+    """A usage error (exit 2, one line): a bad value of ``option``, or inputs that do not go together."""
+    from stridegen.core.errors import UsageError
+
+    return typer.BadParameter(message, param_hint=f"'{option}'") if option else UsageError(message)
 
 
 def _official_inputs(
     bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any, on_invalid: str, missing: str
 ) -> tuple[Any, dict[str, Any]]:
+    from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.lsr import bench as sb
-    from stridegen.eval.lsr.algo import read_predictions_jsonl
+    from stridegen.eval.lsr.algo import read_predictions
+    from stridegen.formats.textfile import shown
 
     sheet = None
     annotations = None
@@ -34,18 +41,82 @@ def _official_inputs(
         return sb.build_items(loaded, profile, sheet, annotations, on_invalid, missing)
     # --bench-dir + --pred: join a predictions JSONL onto the bench questions.
     assert annotations is not None and pred is not None
-    preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
-    merged = [dict(annotations[q], pred=p) for q, p in preds.items() if q in annotations]
-    unknown = [q for q in preds if q not in annotations]
+    read = read_predictions(str(pred), on_invalid)
+    merged = [dict(annotations[q], pred=p) for q, p in read.values.items() if q in annotations]
+    unknown = [q for q in read.values if q not in annotations]
     if unknown and on_invalid == "error":
-        _fail(f"{pred}: {len(unknown)} predictions for question ids not in the bench (e.g. {unknown[0]!r})")
+        raise PredictionFormatError(
+            pred,
+            f"line {read.lines[unknown[0]]}: question {shown(unknown[0])} is not a question of the bench "
+            f"({len(unknown)} such prediction(s))",
+        )
     items, report = sb.build_items([(pred, merged)], profile, sheet, annotations, on_invalid, missing)
     report["skipped"]["unknown_question_id"] = len(unknown) + report["skipped"].get("unknown_question_id", 0)
     report["skipped"] = {k: v for k, v in sorted(report["skipped"].items()) if v}
-    report["dropped_prediction_lines"] = dropped
+    report["dropped_prediction_lines"] = read.dropped
     return items, report
 
 
+def _check_options(
+    official: bool,
+    records: Path | None,
+    dataset: Path | None,
+    sheet: Path | None,
+    pred: Path | None,
+    responses: Path | None,
+    bench_dir: Path | None,
+) -> None:
+    """Which inputs go together (a UsageError, exit 2, otherwise)."""
+    if sum(x is not None for x in (records, dataset)) + official > 1:
+        raise _usage("give one input: official files (--bench-dir/--responses), --dataset or --records")
+    if not official and records is None and dataset is None:
+        raise _usage("give --responses [--bench-dir], --bench-dir --pred, --dataset --pred or --records --pred")
+    if sheet is not None and dataset is None:
+        raise _usage("--sheet goes with --dataset (official inputs read annotation_sheet.csv from --bench-dir)")
+    if (records is not None or dataset is not None or (bench_dir is not None and responses is None)) and pred is None:
+        raise _usage("--pred is required with --dataset, --records and --bench-dir alone")
+    if responses is not None and pred is not None:
+        raise _usage("--pred cannot be combined with --responses (responses already hold the answers)")
+
+
+def _record_inputs(
+    dataset: Path | None,
+    records: Path | None,
+    sheet: Path | None,
+    pred: Path,
+    prof: ToleranceProfile,
+    on_invalid: str,
+    missing: str,
+) -> tuple[Any, dict[str, Any]]:
+    """LSR items from a stridegen dataset or an LsrRecord JSONL, joined with a predictions JSONL."""
+    from stridegen.core.errors import DataFormatError
+    from stridegen.eval.lsr.algo import items_from_records, read_predictions, read_records_jsonl
+
+    read = read_predictions(str(pred), on_invalid)
+    others: dict[str, str] = {}
+    if dataset is not None:
+        from stridegen.eval.lsr.dataset import (
+            other_questions,
+            records_from_dataset,
+            scenarios_from_dataset,
+            scenarios_from_sheet,
+        )
+
+        # --sheet wins; without it the groups' relations come from the rule-based classifier.
+        scen = scenarios_from_sheet(sheet) if sheet is not None else scenarios_from_dataset(dataset)
+        recs = records_from_dataset(dataset, scen)
+        if not recs:
+            raise DataFormatError(dataset, "the dataset has no spatiotemporal QA to score")
+        others = other_questions(dataset)
+    else:
+        assert records is not None
+        recs = read_records_jsonl(str(records))
+    items, report = items_from_records(recs, read.values, prof, on_invalid, missing, str(pred), read.lines, others)
+    report["dropped_prediction_lines"] = read.dropped
+    return items, report
+
+
+@guarded
 def eval_lsr(
     out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, plots."),
     bench_dir: Path | None = typer.Option(
@@ -79,57 +150,27 @@ def eval_lsr(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
-    from stridegen.core.errors import StrideGenError
-    from stridegen.eval.lsr.algo import evaluate, items_from_records, read_predictions_jsonl, read_records_jsonl
+    from stridegen.eval.lsr.algo import evaluate
     from stridegen.eval.lsr.report import write_reports
     from stridegen.eval.lsr.tolerance import load_profile
 
     if on_invalid not in ("error", "skip", "fail"):
-        _fail(f"--on-invalid must be error, skip or fail, got {on_invalid!r}")
+        raise _usage(f"must be error, skip or fail, got {on_invalid!r}", "--on-invalid")
     if parser not in (None, "official", "robust"):
-        _fail(f"--parser must be official or robust, got {parser!r}")
+        raise _usage(f"must be official or robust, got {parser!r}", "--parser")
     if missing not in (None, "exclude", "fail"):
-        _fail(f"--missing must be exclude or fail, got {missing!r}")
+        raise _usage(f"must be exclude or fail, got {missing!r}", "--missing")
     official = bench_dir is not None or responses is not None
-    if sum(x is not None for x in (records, dataset)) + official > 1:
-        _fail("give one input: official files (--bench-dir/--responses), --dataset or --records")
-    if not official and records is None and dataset is None:
-        _fail("give --responses [--bench-dir], --bench-dir --pred, --dataset --pred or --records --pred")
-    if sheet is not None and dataset is None:
-        _fail("--sheet goes with --dataset (official inputs read annotation_sheet.csv from --bench-dir)")
-    if (records is not None or dataset is not None or (bench_dir is not None and responses is None)) and pred is None:
-        _fail("--pred is required with --dataset, --records and --bench-dir alone")
-    if responses is not None and pred is not None:
-        _fail("--pred cannot be combined with --responses (responses already hold the answers)")
-    try:
-        prof = load_profile(profile or ("strideqa-bench" if official else "paper"))
-        prof = prof.with_parser(cast("ParserMode | None", parser))
-        if official:
-            items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
-        else:
-            assert pred is not None
-            preds, dropped = read_predictions_jsonl(str(pred), on_invalid)
-            if dataset is not None:
-                from stridegen.eval.lsr.dataset import (
-                    records_from_dataset,
-                    scenarios_from_dataset,
-                    scenarios_from_sheet,
-                )
-
-                # --sheet wins; without it the groups' relations come from the rule-based classifier.
-                scen = scenarios_from_sheet(sheet) if sheet is not None else scenarios_from_dataset(dataset)
-                recs = records_from_dataset(dataset, scen)
-                if not recs:
-                    _fail(f"{dataset}: the dataset has no spatiotemporal QA to score")
-            else:
-                assert records is not None
-                recs = read_records_jsonl(str(records))
-            items, report = items_from_records(recs, preds, prof, on_invalid, missing or "fail", str(pred))
-            report["dropped_prediction_lines"] = dropped
-        result = evaluate(items, prof)
-        paths = write_reports(result, out, report, plots=plots)
-    except (StrideGenError, ValueError) as exc:
-        _fail(str(exc))
+    _check_options(official, records, dataset, sheet, pred, responses, bench_dir)
+    prof = load_profile(profile or ("strideqa-bench" if official else "paper"))
+    prof = prof.with_parser(cast("ParserMode | None", parser))
+    if official:
+        items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
+    else:
+        assert pred is not None
+        items, report = _record_inputs(dataset, records, sheet, pred, prof, on_invalid, missing or "fail")
+    result = evaluate(items, prof)
+    paths = write_reports(result, out, report, plots=plots)
     summary = {name: rows[-1]["success_rate"] for name, rows in result.success_rates.items() if rows}
     if result.temporal_consistency:
         overall = result.temporal_consistency[0]

@@ -57,3 +57,21 @@ def scenarios_from_dataset(dataset_dir: str | Path) -> dict[str, str | None]:
         for scene in ds:
             out.update(scene_relations(scene))
     return out
+
+
+def other_questions(dataset_dir: str | Path) -> dict[str, str]:
+    """question_id -> category of every question of a dataset that LSR does not score (every category but
+    spatiotemporal), so that a prediction for one is reported as such rather than as an unknown id."""
+    from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL
+    from stridegen.shards.reader import open_dataset
+
+    out: dict[str, str] = {}
+    with open_dataset(dataset_dir) as ds:
+        for scene in ds:
+            table = scene.qa
+            if table is None:
+                continue
+            for qid, category in zip(table.question_id.tolist(), table.category.tolist(), strict=True):
+                if str(category) != CATEGORY_SPATIOTEMPORAL:
+                    out[str(qid)] = str(category)
+    return out

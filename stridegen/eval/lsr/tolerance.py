@@ -174,7 +174,6 @@ def load_profile(name_or_path: str | Path) -> ToleranceProfile:
         raise ConfigError(
             f"unknown tolerance profile {key!r}: not one of {sorted(BUILTIN_PROFILES)} and not a YAML file"
         )
-    import yaml
+    from stridegen.formats.textfile import config_error, load_yaml
 
-    with path.open(encoding="utf-8") as f:
-        return profile_from_mapping(yaml.safe_load(f), str(path))
+    return profile_from_mapping(load_yaml(path, "tolerance profile", config_error), str(path))

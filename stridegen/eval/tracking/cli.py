@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.errors import StrideGenError
+from stridegen.core.cli_errors import guarded
 from stridegen.eval.tracking.data import TrackingConfig
 from stridegen.eval.tracking.evaluate import TrackingReport, evaluate_log
 
@@ -63,6 +63,7 @@ def print_report(report: TrackingReport) -> None:
     )
 
 
+@guarded
 def eval_tracking(
     gt: Path = typer.Option(..., "--gt", help="Log root with ground truth (e.g. a nuScenes dataroot)."),
     pred: Path = typer.Option(..., "--pred", help="nuScenes tracking results JSON."),
@@ -73,12 +74,8 @@ def eval_tracking(
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
 ) -> None:
     """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""
-    try:
-        cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
-        report = evaluate_log(gt, pred, cfg, version)
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
+    report = evaluate_log(gt, pred, cfg, version)
     print_report(report)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

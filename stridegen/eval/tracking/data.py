@@ -129,22 +129,24 @@ class TrackingConfig:
                 num_thresholds=int(content["num_thresholds"]),
                 pretty_names={str(k): str(v) for k, v in content.get("pretty_tracking_names", {}).items()},
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            raise ConfigError(f"invalid tracking config: missing key {exc.args[0]!r}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, ConfigError):
                 raise
-            raise ConfigError(f"invalid tracking config: {exc!r}") from None
+            raise ConfigError(f"invalid tracking config: {exc}") from None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrackingConfig:
-        import yaml
+        from stridegen.formats.textfile import config_error, load_yaml
 
-        try:
-            content = yaml.safe_load(Path(path).read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read tracking config ({exc})") from None
+        content = load_yaml(path, "tracking config", config_error)
         if not isinstance(content, dict):
             raise ConfigError(f"{path}: tracking config must be a mapping")
-        return cls.from_dict(content)
+        try:
+            return cls.from_dict(content)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------- inputs

@@ -13,6 +13,7 @@ from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.tracking.algo import evaluate_prepared, prepare_tracks
 from stridegen.eval.tracking.data import RackBoxes, Timeline, TrackBoxes, TrackingConfig, TrackingResult
 from stridegen.eval.tracking.gt import TrackingGroundTruth, load_tracking_gt
+from stridegen.formats.results_json import DroppedMeta, summary_meta
 from stridegen.formats.tracking_results import TrackingResults, load_tracking_results
 
 
@@ -48,16 +49,17 @@ class TrackingReport:
     scenes_evaluated: list[str]
     scenes_skipped: list[str]  # log scenes with no sample in the results file
     n_samples: int
-    meta: dict
+    meta: dict  # the results file's meta flags; only these reach the summary (summary_meta)
     nan_velocity: int
     total_time_s: float
     info: dict = field(default_factory=dict)
+    meta_dropped: DroppedMeta = field(default_factory=DroppedMeta)  # other meta keys: counted and named only
 
     def to_dict(self) -> dict:
         out = self.result.serialize()
         out.update(
             {
-                "meta": self.meta,
+                **summary_meta(self.meta, self.meta_dropped),
                 "scenes_evaluated": self.scenes_evaluated,
                 "scenes_skipped": self.scenes_skipped,
                 "n_samples": self.n_samples,
@@ -125,4 +127,5 @@ def evaluate_log(
         results.meta,
         results.nan_velocity,
         time.perf_counter() - start,
+        meta_dropped=results.meta_dropped,
     )

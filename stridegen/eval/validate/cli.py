@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stridegen.core.cli_errors import guarded
 from stridegen.eval.validate.scoring import validate_log
 from stridegen.pipeline.track import TrackerConfig
 
 
+@guarded
 def validate(
     log_root: Path | None = None,
     detector: str = "simulated",
@@ -19,34 +21,31 @@ def validate(
 
     Without LOG_ROOT the embedded synthetic default is used. --detector oracle must report perfect scores.
     """
-    import typer
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from stridegen.core.errors import StrideGenError
     from stridegen.logs import open_log
     from stridegen.pipeline.detect import make_detector
 
-    try:
-        if log_root is None:
-            from stridegen.logs.synthetic.default import ensure_default_log
+    if log_root is None:
+        from stridegen.logs.synthetic.default import ensure_default_log
 
-            log_root = ensure_default_log()
-        # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point.
-        options = (
-            {"profile": profile, "seed": seed}
-            if detector == "simulated"
-            else {"min_lidar_points": 1}
-            if detector == "oracle"
-            else {}
-        )
-        report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
-    except StrideGenError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        log_root = ensure_default_log()
+    # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point.
+    options = (
+        {"profile": profile, "seed": seed}
+        if detector == "simulated"
+        else {"min_lidar_points": 1}
+        if detector == "oracle"
+        else {}
+    )
+    report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
     table = Table(
-        title=f"{detector}{' (' + profile + ')' if detector == 'simulated' else ''} on {log_root} "
-        f"({report.n_frames} frames)"
+        title=escape(
+            f"{detector}{' (' + profile + ')' if detector == 'simulated' else ''} on {log_root} "
+            f"({report.n_frames} frames)"
+        )
     )
     cells = {**report.detection, **report.tracking}
     for key in cells:

@@ -73,6 +73,7 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
     from stridegen.eval.tracking.data import TrackingConfig
     from stridegen.eval.tracking.evaluate import evaluate_tracking, results_to_boxes
     from stridegen.eval.tracking.gt import gather_tracking_gt
+    from stridegen.formats.results_json import LIDAR_ONLY_META
     from stridegen.formats.tracking_results import parse_tracking_results
 
     frames = [f for s in reader.scenes() for f in s.frames]
@@ -81,7 +82,7 @@ def validate_log(reader: LogReader, detector: Detector, tracker: TrackerConfig |
 
     gt = gather_tracking_gt(reader.scenes(), reader.root)
     results = parse_tracking_results(
-        {"meta": {}, "results": tracking_results(reader, samples, tracker)},
+        {"meta": dict(LIDAR_ONLY_META), "results": tracking_results(reader, samples, tracker)},
         "<tracker output>",
         known_sample_tokens=gt.sample_tokens,
     )
