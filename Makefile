@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
 # sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
-EXTRAS ?= dev,sam2
+EXTRAS ?= dev,sam2,mmdet3d
 DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test lint bench clean wheel-check

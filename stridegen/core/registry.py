@@ -54,6 +54,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "oracle": "stridegen.pipeline.detect.oracle:OracleDetector",
         "simulated": "stridegen.pipeline.detect.simulated:SimulatedDetector",
         "precomputed": "stridegen.pipeline.detect.precomputed:PrecomputedDetector",
+        "mmdet3d": "stridegen.pipeline.detect.mmdet3d_backend:Mmdet3dDetector",
     },
     "tracker": {
         "center": "stridegen.pipeline.track:SceneTracker",

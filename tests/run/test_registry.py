@@ -40,7 +40,7 @@ def test_every_builtin_target_imports():
 
 
 def test_unknown_names_and_kinds_are_config_errors():
-    with pytest.raises(ConfigError, match=r"unknown detector 'nope'; available: \['oracle', 'precomputed'"):
+    with pytest.raises(ConfigError, match=r"unknown detector 'nope'; available: \['mmdet3d', 'oracle', 'precomputed'"):
         registry.resolve("detector", "nope")
     with pytest.raises(ConfigError, match="unknown extension kind"):
         registry.resolve("detectors", "oracle")
