@@ -150,3 +150,18 @@ DEFAULT_ATTRIBUTE = {
 
 # The nuScenes ego vehicle (Renault Zoe), length, width, height in metres: the default ego size of ego-size QA.
 NUSCENES_EGO_SIZE_LWH: tuple[float, float, float] = (4.084, 1.730, 1.562)
+
+
+# KITTI object / tracking types -> nuScenes detection class ("" = no single class: Tram, rail vehicles, are not
+# annotated in nuScenes; Misc holds trailers, segways, ...). DontCare rows are regions, not objects, and have no entry.
+# Shared by the KITTI reader example (examples/kitti_tracking_reader) and the mmdet3d class map.
+KITTI_TO_DETECTION: dict[str, str] = {
+    "Car": "car",
+    "Van": "car",
+    "Truck": "truck",
+    "Pedestrian": "pedestrian",
+    "Person_sitting": "pedestrian",
+    "Cyclist": "bicycle",
+    "Tram": "",
+    "Misc": "",
+}

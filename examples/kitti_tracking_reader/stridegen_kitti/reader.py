@@ -27,6 +27,7 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import InvalidPoseError, LogFormatError, MissingFileError, PointCloudSizeError
+from stridegen.core.vocabulary import KITTI_TO_DETECTION
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 CAMERA, LIDAR = "image_02", "velodyne"
@@ -35,20 +36,9 @@ EARTH_RADIUS_M = 6378137.0  # devkit latlonToMercator: equatorial radius of WGS8
 MAX_TIME_DIFF_S = 1.5  # nuscenes-devkit box_velocity: neighbours further apart give no velocity
 LABEL_FIELDS = 17  # frame, track id, type, truncated, occluded, alpha, bbox[4], h w l, x y z, rotation_y (+ score)
 
-# KITTI type -> nuScenes detection class ("" = none). nuScenes vehicle.car includes vans; a KITTI Cyclist box holds
-# rider and bicycle, as a nuScenes bicycle box with the cycle.with_rider attribute; nuScenes has no tram class
-# (rail vehicles are not annotated there), and Misc (trailers, segways, ...) has no single class. DontCare rows are
-# regions, not objects: they are dropped.
-KITTI_TO_DETECTION = {
-    "Car": "car",
-    "Van": "car",
-    "Truck": "truck",
-    "Pedestrian": "pedestrian",
-    "Person_sitting": "pedestrian",
-    "Cyclist": "bicycle",
-    "Tram": "",
-    "Misc": "",
-}
+# KITTI type -> nuScenes detection class: stridegen.core.vocabulary.KITTI_TO_DETECTION ("" = none). nuScenes
+# vehicle.car includes vans; a KITTI Cyclist box holds rider and bicycle, as a nuScenes bicycle box with the
+# cycle.with_rider attribute. DontCare rows are regions, not objects: they are dropped.
 KITTI_ATTRIBUTE = {"Person_sitting": "pedestrian.sitting_lying_down", "Cyclist": "cycle.with_rider"}
 # KITTI occluded (0 fully visible, 1 partly, 2 largely occluded, 3 unknown) -> nuScenes visibility bin
 # (4: 80-100 %, 2: 40-60 %, 1: 0-40 %, 0: unknown). An approximation: KITTI's flag is an annotator's judgement.

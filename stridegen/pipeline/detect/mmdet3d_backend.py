@@ -67,7 +67,7 @@ from stridegen.core.errors import (
     StrideGenError,
     UnknownChannelError,
 )
-from stridegen.core.vocabulary import DETECTION_CLASSES
+from stridegen.core.vocabulary import DETECTION_CLASSES, KITTI_TO_DETECTION
 from stridegen.logs.base import Frame, SensorSample
 
 EXTRA = "mmdet3d"
@@ -109,15 +109,8 @@ NUSCENES_CAMERAS: tuple[str, ...] = (
 # here and in ``class_map`` is a config error: the mapping is total over the model's classes.
 DEFAULT_CLASS_MAP: dict[str, str] = {
     **{name: name for name in DETECTION_CLASSES},
-    # KITTI (Car, Pedestrian, Cyclist, Van, Truck, ...), Waymo (Car, Pedestrian, Cyclist), Lyft.
-    "Car": "car",
-    "Van": "car",
-    "Truck": "truck",
-    "Pedestrian": "pedestrian",
-    "Person_sitting": "pedestrian",
-    "Cyclist": "bicycle",
-    "Tram": "",
-    "Misc": "",
+    # KITTI (Car, Pedestrian, Cyclist, Van, Truck, ...; Waymo's Car, Pedestrian, Cyclist are among them), Lyft.
+    **KITTI_TO_DETECTION,
     "other_vehicle": "truck",
     "emergency_vehicle": "car",
     "animal": "",
