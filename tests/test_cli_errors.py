@@ -74,15 +74,12 @@ class Case:
     suffix: str = ".json"
     accepts: frozenset[str] = field(default_factory=frozenset)
     run_accepted: bool = True
-    # (variant, reason): known gaps owned elsewhere, expected to fail until fixed there (strict: fixed -> remove)
-    pending: dict[str, str] = field(default_factory=dict)
 
 
 EMPTY_YAML_IS_DEFAULTS = frozenset({"empty"})
 # The nuScenes results readers (stridegen/formats/results_json.py, being reworked for results validation) read
 # with Path.read_text(): UTF-16 and 0xFF bytes raise a UnicodeDecodeError that names no file. The fix there:
 # ``text = textfile.read_text(path, "results file", PredictionFormatError)`` in read_results_json.
-RESULTS_PENDING: dict[str, str] = {}
 
 
 def _out(inp: Inputs, name: str) -> str:
@@ -137,7 +134,6 @@ CASES: dict[str, list[Case]] = {
                 "--option",
                 f"path={bad}",
             ],
-            pending=RESULTS_PENDING,
         ),
     ],
     "track": [
@@ -154,7 +150,6 @@ CASES: dict[str, list[Case]] = {
                 "--tracker-option",
                 f"path={bad}",
             ],
-            pending=RESULTS_PENDING,
         ),
     ],
     "augment": [
@@ -192,7 +187,6 @@ CASES: dict[str, list[Case]] = {
         Case(
             "--pred",
             lambda bad, inp: ["eval", "detection", "--gt", str(inp.log), "--pred", str(bad)],
-            pending=RESULTS_PENDING,
         ),
         Case(
             "--config",
@@ -205,7 +199,6 @@ CASES: dict[str, list[Case]] = {
         Case(
             "--pred",
             lambda bad, inp: ["eval", "tracking", "--gt", str(inp.log), "--pred", str(bad)],
-            pending=RESULTS_PENDING,
         ),
         Case(
             "--config",
@@ -419,10 +412,7 @@ def _params() -> list:
             for variant in VARIANTS:
                 if variant in case.accepts and not case.run_accepted:
                     continue
-                marks = []
-                if variant in case.pending:
-                    marks.append(pytest.mark.xfail(reason=case.pending[variant], strict=True))
-                params.append(pytest.param(command, case, variant, id=f"{command}|{case.label}|{variant}", marks=marks))
+                params.append(pytest.param(command, case, variant, id=f"{command}|{case.label}|{variant}"))
     return params
 
 

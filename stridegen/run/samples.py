@@ -52,18 +52,23 @@ class SceneIndex:
                 self.regions.setdefault((int(k), int(c)), []).append((int(r), int(t), int(m)))
 
 
+def frame_region_masks(index: SceneIndex, k: int, c: int, frame: int) -> list[tuple[int, int | None]]:
+    """(region id, mask row or None) of keyframe image (k, c)'s regions in ``frame``'s image of that camera, in
+    region order: the regions' own masks at the keyframe, their tracks' masks elsewhere (None where a track has no
+    mask in that frame)."""
+    row = index.image_row[(frame, c)]
+    keyframe = frame == int(index.scene.keyframes.frame_index[k])
+    return [
+        (region, mask if keyframe else index.mask_of.get((row, track)))
+        for region, track, mask in index.regions.get((k, c), [])
+    ]
+
+
 def frame_marks(index: SceneIndex, k: int, c: int, frame: int) -> tuple[np.ndarray, list[int]]:
     """The masks ([N, H, W] bool) and region ids of keyframe image (k, c)'s regions in ``frame``'s image of that
-    camera: the regions' own masks at the keyframe, their tracks' masks elsewhere (regions without one are left
-    out)."""
+    camera (``frame_region_masks``; regions without a mask there are left out)."""
     scene = index.scene
-    row = index.image_row[(frame, c)]
-    keyframe = frame == int(scene.keyframes.frame_index[k])
-    marks = []
-    for region, track, mask in index.regions.get((k, c), []):
-        m = mask if keyframe else index.mask_of.get((row, track))
-        if m is not None:
-            marks.append((region, scene.mask(m)))
+    marks = [(region, scene.mask(m)) for region, m in frame_region_masks(index, k, c, frame) if m is not None]
     c_h, c_w = int(scene.cameras.height[c]), int(scene.cameras.width[c])
     stack = np.stack([m for _, m in marks]) if marks else np.zeros((0, c_h, c_w), dtype=bool)
     return stack, [r for r, _ in marks]

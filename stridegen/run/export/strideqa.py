@@ -39,7 +39,7 @@ from stridegen.formats.strideqa_training import (
     jsonl_gz_bytes,
     tar_bytes,
 )
-from stridegen.run.samples import SceneIndex, scene_samples, som_image
+from stridegen.run.samples import SceneIndex, frame_region_masks, scene_samples, som_image
 from stridegen.shards.reader import SceneView
 from stridegen.shards.writer import atomic_write_bytes, sha256_file
 
@@ -146,13 +146,10 @@ class StrideQAExporter:
         """bbox and rle of keyframe image (k, c)'s regions in ``frame``'s image (``None`` without a mask)."""
         scene = index.scene
         masks = scene.masks
-        row = index.image_row[(frame, c)]
         size = [int(scene.cameras.height[c]), int(scene.cameras.width[c])]
-        keyframe = frame == int(scene.keyframes.frame_index[k])
         boxes: list[Any] = []
         rles: list[Any] = []
-        for _region, track, mask in index.regions.get((k, c), []):
-            m = mask if keyframe else index.mask_of.get((row, track))
+        for _region, m in frame_region_masks(index, k, c, frame):
             if masks is None or m is None:
                 boxes.append(None)
                 rles.append(None)
