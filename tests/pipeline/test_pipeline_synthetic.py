@@ -184,3 +184,30 @@ def test_validate_reports_perfect_detection_for_the_oracle(synthetic_log):
     assert report.tracking["AMOTA"] > 0.95 and report.tracking["recall"] > 0.97
     noisy = validate_log(reader, make_detector("simulated", profile="bevfusion", seed=0))
     assert noisy.tracking["AMOTA"] < report.tracking["AMOTA"] and noisy.detection["mAP"] < 0.95
+
+
+def test_validate_cli_options_reach_the_detector(synthetic_log):
+    """`validate --option` overrides the detector's defaults: the perfect profile scores mAP 1 with zero errors, and
+    an option the backend does not take is a one-line configuration error (exit code 2)."""
+    from typer.testing import CliRunner
+
+    from stridegen.cli import app
+
+    runner = CliRunner()
+    args = ["validate", "--log-root", str(synthetic_log), "--detector", "simulated"]
+    perfect = runner.invoke(app, [*args, "--option", "profile=perfect"])
+    assert perfect.exit_code == 0, perfect.output
+    assert "simulated (perfect)" in perfect.output
+    header, row = _table_row(perfect.output)
+    cells = dict(zip(header, row, strict=True))
+    assert float(cells["mAP"]) > 0.98 and float(cells["mATE"]) == 0.0
+    bad = runner.invoke(app, [*args, "--option", "profle=perfect"])
+    assert bad.exit_code == 2
+    assert "profle" in bad.output and "Traceback" not in bad.output
+
+
+def _table_row(output: str) -> tuple[list[str], list[str]]:
+    """The header cells and the one data row of a rich table printed with box characters."""
+    rows = [[c.strip() for c in line.strip("│┃ ").split("│" if "│" in line else "┃")] for line in output.splitlines()]
+    rows = [r for r in rows if len(r) > 3]
+    return rows[0], rows[-1]

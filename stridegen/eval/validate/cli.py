@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import typer
+
 from stridegen.core.cli_errors import guarded
 from stridegen.eval.validate.scoring import validate_log
 from stridegen.pipeline.track import TrackerConfig
@@ -16,10 +18,18 @@ def validate(
     profile: str = "bevfusion",
     seed: int = 0,
     max_age: int = 3,
+    option: list[str] | None = typer.Option(
+        None,
+        "--option",
+        help="Detector option key=value (YAML value), repeatable; over the defaults, e.g. --option model=centerpoint "
+        "--option checkpoint=ckpt.pth for --detector mmdet3d.",
+        show_default=False,
+    ),
 ) -> None:
     """Detection and tracking quality on a log with ground truth, printed like STRIDE-QA table 6.
 
-    Without LOG_ROOT the embedded synthetic default is used. --detector oracle must report perfect scores.
+    Without LOG_ROOT the embedded synthetic default is used. --detector oracle must report perfect scores. Any
+    detector backend is scored the same way (mmdet3d: pass its model and checkpoint with --option).
     """
     from rich.console import Console
     from rich.markup import escape
@@ -27,6 +37,7 @@ def validate(
 
     from stridegen.logs import open_log
     from stridegen.pipeline.detect import make_detector
+    from stridegen.run.config import parse_override
 
     if log_root is None:
         from stridegen.logs.synthetic.default import ensure_default_log
@@ -40,10 +51,11 @@ def validate(
         if detector == "oracle"
         else {}
     )
+    options.update(parse_override(item) for item in option or [])
     report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
     table = Table(
         title=escape(
-            f"{detector}{' (' + profile + ')' if detector == 'simulated' else ''} on {log_root} "
+            f"{detector}{' (' + str(options['profile']) + ')' if detector == 'simulated' else ''} on {log_root} "
             f"({report.n_frames} frames)"
         )
     )

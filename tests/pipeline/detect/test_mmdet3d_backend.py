@@ -617,6 +617,31 @@ def test_class_map_applies_to_the_model_classes(tiny_centerpoint: tuple[Path, Pa
     assert (boxes.label[moved] == "truck").all()
 
 
+def test_validate_scores_the_backend(tiny_centerpoint: tuple[Path, Path], log_root: Path) -> None:
+    """`stridegen validate --detector mmdet3d --option ...` runs the backend on every frame and prints the same
+    figures as scoring its detections directly."""
+    from typer.testing import CliRunner
+
+    from stridegen.cli import app
+    from stridegen.eval.validate.scoring import validate_log
+    from stridegen.pipeline.detect import make_detector
+
+    config, checkpoint = tiny_centerpoint
+    options = {"model": str(config), "checkpoint": str(checkpoint), "score_threshold": 0.2}
+    result = CliRunner().invoke(
+        app,
+        ["validate", "--log-root", str(log_root), "--detector", "mmdet3d"]
+        + [arg for k, v in options.items() for arg in ("--option", f"{k}={v}")],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "mmdet3d on" in result.output and "(4 frames)" in result.output
+    direct = validate_log(open_log(log_root), make_detector("mmdet3d", **options))
+    printed = result.output.split("(4 frames)", 1)[1]
+    assert f"{direct.detection['mAP']:.3f}" in printed and f"{direct.tracking['AMOTA']:.3f}" in printed
+    assert f"NDS over all 10 classes: {direct.nds_all_classes:.3f}" in result.output
+
+
 def test_wrong_checkpoint_and_config_errors(tiny_centerpoint: tuple[Path, Path], tmp_path: Path) -> None:
     import torch
 
