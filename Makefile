@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
 # sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
-EXTRAS ?= dev,sam2,mmdet3d
+EXTRAS ?= dev,sam2,mmdet3d,ray
 DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test lint bench clean wheel-check
@@ -55,7 +55,7 @@ lint: setup
 	$(BIN)/mypy
 
 test: setup lint
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

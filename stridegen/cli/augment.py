@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from stridegen.cli import executor_options
 from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
 
 if TYPE_CHECKING:
     from stridegen.run.augment import RobustnessResult
+    from stridegen.run.config import ExecutorSection
 
 
 def _preview(preview: Path, out: Path, corruptions: str, severity: str, seed: int, tile_width: int) -> None:
@@ -46,6 +48,7 @@ def _split(
     workers: int,
     overwrite: bool,
     jpeg_quality: int,
+    executor: ExecutorSection,
 ) -> None:
     from rich.console import Console
 
@@ -65,6 +68,7 @@ def _split(
             overwrite=overwrite,
             jpeg_quality=jpeg_quality,
             observer=progress,
+            executor=executor,
         )
     console.print(summary_table(result))
     console.print(f"index: {result.index_path}", markup=False)
@@ -102,6 +106,9 @@ def augment(
         95, "--jpeg-quality", min=1, max=100, help="JPEG quality of the re-encoded images."
     ),
     tile_width: int = typer.Option(320, "--tile-width", help="Width of one tile of the sheet in pixels (--preview)."),
+    executor: str = executor_options.EXECUTOR,
+    executor_address: str = executor_options.ADDRESS,
+    executor_option: list[str] | None = executor_options.OPTION,
 ) -> None:
     """Degrade images with the corruption library (IntelliCockpitBench, nuScenes-C, DriveBench, ImageNet-C): a
     robustness split per (corruption, severity) of a built dataset, or a preview sheet of one image."""
@@ -111,7 +118,8 @@ def augment(
         _preview(preview, out, corruptions, severity, seed, tile_width)
     else:
         assert dataset is not None
-        _split(dataset, out, corruptions, severity, seed, workers, overwrite, jpeg_quality)
+        section = executor_options.executor_section(executor, executor_address, executor_option)
+        _split(dataset, out, corruptions, severity, seed, workers, overwrite, jpeg_quality, section)
 
 
 def summary_table(result: RobustnessResult) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from stridegen.cli import executor_options
 from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
 
 _COUNT = re.compile(r"[0-9]+")
@@ -68,6 +69,9 @@ def export(
         "the exporter option `balance` (docs/export.md).",
         show_default=False,
     ),
+    executor: str = executor_options.EXECUTOR,
+    executor_address: str = executor_options.ADDRESS,
+    executor_option: list[str] | None = executor_options.OPTION,
 ) -> None:
     """Write the dataset in another format, scene by scene; a rerun resumes and gives the same bytes."""
     from rich.console import Console
@@ -76,8 +80,18 @@ def export(
     from stridegen.run.export import run_export
 
     options = _exporter_options(option, balance)
+    section = executor_options.executor_section(executor, executor_address, executor_option)
     with SceneProgress(console=Console(stderr=True), stages=("export",)) as progress:
-        result = run_export(dataset, out, format_name, options, workers=workers, overwrite=overwrite, observer=progress)
+        result = run_export(
+            dataset,
+            out,
+            format_name,
+            options,
+            workers=workers,
+            overwrite=overwrite,
+            observer=progress,
+            executor=section,
+        )
     if not result.ok:
         for r in result.failed:
             typer.echo(f"error: {one_line(f'{r.scene}: {r.reason}')}", err=True)

@@ -88,6 +88,7 @@ BUILTIN: dict[str, dict[str, str]] = {
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",
+        "ray": "stridegen.run.ray_executor:RayExecutor",
     },
 }
 

@@ -43,7 +43,8 @@ import numpy as np
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError
 from stridegen.formats.images import encode_jpeg
-from stridegen.run.executors import LocalExecutor
+from stridegen.run.config import ExecutorSection
+from stridegen.run.executors import make_executor
 from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
 
 SPLIT_FORMAT = "stridegen-robustness-split"
@@ -514,6 +515,7 @@ def build_robustness_split(
     overwrite: bool = False,
     jpeg_quality: int = 95,
     observer: RunObserver | None = None,
+    executor: ExecutorSection | str = "local",
 ) -> RobustnessResult:
     """Write ``out_dir/<corruption>/s<severity>/`` for every pair and ``out_dir/index.json`` (module docstring).
 
@@ -549,7 +551,7 @@ def build_robustness_split(
             targets,
             lambda k, scene: (str(src), splits[k].spec.to_task(), scene, str(splits[k].path), splits[k].config_hash),
             _split_worker,
-            LocalExecutor(int(workers)),
+            make_executor(executor, int(workers)),
             overwrite,
             observer,
         )

@@ -473,7 +473,7 @@ def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:
     keyframes = sum(int(r.shard.counts.get("keyframes", 0)) for r in built if r.shard is not None)
     return {
         "config_hash": result.config_hash,
-        "executor": config.executor,
+        "executor": config.executor.name,
         "workers": config.workers,
         "cpu_count": os.cpu_count(),
         "wall_s": round(result.wall_s, 4),

@@ -81,6 +81,31 @@ class DetectorSection(_Section):
         return self
 
 
+class ExecutorSection(_Section):
+    """Where scenes run: ``name`` an executor of the registry (``local``, ``ray``, a plugin), ``address`` the
+    cluster to join (``ray``: empty starts a local Ray; ``auto`` or ``ray://host:10001`` an existing cluster), and
+    the backend's other keyword options. A plain string (``executor=ray``) is the name."""
+
+    name: str = "local"
+    address: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_only(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _known_backend(self) -> ExecutorSection:
+        _registered("executor", self.name)
+        _checked_options("executor", self.name, self.factory_options(workers=1))
+        return self
+
+    def factory_options(self, workers: int) -> dict[str, Any]:
+        """The keyword options of the executor's factory (``address`` only when set: ``local`` takes none)."""
+        return {"workers": workers, **({"address": self.address} if self.address else {}), **self.options}
+
+
 class TrackerSection(TrackerConfig):
     """The tracker backend and the center tracker's parameters (fields of ``TrackerConfig``)."""
 
@@ -183,9 +208,9 @@ def _dataclass_options(cls: type[_T], options: dict[str, Any], where: str) -> _T
 class BuildConfig(_Section):
     seed: int = 0
     workers: int = Field(1, ge=1)
-    # An executor name of the registry (stridegen.run.executors). It never changes the output, so it is left out of
+    # Where scenes run (stridegen.run.executors, docs/scale.md). It never changes the output, so it is left out of
     # every dump of the config (hash, manifest, worker payloads).
-    executor: str = Field("local", exclude=True)
+    executor: ExecutorSection = Field(default_factory=ExecutorSection, exclude=True)
     log: LogSection = Field(default_factory=LogSection)
     keyframes: KeyframeConfig = Field(default_factory=KeyframeConfig)
     detector: DetectorSection = Field(default_factory=DetectorSection)
@@ -202,11 +227,6 @@ class BuildConfig(_Section):
         if not 0 <= value < 2**32:
             raise ValueError("seed must be in [0, 2**32)")
         return value
-
-    @field_validator("executor")
-    @classmethod
-    def _known_executor(cls, value: str) -> str:
-        return _registered("executor", value)
 
     @model_validator(mode="after")
     def _segmenter_needs_images(self) -> BuildConfig:
@@ -355,5 +375,5 @@ def load_build_config(path: str | Path | None = None, overrides: list[str] | tup
     if not overrides:
         return config
     # Overrides apply to the resolved config, so `tracker.distance_gates_m.car=2` changes that one entry.
-    resolved = {**config.model_dump(mode="json"), "executor": config.executor}  # the one field dumps leave out
+    resolved = {**config.model_dump(mode="json"), "executor": config.executor.model_dump(mode="json")}  # dumps omit it
     return build_config_from_dict(apply_overrides(resolved, overrides), f"{source} + overrides")

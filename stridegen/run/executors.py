@@ -8,16 +8,20 @@ leaves no worker behind for more than about a second.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from stridegen.core import registry
 from stridegen.core.errors import ConfigError
 from stridegen.run.runner import EventCallback, SceneResult, StageEvent, Worker
+
+if TYPE_CHECKING:
+    from stridegen.run.config import ExecutorSection
 
 _EVENTS: Any = None  # the worker process's queue to the parent (set by the pool initializer)
 _CURRENT_JOB = 0  # the job of the task this worker process runs now
@@ -47,9 +51,45 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _init_worker(events: Any, registrations: dict[str, dict[str, Any]], parent_pid: int) -> None:
+# The native thread pools a worker process may start (OpenMP, OpenBLAS, MKL, numexpr): each worker gets its share
+# of the cores, set in the environment the spawned process starts with (the libraries read it once, at import).
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def threads_per_worker(workers: int) -> int:
+    """This machine's cores divided among ``workers`` processes (at least one each)."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def limit_native_threads(threads: int) -> None:
+    """Cap OpenCV's thread pool in this process (numpy's BLAS is capped by ``THREAD_ENV`` before it loads). Worker
+    processes run side by side: a worker that also spreads one image filter over every core only makes them wait
+    for each other (2 workers x 2 OpenCV threads on 2 cores)."""
+    import cv2
+
+    cv2.setNumThreads(int(threads))
+
+
+@contextlib.contextmanager
+def worker_thread_env(threads: int) -> Iterator[None]:
+    """``THREAD_ENV`` set to ``threads`` (unless the user set them) while worker processes are spawned."""
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    for key in THREAD_ENV:
+        os.environ.setdefault(key, str(threads))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _init_worker(events: Any, registrations: dict[str, dict[str, Any]], parent_pid: int, threads: int) -> None:
     global _EVENTS
     _die_with_parent(parent_pid)
+    limit_native_threads(threads)
     _EVENTS = events
     registry.restore(registrations)
 
@@ -116,12 +156,17 @@ class LocalExecutor:
 
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (OOM kill, segfault) breaks the
         # pool and fails its futures instead of leaving the parent waiting forever.
-        with ProcessPoolExecutor(
-            min(self.workers, len(tasks)),
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(events, registry.snapshot(), os.getpid()),
-        ) as pool:
+        processes = min(self.workers, len(tasks))
+        threads = threads_per_worker(processes)
+        with (
+            worker_thread_env(threads),
+            ProcessPoolExecutor(
+                processes,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(events, registry.snapshot(), os.getpid(), threads),
+            ) as pool,
+        ):
             futures = {
                 pool.submit(_call, (worker, job, scene, payload)): k for k, (job, scene, payload) in enumerate(tasks)
             }
@@ -145,6 +190,10 @@ class LocalExecutor:
             drain()
 
 
-def make_executor(name: str, workers: int) -> Any:
-    """The executor registered as ``name`` (``local`` built in), built for ``workers`` workers."""
-    return registry.make("executor", name, {"workers": workers})
+def make_executor(section: ExecutorSection | str, workers: int) -> Any:
+    """The executor of ``section`` (a name, or the config's ``executor`` section), built for ``workers`` workers."""
+    from stridegen.run.config import ExecutorSection
+
+    if isinstance(section, str):
+        section = ExecutorSection(name=section)
+    return registry.make("executor", section.name, section.factory_options(workers))

@@ -26,8 +26,8 @@ from stridegen.shards.journal import Journal, check_output_folder
 from stridegen.shards.schema import SCHEMA_VERSION
 from stridegen.shards.writer import ShardInfo, remove_stale_temporaries
 
-# Test hook: "<scene>:<stage>:<marker path>" makes the process that runs <scene> write the marker file once <stage>
-# is finished, then wait until it is killed (a kill -9 test knows exactly where the run stands).
+# Test hook: "<scene>:<stage>:<marker path>" makes the process that runs <scene> ("*": any scene) write the marker
+# file once <stage> is finished, then wait until it is killed (a kill -9 test knows exactly where the run stands).
 PAUSE_ENV = "STRIDEGEN_TEST_PAUSE"
 
 
@@ -113,8 +113,8 @@ def pause_if_asked(scene_name: str, stage: str) -> None:
     if not spec:
         return
     want_scene, want_stage, marker = spec.split(":", 2)
-    if (want_scene, want_stage) == (scene_name, stage):
-        Path(marker).write_text(f"{os.getpid()}\n")
+    if want_stage == stage and want_scene in ("*", scene_name):
+        Path(marker).write_text(f"{os.getpid()} {scene_name}\n")
         while True:  # until the test kills the process
             time.sleep(0.05)
 

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError, StrideGenError
-from stridegen.run.executors import LocalExecutor
+from stridegen.run.config import ExecutorSection
+from stridegen.run.executors import make_executor
 from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
 from stridegen.shards.manifest import manifest_bytes
 from stridegen.shards.reader import SceneView, open_dataset
@@ -110,6 +111,7 @@ def run_export(
     workers: int = 1,
     overwrite: bool = False,
     observer: RunObserver | None = None,
+    executor: ExecutorSection | str = "local",
 ) -> ExportResult:
     """Export the dataset ``src_dir`` into ``out_dir`` as ``format_name`` (module docstring). Config errors raise;
     a failed scene is recorded and the format's files are not written until every scene is done."""
@@ -140,7 +142,7 @@ def run_export(
         [JobTarget(out, export_hash, scenes)],
         lambda job, scene: (str(src), format_name, options, scene, str(out)),
         _export_worker,
-        LocalExecutor(workers),
+        make_executor(executor, workers),
         overwrite,
         observer,
     )

@@ -1,0 +1,166 @@
+"""Scaling of the build over executors: 1 local worker vs 2 local workers vs Ray with 2 CPUs, on one synthetic log.
+
+    .venv/bin/python benchmarks/bench_scale.py                        # 10 scenes x 20 s at 800x450, default build
+    .venv/bin/python benchmarks/bench_scale.py --scenes 3 10 30 --seconds 8 --runs local2 ray2   # memory vs scenes
+    .venv/bin/python benchmarks/bench_scale.py --quick                # 4 scenes x 8 s at 320x180
+
+Every run builds the same log into a fresh folder (all runs' shards must be byte-identical) and reports:
+
+- wall seconds and the speed-up over the 1-worker run *of the same invocation* (ratios, not absolute rates: this
+  machine's load varies from one minute to the next);
+- where the time goes (from the stage events): the serial prefix before the first scene is handed out (log check,
+  backends made once in the driver), the start-up until the first scene starts on a worker, the busy time of the
+  scenes (sum of their start-to-finish times), and the tail (the last scene running alone);
+- the Ray overhead per scene: (Ray wall - local wall) / scenes at the same number of workers;
+- peak memory (VmHWM) of the driver and the largest worker process (a worker: a child of the driver, or a Ray
+  worker process ``ray::...``), sampled every 0.2 s from /proc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
+from stridegen.run.build import run_build
+from stridegen.run.config import load_build_config
+from stridegen.run.runner import SceneResult, StageEvent
+
+RUNS = {"local1": ("local", 1), "local2": ("local", 2), "ray2": ("ray", 2)}
+
+
+class Timeline:
+    """A RunObserver that stamps the tasks' planning, starts and finishes (time.perf_counter)."""
+
+    def __init__(self) -> None:
+        self.planned_at = 0.0
+        self.start: dict[str, float] = {}
+        self.finish: dict[str, float] = {}
+
+    def planned(self, tasks: Sequence[tuple[int, str]]) -> None:
+        self.planned_at = time.perf_counter()
+
+    def event(self, event: StageEvent) -> None:
+        if event.stage == "start":
+            self.start.setdefault(event.scene, time.perf_counter())
+
+    def finished(self, job: int, result: SceneResult) -> None:
+        self.finish[result.scene] = time.perf_counter()
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _is_worker(pid: int, driver: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+    return ppid == driver or cmdline.startswith(b"ray::")
+
+
+class MemorySampler(threading.Thread):
+    """The peak VmHWM (KiB) of the driver and of the largest worker process seen while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.driver = os.getpid()
+        self.worker_peak = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit() and int(entry.name) != self.driver and _is_worker(int(entry.name), self.driver):
+                    self.worker_peak = max(self.worker_peak, _vm_hwm_kib(int(entry.name)))
+            self.stop.wait(0.2)
+
+
+def bench(log: Path, run: str, work: Path) -> dict[str, Any]:
+    executor, workers = RUNS[run]
+    out = work / run
+    cfg = load_build_config(None, [f"executor.name={executor}", f"workers={workers}", "detector.name=oracle"])
+    timeline, sampler = Timeline(), MemorySampler()
+    sampler.start()
+    t0 = time.perf_counter()
+    result = run_build(log, out, cfg, observer=timeline)
+    wall = time.perf_counter() - t0
+    sampler.stop.set()
+    sampler.join()
+    if not result.ok:
+        raise SystemExit(f"{run}: build failed: {[(r.scene, r.reason) for r in result.failed]}")
+    busy = sum(timeline.finish[s] - timeline.start.get(s, timeline.finish[s]) for s in timeline.finish)
+    finishes = sorted(timeline.finish.values())
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {
+        "run": run,
+        "workers": workers,
+        "scenes": len(finishes),
+        "wall_s": round(wall, 2),
+        "prefix_s": round(timeline.planned_at - t0, 2),
+        "startup_s": round(min(timeline.start.values()) - timeline.planned_at, 2),
+        "busy_s": round(busy, 2),
+        "tail_s": round(finishes[-1] - finishes[-2], 2) if len(finishes) > 1 else 0.0,
+        "suffix_s": round(t0 + wall - finishes[-1], 2),
+        "keyframes": int(json.loads((out / "build_report.json").read_text())["keyframes_built"]),
+        "driver_peak_mib": round(_vm_hwm_kib(os.getpid()) / 1024, 1),
+        "worker_peak_mib": round(sampler.worker_peak / 1024, 1),
+        "digests": [s["sha256"] for s in manifest["shards"]],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenes", type=int, nargs="+", default=[10])
+    parser.add_argument("--seconds", type=float, default=float(DEFAULT_SYNTHETIC["seconds"]))  # type: ignore[arg-type]
+    parser.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=["local1", "local2", "ray2"])
+    parser.add_argument("--quick", action="store_true", help="4 scenes x 8 s at 320x180")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+    rows: list[dict[str, Any]] = []
+    for n in [4] if args.quick else args.scenes:
+        params = {**DEFAULT_SYNTHETIC, "scenes": n, "seconds": 8.0 if args.quick else args.seconds}
+        if args.quick:
+            params.update(width=320, height=180)
+        log = ensure_default_log(params, progress=False)
+        with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+            group = [bench(log, run, Path(tmp)) for run in args.runs]
+        if len({tuple(r["digests"]) for r in group}) != 1:
+            raise SystemExit(f"{n} scenes: shards differ between executors")
+        base = next((r for r in group if r["run"] == "local1"), None)
+        local2 = next((r for r in group if r["run"] == "local2"), None)
+        for r in group:
+            r["speedup"] = round(base["wall_s"] / r["wall_s"], 2) if base else None
+            if r["run"] == "ray2" and local2:
+                r["ray_overhead_s_per_scene"] = round((r["wall_s"] - local2["wall_s"]) / r["scenes"], 3)
+            print(json.dumps({k: v for k, v in r.items() if k != "digests"}), flush=True)
+        rows.extend(group)
+    print("shards byte-identical across executors")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
