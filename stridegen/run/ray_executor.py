@@ -76,7 +76,10 @@ def _run_scene(
     def report(scene_name: str, stage: str) -> None:
         events.put.remote((job, scene_name, stage))
 
-    report(scene, "start")
+    # The start event is awaited: the journal must learn of every attempt, also of one whose node dies a moment later
+    # (a fire-and-forget call can die unsent with its worker). Stage events stay fire and forget.
+    ray = import_ray()
+    ray.get(events.put.remote((job, scene, "start")))
     return worker(payload, report)
 
 
