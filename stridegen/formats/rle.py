@@ -2,9 +2,16 @@
 
 This is the ``segmentation`` form of COCO annotation files (``{"size": [h, w], "counts": "..."}``), so masks can
 be handed to any COCO tool. The shard stores only ``counts``; the size is the camera's.
+
+A mask known on a window of its image (a crop: rows r0.., columns c0.., False elsewhere) is encoded without
+building the [H, W] array (``encode_rle_crops``): the runs are found in the crop and moved to full-image
+column-major positions, and pycocotools compresses them, so the string is the one ``encode_rle`` gives the full
+mask.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,6 +37,58 @@ def encode_rle_batch(masks: np.ndarray) -> list[str]:
         return []
     encoded = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0)))
     return [e["counts"].decode("ascii") for e in encoded]
+
+
+def rle_counts_crop(pixels: np.ndarray, r0: int, c0: int, height: int, width: int) -> np.ndarray:
+    """Uncompressed COCO RLE counts (int64) of the [height, width] mask that is ``pixels`` [h, w] bool at rows
+    r0..r0+h-1, columns c0..c0+w-1 and False elsewhere.
+
+    COCO runs alternate 0s and 1s over the image in column-major order, starting with a (possibly empty) run of 0s
+    and ending with the last run, whichever value it has (pycocotools ``rleEncode``). Each crop column is padded
+    with a 0 above and below, so a run of 1s starts and ends within its column; runs of adjacent columns that
+    meet in the full image (a crop as tall as the image) are joined.
+    """
+    m = np.asarray(pixels, dtype=bool)
+    if m.ndim != 2:
+        raise ValueError(f"a crop must be 2-D [h, w], got shape {m.shape}")
+    h, w = m.shape
+    if not (0 <= r0 and r0 + h <= height and 0 <= c0 and c0 + w <= width):
+        raise ValueError(f"crop [{r0}:{r0 + h}, {c0}:{c0 + w}] is not inside a {height} x {width} image")
+    total = int(height) * int(width)
+    padded = np.zeros((w, h + 2), dtype=np.int8)  # row j: crop column j, top to bottom, between two 0s
+    padded[:, 1:-1] = m.T
+    step = np.diff(padded.reshape(-1))
+    starts = np.flatnonzero(step == 1) + 1  # first 1 of each run, in padded positions
+    ends = np.flatnonzero(step == -1) + 1  # first 0 after it
+    if starts.size == 0:
+        return np.array([total], dtype=np.int64)
+
+    def full_index(k: np.ndarray) -> np.ndarray:
+        col, row = np.divmod(k, h + 2)
+        return (c0 + col) * int(height) + r0 + row - 1
+
+    s, e = full_index(starts), full_index(ends)
+    joined = s[1:] == e[:-1]  # a run ending at the bottom of a column that the next column's run continues
+    if joined.any():
+        s = s[np.concatenate([[True], ~joined])]
+        e = e[np.concatenate([~joined, [True]])]
+    bounds = np.empty(2 * s.size + 2, dtype=np.int64)  # 0, s0, e0, s1, e1, ..., total
+    bounds[0], bounds[-1] = 0, total
+    bounds[1:-1:2], bounds[2:-1:2] = s, e
+    counts = np.diff(bounds)
+    return counts[:-1] if counts[-1] == 0 else counts  # no trailing empty run of 0s
+
+
+def encode_rle_crops(crops: Sequence[tuple[np.ndarray, int, int]], height: int, width: int) -> list[str]:
+    """Compressed COCO RLE counts of N masks of a [height, width] image, each given as (pixels [h, w] bool, r0,
+    c0) (``rle_counts_crop``); the same strings as ``encode_rle`` of the full masks (one pycocotools call)."""
+    from pycocotools import mask as mask_utils
+
+    if not crops:
+        return []
+    size = [int(height), int(width)]
+    objs = [{"size": size, "counts": rle_counts_crop(px, r0, c0, height, width)} for px, r0, c0 in crops]
+    return [e["counts"].decode("ascii") for e in mask_utils.frPyObjects(objs, size[0], size[1])]
 
 
 def decode_rle(counts: str, height: int, width: int) -> np.ndarray:

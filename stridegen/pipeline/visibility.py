@@ -30,8 +30,19 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from stridegen.core import geometry as geo
-from stridegen.core.geometry import clip_polygon_to_rect, polygon_area
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, inside_share
+
+__all__ = [
+    "Visibility",
+    "VisibilityThresholds",
+    "inside_share",
+    "mask_boxes",
+    "measure_visibility",
+    "min_region_area_px",
+    "unoccluded_share",
+    "unoccluded_share_crops",
+]
 
 
 class VisibilityThresholds(BaseModel):
@@ -80,70 +91,50 @@ class Visibility:
 
 def mask_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """([N, 4] pixel-edge bounding boxes, NaN for empty masks; [N] pixel counts) of [N, H, W] bool masks."""
-    masks = np.asarray(masks, dtype=bool)
-    n = masks.shape[0]
-    boxes = np.full((n, 4), np.nan)
-    rows = np.asarray(masks.any(axis=2))  # [N, H]
-    cols = np.asarray(masks.any(axis=1))  # [N, W]
-    area = masks.reshape(n, -1).sum(axis=1).astype(np.int64)
-    nonempty = area > 0
-    if nonempty.any():
-        h, w = masks.shape[1:]
-        y0 = rows.argmax(axis=1)
-        y1 = h - 1 - rows[:, ::-1].argmax(axis=1)
-        x0 = cols.argmax(axis=1)
-        x1 = w - 1 - cols[:, ::-1].argmax(axis=1)
-        edges = np.stack([x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5], axis=1).astype(np.float64)
-        boxes[nonempty] = edges[nonempty]
-    return boxes, area
+    return crop_boxes([MaskCrop.of_full(m) for m in np.asarray(masks, dtype=bool)])
 
 
-def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
-    """area(hull ∩ image) / area(hull); the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]."""
-    total = polygon_area(hull_uv)
-    if total <= 0.0:
-        return 0.0
-    inter = polygon_area(clip_polygon_to_rect(hull_uv, -0.5, -0.5, width - 0.5, height - 0.5))
-    return min(max(inter / total, 0.0), 1.0)
+def unoccluded_share_crops(hulls: list[MaskCrop], depth_m: np.ndarray, height: int, width: int) -> np.ndarray:
+    """[N] share of each hull's in-image pixels (raster crops of a ``height`` x ``width`` image) not inside a
+    nearer object's hull (smaller ``depth_m``; ties by index, the lower counting as nearer); 0 for an empty hull."""
+    n = len(hulls)
+    out = np.zeros(n)
+    nearer = np.zeros((height, width), dtype=bool)  # union of the hulls seen so far (nearest first)
+    for i in np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable").tolist():
+        own = hulls[i]
+        count = own.area
+        if count:
+            out[i] = 1.0 - np.count_nonzero(own.pixels & nearer[own.slices]) / count
+        own.paint(nearer)
+    return out
 
 
 def unoccluded_share(hull_pixels: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
     """[N] share of each hull's in-image pixels not inside a nearer object's hull (``hull_pixels`` [N, H, W])."""
     hull_pixels = np.asarray(hull_pixels, dtype=bool)
-    n = hull_pixels.shape[0]
-    out = np.zeros(n)
-    if n == 0:
-        return out
-    order = np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable")
-    nearer = np.zeros(hull_pixels.shape[1:], dtype=bool)  # union of the hulls seen so far (nearest first)
-    for i in order:
-        own = hull_pixels[i]
-        count = int(np.count_nonzero(own))
-        if count:
-            out[i] = 1.0 - np.count_nonzero(own & nearer) / count
-        nearer |= own
-    return out
+    if hull_pixels.shape[0] == 0:
+        return np.zeros(0)
+    crops = [MaskCrop.of_full(h) for h in hull_pixels]
+    return unoccluded_share_crops(crops, depth_m, hull_pixels.shape[1], hull_pixels.shape[2])
 
 
 def measure_visibility(
     request: SegmentRequest, result: SegmentResult, thresholds: VisibilityThresholds | None = None
 ) -> Visibility:
-    """Measure the three rules for every object of one segmented image."""
-    from stridegen.pipeline.segment.request import hull_masks
-
+    """Measure the three rules for every object of one segmented image (on the masks' and hulls' crops; the hull
+    rasters are the request's, shared with the segmenter)."""
     t = thresholds or VisibilityThresholds()
     n = len(request)
-    masks = np.asarray(result.masks, dtype=bool).reshape(n, request.height, request.width)
     quality = np.asarray(result.quality, dtype=np.float64).reshape(n)
-    box, area = mask_boxes(masks)
+    box, area = crop_boxes(result.crops)
     projected = np.asarray(request.box_xyxy, dtype=np.float64).reshape(n, 4)
     box_iou = np.zeros(n)
     nonempty = area > 0
     if nonempty.any():
         box_iou[nonempty] = geo.iou_2d(box[nonempty], projected[nonempty]).diagonal()
-    inside = np.array([inside_share(h, request.width, request.height) for h in request.hull_uv], dtype=np.float64)
-    hulls = hull_masks(request.hull_uv, request.height, request.width) if n else np.zeros((0,), dtype=bool)
-    coverage = inside * unoccluded_share(hulls, request.depth_m) if n else np.zeros(0)
+    inside = np.array([request.inside_share(i) for i in range(n)], dtype=np.float64)
+    hulls = [request.hull_crop(i) for i in range(n)]
+    coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)
     return Visibility(
         area_px=area,
         mask_box_xyxy=box,

@@ -3,14 +3,21 @@
 Everything here is in image pixels of one undistorted camera image (x right, y down; pixel centres at integer
 coordinates). A backend never reads files and never sees 3D: the build (``stridegen.pipeline.segment.request``)
 projects boxes and LiDAR points into the image and hands over a ``SegmentRequest``.
+
+Per-object arrays live in the object's crop (``stridegen.pipeline.segment.raster.MaskCrop``): the request
+rasterises each hull once (``SegmentRequest.hull_crop``) for the segmenter and the visibility filter alike, and a
+backend may return its masks as crops (``SegmentResult.of_crops``) or as full-image arrays.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+
+from stridegen.pipeline.segment.raster import MaskCrop, inside_share, polygon_crop
 
 
 @dataclass
@@ -26,6 +33,22 @@ class SegmentRequest:
     lidar_depth_m: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [P] camera-frame z of the points
     lidar_object: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [P] object index
     # whose 3D box holds the point, -1 for none
+    _hull_crops: dict[int, MaskCrop] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _inside: dict[int, float] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def hull_crop(self, i: int) -> MaskCrop:
+        """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request."""
+        crop = self._hull_crops.get(i)
+        if crop is None:
+            crop = self._hull_crops[i] = polygon_crop(self.hull_uv[i], self.height, self.width)
+        return crop
+
+    def inside_share(self, i: int) -> float:
+        """area(hull_i ∩ image) / area(hull_i) on the polygons (``raster.inside_share``); computed once."""
+        share = self._inside.get(i)
+        if share is None:
+            share = self._inside[i] = inside_share(self.hull_uv[i], self.width, self.height)
+        return share
 
     @property
     def height(self) -> int:
@@ -39,10 +62,44 @@ class SegmentRequest:
         return int(np.asarray(self.box_xyxy).shape[0])
 
 
-@dataclass
 class SegmentResult:
-    masks: np.ndarray  # [N, H, W] bool
-    quality: np.ndarray  # [N] float64 in [0, 1] (the backend's own confidence; documented per backend)
+    """Masks and qualities of N objects (request order), given as full-image masks ``SegmentResult(masks,
+    quality)`` or as crops ``SegmentResult.of_crops(crops, quality, height, width)``; the other view is built on
+    first use (``masks`` [N, H, W] bool, ``crops`` N ``MaskCrop``). ``quality`` [N] float64 in [0, 1] is the
+    backend's own confidence (documented per backend)."""
+
+    def __init__(self, masks: np.ndarray, quality: np.ndarray) -> None:
+        self._masks: np.ndarray | None = np.asarray(masks, dtype=bool)
+        self._crops: list[MaskCrop] | None = None
+        self._size = (int(self._masks.shape[1]), int(self._masks.shape[2])) if self._masks.ndim == 3 else (0, 0)
+        self.quality = quality
+
+    @classmethod
+    def of_crops(cls, crops: Sequence[MaskCrop], quality: np.ndarray, height: int, width: int) -> SegmentResult:
+        """A result held as one crop per object of a ``height`` x ``width`` image."""
+        result = cls.__new__(cls)
+        result._masks, result._crops, result._size = None, list(crops), (int(height), int(width))
+        result.quality = quality
+        return result
+
+    @property
+    def masks(self) -> np.ndarray:
+        """[N, H, W] bool full-image masks."""
+        if self._masks is None:
+            assert self._crops is not None
+            out = np.zeros((len(self._crops), *self._size), dtype=bool)
+            for i, crop in enumerate(self._crops):
+                out[i][crop.slices] = crop.pixels
+            self._masks = out
+        return self._masks
+
+    @property
+    def crops(self) -> list[MaskCrop]:
+        """N masks as crops (whole-image windows when the backend gave full masks)."""
+        if self._crops is None:
+            assert self._masks is not None
+            self._crops = [MaskCrop.of_full(m) for m in self._masks]
+        return self._crops
 
 
 class Segmenter(Protocol):

@@ -38,7 +38,8 @@ import cv2
 import numpy as np
 
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
-from stridegen.pipeline.segment.request import check_occlusion_mode, polygon_mask, segment_in_depth_order
+from stridegen.pipeline.segment.raster import MaskCrop, Window, polygon_crop
+from stridegen.pipeline.segment.request import check_occlusion_mode, segment_in_depth_order
 
 MIN_SAMPLES = 16  # fewest pixels per label class for GrabCut's 5-component GMM k-means initialisation
 N_COMPONENTS = 5  # OpenCV's GrabCut GMMs have 5 components; a model row is [5 weights, 5x3 means, 5x3x3 covs]
@@ -74,6 +75,11 @@ class Crop:
     def scaled(self) -> bool:
         return (self.hs, self.ws) != (self.r1 - self.r0, self.c1 - self.c0)
 
+    @property
+    def window(self) -> Window:
+        """(r0, r1, c0, c1) of the crop in the image."""
+        return self.r0, self.r1, self.c0, self.c1
+
     def to_crop(self, uv: np.ndarray) -> np.ndarray:
         """Image pixel coordinates [.., 2] -> crop pixel coordinates (pixel centres at integers in both)."""
         uv = np.asarray(uv, dtype=np.float64)
@@ -88,20 +94,24 @@ class Crop:
         shrink = self.ws < self.c1 - self.c0
         return cv2.resize(window, (self.ws, self.hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
 
-    def mask(self, full_mask: np.ndarray) -> np.ndarray:
-        """A full-image bool mask sampled into the crop (area-weighted, True where more than half covered)."""
-        window = np.asarray(full_mask[self.r0 : self.r1, self.c0 : self.c1], dtype=bool)
+    def mask(self, mask: np.ndarray | MaskCrop) -> np.ndarray:
+        """A bool mask of the image (full-image [H, W] array or a ``MaskCrop``) sampled into the crop
+        (area-weighted, True where more than half covered)."""
+        if isinstance(mask, MaskCrop):
+            window = mask.within(self.window)
+        else:
+            window = np.asarray(mask[self.r0 : self.r1, self.c0 : self.c1], dtype=bool)
         if not self.scaled:
             return window.copy()
         return cv2.resize(window.astype(np.float32), (self.ws, self.hs), interpolation=cv2.INTER_AREA) > 0.5
 
     def polygon(self, poly_uv: np.ndarray) -> np.ndarray:
         """[hs, ws] raster of an image-space polygon in crop pixels."""
-        return polygon_mask(self.to_crop(poly_uv), self.hs, self.ws)
+        return polygon_crop(self.to_crop(poly_uv), self.hs, self.ws).within((0, self.hs, 0, self.ws))
 
-    def paste(self, crop_mask: np.ndarray, height: int, width: int) -> np.ndarray:
-        """A crop mask -> full-image [H, W] bool (bilinear upscaling, threshold 0.5, where it was downscaled)."""
-        out = np.zeros((height, width), dtype=bool)
+    def paste(self, crop_mask: np.ndarray) -> MaskCrop:
+        """A crop mask [hs, ws] -> the image mask on the crop's window (bilinear upscaling, threshold 0.5, where it
+        was downscaled)."""
         if self.scaled:
             up = (
                 cv2.resize(
@@ -113,8 +123,7 @@ class Crop:
             )
         else:
             up = np.asarray(crop_mask, dtype=bool)
-        out[self.r0 : self.r1, self.c0 : self.c1] = up
-        return out
+        return MaskCrop(self.r0, self.c0, up)
 
 
 def rect_polygon(box_xyxy: np.ndarray) -> np.ndarray:
@@ -161,10 +170,24 @@ def foreground_posterior(pixels: np.ndarray, fgd_model: np.ndarray, bgd_model: n
     return np.where(np.isfinite(lf) | np.isfinite(lb), np.nan_to_num(post, nan=0.5), 0.5)
 
 
-def run_grabcut(
-    image_rgb: np.ndarray, labels: np.ndarray, iterations: int, seed: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """GrabCut in mask mode on a crop: (foreground [h, w] bool, P(fg | colour) of every crop pixel [h, w]).
+@dataclass(frozen=True)
+class GrabCutOutput:
+    """One GrabCut run on a crop: its foreground and the final colour models (OpenCV GMM rows, 1 x 65)."""
+
+    foreground: np.ndarray  # [h, w] bool
+    image_rgb: np.ndarray  # [h, w, 3] uint8, the crop GrabCut saw
+    fgd_model: np.ndarray
+    bgd_model: np.ndarray
+
+    def mean_fg_posterior(self) -> float:
+        """Mean of P(fg | colour) (``foreground_posterior``) over the foreground pixels; 0 with no foreground."""
+        if not self.foreground.any():
+            return 0.0
+        return float(np.mean(foreground_posterior(self.image_rgb[self.foreground], self.fgd_model, self.bgd_model)))
+
+
+def run_grabcut(image_rgb: np.ndarray, labels: np.ndarray, iterations: int, seed: int) -> GrabCutOutput | None:
+    """GrabCut in mask mode on a crop (labels [h, w] uint8 ``cv2.GC_*``, updated in place).
 
     None when either label class has fewer than ``MIN_SAMPLES`` pixels or OpenCV refuses the input.
     """
@@ -191,8 +214,7 @@ def run_grabcut(
     except cv2.error:
         return None
     fg = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
-    post = foreground_posterior(image.reshape(-1, 3), fgd_model, bgd_model).reshape(fg.shape)
-    return fg, post
+    return GrabCutOutput(fg, image, fgd_model, bgd_model)
 
 
 class CropGrabCut:
@@ -223,13 +245,13 @@ class CropGrabCut:
         box_xyxy: np.ndarray,
         occluder: np.ndarray,
         paint: Callable[[Crop, np.ndarray], None],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    ) -> tuple[MaskCrop, GrabCutOutput] | None:
         """GrabCut of one object on the crop around its projected box ``box_xyxy`` (image pixels).
 
         The crop's labels start as sure background; ``paint(crop, labels)`` writes the backend's initial labels
         into that [hs, ws] uint8 array, then the pixels of ``occluder`` ([H, W] bool: nearer objects) are set to
-        sure background. Returns (the crop's foreground pasted back into the image [H, W] bool, the crop's
-        foreground [hs, ws] bool, P(fg | colour) of every crop pixel [hs, ws]); None where ``run_grabcut`` is.
+        sure background. Returns (the crop's foreground pasted back into the image, on the crop's window; the
+        GrabCut run on the resampled crop); None where ``run_grabcut`` is.
         """
         h, w = occluder.shape
         crop = Crop.around(box_xyxy, h, w, self.pad_frac, self.pad_px, self.work_side)
@@ -239,14 +261,13 @@ class CropGrabCut:
         result = run_grabcut(crop.image(image_rgb), labels, self.iterations, self.seed)
         if result is None:
             return None
-        fg, post = result
-        return crop.paste(fg, h, w), fg, post
+        return crop.paste(result.foreground), result
 
 
-def hull_precision(mask: np.ndarray, hull: np.ndarray) -> float:
+def hull_precision(mask: MaskCrop, hull: MaskCrop) -> float:
     """|mask ∩ hull| / |mask| (0 for an empty mask)."""
-    area = int(np.count_nonzero(mask))
-    return int(np.count_nonzero(mask & hull)) / area if area else 0.0
+    area = mask.area
+    return mask.overlap(hull) / area if area else 0.0
 
 
 class GrabCutSegmenter(CropGrabCut):
@@ -276,7 +297,7 @@ class GrabCutSegmenter(CropGrabCut):
     def segment(self, request: SegmentRequest) -> SegmentResult:
         image = np.asarray(request.image_rgb, dtype=np.uint8)
 
-        def one(i: int, hull: np.ndarray, occluder: np.ndarray) -> tuple[np.ndarray, float]:
+        def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
             box = np.asarray(request.box_xyxy[i], dtype=np.float64)
             if min(box[2] - box[0], box[3] - box[1]) < self.min_box_px:
                 return hull, self.fallback_quality
@@ -291,18 +312,18 @@ class GrabCutSegmenter(CropGrabCut):
             result = self._cut(image, box, occluder, paint)
             if result is None:
                 return hull, self.fallback_quality
-            pasted, fg, post = result
-            mask = pasted & ~occluder
+            pasted, cut = result
+            mask = pasted.minus(occluder)
             if not mask.any():
                 return mask, 0.0
-            fg_post = float(np.mean(post[fg])) if fg.any() else 0.0
-            return mask, fg_post * hull_precision(mask, hull) * self._fill_factor(mask, hull & ~occluder)
+            fill = self._fill_factor(mask, hull.minus(occluder))
+            return mask, cut.mean_fg_posterior() * hull_precision(mask, hull) * fill
 
         return segment_in_depth_order(request, one, self.occlusion)
 
-    def _fill_factor(self, mask: np.ndarray, visible_hull: np.ndarray) -> float:
+    def _fill_factor(self, mask: MaskCrop, visible_hull: MaskCrop) -> float:
         """min(1, fill / fill_min) with fill = |mask ∩ hull| / |visible hull|."""
-        area = int(np.count_nonzero(visible_hull))
+        area = visible_hull.area
         if area == 0 or self.fill_min <= 0:
             return 1.0
-        return min(1.0, np.count_nonzero(mask & visible_hull) / area / self.fill_min)
+        return min(1.0, mask.overlap(visible_hull) / area / self.fill_min)

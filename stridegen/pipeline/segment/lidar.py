@@ -34,9 +34,11 @@ import cv2
 import numpy as np
 
 from stridegen.core.errors import ConfigError
+from stridegen.core.geometry import convex_hull_2d
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.grabcut import Crop, CropGrabCut
-from stridegen.pipeline.segment.request import convex_hull_2d, polygon_mask, segment_in_depth_order
+from stridegen.pipeline.segment.raster import MaskCrop, polygon_crop
+from stridegen.pipeline.segment.request import segment_in_depth_order
 
 
 def point_pixels(uv: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,24 +106,24 @@ class LidarSegmenter(CropGrabCut):
         owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
         rows, cols = point_pixels(uv, h, w)
 
-        def one(i: int, hull: np.ndarray, occluder: np.ndarray) -> tuple[np.ndarray, float]:
+        def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
             own = owner == i
             if not own.any():
                 return hull, self.fallback_quality
             visible = own & ~occluder[rows, cols]
             box = np.asarray(request.box_xyxy[i], dtype=np.float64)
             tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
-            if np.count_nonzero(visible) < self.min_points:
-                mask = hull.copy()  # too few points to shape a mask: keep the geometric prior (low quality)
-            else:
+            mask: MaskCrop | None = hull  # too few points to shape a mask: the geometric prior (low quality)
+            if np.count_nonzero(visible) >= self.min_points:
                 mask = None
                 if not tiny:
-                    others = (owner != i) & hull[rows, cols]
+                    others = (owner != i) & hull.at(rows, cols)
                     mask = self._grabcut(image, box, hull, occluder, uv[visible], uv[others])
                 if mask is None:
-                    mask = self._morphology(hull, uv[visible])
-            mask &= ~occluder
-            n_inside = int(np.count_nonzero(mask[rows[own], cols[own]]))
+                    mask = self._morphology(hull, uv[visible], h, w)
+            assert mask is not None
+            mask = mask.minus(occluder)
+            n_inside = int(np.count_nonzero(mask.at(rows[own], cols[own])))
             share = n_inside / int(np.count_nonzero(own))
             return mask, share * (1.0 - np.exp(-n_inside / self.points_scale))
 
@@ -131,16 +133,18 @@ class LidarSegmenter(CropGrabCut):
         self,
         image: np.ndarray,
         box: np.ndarray,
-        hull: np.ndarray,
+        hull: MaskCrop,
         occluder: np.ndarray,
         seeds_uv: np.ndarray,
         others_uv: np.ndarray,
-    ) -> np.ndarray | None:
+    ) -> MaskCrop | None:
+        """GrabCut of one object seeded by its points; the mask on the hull's window, inside the hull."""
+
         def paint(crop: Crop, labels: np.ndarray) -> None:
             scale = crop.ws / (crop.c1 - crop.c0)
             hull_c = crop.mask(hull)
             labels[hull_c] = cv2.GC_PR_BGD if self.hull_prior == "probable" else cv2.GC_BGD
-            labels[self._point_region(crop, seeds_uv, self._grow_px(hull.shape[0]), scale) & hull_c] = cv2.GC_PR_FGD
+            labels[self._point_region(crop, seeds_uv, self._grow_px(occluder.shape[0]), scale) & hull_c] = cv2.GC_PR_FGD
             if len(others_uv):
                 labels[point_discs(crop.to_crop(others_uv), self.bg_radius_px * scale, crop.hs, crop.ws) & hull_c] = (
                     cv2.GC_PR_BGD
@@ -150,7 +154,7 @@ class LidarSegmenter(CropGrabCut):
             )
 
         result = self._cut(image, box, occluder, paint)
-        return None if result is None else result[0] & hull
+        return None if result is None else result[0].clip_to(hull)
 
     def _grow_px(self, image_height: int) -> float:
         return max(self.seed_radius_px, self.grow_frac * image_height)
@@ -162,13 +166,23 @@ class LidarSegmenter(CropGrabCut):
         region[point_discs(crop.to_crop(seeds_uv), 0.0, crop.hs, crop.ws)] = 1
         return cv2.dilate(region, disc_kernel(radius)).astype(bool)
 
-    def _morphology(self, hull: np.ndarray, seeds_uv: np.ndarray) -> np.ndarray:
-        """The point region (seeds' convex hull grown by the growth radius), closed, inside the hull."""
-        h, w = hull.shape
+    def _morphology(self, hull: MaskCrop, seeds_uv: np.ndarray, height: int, width: int) -> MaskCrop:
+        """The point region (seeds' convex hull grown by the growth radius), closed, inside the hull.
+
+        Computed on the hull's window grown by three kernel radii (the dilation, then the closing's dilation and
+        erosion, each reach one radius) and clipped to the image, so every pixel of the hull's window gets the
+        value a whole-image computation gives it (the image border is the window's border where they meet).
+        """
         if len(seeds_uv) == 0:
-            return np.zeros_like(hull)
-        radius = self._grow_px(h)
-        region: np.ndarray = polygon_mask(convex_hull_2d(seeds_uv), h, w).astype(np.uint8)
-        region[point_discs(seeds_uv, 0.0, h, w)] = 1
-        region = cv2.dilate(region, disc_kernel(radius))
-        return cv2.morphologyEx(region, cv2.MORPH_CLOSE, disc_kernel(radius)).astype(bool) & hull
+            return MaskCrop(hull.r0, hull.c0, np.zeros_like(hull.pixels))
+        kernel = disc_kernel(self._grow_px(height))
+        reach = 3 * (kernel.shape[0] // 2) + 1
+        r0, r1 = max(hull.r0 - reach, 0), min(hull.r1 + reach, height)
+        c0, c1 = max(hull.c0 - reach, 0), min(hull.c1 + reach, width)
+        region = polygon_crop(convex_hull_2d(seeds_uv), height, width).within((r0, r1, c0, c1)).astype(np.uint8)
+        rows, cols = point_pixels(seeds_uv, height, width)
+        inside = (rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1)
+        region[rows[inside] - r0, cols[inside] - c0] = 1
+        grown = cv2.dilate(region, kernel)
+        closed = cv2.morphologyEx(grown, cv2.MORPH_CLOSE, kernel).astype(bool)
+        return MaskCrop(r0, c0, closed).clip_to(hull)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.raster import MaskCrop
 from stridegen.pipeline.segment.request import check_occlusion_mode, segment_in_depth_order
 
 
@@ -27,9 +28,7 @@ class ProjectedBoxSegmenter:
         self.occlusion = check_occlusion_mode(occlusion)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
-        from stridegen.pipeline.visibility import inside_share  # lazy: visibility imports this package
-
-        def one(i: int, hull: np.ndarray, occluder: np.ndarray) -> tuple[np.ndarray, float]:
-            return hull, inside_share(request.hull_uv[i], request.width, request.height)
+        def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
+            return hull, request.inside_share(i)
 
         return segment_in_depth_order(request, one, self.occlusion)

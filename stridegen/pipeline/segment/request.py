@@ -1,10 +1,7 @@
 """Build a ``SegmentRequest`` from 3D boxes, rasterise projected hulls, and apply the depth-order occlusion rule.
 
-Pixel convention (shared by every segmenter backend and the visibility filter): pixel (row ``r``, column ``c``)
-has its centre at image coordinates (u, v) = (c, r) and covers [c - 0.5, c + 0.5] x [r - 0.5, r + 0.5], as OpenCV
-and the pinhole intrinsics assume; the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]. A polygon's raster mask holds
-exactly the pixels whose centre lies in the closed polygon (boundary included), up to floating-point rounding of
-centres that lie on an edge.
+Pixel convention: see ``stridegen.pipeline.segment.raster`` (pixel centres at integer coordinates; a polygon's
+raster holds the pixels whose centre lies in the closed polygon). Per-object arrays are crops (``MaskCrop``).
 
 Occlusion rule: objects are z-ordered by ``depth_m`` (camera-frame z of the box centre; ties by request index,
 the lower index counting as nearer). With ``occlusion="hull"`` (the default) an object's mask never holds a pixel
@@ -22,6 +19,7 @@ from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.raster import MaskCrop, polygon_crop
 
 OCCLUSION_MODES = ("hull", "mask", "none")
 
@@ -29,88 +27,51 @@ OCCLUSION_MODES = ("hull", "mask", "none")
 # ---------------------------------------------------------------------------------------------- polygons
 
 
-def convex_hull_2d(points: np.ndarray) -> np.ndarray:
-    """Convex hull [V, 2] of [P, 2] points, counter-clockwise in (u, v) maths orientation, no repeated vertex.
-
-    Andrew's monotone chain (A. M. Andrew, Inf. Proc. Letters 9(5), 1979) in float64. Collinear points are dropped;
-    fewer than three distinct points give those points (a degenerate hull of area 0).
-    """
-    pts = np.unique(np.asarray(points, dtype=np.float64).reshape(-1, 2), axis=0)  # sorted by u, then v
-    if pts.shape[0] < 3:
-        return pts
-
-    def cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-        return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
-
-    lower: list[np.ndarray] = []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    upper: list[np.ndarray] = []
-    for p in pts[::-1]:
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return np.asarray(lower[:-1] + upper[:-1], dtype=np.float64)
-
-
 def image_rect(height: int, width: int) -> tuple[float, float, float, float]:
     """(u0, v0, u1, v1) of the image in continuous pixel coordinates (pixel centres at integers)."""
     return -0.5, -0.5, width - 0.5, height - 0.5
-
-
-def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
-    """[H, W] bool: pixels whose centre lies in the closed convex polygon ``poly_uv`` [V, 2] (image pixels).
-
-    Scan-line rasterisation: for every pixel row v the polygon's x-extent at y = v is the min / max over the
-    crossings of its edges with that line (plus its vertices on the line, which covers horizontal edges). Exact for
-    convex polygons; a polygon of fewer than three vertices or zero area gives an empty mask.
-    """
-    mask = np.zeros((height, width), dtype=bool)
-    poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-    if poly.shape[0] < 3 or geo.polygon_area(poly) <= 0.0 or not np.all(np.isfinite(poly)):
-        return mask
-    r0 = max(int(np.ceil(poly[:, 1].min())), 0)
-    r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
-    if r1 < r0:
-        return mask
-    rows = np.arange(r0, r1 + 1, dtype=np.float64)[:, None]  # [R, 1]
-    a, b = poly, np.roll(poly, -1, axis=0)
-    lo, hi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
-    dy = b[:, 1] - a[:, 1]
-    slanted = dy != 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = (rows - a[:, 1]) / np.where(slanted, dy, 1.0)
-    x_edge = a[:, 0] + t * (b[:, 0] - a[:, 0])  # [R, E]
-    on_edge = slanted & (rows >= lo) & (rows <= hi)
-    on_vertex = rows == poly[:, 1]  # [R, V]
-    inf = np.inf
-    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=1), np.where(on_vertex, poly[:, 0], inf).min(axis=1))
-    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=1), np.where(on_vertex, poly[:, 0], -inf).max(axis=1))
-    c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)
-    c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # exclusive
-    cols = np.arange(width)
-    mask[r0 : r1 + 1] = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
-    return mask
 
 
 def hull_masks(hulls: Sequence[np.ndarray], height: int, width: int) -> np.ndarray:
     """[N, H, W] bool raster masks of N convex hulls (pixel-centre rule, see the module docstring)."""
     out = np.zeros((len(hulls), height, width), dtype=bool)
     for i, hull in enumerate(hulls):
-        out[i] = polygon_mask(hull, height, width)
+        crop = polygon_crop(hull, height, width)
+        out[i][crop.slices] = crop.pixels
     return out
 
 
-def projected_hulls(corners_cam: np.ndarray, intrinsic: np.ndarray, near_m: float = 0.1) -> list[np.ndarray]:
+def projected_hulls(
+    corners_cam: np.ndarray,
+    intrinsic: np.ndarray,
+    near_m: float = 0.1,
+    within: tuple[float, float, float, float] | None = None,
+) -> list[np.ndarray]:
     """Convex hulls (image pixels) of [N, 8, 3] camera-frame box corners, edges clipped to ``z >= near_m``.
 
     The 12 box edges are clipped at the near plane and their surviving end points projected; the hull of those
-    points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array.
+    points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array,
+    and so does, given ``within`` = (u0, v0, u1, v1), a box whose projected points all lie more than one pixel
+    beyond one side of that rectangle (its hull cannot meet it; the pixel of margin keeps rounding out of the
+    decision). The hulls are computed in one batch (``geo.convex_hulls_2d``).
     """
     uv, keep = geo.project_clipped_edges(corners_cam, intrinsic, near_m)
-    return [convex_hull_2d(uv[i][keep[i]]) if keep[i].any() else np.zeros((0, 2)) for i in range(uv.shape[0])]
+    wanted = keep.any(axis=1)
+    if within is not None and wanted.any():
+        u0, v0, u1, v1 = within
+        u, v = uv[..., 0], uv[..., 1]
+        beyond = (
+            (np.where(keep, u, -np.inf).max(axis=1) < u0 - 1.0)
+            | (np.where(keep, u, np.inf).min(axis=1) > u1 + 1.0)
+            | (np.where(keep, v, -np.inf).max(axis=1) < v0 - 1.0)
+            | (np.where(keep, v, np.inf).min(axis=1) > v1 + 1.0)
+        )
+        wanted &= ~beyond
+    hulls = [np.zeros((0, 2))] * uv.shape[0]
+    chosen = np.flatnonzero(wanted)
+    for i, hull in zip(chosen.tolist(), geo.convex_hulls_2d(uv[chosen], keep[chosen]), strict=True):
+        hulls[i] = hull
+    return hulls
 
 
 # ---------------------------------------------------------------------------------------------- request
@@ -144,7 +105,8 @@ def make_request(
     height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
     rect = image_rect(height, width)
     T = np.asarray(T_cam_from_global, dtype=np.float64)
-    hulls = projected_hulls(geo.transform_points(T, boxes.corners()), intrinsic, near_m) if len(boxes) else []
+    corners = geo.transform_points(T, boxes.corners())
+    hulls = projected_hulls(corners, intrinsic, near_m, within=rect) if len(boxes) else []
     kept: list[int] = []
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []
@@ -238,35 +200,37 @@ def nearest_first(depth_m: np.ndarray) -> np.ndarray:
     return np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable")
 
 
-ObjectSegmenter = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, float]]
+ObjectSegmenter = Callable[[int, MaskCrop, np.ndarray], tuple[MaskCrop, float]]
 
 
 def segment_in_depth_order(
     request: SegmentRequest, segment_one: ObjectSegmenter, occlusion: str = "hull"
 ) -> SegmentResult:
-    """Run ``segment_one(i, hull_mask_i, occluder_i) -> (mask_i, quality_i)`` for every object, nearest first.
+    """Run ``segment_one(i, hull_i, occluder_i) -> (mask_i, quality_i)`` for every object, nearest first.
 
-    ``hull_mask_i`` is object i's raster hull [H, W]; ``occluder_i`` [H, W] the union of the nearer objects' hulls
-    and final masks (``"hull"``), final masks only (``"mask"``) or nothing (``"none"``). The returned mask is
-    intersected with ``~occluder_i`` here, so masks never overlap; an empty final mask gets quality 0. Qualities
-    are clipped to [0, 1].
+    ``hull_i`` is object i's raster hull (``request.hull_crop(i)``, a crop); ``occluder_i`` [H, W] bool (read only;
+    it changes after the call) the union of the nearer objects' hulls and final masks (``"hull"``), final masks
+    only (``"mask"``) or nothing (``"none"``). The returned mask (a crop) is reduced by ``occluder_i`` here, so
+    masks never overlap; an empty final mask gets quality 0. Qualities are clipped to [0, 1]. The result holds
+    the masks as crops.
     """
     check_occlusion_mode(occlusion)
     n, height, width = len(request), request.height, request.width
-    masks = np.zeros((n, height, width), dtype=bool)
+    masks = [MaskCrop.empty()] * n
     quality = np.zeros(n, dtype=np.float64)
     occluder = np.zeros((height, width), dtype=bool)
     for i in nearest_first(request.depth_m).tolist():
-        hull = polygon_mask(request.hull_uv[i], height, width)
+        hull = request.hull_crop(i)
         mask, q = segment_one(i, hull, occluder)
-        mask = np.asarray(mask, dtype=bool) & ~occluder
+        mask = mask.minus(occluder)
         masks[i] = mask
         quality[i] = float(np.clip(q, 0.0, 1.0)) if mask.any() and np.isfinite(q) else 0.0
         if occlusion == "hull":
-            occluder |= hull | mask  # a mask may reach beyond its hull (grabcut): it still claims its pixels
+            hull.paint(occluder)  # a mask may reach beyond its hull (grabcut): it still claims its pixels
+            mask.paint(occluder)
         elif occlusion == "mask":
-            occluder |= mask
-    return SegmentResult(masks=masks, quality=quality)
+            mask.paint(occluder)
+    return SegmentResult.of_crops(masks, quality, height, width)
 
 
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:

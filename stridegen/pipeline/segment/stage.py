@@ -140,7 +140,7 @@ def segment_images(
     """
     import time
 
-    from stridegen.formats.rle import encode_rle_batch
+    from stridegen.formats.rle import encode_rle_crops
     from stridegen.pipeline.segment.request import make_request
 
     timings = timings if timings is not None else {}
@@ -171,7 +171,8 @@ def segment_images(
         order = np.argsort(tracks_of_boxes, kind="stable")
         rows.image_index.append(np.full(order.size, row))
         rows.track_index.append(tracks_of_boxes[order])
-        rows.rle_counts.extend(encode_rle_batch(np.asarray(result.masks, dtype=bool)[order]))
+        crops = [result.crops[k] for k in order.tolist()]
+        rows.rle_counts.extend(encode_rle_crops([(m.pixels, m.r0, m.c0) for m in crops], request.height, request.width))
         rows.area_px.append(vis.area_px[order])
         rows.mask_box_xyxy.append(vis.mask_box_xyxy[order])
         rows.projected_box_xyxy.append(np.asarray(request.box_xyxy, dtype=np.float64)[order])

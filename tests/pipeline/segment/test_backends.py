@@ -9,8 +9,9 @@ import pytest
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle, encode_rle_batch
 from stridegen.pipeline.segment import SEGMENTERS, SegmentRequest, make_segmenter
-from stridegen.pipeline.segment.grabcut import Crop, foreground_posterior, hull_precision, shrink_polygon
-from stridegen.pipeline.segment.request import hull_masks, mask_iou, polygon_mask
+from stridegen.pipeline.segment.grabcut import Crop, foreground_posterior, hull_precision, run_grabcut, shrink_polygon
+from stridegen.pipeline.segment.raster import MaskCrop, polygon_mask
+from stridegen.pipeline.segment.request import hull_masks, mask_iou
 
 OFFLINE = ("projected_box", "grabcut", "lidar")
 H, W = 96, 128
@@ -135,8 +136,9 @@ def test_grabcut_quality_parts() -> None:
     hull = np.zeros((4, 4), bool)
     mask[:2] = True
     hull[1:] = True
-    assert hull_precision(mask, hull) == pytest.approx(0.5)
-    assert hull_precision(np.zeros_like(mask), hull) == 0.0
+    assert hull_precision(MaskCrop.of_full(mask), MaskCrop.of_full(hull)) == pytest.approx(0.5)
+    assert hull_precision(MaskCrop(0, 0, mask[:2]), MaskCrop(1, 0, hull[1:])) == pytest.approx(0.5)  # other windows
+    assert hull_precision(MaskCrop.empty(), MaskCrop.of_full(hull)) == 0.0
 
     # one-component GMMs: unit-variance blobs at 0 and at 10 (model row: 5 weights, 5x3 means, 5x3x3 covs)
     def model(mean: float) -> np.ndarray:
@@ -164,7 +166,7 @@ def test_crop_maps_pixel_centres_like_cv2_resize() -> None:
     assert crop_image.shape == (42, 42, 3)
     # bilinear upscaling samples the source at the mapped centres: crop column 5 <-> u = 10 + (5 + 0.5) / 2 - 0.5
     assert crop_image[0, 5, 0] == pytest.approx(10 + 5.5 / 2 - 0.5, abs=0.6)
-    pasted = crop.paste(np.ones((42, 42), bool), 100, 100)
+    pasted = crop.paste(np.ones((42, 42), bool)).full(100, 100)
     assert pasted.sum() == 21 * 21 and pasted[20:41, 10:31].all()
 
 
@@ -289,3 +291,26 @@ def test_imports_in_any_order_without_heavy_dependencies(module: str) -> None:
         "assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_lidar_never_computes_the_colour_posterior(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stridegen.pipeline.segment.grabcut as grabcut_module
+
+    def refuse(*args: object) -> np.ndarray:
+        raise AssertionError("the colour posterior was computed")
+
+    monkeypatch.setattr(grabcut_module, "foreground_posterior", refuse)
+    request, truth = _single_object_request()
+    result = make_segmenter("lidar").segment(request)  # GrabCut runs (a large object with many seeds)
+    assert mask_iou(result.masks[0], truth) > 0.8
+    with pytest.raises(AssertionError, match="posterior"):  # the grabcut backend does use it: the patch bites
+        make_segmenter("grabcut").segment(request)
+
+
+def test_grabcut_posterior_of_the_foreground_equals_the_whole_crop_posterior_there() -> None:
+    image, truth = _scene()
+    labels = np.where(truth, cv2.GC_PR_FGD, cv2.GC_PR_BGD).astype(np.uint8)
+    out = run_grabcut(image, labels, 2, 0)
+    assert out is not None and out.foreground.any()
+    whole = foreground_posterior(image.reshape(-1, 3), out.fgd_model, out.bgd_model).reshape(truth.shape)
+    assert out.mean_fg_posterior() == float(np.mean(whole[out.foreground]))

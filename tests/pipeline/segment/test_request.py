@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
+from stridegen.core.geometry import convex_hull_2d
+from stridegen.pipeline.segment.raster import polygon_mask
 from stridegen.pipeline.segment.request import (
     check_occlusion_mode,
-    convex_hull_2d,
     hull_masks,
     make_request,
     mask_iou,
     nearest_first,
-    polygon_mask,
 )
 
 W, H = 160, 90

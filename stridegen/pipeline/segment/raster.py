@@ -1,0 +1,195 @@
+"""Per-object pixel arrays in the object's crop: convex polygons rasterised into their bounding window, masks kept
+as (window origin, window pixels), and the share of a polygon inside the image.
+
+Pixel convention (shared by every segmenter backend and the visibility filter): pixel (row ``r``, column ``c``)
+has its centre at image coordinates (u, v) = (c, r) and covers [c - 0.5, c + 0.5] x [r - 0.5, r + 0.5], as OpenCV
+and the pinhole intrinsics assume; the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]. A polygon's raster holds
+exactly the pixels whose centre lies in the closed polygon (boundary included), up to floating-point rounding of
+centres that lie on an edge.
+
+An object covers a small part of its image, so its arrays (hull raster, mask, occluder test, mask box, RLE) are
+computed on its crop: a ``MaskCrop`` is the window [r0, r1) x [c0, c1) of the image and the mask's pixels there;
+every pixel outside the window is False. ``MaskCrop.full`` gives the [H, W] mask where a caller needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stridegen.core import geometry as geo
+
+Window = tuple[int, int, int, int]  # (r0, r1, c0, c1): rows [r0, r1), columns [c0, c1) of an image, in pixels
+
+
+@dataclass(frozen=True)
+class MaskCrop:
+    """A bool mask of an image held on a window: ``pixels`` [r1 - r0, c1 - c0] are the mask's rows r0..r1-1 and
+    columns c0..c1-1 (image pixels); the mask is False everywhere else. Never mutated once built."""
+
+    r0: int
+    c0: int
+    pixels: np.ndarray  # [h, w] bool
+
+    @classmethod
+    def empty(cls) -> MaskCrop:
+        """The empty mask (a 0 x 0 window at the origin)."""
+        return cls(0, 0, np.zeros((0, 0), dtype=bool))
+
+    @classmethod
+    def of_full(cls, mask: np.ndarray) -> MaskCrop:
+        """A full-image [H, W] mask as the crop whose window is the whole image."""
+        return cls(0, 0, np.asarray(mask, dtype=bool))
+
+    @property
+    def r1(self) -> int:
+        return self.r0 + int(self.pixels.shape[0])
+
+    @property
+    def c1(self) -> int:
+        return self.c0 + int(self.pixels.shape[1])
+
+    @property
+    def window(self) -> Window:
+        return self.r0, self.r1, self.c0, self.c1
+
+    @property
+    def slices(self) -> tuple[slice, slice]:
+        """Index of the window into a full-image array (``image[crop.slices]``)."""
+        return slice(self.r0, self.r1), slice(self.c0, self.c1)
+
+    @property
+    def area(self) -> int:
+        """Number of True pixels."""
+        return int(np.count_nonzero(self.pixels))
+
+    def any(self) -> bool:
+        return bool(self.pixels.any())
+
+    def full(self, height: int, width: int) -> np.ndarray:
+        """The [height, width] bool mask."""
+        out = np.zeros((height, width), dtype=bool)
+        out[self.slices] = self.pixels
+        return out
+
+    def within(self, window: Window) -> np.ndarray:
+        """The mask's pixels on another window ``(r0, r1, c0, c1)`` ([r1 - r0, c1 - c0] bool, False outside this
+        crop's window)."""
+        r0, r1, c0, c1 = window
+        if (r0, r1, c0, c1) == self.window:
+            return self.pixels
+        out = np.zeros((max(r1 - r0, 0), max(c1 - c0, 0)), dtype=bool)
+        ir0, ir1 = max(r0, self.r0), min(r1, self.r1)
+        ic0, ic1 = max(c0, self.c0), min(c1, self.c1)
+        if ir0 < ir1 and ic0 < ic1:
+            out[ir0 - r0 : ir1 - r0, ic0 - c0 : ic1 - c0] = self.pixels[
+                ir0 - self.r0 : ir1 - self.r0, ic0 - self.c0 : ic1 - self.c0
+            ]
+        return out
+
+    def minus(self, full: np.ndarray) -> MaskCrop:
+        """This mask without the pixels of a full-image [H, W] bool mask ``full`` (same window)."""
+        return MaskCrop(self.r0, self.c0, self.pixels & ~full[self.slices])
+
+    def clip_to(self, other: MaskCrop) -> MaskCrop:
+        """This mask ∩ ``other``, on ``other``'s window."""
+        return MaskCrop(other.r0, other.c0, self.within(other.window) & other.pixels)
+
+    def overlap(self, other: MaskCrop) -> int:
+        """|this mask ∩ other| in pixels."""
+        return int(np.count_nonzero(self.within(other.window) & other.pixels))
+
+    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """[P] bool: the mask at image pixels (rows [P], cols [P] int), False outside the window."""
+        rows = np.asarray(rows, dtype=np.int64) - self.r0
+        cols = np.asarray(cols, dtype=np.int64) - self.c0
+        h, w = self.pixels.shape
+        inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+        out = np.zeros(rows.shape, dtype=bool)
+        out[inside] = self.pixels[rows[inside], cols[inside]]
+        return out
+
+    def paint(self, canvas: np.ndarray) -> None:
+        """OR the mask into a full-image [H, W] bool ``canvas`` (in place)."""
+        canvas[self.slices] |= self.pixels
+
+    def box_xyxy(self) -> np.ndarray:
+        """[4] pixel-edge bounding box (x0, y0, x1, y1) of the mask in image pixels (pixel (r, c) spans
+        [c - 0.5, c + 0.5] x [r - 0.5, r + 0.5]); NaN for an empty mask."""
+        rows = np.flatnonzero(self.pixels.any(axis=1))
+        if rows.size == 0:
+            return np.full(4, np.nan)
+        cols = np.flatnonzero(self.pixels.any(axis=0))
+        y0, y1 = self.r0 + int(rows[0]), self.r0 + int(rows[-1])
+        x0, x1 = self.c0 + int(cols[0]), self.c0 + int(cols[-1])
+        return np.array([x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5], dtype=np.float64)
+
+
+def crop_boxes(crops: Sequence[MaskCrop]) -> tuple[np.ndarray, np.ndarray]:
+    """([N, 4] pixel-edge bounding boxes, NaN rows for empty masks; [N] int64 pixel counts) of N mask crops."""
+    boxes = np.full((len(crops), 4), np.nan)
+    area = np.zeros(len(crops), dtype=np.int64)
+    for i, crop in enumerate(crops):
+        area[i] = crop.area
+        if area[i]:
+            boxes[i] = crop.box_xyxy()
+    return boxes, area
+
+
+def polygon_crop(poly_uv: np.ndarray, height: int, width: int) -> MaskCrop:
+    """Raster of the closed convex polygon ``poly_uv`` [V, 2] (image pixels) in an image of ``height`` x ``width``,
+    on the polygon's pixel bounding window (the tightest window holding every pixel of the raster).
+
+    Scan-line rasterisation: for every pixel row v the polygon's x-extent at y = v is the min / max over the
+    crossings of its edges with that line (plus its vertices on the line, which covers horizontal edges). Exact for
+    convex polygons; a polygon of fewer than three vertices, of zero area or with a non-finite vertex gives the
+    empty crop. The window is taken from the computed row spans, so ``polygon_crop(p).full(H, W)`` equals the
+    whole-image scan line pixel for pixel.
+    """
+    poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
+    if poly.shape[0] < 3 or not np.all(np.isfinite(poly)) or geo.polygon_area(poly) <= 0.0:
+        return MaskCrop.empty()
+    r0 = max(int(np.ceil(poly[:, 1].min())), 0)
+    r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
+    if r1 < r0:
+        return MaskCrop.empty()
+    rows = np.arange(r0, r1 + 1, dtype=np.float64)[:, None]  # [R, 1]
+    a, b = poly, np.roll(poly, -1, axis=0)
+    lo, hi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
+    dy = b[:, 1] - a[:, 1]
+    slanted = dy != 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (rows - a[:, 1]) / np.where(slanted, dy, 1.0)
+    x_edge = a[:, 0] + t * (b[:, 0] - a[:, 0])  # [R, E]
+    on_edge = slanted & (rows >= lo) & (rows <= hi)
+    on_vertex = rows == poly[:, 1]  # [R, V]
+    inf = np.inf
+    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=1), np.where(on_vertex, poly[:, 0], inf).min(axis=1))
+    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=1), np.where(on_vertex, poly[:, 0], -inf).max(axis=1))
+    c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)  # first column of each row's span
+    c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # one past its last column
+    filled = np.flatnonzero(c1 > c0)
+    if filled.size == 0:
+        return MaskCrop.empty()
+    first, last = int(filled[0]), int(filled[-1]) + 1
+    c0, c1 = c0[first:last], c1[first:last]
+    w0, w1 = int(c0[c1 > c0].min()), int(c1[c1 > c0].max())
+    cols = np.arange(w0, w1)
+    pixels = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
+    return MaskCrop(r0 + first, w0, pixels)
+
+
+def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
+    """[H, W] bool: pixels whose centre lies in the closed convex polygon ``poly_uv`` [V, 2] (``polygon_crop``)."""
+    return polygon_crop(poly_uv, height, width).full(height, width)
+
+
+def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
+    """area(hull ∩ image) / area(hull), on the polygons; the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]."""
+    total = geo.polygon_area(hull_uv)
+    if total <= 0.0:
+        return 0.0
+    inter = geo.polygon_area(geo.clip_polygon_to_rect(hull_uv, -0.5, -0.5, width - 0.5, height - 0.5))
+    return min(max(inter / total, 0.0), 1.0)
