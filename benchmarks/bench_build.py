@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_build.py                 # the `stridegen build` default log, 1 and 2 workers
     .venv/bin/python benchmarks/bench_build.py --quick         # 2 scenes x 8 s at 320x180
     .venv/bin/python benchmarks/bench_build.py --workers 1 2 4 --repeat 3
+    .venv/bin/python benchmarks/bench_build.py --resolutions 800x450 1600x900 2880x1860 \
+        --segmenters lidar lidar_watershed projected_box --workers 1 --repeat 1   # 2 scenes x 8 s per resolution
 
 The log is generated once (cached like `stridegen build` does) and is not part of the timing. Each run builds
 into a fresh folder; the figure is keyframes / (wall seconds x workers), the best of ``--repeat`` runs, and the
@@ -32,13 +34,16 @@ def _shard_digests(out: Path) -> list[str]:
     return [s["sha256"] for s in manifest["shards"]]
 
 
-def bench(log: Path, workers: int, repeat: int) -> dict[str, object]:
+def bench(log: Path, workers: int, repeat: int, segmenter: str | None = None) -> dict[str, object]:
     best: dict[str, object] | None = None
     digests = None
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
             out = Path(tmp) / "ds"
-            cfg = load_build_config(None, [f"workers={workers}", "detector.name=oracle"])
+            overrides = [f"workers={workers}", "detector.name=oracle"]
+            if segmenter is not None:
+                overrides.append(f"segmenter.name={segmenter}")
+            cfg = load_build_config(None, overrides)
             t0 = time.perf_counter()
             result = run_build(log, out, cfg)
             wall = time.perf_counter() - t0
@@ -65,12 +70,47 @@ def bench(log: Path, workers: int, repeat: int) -> dict[str, object]:
     return best
 
 
+def _resolution(text: str) -> tuple[int, int]:
+    width, _, height = text.partition("x")
+    return int(width), int(height)
+
+
+def by_resolution(resolutions: list[str], segmenters: list[str | None], workers: list[int], repeat: int) -> None:
+    """keyframes/s/core and per-stage ms per keyframe for each (resolution, segmenter, workers): a small log
+    (``QUICK``'s scenes and seconds) per resolution."""
+    print(
+        f"{'resolution':>10} {'segmenter':>16} {'workers':>7} {'kf':>4} {'kf/s/core':>9}  "
+        + " ".join(f"{s:>10}" for s in STAGES)
+        + "   (stages: ms per keyframe, summed over scenes)"
+    )
+    for text in resolutions:
+        width, height = _resolution(text)
+        log = ensure_default_log({**QUICK, "width": width, "height": height}, progress=False)
+        for name in segmenters:
+            for w in workers:
+                r = bench(log, w, repeat, name)
+                stages: dict[str, float] = r["stages_s"]  # type: ignore[assignment]
+                kf = int(r["keyframes"])  # type: ignore[call-overload]
+                print(
+                    f"{text:>10} {name or 'config':>16} {w:>7} {kf:>4} {r['keyframes_per_s_per_core']:>9.2f}  "
+                    + " ".join(f"{1e3 * stages.get(s, 0.0) / max(kf, 1):>10.1f}" for s in STAGES),
+                    flush=True,
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small log (2 scenes x 8 s at 320x180)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--resolutions", nargs="+", metavar="WxH", help="camera resolutions: a 2 scenes x 8 s log each (e.g. 800x450)"
+    )
+    parser.add_argument("--segmenters", nargs="+", help="segmenter names to compare (default: the config's)")
     args = parser.parse_args()
+    if args.resolutions or args.segmenters:
+        by_resolution(args.resolutions or ["800x450"], args.segmenters or [None], args.workers, args.repeat)
+        return
 
     params = QUICK if args.quick else DEFAULT_SYNTHETIC
     t0 = time.perf_counter()
@@ -84,11 +124,11 @@ def main() -> None:
         + " ".join(f"{s:>10}" for s in STAGES)
     )
     for r in rows:
-        stages = r["stages_s"]
+        stages: dict[str, float] = r["stages_s"]  # type: ignore[assignment]
         print(
             f"{r['workers']:>7} {r['wall_s']:>8.2f} {r['keyframes']:>9} {r['keyframes_per_s']:>8.1f} "
             f"{r['keyframes_per_s_per_core']:>9.1f}  " + " ".join(f"{stages.get(s, 0.0):>10.3f}" for s in STAGES)
-        )  # type: ignore[union-attr]
+        )
     print("shards byte-identical across runs and worker counts")
 
 

@@ -8,6 +8,12 @@ separately). Runs on one core (affinity and OpenCV / BLAS threads pinned) so ms 
     .venv/bin/python benchmarks/bench_segment.py                       # generate 1 scene x 10 s at 800x450
     .venv/bin/python benchmarks/bench_segment.py --root out/synth      # an existing synthetic log
     .venv/bin/python benchmarks/bench_segment.py --update-docs         # also write the tables into docs/segmenters.md
+    .venv/bin/python benchmarks/bench_segment.py --nuscenes            # LiDAR recall / leak on the nuScenes demo
+
+``--nuscenes``: the real nuScenes demo keyframe (../shared/data/nuscenes-demo, every camera) has no pixel truth,
+so the LiDAR stands in, over the objects with at least 5 own (in-box) returns: *recall* = share of an object's own
+returns inside its mask; *leak* = share of the other returns that lie inside the object's projected hull and
+farther than its centre (``depth_m``) and fall inside its mask. Both are means over objects.
 """
 
 from __future__ import annotations
@@ -154,6 +160,48 @@ def tables(results: dict[str, Scores]) -> str:
     return "\n".join(lines)
 
 
+MIN_OWN_POINTS = 5  # objects with fewer own returns are not scored by --nuscenes
+
+
+def nuscenes_recall_leak(backends: list[str], options: dict) -> None:
+    """Print recall / leak (module docstring) of each backend on the nuScenes demo keyframe's camera images."""
+    sys.path.insert(0, str(REPO))
+    from stridegen.logs import open_log
+    from stridegen.pipeline.segment import make_segmenter
+    from stridegen.pipeline.segment.lidar import point_pixels
+    from stridegen.pipeline.segment.request import frame_request, hull_masks
+    from tests.shared_data import NUSCENES_DEMO
+
+    frame = open_log(NUSCENES_DEMO).scenes()[0].frames[0]
+    boxes = frame.annotations().boxes
+    requests = [r for r in (frame_request(frame, ch, boxes)[0] for ch in frame.camera_channels) if len(r)]
+    print("| backend | objects | recall | leak | ms / image |")
+    print("|---|---:|---:|---:|---:|")
+    for name in backends:
+        segmenter = make_segmenter(name, **options.get(name, {}))
+        recall: list[float] = []
+        leak: list[float] = []
+        seconds = 0.0
+        for request in requests:
+            t0 = time.perf_counter()
+            masks = segmenter.segment(request).masks
+            seconds += time.perf_counter() - t0
+            hulls = hull_masks(request.hull_uv, request.height, request.width)
+            rows, cols = point_pixels(request.lidar_uv, request.height, request.width)
+            for i in range(len(request)):
+                own = request.lidar_object == i
+                if np.count_nonzero(own) < MIN_OWN_POINTS:
+                    continue
+                recall.append(float(masks[i][rows[own], cols[own]].mean()))
+                other = ~own & hulls[i][rows, cols] & (request.lidar_depth_m > request.depth_m[i])
+                if other.any():
+                    leak.append(float(masks[i][rows[other], cols[other]].mean()))
+        print(
+            f"| `{name}` | {len(recall)} | {np.mean(recall):.3f} | {np.mean(leak):.3f} | "
+            f"{1e3 * seconds / len(requests):.1f} |"
+        )
+
+
 def update_docs(text: str) -> None:
     doc = DOCS.read_text()
     if BEGIN not in doc or END not in doc:
@@ -171,11 +219,15 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=800)
     parser.add_argument("--height", type=int, default=450)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backends", default="projected_box,grabcut,lidar")
+    parser.add_argument("--backends", default="projected_box,grabcut,lidar,lidar_watershed")
     parser.add_argument("--options", default="{}", help='JSON {"backend": {option: value}} passed to the backends')
     parser.add_argument("--min-area", type=int, default=100, help="score objects with at least this many pixels")
     parser.add_argument("--update-docs", action="store_true", help=f"write the tables into {DOCS.name}")
+    parser.add_argument("--nuscenes", action="store_true", help="LiDAR recall / leak on the nuScenes demo instead")
     args = parser.parse_args()
+    if args.nuscenes:
+        nuscenes_recall_leak(args.backends.split(","), json.loads(args.options))
+        return
 
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

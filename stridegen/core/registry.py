@@ -64,6 +64,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "projected_box": "stridegen.pipeline.segment.projected_box:ProjectedBoxSegmenter",
         "grabcut": "stridegen.pipeline.segment.grabcut:GrabCutSegmenter",
         "lidar": "stridegen.pipeline.segment.lidar:LidarSegmenter",
+        "lidar_watershed": "stridegen.pipeline.segment.lidar_watershed:LidarWatershedSegmenter",
         "sam2": "stridegen.pipeline.segment.sam2_backend:Sam2Segmenter",
     },
     "qa_family": {

@@ -1,0 +1,219 @@
+"""``lidar_watershed``: LiDAR points inside an object's 3D box, depth-tested against the other points, seed a
+marker watershed on the object's crop. No GrabCut: a few cheap OpenCV passes per object (``cv2.erode``,
+``cv2.distanceTransform``, ``cv2.watershed``), so it runs about 30 to 60 times faster than ``lidar``.
+
+All sizes are image pixels unless named otherwise; depths are the request's camera-frame z (metres).
+
+Scale: a spinning LiDAR's beams are ``beam_gap_deg`` apart, so two neighbouring beams' returns on a surface are
+``gap = f * beam_gap_deg`` pixels apart in the image at any range (``f`` = ``focal_frac * image height``: the
+request carries no intrinsics; nuScenes' front cameras have f = 1266 px at 900 px, 1.407; the HDL-32E's 32 beams
+span 41.3 deg, 1.333 deg apart: gap = 29 px at 1600 x 900, 15 px at 800 x 450). A metric length ``m`` at depth
+``d`` is ``f * m / d`` pixels.
+
+Algorithm, per object i (nearest first, ``segment_in_depth_order``), on the hull's window resampled so that its
+longer side is at most ``work_side`` pixels:
+
+1. Points of the window that no nearer hull or mask hides (the occlusion rule). Object i's own points
+   (``lidar_object == i``) and the others, each rasterised into a per-pixel nearest-depth z-buffer and spread
+   (grey erosion, a disc of ``zbuffer_beams * gap``: a return stands for the surface patch up to half-way to its
+   neighbours). An own point behind a foreign one by more than ``depth_tol_m`` is hidden from this camera (the
+   LiDAR, 0.3 m above and behind the cameras, sees over things the camera does not) and is no seed. A foreign
+   point is *evidence against* the object (a competitor) when no seed lies within that disc, or when it is nearer
+   than the seeds there by more than ``depth_tol_m`` (something in front); one within the disc and not in front
+   lies behind the object's surface (hidden from the camera) or on it, and is ignored. Unowned returns within
+   ``depth_tol_m`` of the seeds' depth range are ignored too: ``make_request`` leaves the returns of a box's
+   bottom ``ground_margin_m`` unowned, and those are mostly the object's own lower body.
+2. Watershed markers: seeds -> object; competitors, pixels outside the hull, nearer hulls and masks, and pixels
+   farther than ``reach`` from every seed -> not object; the rest unknown. ``reach = grow_beams * gap +
+   f * base_margin_m / d`` with ``d`` the seeds' median depth: the parts of the object between and beyond its
+   beams (3 gaps: objects partly hidden from the LiDAR but not from the camera), plus the bottom slab that has no
+   own returns (``base_margin_m`` equals ``make_request``'s ``ground_margin_m``).
+3. ``cv2.watershed`` floods the unknown pixels from the markers in order of the colour gradient (Beucher and
+   Meyer's marker-controlled watershed, 1993), so the object's border settles on the strongest image edge between
+   its seeds and the evidence against it. ``refine: "distance"`` floods a flat image instead (nearest marker,
+   no image evidence). Watershed lines next to the object count as object; enclosed holes (windows the LiDAR
+   saw through) are filled (``fill_holes``). The mask is kept inside the hull.
+4. Fewer than ``min_points`` seeds, or a projected box narrower than ``min_box_px``: the mask is the hull (the
+   geometric prior) with the point quality below. No own point at all: the hull with ``fallback_quality`` (0),
+   as ``lidar`` does.
+
+Quality, as ``lidar``'s: ``inside_share * (1 - exp(-n_inside / points_scale))`` with ``n_inside`` the object's
+projected points whose pixel lies in the final mask and ``inside_share = n_inside / n_projected``.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from stridegen.core.errors import ConfigError
+from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.grabcut import Crop
+from stridegen.pipeline.segment.lidar import disc_kernel, point_pixels
+from stridegen.pipeline.segment.raster import MaskCrop
+from stridegen.pipeline.segment.request import check_occlusion_mode, segment_in_depth_order
+
+UNKNOWN, NOT_OBJECT, OBJECT = 0, 1, 2  # watershed marker labels (OpenCV: 0 = to flood, > 0 = seeds)
+REFINE_MODES = ("watershed", "distance")
+
+
+def spread_min(depth: np.ndarray, radius: float) -> np.ndarray:
+    """[h, w] float32: the minimum of a sparse depth raster (inf where empty) over a disc of ``radius`` pixels."""
+    if radius < 0.5:
+        return depth
+    return cv2.erode(depth, disc_kernel(radius), borderType=cv2.BORDER_CONSTANT, borderValue=float(np.inf))
+
+
+def nearest_depth_raster(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """[h, w] float32 z-buffer of points at integer pixels (rows, cols): the nearest depth per pixel, inf elsewhere."""
+    out = np.full(shape, np.inf, dtype=np.float32)
+    np.minimum.at(out, (rows, cols), depth.astype(np.float32))
+    return out
+
+
+def fill_holes(mask: np.ndarray) -> np.ndarray:
+    """[h, w] bool: ``mask`` with every background component that does not touch the border set."""
+    h, w = mask.shape
+    padded = np.zeros((h + 2, w + 2), dtype=np.uint8)
+    padded[1:-1, 1:-1] = mask
+    flood = np.zeros((h + 4, w + 4), dtype=np.uint8)
+    cv2.floodFill(padded, flood, (0, 0), 1)  # the outside: every 0 reachable from the padding
+    return mask | (padded[1:-1, 1:-1] == 0)
+
+
+def flood(image_rgb: np.ndarray, markers: np.ndarray) -> np.ndarray:
+    """[h, w] bool: the pixels ``cv2.watershed`` gives the ``OBJECT`` marker when it floods ``markers`` [h, w]
+    int32 (``UNKNOWN`` to flood) over ``image_rgb`` [h, w, 3] uint8; watershed lines next to the object count
+    as object.
+
+    OpenCV marks the image's outermost pixels as watershed lines (markers there are lost), so the image is
+    flooded with a one-pixel replicated border that is dropped afterwards.
+    """
+    image = cv2.copyMakeBorder(np.ascontiguousarray(image_rgb, dtype=np.uint8), 1, 1, 1, 1, cv2.BORDER_REPLICATE)
+    labels = cv2.copyMakeBorder(markers, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=UNKNOWN)
+    cv2.watershed(image, labels)
+    labels = labels[1:-1, 1:-1]
+    obj = labels == OBJECT
+    line = labels == -1
+    if line.any():
+        obj |= line & cv2.dilate(obj.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    return obj
+
+
+class LidarWatershedSegmenter:
+    """Depth-tested LiDAR seeds grown by a marker watershed per object. Options (config keywords) as in
+    ``__init__``; the module docstring explains each."""
+
+    name = "lidar_watershed"
+    needs_lidar = True  # the build loads each frame's LiDAR sweep only for backends that need it
+
+    def __init__(
+        self,
+        work_side: int = 128,
+        beam_gap_deg: float = 1.333,
+        focal_frac: float = 1.407,
+        grow_beams: float = 3.0,
+        base_margin_m: float = 0.2,
+        zbuffer_beams: float = 0.5,
+        depth_tol_m: float = 0.5,
+        min_points: int = 3,
+        min_box_px: float = 6.0,
+        points_scale: float = 10.0,
+        refine: str = "watershed",
+        fill_holes: bool = True,
+        occlusion: str = "hull",
+        fallback_quality: float = 0.0,
+    ) -> None:
+        if refine not in REFINE_MODES:
+            raise ConfigError(f"refine must be one of {REFINE_MODES}, got {refine!r}")
+        self.work_side = int(work_side)
+        self.beam_gap_rad = float(np.deg2rad(beam_gap_deg))
+        self.focal_frac = float(focal_frac)
+        self.grow_beams = float(grow_beams)
+        self.base_margin_m = float(base_margin_m)
+        self.zbuffer_beams = float(zbuffer_beams)
+        self.depth_tol_m = float(depth_tol_m)
+        self.min_points = int(min_points)
+        self.min_box_px = float(min_box_px)
+        self.points_scale = float(points_scale)
+        self.refine = refine
+        self.fill_holes = bool(fill_holes)
+        self.occlusion = check_occlusion_mode(occlusion)
+        self.fallback_quality = float(fallback_quality)
+
+    def segment(self, request: SegmentRequest) -> SegmentResult:
+        image = np.asarray(request.image_rgb, dtype=np.uint8)
+        h, w = request.height, request.width
+        rows, cols = point_pixels(request.lidar_uv, h, w)
+        owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
+        depth = np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1)
+        focal_px = self.focal_frac * h
+        gap_px = focal_px * self.beam_gap_rad
+
+        def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
+            own = owner == i
+            n_own = int(np.count_nonzero(own))
+            if n_own == 0:
+                return hull, self.fallback_quality
+            mask = hull
+            box = np.asarray(request.box_xyxy[i], dtype=np.float64)
+            tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
+            if hull.any() and not tiny:
+                grown = self._grow(image, i, hull, occluder, rows, cols, owner, depth, focal_px, gap_px)
+                mask = hull if grown is None else grown
+            n_inside = int(np.count_nonzero(mask.minus(occluder).at(rows[own], cols[own])))
+            return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
+
+        return segment_in_depth_order(request, one, self.occlusion)
+
+    def _grow(
+        self,
+        image: np.ndarray,
+        i: int,
+        hull: MaskCrop,
+        occluder: np.ndarray,
+        rows: np.ndarray,
+        cols: np.ndarray,
+        owner: np.ndarray,
+        depth: np.ndarray,
+        focal_px: float,
+        gap_px: float,
+    ) -> MaskCrop | None:
+        """Object i's mask on its hull's window (steps 1-3 of the module docstring); None with too few seeds."""
+        r0, r1, c0, c1 = hull.window
+        scale = min(1.0, self.work_side / max(r1 - r0, c1 - c0))
+        crop = Crop(r0, r1, c0, c1, max(1, round((r1 - r0) * scale)), max(1, round((c1 - c0) * scale)))
+        sy, sx = crop.hs / (r1 - r0), crop.ws / (c1 - c0)
+        inside = (rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1)
+        inside[inside] = ~occluder[rows[inside], cols[inside]]
+        idx = np.flatnonzero(inside)
+        cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), crop.hs - 1)  # pixel -> crop pixel
+        cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), crop.ws - 1)
+        d = depth[idx]
+        mine = owner[idx] == i
+        spread = self.zbuffer_beams * gap_px * scale
+        foreign_z = spread_min(nearest_depth_raster(cr[~mine], cc[~mine], d[~mine], (crop.hs, crop.ws)), spread)
+        seed = mine.copy()
+        seed[mine] = d[mine] <= foreign_z[cr[mine], cc[mine]] + self.depth_tol_m
+        if np.count_nonzero(seed) < self.min_points:
+            return None
+        seed_z = spread_min(nearest_depth_raster(cr[seed], cc[seed], d[seed], (crop.hs, crop.ws)), spread)
+        near_z = seed_z[cr, cc]
+        lo, hi = d[seed].min() - self.depth_tol_m, d[seed].max() + self.depth_tol_m
+        on_base = (owner[idx] < 0) & (d >= lo) & (d <= hi)
+        against = ~mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
+
+        markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
+        not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)
+        not_seed[cr[seed], cc[seed]] = 0
+        reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / float(np.median(d[seed]))) * scale
+        markers[cv2.distanceTransform(not_seed, cv2.DIST_L2, 3) > reach] = NOT_OBJECT
+        hull_c = crop.mask(hull)
+        markers[~hull_c | crop.mask(occluder)] = NOT_OBJECT
+        markers[cr[against], cc[against]] = NOT_OBJECT
+        markers[cr[seed], cc[seed]] = OBJECT
+        pixels = crop.image(image) if self.refine == "watershed" else np.zeros((crop.hs, crop.ws, 3), np.uint8)
+        obj = flood(pixels, markers) & hull_c
+        if self.fill_holes:
+            obj = fill_holes(obj) & hull_c
+        return crop.paste(obj).clip_to(hull)
