@@ -11,7 +11,10 @@ Every run builds the same log into a fresh folder (all runs' shards must be byte
 - where the time goes (from the stage events): the serial prefix before the first scene is handed out (log check,
   backends made once in the driver), the start-up until the first scene starts on a worker, the busy time of the
   scenes (sum of their start-to-finish times), and the tail (the last scene running alone);
-- the Ray overhead per scene: (Ray wall - local wall) / scenes at the same number of workers;
+- the Ray overhead per scene: (Ray wall - local wall) / scenes at the same number of workers. ``ray2`` starts a local
+  Ray for the build and stops it afterwards (as ``executor.name=ray`` without an address does), so its wall time
+  holds Ray's start-up and shutdown; ``ray2-cluster`` joins a 2-CPU cluster started beforehand with ``ray start
+  --head`` (not timed, as on a cluster that is already up), which leaves the executor's own per-scene cost;
 - peak memory (VmHWM) of the driver and the largest worker process (a worker: a child of the driver, or a Ray
   worker process ``ray::...``), sampled every 0.2 s from /proc.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -36,7 +41,7 @@ from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import SceneResult, StageEvent
 
-RUNS = {"local1": ("local", 1), "local2": ("local", 2), "ray2": ("ray", 2)}
+RUNS = {"local1": ("local", 1), "local2": ("local", 2), "ray2": ("ray", 2), "ray2-cluster": ("ray", 2)}
 
 
 class Timeline:
@@ -95,10 +100,44 @@ class MemorySampler(threading.Thread):
             self.stop.wait(0.2)
 
 
+class HeadNode:
+    """``ray start --head`` with ``cpus`` CPUs on the loopback address (the ``ray2-cluster`` run); ``stop`` ends it."""
+
+    def __init__(self, cpus: int) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        self.address = f"127.0.0.1:{port}"
+        self.temp = tempfile.mkdtemp(prefix="sg-ray-", dir="/tmp")  # Ray's socket paths must stay short
+        self.ray = str(Path(sys.executable).with_name("ray"))
+        args = [f"--port={port}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--temp-dir={self.temp}"]
+        args.append("--include-dashboard=false")
+        subprocess.run([self.ray, "start", "--head", *args], check=True, capture_output=True)
+
+    def stop(self) -> None:
+        """Every process of this head node (their command lines name its session folder or its port), no other Ray."""
+        for pattern in (self.temp, self.address):
+            subprocess.run(["pkill", "-9", "-f", pattern], check=False)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
 def bench(log: Path, run: str, work: Path) -> dict[str, Any]:
     executor, workers = RUNS[run]
     out = work / run
-    cfg = load_build_config(None, [f"executor.name={executor}", f"workers={workers}", "detector.name=oracle"])
+    head = HeadNode(workers) if run.endswith("-cluster") else None
+    overrides = [f"executor.name={executor}", f"workers={workers}", "detector.name=oracle"]
+    if head is not None:
+        overrides.append(f"executor.address={head.address}")
+    try:
+        return _bench(log, run, out, load_build_config(None, overrides), workers)
+    finally:
+        if head is not None:
+            head.stop()
+
+
+def _bench(log: Path, run: str, out: Path, cfg: Any, workers: int) -> dict[str, Any]:
     timeline, sampler = Timeline(), MemorySampler()
     sampler.start()
     t0 = time.perf_counter()
@@ -137,6 +176,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway loopback cluster: no token to hand around
 
     rows: list[dict[str, Any]] = []
     for n in [4] if args.quick else args.scenes:
@@ -152,7 +192,7 @@ def main() -> None:
         local2 = next((r for r in group if r["run"] == "local2"), None)
         for r in group:
             r["speedup"] = round(base["wall_s"] / r["wall_s"], 2) if base else None
-            if r["run"] == "ray2" and local2:
+            if r["run"].startswith("ray2") and local2:
                 r["ray_overhead_s_per_scene"] = round((r["wall_s"] - local2["wall_s"]) / r["scenes"], 3)
             print(json.dumps({k: v for k, v in r.items() if k != "digests"}), flush=True)
         rows.extend(group)
