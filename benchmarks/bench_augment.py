@@ -4,6 +4,9 @@ Run it in its own environment (the comparison packages are not project dependenc
 
     python3 -m venv /tmp/augbench-venv
     /tmp/augbench-venv/bin/pip install imagecorruptions==1.1.2 albumentations==2.0.8 "opencv-python-headless<5" scipy
+    # imagecorruptions pulls opencv-python (5.x), whose cv2 shadows the headless 4.x one: put 4.x back
+    /tmp/augbench-venv/bin/pip uninstall -y opencv-python
+    /tmp/augbench-venv/bin/pip install --force-reinstall --no-deps "opencv-python-headless<5"
     /tmp/augbench-venv/bin/python benchmarks/bench_augment.py [--severity 3] [--repeats 5] [--json out.json]
 
 The image is the nuScenes-demo CAM_FRONT frame in ../shared/data (1600x900). stridegen is imported from this

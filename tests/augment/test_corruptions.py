@@ -24,7 +24,16 @@ from stridegen.augment.corruptions import (
     resolve_severities,
 )
 from stridegen.augment.corruptions.base import PixelMap, to_uint8
-from stridegen.augment.corruptions.blur import disk_kernel, motion_blur_array, motion_blur_kernel, sparse_filter2d
+from stridegen.augment.corruptions.blur import (
+    disk_area,
+    disk_kernel,
+    disk_sum,
+    motion_blur_array,
+    motion_blur_kernel,
+    sparse_filter2d,
+)
+from stridegen.augment.corruptions.photometric import channel_affine
+from stridegen.augment.corruptions.sampling import OFFSET_REFINE, add_offsets, level_law, offset_law, sample_levels
 from stridegen.augment.corruptions.weather import fog_layer, plasma_fractal
 from stridegen.core.errors import ConfigError
 from stridegen.viz.contact_sheet import synthetic_road_scene
@@ -313,11 +322,36 @@ def test_sparse_filter_equals_opencv_filter2d_on_uint8_images():
 
 def test_disk_kernel_is_a_normalised_disk():
     k = disk_kernel(6, 0.5)
-    assert k.shape == (17, 17) and abs(k.sum() - 1.0) < 1e-5
-    assert k[8, 8] > 0 and k[0, 0] == pytest.approx(0.0, abs=1e-7)
-    assert disk_kernel(10, 0.5).shape == (21, 21)
-    for radius in (8, 10):  # the reference's anti-aliasing adds gain here; ours is renormalised
+    assert k.shape == (15, 15) and abs(k.sum() - 1.0) < 1e-5  # radius 6 + the 3x3 Gaussian's half-size 1
+    assert k[7, 7] > 0 and k[0, 0] == pytest.approx(0.0, abs=1e-7) and k[7, 0] > 0  # the ring at radius 7
+    assert disk_kernel(10, 0.5).shape == (25, 25)  # 5x5 anti-aliasing above radius 8
+    for radius in (8, 10):  # the reference's anti-aliasing adds gain here; ours keeps the whole support
         assert disk_kernel(radius, 0.5).sum() == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("radius", [3, 4, 6, 8, 10])
+def test_disk_sum_equals_the_disk_correlation(radius):
+    image = np.random.default_rng(radius).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    disk = np.array(
+        [[x * x + y * y <= radius * radius for x in range(-radius, radius + 1)] for y in range(-radius, radius + 1)],
+        dtype=np.float64,
+    )
+    expected = np.rint(cv2.filter2D(image.astype(np.float64), -1, disk))  # reflect-101 borders; its DFT rounds
+    got = disk_sum(image, radius)
+    np.testing.assert_array_equal(got, expected)
+    assert disk_area(radius) == int(disk.sum())
+    wide = disk_sum(image, radius, margin=2)  # the margin holds what a reflect-101 border gives
+    np.testing.assert_array_equal(wide[2:-2, 2:-2], got)
+    np.testing.assert_array_equal(wide[0], wide[4])
+
+
+@pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
+def test_defocus_blur_is_the_rounded_kernel_correlation(severity):
+    image = np.random.default_rng(severity).integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    radius, alias = get_corruption("defocus_blur").level(severity)
+    exact = cv2.filter2D(image.astype(np.float64), -1, disk_kernel(radius, alias).astype(np.float64))
+    got = get_corruption("defocus_blur").apply(image, severity, _rng())
+    assert np.abs(got - exact).max() <= 0.5 + 1e-3  # rounded once (float32 sums: ties may go either way)
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
@@ -367,6 +401,131 @@ def test_impulse_noise_flips_the_tabled_fraction(severity):
     assert (out == 0).mean() == pytest.approx(c / 2, rel=0.06)
     assert (out == 255).mean() == pytest.approx(c / 2, rel=0.06)
     assert set(np.unique(out)) == {0, 128, 255}
+
+
+def _empirical_pmf(values: np.ndarray) -> np.ndarray:
+    return np.bincount(values.ravel(), minlength=256) / values.size
+
+
+def _total_variation(p: np.ndarray, q: np.ndarray) -> float:
+    return 0.5 * float(np.abs(p - q).sum())
+
+
+@pytest.mark.parametrize("bits", [1, 3, 14])
+def test_level_sampler_draws_the_tabled_law(bits):
+    # A law with steps everywhere: most guide bins hold a step at 1-3 bits, so the exact refinement does the work.
+    rng = _rng(3)
+    pmf = rng.random((256, 256)) ** 4
+    law = level_law(np.cumsum(pmf / pmf.sum(axis=1, keepdims=True), axis=1), bits=bits)
+    image = np.empty((300, 400, 3), np.uint8)
+    image[..., 0], image[..., 1], image[..., 2] = 7, 130, 255
+    out = sample_levels(image, law, _rng(bits))
+    for channel, level in enumerate((7, 130, 255)):
+        expected = pmf[level] / pmf[level].sum()
+        # 120000 draws over 256 values: the sampling TV distance is about 0.02; a wrong table is off by far more.
+        assert _total_variation(_empirical_pmf(out[..., channel]), expected) < 0.035
+
+
+def test_level_sampler_hits_exact_steps_and_deterministic_rows():
+    # Steps at exact bin edges (1/4, 1/2) and a row that always gives 9: no refinement, no off-by-one.
+    cdf = np.zeros((256, 256))
+    cdf[:, 3:] = 0.25
+    cdf[:, 5:] = 0.5
+    cdf[:, 200:] = 1.0
+    cdf[9, :] = 0.0
+    cdf[9, 9:] = 1.0
+    law = level_law(cdf, bits=2)
+    assert not (law.guide >= 256).any()
+    image = np.full((100, 100, 3), 4, np.uint8)
+    image[:50] = 9
+    out = sample_levels(image, law, _rng())
+    assert set(np.unique(out[:50])) == {9}
+    pmf = _empirical_pmf(out[50:])
+    assert pmf[[3, 5, 200]] == pytest.approx([0.25, 0.25, 0.5], abs=0.01) and pmf[[3, 5, 200]].sum() == 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "severity", "simulate"),
+    [
+        # the reference formulas, simulated with numpy's own samplers (float64, rounded and clipped like to_uint8)
+        ("gaussian_noise", 3, lambda x, rng: x + rng.normal(0.0, 0.18 * 255, x.shape)),
+        ("shot_noise", 1, lambda x, rng: rng.poisson(x / 255.0 * 60.0) * (255.0 / 60.0)),
+        ("shot_noise", 4, lambda x, rng: rng.poisson(x / 255.0 * 5.0) * (255.0 / 5.0)),
+        (
+            "impulse_noise",
+            4,
+            lambda x, rng: np.where(rng.random(x.shape) < 0.17, 255.0 * (rng.random(x.shape) < 0.5), x),
+        ),
+    ],
+)
+@pytest.mark.parametrize("level", [0, 3, 77, 200, 255])
+def test_noise_laws_match_the_simulated_reference(name, severity, simulate, level):
+    image = np.full((200, 300, 3), level, np.uint8)
+    ours = get_corruption(name).apply(image, severity, _rng(level))
+    reference = np.clip(np.rint(simulate(image.astype(np.float64), _rng(1000 + level))), 0, 255).astype(np.uint8)
+    # two independent samples of 180000 draws each: TV under ~0.02 when the laws agree
+    assert _total_variation(_empirical_pmf(ours), _empirical_pmf(reference)) < 0.03
+
+
+def _low_light_reference(image: np.ndarray, params: tuple[float, float, float], rng: np.random.Generator) -> np.ndarray:
+    """RoboBEV's LowLight as the formula reads: imadjust to [0, c] with gamma 2, Poisson(k y) / k, clip, + N(0, s)."""
+    c, k, sigma = params
+    x = image.astype(np.float64)
+    y = ((x - x.min()) / max(x.max() - x.min(), 1.0)) ** 2 * c
+    noisy = np.clip(rng.poisson(y * k) / k, 0.0, 1.0) + rng.normal(0.0, sigma, x.shape)
+    return np.clip(np.rint(noisy * 255.0), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("severity", [1, 3, 5])
+def test_low_light_matches_the_simulated_reference_per_level(severity):
+    levels = (40, 100, 180, 255)  # the stretch uses min 40 and max 255
+    image = np.repeat(np.repeat(np.array(levels, np.uint8), 100)[None, :, None], 300, axis=0).repeat(3, axis=2)
+    params = get_corruption("low_light").level(severity)
+    ours = get_corruption("low_light").apply(image, severity, _rng(severity))
+    reference = _low_light_reference(image, params, _rng(100 + severity))
+    for i, level in enumerate(levels):  # 90000 draws each: sampling TV about 0.02-0.03
+        block = np.s_[:, 100 * i : 100 * (i + 1)]
+        assert _total_variation(_empirical_pmf(ours[block]), _empirical_pmf(reference[block])) < 0.05, level
+    assert ours.mean() == pytest.approx(reference.mean(), abs=0.3)
+    assert ours.std() == pytest.approx(reference.std(), rel=0.02)
+
+
+def test_offset_sampler_draws_the_tabled_law_with_saturation():
+    # N in {-3, 0, 5} with P = (.25, .5 - 1e-6, .25 + 1e-6): steps at .25 (a bin edge) and .75 - 1e-6 (inside a bin)
+    cdf = np.zeros(9)
+    cdf[:3] = 0.25
+    cdf[3:8] = 0.75 - 1e-6
+    cdf[8] = 1.0
+    law = offset_law(cdf, -3)
+    assert (law.table == OFFSET_REFINE).sum() == 1  # only the bin holding 0.75 - 1e-6 needs a refinement
+    image = np.array([0, 100, 253], np.uint8)[None, :, None].repeat(60000, axis=0).repeat(3, axis=2)
+    out = add_offsets(image, law, _rng(3)).astype(int)
+    for col, x in enumerate((0, 100, 253)):
+        values = out[:, col].ravel()
+        expected: dict[int, float] = {}
+        for n, p in ((-3, 0.25), (0, 0.5), (5, 0.25)):  # x + N saturated: -3 and 0 both give 0 at x = 0
+            expected[min(max(x + n, 0), 255)] = expected.get(min(max(x + n, 0), 255), 0.0) + p
+        for value, p in expected.items():
+            assert (values == value).mean() == pytest.approx(p, abs=0.006), (x, value)
+        assert set(np.unique(values)) <= set(expected)
+    np.testing.assert_array_equal(add_offsets(image, law, _rng(3)), out)  # same seed, same bytes
+
+
+def test_channel_affine_is_within_one_level_of_the_exact_map(scene):
+    offsets = (10.3, 55.75, 3.5)
+    got = channel_affine(scene, 0.3, offsets).astype(float)
+    exact = np.clip(0.3 * scene.astype(float) + np.array(offsets), 0, 255)
+    assert np.abs(got - exact).max() <= 1.0 and np.abs(got - exact).mean() < 0.5
+    # channel 0's offset is used as is: only float32 rounding of near-ties differs from the float64 rint
+    assert (got[..., 0] == np.clip(np.rint(0.3 * scene[..., 0] + 10.3), 0, 255)).mean() > 0.99
+
+
+def test_impulse_noise_is_exact_at_bin_edges():
+    # c * 2^16 / 2 not an integer: the two edge bins draw their own V; the fractions still match c / 2 each.
+    image = np.full((400, 500, 3), 128, np.uint8)
+    out = get_corruption("impulse_noise").apply(image, 5, _rng(5))  # c = .27
+    assert (out == 0).mean() == pytest.approx(0.135, abs=0.003)
+    assert (out == 255).mean() == pytest.approx(0.135, abs=0.003)
 
 
 def test_color_quantization_keeps_the_top_bits(scene):

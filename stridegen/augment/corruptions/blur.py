@@ -133,25 +133,104 @@ ZOOM_BLUR = Corruption(
 
 
 # --- defocus blur (ImageNet-C / imagecorruptions `defocus_blur`) --------------------------------------------------
+def _alias_size(radius: float) -> int:
+    return 3 if radius <= 8 else 5  # ImageNet-C's anti-aliasing kernel: 3x3 up to radius 8, else 5x5
+
+
 def disk_kernel(radius: float, alias_blur: float) -> np.ndarray:
-    """Normalised disk of `radius` px on a grid of half-size max(8, radius), anti-aliased by a Gaussian of sigma
-    `alias_blur` (3x3 for radius <= 8, else 5x5), as ImageNet-C's `disk`, then renormalised to sum 1."""
-    half = max(8, int(radius))
+    """The defocus kernel: the disk x^2 + y^2 <= radius^2 (integer offsets) normalised to sum 1, anti-aliased by a
+    Gaussian of sigma `alias_blur` (3x3 for radius <= 8, else 5x5), as ImageNet-C's `disk`.
+
+    Returned on the grid of its full support (half-size radius + Gaussian half-size), so it sums to 1 exactly;
+    ImageNet-C crops it to a half-size max(8, radius) grid with reflected borders, which at radius 8 and 10 folds
+    the outermost ring back inside (1.1-1.3 % gain, which it keeps).
+    """
+    half = int(radius) + _alias_size(radius) // 2
     coords = np.arange(-half, half + 1, dtype=np.float32)
     xx, yy = np.meshgrid(coords, coords)
     disk = (xx**2 + yy**2 <= radius**2).astype(np.float32)
-    disk /= disk.sum()
-    ksize = (3, 3) if radius <= 8 else (5, 5)
-    kernel = cv2.GaussianBlur(disk, ksize, sigmaX=alias_blur)
-    # At radius 8 and 10 the disk touches the grid's edge and the blur's reflected border adds 1.1-1.3 % gain
-    # (ImageNet-C keeps it, brightening flat areas); renormalising keeps the image's brightness.
+    g = cv2.getGaussianKernel(_alias_size(radius), alias_blur, cv2.CV_32F)
+    kernel = cv2.sepFilter2D(disk, -1, g, g, borderType=cv2.BORDER_CONSTANT)  # disk zero beyond its support
     return kernel / kernel.sum()
 
 
-# Table (radius, alias_blur) = [(3, .1), (4, .5), (6, .5), (8, .5), (10, .5)].
-# The disk is dense, so OpenCV's DFT path is the right one; it runs about 1.6x faster on float32 than on uint8.
+def disk_sum(image: np.ndarray, radius: float, margin: int = 0) -> np.ndarray:
+    """Sum of the image over the disk x^2 + y^2 <= radius^2 around every pixel (reflect-101 borders), uint16 (or
+    float32, exact, where the sum can pass 65535), extended by `margin` pixels on each side (the sums a reflect-101
+    border would give there, since the disk is symmetric).
+
+    The disk is a stack of horizontal runs, row dy of half-width a(dy) = floor(sqrt(r^2 - dy^2)): the horizontal
+    run sums H_a are built by adding shifted copies (H_a = H_(a-1) + two columns), then every output row adds the
+    run sum of its width from each of the 2r + 1 rows, all as saturating-free integer cv2.add passes over views.
+    That is about 4r passes of one image each: at radius 6 on 1600x900 RGB, 3-4x faster than OpenCV's DFT filter.
+    """
+    r = int(radius)
+    half_width = _half_widths(radius)
+    depth = np.uint16 if disk_area(radius) * 255 <= np.iinfo(np.uint16).max else np.float32  # exact below 2^24
+    pad = r + margin
+    padded = cv2.copyMakeBorder(image, pad, pad, pad, pad, cv2.BORDER_REFLECT_101).astype(depth)
+    h, w = image.shape[0] + 2 * margin, image.shape[1] + 2 * margin
+
+    def cols(array: np.ndarray, dx: int) -> np.ndarray:  # the w columns centred on output column x + dx
+        return array[:, r + dx : r + dx + w]
+
+    runs: dict[int, np.ndarray] = {}
+    acc = np.ascontiguousarray(cols(padded, 0))
+    for a in range(1, max(half_width) + 1):  # in place: no fresh 9-17 MB buffer (and its page faults) per pass
+        cv2.add(acc, cols(padded, -a), dst=acc)
+        cv2.add(acc, cols(padded, a), dst=acc)
+        if a in half_width and a != max(half_width):
+            runs[a] = acc.copy()
+    runs[max(half_width)] = acc
+    runs.setdefault(0, np.ascontiguousarray(cols(padded, 0)))
+    total = runs[half_width[0]][r : r + h].copy()
+    for dy in range(1, r + 1):
+        run = runs[half_width[dy]]
+        cv2.add(total, run[r - dy : r - dy + h], dst=total)
+        cv2.add(total, run[r + dy : r + dy + h], dst=total)
+    return total
+
+
+def _symmetric_filter(array: np.ndarray, taps: np.ndarray, axis: int) -> np.ndarray:
+    """Correlate `array` with the symmetric 1-D kernel `taps` (odd length 2m + 1) along `axis` (0 rows, 1 columns),
+    keeping only the outputs whose window lies inside (the axis shrinks by 2m); float32.
+
+    Weighted sums of shifted views (cv2.addWeighted, one pass per tap pair): for the 3- and 5-tap anti-aliasing
+    Gaussian this is 3-5x faster than cv2.sepFilter2D on 16-bit input.
+    """
+    m = taps.size // 2
+    n = array.shape[axis] - 2 * m
+
+    def shifted(d: int) -> np.ndarray:
+        return array[m + d : m + d + n] if axis == 0 else array[:, m + d : m + d + n]
+
+    out = cv2.multiply(shifted(0), float(taps[m]), dtype=cv2.CV_32F)  # type: ignore[call-overload]
+    for d in range(1, m + 1):
+        pair = cv2.add(shifted(-d), shifted(d), dtype=cv2.CV_32F)
+        cv2.scaleAdd(pair, float(taps[m + d]), out, dst=out)
+    return out
+
+
+# Table (radius, alias_blur) = [(3, .1), (4, .5), (6, .5), (8, .5), (10, .5)]: the disk sum (integer, exact), the
+# separable anti-aliasing Gaussian on it in float32, scaled by 1 / disk area and rounded once.
 def _defocus_blur(image_rgb: np.ndarray, params: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
-    return to_uint8(cv2.filter2D(image_rgb.astype(np.float32), -1, disk_kernel(*params)))
+    radius, alias_blur = params
+    k = _alias_size(radius)
+    g = cv2.getGaussianKernel(k, alias_blur, cv2.CV_64F).ravel()
+    sums = disk_sum(image_rgb, radius, margin=k // 2)
+    blurred = _symmetric_filter(_symmetric_filter(sums, g, axis=0), g, axis=1)
+    return cv2.convertScaleAbs(blurred, alpha=1.0 / disk_area(radius))
+
+
+def _half_widths(radius: float) -> list[int]:
+    """a(dy) = max{a : a^2 + dy^2 <= radius^2} for dy = 0..floor(radius): the disk's run half-widths."""
+    return [int(math.sqrt(radius**2 - dy * dy)) for dy in range(int(radius) + 1)]
+
+
+def disk_area(radius: float) -> int:
+    """Number of integer offsets (x, y) with x^2 + y^2 <= radius^2."""
+    a = _half_widths(radius)
+    return 2 * a[0] + 1 + 2 * sum(2 * v + 1 for v in a[1:])
 
 
 DEFOCUS_BLUR = Corruption(
