@@ -5,11 +5,17 @@
   tests still run. ``@pytest.mark.openai`` likewise for the openai SDK (extra ``judges``) of the judge client.
 - ``shared_data`` / ``nuscenes_demo`` / ``av2_logs``: the folders of the team's shared real-data fixtures
   (tests/shared_data.py); a test asking for one is skipped, saying which folder is missing, where it is absent.
+- ``$STRIDEGEN_CACHE`` points at a folder of this test session (created here, removed at exit), so that the log
+  indexes of read-only copies (stridegen/logs/index.py) never land in the user's ~/.cache.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +31,10 @@ OPTIONAL_DEPENDENCIES = {
     ),
     "openai": ("openai", "openai SDK not installed (pip install 'stridegen[judges]')"),
 }
+if "STRIDEGEN_CACHE" not in os.environ:  # inherited by xdist workers and the subprocesses tests start
+    _cache = tempfile.mkdtemp(prefix="stridegen-test-cache-")
+    os.environ["STRIDEGEN_CACHE"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
 MISSING = {
     marker: reason
     for marker, (module, reason) in OPTIONAL_DEPENDENCIES.items()

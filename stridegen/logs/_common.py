@@ -43,14 +43,21 @@ def validate_pose(rotation: object, translation: object, path: str | Path, what:
     return q, t
 
 
-def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str | Path, keys: np.ndarray) -> None:
-    """Vectorised check of [N, 4] rotations and [N, 3] translations; the error names the first bad row's key."""
+def valid_poses(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """[N] bool, vectorised ``validate_pose``: rotation ([N, 4]) finite and of unit norm within 1e-3, translation
+    ([N, 3]) finite."""
     rotation = np.asarray(rotation, dtype=np.float64)
     translation = np.asarray(translation, dtype=np.float64)
     finite_q = np.all(np.isfinite(rotation), axis=1)
     unit_q = np.abs(np.linalg.norm(np.where(finite_q[:, None], rotation, 0.0), axis=1) - 1.0) <= 1e-3
-    finite_t = np.all(np.isfinite(translation), axis=1)
-    bad = np.flatnonzero(~(finite_q & unit_q & finite_t))
+    return np.asarray(finite_q & unit_q & np.all(np.isfinite(translation), axis=1))
+
+
+def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str | Path, keys: np.ndarray) -> None:
+    """Vectorised check of [N, 4] rotations and [N, 3] translations; the error names the first bad row's key."""
+    rotation = np.asarray(rotation, dtype=np.float64)
+    translation = np.asarray(translation, dtype=np.float64)
+    bad = np.flatnonzero(~valid_poses(rotation, translation))
     if bad.size:
         i = int(bad[0])
         validate_pose(rotation[i], translation[i], path, f"row {i} ({keys[i]})")

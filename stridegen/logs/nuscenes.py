@@ -1,12 +1,15 @@
 """Reader of nuScenes-format logs (any version folder: v1.0-mini, v1.0-trainval, v1.0-demo, ...).
 
 Layout: ``<root>/<version>/*.json`` tables and ``<root>/samples|sweeps/<CHANNEL>/<file>`` sensor files. The
-tables are loaded and indexed once when the reader is opened; point clouds and images are read on demand.
+tables are indexed once into an on-disk index (``stridegen.logs.nuscenes_tables``: built on the first open, kept in
+``<root>/.stridegen-index/`` or the cache folder, rebuilt when a table changes); a reader reads one scene's records
+at a time from it, so its memory does not grow with the log. Point clouds and images are read on demand.
 Schema: https://www.nuscenes.org/nuscenes#data-format (and nuscenes-devkit python-sdk/nuscenes/nuscenes.py).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -15,33 +18,17 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import (
-    DuplicateTokenError,
     InvalidCalibrationError,
-    InvalidPoseError,
     LogFormatError,
     MissingFileError,
     PointCloudSizeError,
 )
 from stridegen.core.vocabulary import detection_class
-from stridegen.formats.textfile import load_json
-from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose
+from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, valid_poses, validate_pose
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.nuscenes_tables import TableStore, open_tables
 
-REQUIRED_TABLES = (
-    "scene",
-    "sample",
-    "sample_data",
-    "calibrated_sensor",
-    "ego_pose",
-    "sensor",
-    "sample_annotation",
-    "instance",
-    "category",
-    "visibility",
-    "log",
-    "attribute",
-)
-OPTIONAL_TABLES = ("map",)
+SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a time)
 
 # 5 float32 per LiDAR point: x, y, z, intensity, ring index (nuscenes-devkit LidarPointCloud.from_file).
 LIDAR_VALUES_PER_POINT = 5
@@ -59,32 +46,27 @@ class NuScenesReader(LogReader):
     """nuScenes tables -> Scene / Frame objects.
 
     ``version`` names the table folder (e.g. ``"v1.0-mini"``); it may be left out when ``root`` holds exactly one.
+    ``index=False`` loads the tables whole instead of indexing them (``stridegen.logs.nuscenes_tables``).
 
-    Problems of single records are found when the reader opens but raised where the record is used, so that they
-    fail the scenes that use it and only those, the same way whichever table they sit in: an ego pose or a sensor
-    calibration with a NaN or non-unit rotation (``InvalidPoseError``), two records of a table with one token and
-    different contents (``DuplicateTokenError``). Camera intrinsics (``InvalidCalibrationError``) and annotation
-    rotations are checked when a scene or a frame's annotations are read.
+    Problems of single records are found when the tables are indexed but raised where the record is used, so that
+    they fail the scenes that use it and only those, the same way whichever table they sit in: an ego pose or a
+    sensor calibration with a NaN or non-unit rotation (``InvalidPoseError``), two records of a table with one token
+    and different contents (``DuplicateTokenError``). Camera intrinsics (``InvalidCalibrationError``), annotation
+    rotations and the annotations' prev / next links are checked when a scene or a frame's annotations are read.
+
+    The reader keeps the last ``SCENE_CACHE`` scenes it built and the ego poses of the last one.
     """
 
     format_name = "nuscenes"
 
-    def __init__(self, root: str | Path, version: str | None = None) -> None:
+    def __init__(self, root: str | Path, version: str | None = None, index: bool = True) -> None:
         super().__init__(root)
         self.table_dir = self._resolve_version(version)
         self.version = self.table_dir.name
-        self.tables: dict[str, list[dict[str, Any]]] = {}
-        self.index: dict[str, dict[str, dict[str, Any]]] = {}
-        # (table, token) -> the error of a record that must not be used; raised by ``get`` (module docstring).
-        self.bad_records: dict[tuple[str, str], LogFormatError] = {}
-        for name in REQUIRED_TABLES:
-            self._load_table(name, required=True)
-        for name in OPTIONAL_TABLES:
-            self._load_table(name, required=False)
-        self._check_poses()
-        self._build_indexes()
-        self._scene_cache: dict[str, Scene] = {}
-        self._velocity: np.ndarray | None = None
+        self.store: TableStore = open_tables(self.root, self.table_dir, index)
+        self._scene_cache: OrderedDict[str, Scene] = OrderedDict()
+        self._pose_cache: dict[str, np.ndarray] = {}
+        self._calib_cache: dict[tuple[str, int, int], SensorCalibration] = {}
 
     # ------------------------------------------------------------------------------------------ loading
     def _resolve_version(self, version: str | None) -> Path:
@@ -103,78 +85,13 @@ class NuScenesReader(LogReader):
     def table_path(self, name: str) -> Path:
         return self.table_dir / f"{name}.json"
 
-    def _load_table(self, name: str, required: bool) -> None:
-        path = self.table_path(name)
-        if not path.is_file():
-            if required:
-                raise MissingFileError(path, f"required nuScenes table {name!r} is missing")
-            self.tables[name], self.index[name] = [], {}
-            return
-        # UTF-8, a byte-order mark tolerated; other encodings and bad JSON name the line (formats.textfile).
-        records = load_json(path, f"table {name!r}", LogFormatError)
-        if not isinstance(records, list) or not all(isinstance(r, dict) and "token" in r for r in records):
-            raise LogFormatError(path, f"table {name!r} must be a JSON list of records that each have a token")
-        self.tables[name] = records
-        index: dict[str, dict[str, Any]] = {}
-        first: dict[str, int] = {}
-        rows: dict[str, list[int]] = {}  # token -> rows, for tokens whose records differ
-        for i, r in enumerate(records):
-            token = r["token"]
-            if token not in index:
-                index[token], first[token] = r, i
-            elif index[token] != r:
-                rows.setdefault(token, [first[token]]).append(i)
-        self.index[name] = index
-        for token, where in rows.items():
-            self.bad_records[(name, token)] = DuplicateTokenError(
-                path,
-                f"token {token!r} is used by {len(where)} different {name} records (rows {where}): every "
-                "reference to it is ambiguous",
-            )
-
-    def _check_poses(self) -> None:
-        """Every ego_pose / calibrated_sensor rotation finite and unit (1e-3), every translation finite; the bad
-        records go to ``bad_records`` (an InvalidPoseError naming the file and token), raised where one is used."""
-        for name in ("ego_pose", "calibrated_sensor"):
-            path = self.table_path(name)
-            records = self.tables[name]
-            try:
-                rotation = np.array([r["rotation"] for r in records], dtype=np.float64).reshape(-1, 4)
-                translation = np.array([r["translation"] for r in records], dtype=np.float64).reshape(-1, 3)
-                bad = np.flatnonzero(~_valid_poses(rotation, translation)).tolist()
-            except (KeyError, TypeError, ValueError):  # a malformed record: look at each
-                bad = list(range(len(records)))
-            for i in bad:
-                rec = records[i]
-                try:
-                    validate_pose(rec.get("rotation"), rec.get("translation"), path, f"{name} {rec['token']}")
-                except InvalidPoseError as exc:
-                    self.bad_records.setdefault((name, rec["token"]), exc)
-
     def get(self, table: str, token: str) -> dict[str, Any]:
         """The record of ``table`` with ``token``; LogFormatError naming the table file if there is none, and the
-        record's own error if it is a bad one (``bad_records``)."""
-        bad = self.bad_records.get((table, token))
-        if bad is not None:
-            raise bad
-        try:
-            return self.index[table][token]
-        except KeyError:
-            raise LogFormatError(self.table_path(table), f"no {table} record with token {token!r}") from None
+        record's own error if it is a bad one (module docstring of ``stridegen.logs.nuscenes_tables``)."""
+        return self.store.get(table, token)
 
     def metadata_path(self, table: str) -> Path | None:
         return self.table_path(table)
-
-    def _build_indexes(self) -> None:
-        self._annotations_by_sample: dict[str, list[int]] = {}
-        for i, ann in enumerate(self.tables["sample_annotation"]):
-            self._annotations_by_sample.setdefault(ann["sample_token"], []).append(i)
-        self._key_data_by_sample: dict[str, list[dict[str, Any]]] = {}
-        for sd in self.tables["sample_data"]:
-            if sd.get("is_key_frame", False):
-                self._key_data_by_sample.setdefault(sd["sample_token"], []).append(sd)
-        self._pose_cache: dict[str, np.ndarray] = {}
-        self._calib_cache: dict[tuple[str, int, int], SensorCalibration] = {}
 
     # ------------------------------------------------------------------------------------------ poses
     def ego_pose(self, token: str) -> np.ndarray:
@@ -237,26 +154,32 @@ class NuScenesReader(LogReader):
     # ------------------------------------------------------------------------------------------ scenes
     def scenes(self) -> list[Scene]:
         """Every scene, built (and cached) one by one: the first broken scene raises its error."""
-        return [self._cached_scene(rec) for rec in self.tables["scene"]]
+        return [self._cached_scene(rec) for rec in self.store.scene_records()]
 
     def scene_ids(self) -> list[tuple[str, str]]:
-        return [(str(rec.get("name", rec["token"])), str(rec["token"])) for rec in self.tables["scene"]]
+        return self.store.scene_ids()
 
     def scene(self, name_or_token: str) -> Scene:
         """One scene by name or token, built alone: an error in another scene's records does not concern it."""
-        for rec in self.tables["scene"]:
-            if name_or_token in (rec.get("name", rec["token"]), rec["token"]):
-                return self._cached_scene(rec)
-        raise LogFormatError(self.table_path("scene"), f"no scene named {name_or_token!r}")
+        rec = self.store.find_scene(name_or_token)
+        if rec is None:
+            raise LogFormatError(self.table_path("scene"), f"no scene named {name_or_token!r}")
+        return self._cached_scene(rec)
 
     def _cached_scene(self, rec: dict[str, Any]) -> Scene:
         token = rec["token"]
-        if token not in self._scene_cache:
+        if token in self._scene_cache:
+            self._scene_cache.move_to_end(token)
+        else:
             self._scene_cache[token] = self._make_scene(rec)
+            while len(self._scene_cache) > SCENE_CACHE:
+                self._scene_cache.popitem(last=False)
         return self._scene_cache[token]
 
     def _make_scene(self, rec: dict[str, Any]) -> Scene:
-        log = self.index["log"].get(rec.get("log_token", ""), {})
+        self.store.focus(rec["token"])
+        self._pose_cache.clear()  # the poses of one scene at a time
+        log = self.store.first("log", rec.get("log_token", "")) or {}
         scene = Scene(
             self, rec["token"], rec.get("name", rec["token"]), [], rec.get("description", ""), log.get("logfile", "")
         )
@@ -286,7 +209,7 @@ class NuScenesReader(LogReader):
     def _make_frame(self, sample: dict[str, Any], scene_token: str, index: int) -> Frame:
         sensors: dict[str, SensorSample] = {}
         sweeps: dict[str, list[SensorSample]] = {}
-        for sd in self._key_data_by_sample.get(sample["token"], []):
+        for sd in self.store.key_sample_data(sample["token"]):
             s = self.sensor_sample(sd)
             if s.channel in sensors:
                 raise LogFormatError(
@@ -355,11 +278,11 @@ class NuScenesReader(LogReader):
         return np.fromfile(sample.path, dtype="<f4").reshape(-1, LIDAR_VALUES_PER_POINT)
 
     def load_annotations(self, frame: Frame) -> Annotations:
-        rows = self._annotations_by_sample.get(frame.token, [])
-        records = [self.tables["sample_annotation"][i] for i in rows]
+        self.store.focus(frame.scene_token)
+        records = self.store.sample_annotations(frame.token)
         ann_path = self.table_path("sample_annotation")
         for r in records:
-            bad = self.bad_records.get(("sample_annotation", r["token"]))
+            bad = self.store.bad("sample_annotation", r["token"])
             if bad is not None:
                 raise bad
         try:
@@ -368,14 +291,14 @@ class NuScenesReader(LogReader):
             rotation = np.array([r["rotation"] for r in records], dtype=np.float64).reshape(-1, 4)
         except (KeyError, ValueError) as exc:
             raise LogFormatError(ann_path, f"sample_annotation of sample {frame.token} malformed ({exc})") from None
-        for i in np.flatnonzero(~_valid_poses(rotation, center)):  # vectorised; the first bad row raises
+        for i in np.flatnonzero(~valid_poses(rotation, center)):  # vectorised; the first bad row raises
             validate_pose(rotation[i], center[i], ann_path, f"sample_annotation {records[i]['token']}")
         category = [self._category_name(r) for r in records]
         boxes = Boxes(
             center=center,
             size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
             yaw=geo.quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
-            velocity=self.annotation_velocities()[rows] if rows else np.zeros((0, 3)),
+            velocity=self._velocities(records, center, frame.token) if records else np.zeros((0, 3)),
             label=[detection_class(c) for c in category],
             track_id=[r.get("instance_token", "") for r in records],
             frame="global",
@@ -401,37 +324,42 @@ class NuScenesReader(LogReader):
         tokens = ann.get("attribute_tokens") or []
         return str(self.get("attribute", tokens[0])["name"]) if tokens else ""
 
-    def annotation_velocities(self) -> np.ndarray:
-        """Velocity [N, 3] (global frame, m/s) of every sample_annotation row, computed once for the table."""
-        if self._velocity is None:
-            table = self.tables["sample_annotation"]
-            row_of = {r["token"]: i for i, r in enumerate(table)}
-            position = np.array([r["translation"] for r in table], dtype=np.float64).reshape(-1, 3)
-            time_s = 1e-6 * np.array(
-                [int(self.get("sample", r["sample_token"])["timestamp"]) for r in table], dtype=np.float64
-            )
-            prev_idx = np.array([self._row(row_of, r, "prev") for r in table], dtype=np.int64)
-            next_idx = np.array([self._row(row_of, r, "next") for r in table], dtype=np.int64)
-            self._velocity = neighbour_velocity(position, time_s, prev_idx, next_idx)
-        return self._velocity
+    def _velocities(self, records: list[dict[str, Any]], center: np.ndarray, sample_token: str) -> np.ndarray:
+        """Velocity [N, 3] (global frame, m/s) of a frame's annotations (``center`` their translations) from their
+        prev / next annotations (``neighbour_velocity``, the devkit's rule), which are read where not among them."""
+        path = self.table_path("sample_annotation")
+        at = {r["token"]: i for i, r in enumerate(records)}  # token -> row of ``rows``
+        rows = list(records)
 
-    def _row(self, row_of: dict[str, int], ann: dict[str, Any], key: str) -> int:
-        token = ann.get(key, "")
-        if not token:
-            return -1
-        if token not in row_of:
+        def neighbour(ann: dict[str, Any], key: str) -> int:
+            token = ann.get(key, "")
+            if not token:
+                return -1
+            if token not in at:
+                found = self.store.first("sample_annotation", token)
+                if found is None:
+                    raise LogFormatError(
+                        path, f"sample_annotation {ann['token']} has {key} {token!r} that does not exist"
+                    )
+                at[token] = len(rows)
+                rows.append(found)
+            return at[token]
+
+        prev_idx = np.array([neighbour(r, "prev") for r in records], dtype=np.int64)
+        next_idx = np.array([neighbour(r, "next") for r in records], dtype=np.int64)
+        try:
+            others = np.array([r["translation"] for r in rows[len(records) :]], dtype=np.float64).reshape(-1, 3)
+        except (KeyError, ValueError) as exc:
             raise LogFormatError(
-                self.table_path("sample_annotation"),
-                f"sample_annotation {ann['token']} has {key} {token!r} that does not exist",
-            )
-        return row_of[token]
-
-
-def _valid_poses(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
-    """[N] bool: rotation finite and of unit norm within 1e-3 (``validate_pose``'s rule), translation finite."""
-    finite_q = np.all(np.isfinite(rotation), axis=1)
-    unit_q = np.abs(np.linalg.norm(np.where(finite_q[:, None], rotation, 0.0), axis=1) - 1.0) <= 1e-3
-    return np.asarray(finite_q & unit_q & np.all(np.isfinite(translation), axis=1))
+                path, f"a neighbour annotation of sample {sample_token} is malformed ({exc})"
+            ) from None
+        position = np.concatenate([center, others])
+        time_s = 1e-6 * np.array(
+            [int(self.get("sample", r["sample_token"])["timestamp"]) for r in rows], dtype=np.float64
+        )
+        extra = np.full(len(rows) - len(records), -1, dtype=np.int64)  # the neighbours' own velocities are not asked
+        prev_all, next_all = np.concatenate([prev_idx, extra]), np.concatenate([next_idx, extra])
+        return neighbour_velocity(position, time_s, prev_all, next_all)[: len(records)]
 
 
 _PCD_KINDS = {"F": "f", "I": "i", "U": "u"}

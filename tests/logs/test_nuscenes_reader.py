@@ -55,12 +55,13 @@ def test_demo_structure(demo_reader: NuScenesReader) -> None:
     assert np.array_equal(frame.T_global_from_ego, frame.sensor("LIDAR_TOP").T_global_from_ego)
     cam = frame.sensor("CAM_FRONT")
     assert (cam.calibration.width, cam.calibration.height) == (1600, 900)
-    assert cam.calibration.intrinsic.shape == (3, 3)
+    assert cam.calibration.intrinsic is not None and cam.calibration.intrinsic.shape == (3, 3)
     assert cam.timestamp_us == 1532402927612460
     assert frame.image("CAM_FRONT").shape == (900, 1600, 3)
     # The same reader when given the version folder itself or an explicit version.
     assert len(open_log(DEMO / "v1.0-demo").scenes()[0].frames) == 1
-    assert open_log(DEMO, format="nuscenes", version="v1.0-demo").version == "v1.0-demo"
+    explicit = open_log(DEMO, format="nuscenes", version="v1.0-demo")
+    assert isinstance(explicit, NuScenesReader) and explicit.version == "v1.0-demo"
 
 
 def test_demo_points(demo_reader: NuScenesReader) -> None:
@@ -122,6 +123,7 @@ def test_projection_matches_devkit(demo_reader: NuScenesReader, devkit, channel:
     frame = demo_reader.scenes()[0].frames[0]
     sample = frame.sensor(channel)
     calib = sample.calibration
+    assert calib.intrinsic is not None and calib.width is not None and calib.height is not None
     ann = frame.annotations()
     corners_cam = corners_in_camera(ann, sample)  # global -> ego (its own pose) -> camera
     ours_visible = boxes_in_image(corners_cam, calib.intrinsic, (calib.width, calib.height), "any")
@@ -159,7 +161,8 @@ def test_wireframe_picture(demo_reader: NuScenesReader) -> None:
     out = REPO / "test-output"
     out.mkdir(exist_ok=True)
     save_rgb(str(out / "nuscenes_demo_CAM_FRONT_boxes.png"), drawn)
-    assert cv2.imread(str(out / "nuscenes_demo_CAM_FRONT_boxes.png")).shape == (900, 1600, 3)
+    written = cv2.imread(str(out / "nuscenes_demo_CAM_FRONT_boxes.png"))
+    assert written is not None and written.shape == (900, 1600, 3)
 
 
 # ---------------------------------------------------------------------------------------------- tiny log
@@ -459,7 +462,10 @@ def _velocity_loop(position, time_s, prev_idx, next_idx, max_time_diff=1.5):
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=5), st.integers(0, 2**32 - 1))
 def test_neighbour_velocity_matches_rowwise_rule(track_lengths: list[int], seed: int) -> None:
     rng = np.random.default_rng(seed)
-    position, time_s, prev_idx, next_idx = [], [], [], []
+    position: list[np.ndarray] = []
+    time_s: list[float] = []
+    prev_idx: list[int] = []
+    next_idx: list[int] = []
     for length in track_lengths:
         start = len(position)
         t = np.cumsum(rng.uniform(0.05, 2.0, size=length))  # gaps both below and above 1.5 s

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core import geometry as geo
+from stridegen.logs.index import INDEX_DIR_NAME
 from stridegen.logs.synthetic import (
     OutputExistsError,
     compose_scene,
@@ -437,7 +438,9 @@ def test_sweeps_and_links(small_ds: Path) -> None:
 
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file the generator wrote (not the log index a reader may have added: stridegen/logs/index.py)."""
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and INDEX_DIR_NAME not in p.relative_to(root).parts)
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
 def test_determinism_byte_identical(tmp_path: Path, small_ds: Path) -> None:

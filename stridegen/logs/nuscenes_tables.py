@@ -1,0 +1,575 @@
+"""The tables of a nuScenes-layout log behind one small interface: indexed on disk, or loaded whole.
+
+``open_tables`` gives the reader (``stridegen.logs.nuscenes``) a ``TableStore``:
+
+- ``IndexedTables`` (the default): the tables are indexed once into an SQLite file (``stridegen.logs.index``:
+  where it lives, when it is rebuilt). Per record it holds the table, the row, the token, the token the record
+  hangs from (a sample's scene; a sample_data's or an annotation's sample), the sample_data's key-frame flag, a
+  scene's name, and the byte offset and length of the record's text in its JSON file. Records are read from the
+  JSON files when asked for, a scene's all at once (``focus``), so a process holds the records of at most
+  ``FOCUS_SCENES`` scenes, plus the small tables' records it used: its memory does not grow with the log.
+- ``JsonTables``: every table loaded into memory when the log is opened (the former reader). It is the reference
+  of the tests and the benchmark's baseline, and the fallback where no index can be written (with a note on
+  stderr); ``STRIDEGEN_LOG_INDEX=0`` chooses it.
+
+Both give the same records and find the same problems of single records (module docstring of
+``stridegen.logs.nuscenes``): ``bad(table, token)`` is the error of a token used by records of different contents
+(``DuplicateTokenError``) or of an ego pose / calibration whose rotation or translation is invalid
+(``InvalidPoseError``); the first is reported where a token has both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from hashlib import sha256
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from stridegen.core.errors import DuplicateTokenError, InvalidPoseError, LogFormatError, MissingFileError
+from stridegen.formats.textfile import load_json
+from stridegen.logs._common import valid_poses, validate_pose
+from stridegen.logs.index import (
+    INDEX_DIR_NAME,
+    connect_index,
+    ensure_index,
+    index_cache_dir,
+    iter_json_records,
+    source_key,
+)
+
+REQUIRED_TABLES = (
+    "scene",
+    "sample",
+    "sample_data",
+    "calibrated_sensor",
+    "ego_pose",
+    "sensor",
+    "sample_annotation",
+    "instance",
+    "category",
+    "visibility",
+    "log",
+    "attribute",
+)
+OPTIONAL_TABLES = ("map",)
+TABLES = REQUIRED_TABLES + OPTIONAL_TABLES
+POSE_TABLES = ("ego_pose", "calibrated_sensor")  # rotation [w, x, y, z] + translation, checked on open
+# Tables with a few records per log (not per scene): their records are kept once read.
+SMALL_TABLES = ("calibrated_sensor", "sensor", "category", "attribute", "visibility", "log", "map")
+
+INDEX_ENV = "STRIDEGEN_LOG_INDEX"  # "0": load the tables whole (JsonTables) instead of indexing them
+SCHEMA = "nuscenes-tables-1"  # bump when the index's tables or their meaning change: old indexes are then stale
+FOCUS_SCENES = 2  # scenes whose records IndexedTables keeps
+OTHER_RECORDS = 4096  # records of other tables kept by IndexedTables outside the focused scenes
+BATCH_ROWS = 5000  # rows inserted (and poses checked) at a time while indexing
+MAX_SQL_VARIABLES = 500  # tokens per "IN (...)" query (SQLite's limit is 999 before 3.32)
+
+_CODE = {name: code for code, name in enumerate(TABLES)}
+_ERROR_KINDS: dict[str, type[LogFormatError]] = {
+    "DuplicateTokenError": DuplicateTokenError,
+    "InvalidPoseError": InvalidPoseError,
+}
+
+Record = dict[str, Any]
+
+
+def has_token(value: Any) -> bool:
+    return isinstance(value, dict) and "token" in value
+
+
+def shape_reason(table: str) -> str:
+    return f"table {table!r} must be a JSON list of records that each have a token"
+
+
+def duplicate_reason(table: str, token: Any, rows: list[int]) -> str:
+    """The reason of a DuplicateTokenError: ``rows`` the first record's row and those that differ from it."""
+    return (
+        f"token {token!r} is used by {len(rows)} different {table} records (rows {rows}): every reference to it is "
+        "ambiguous"
+    )
+
+
+def pose_errors(records: Sequence[Record], path: Path, table: str) -> Iterator[tuple[Any, InvalidPoseError]]:
+    """(token, error) of every record of a pose table whose rotation or translation is invalid (``validate_pose``'s
+    rule, vectorised; malformed records are looked at one by one), in row order."""
+    try:
+        rotation = np.array([r["rotation"] for r in records], dtype=np.float64).reshape(-1, 4)
+        translation = np.array([r["translation"] for r in records], dtype=np.float64).reshape(-1, 3)
+        if not len(rotation) == len(translation) == len(records):
+            raise ValueError("ragged")
+        bad: Sequence[int] = np.flatnonzero(~valid_poses(rotation, translation)).tolist()
+    except (KeyError, TypeError, ValueError):
+        bad = range(len(records))
+    for i in bad:
+        rec = records[i]
+        try:
+            validate_pose(rec.get("rotation"), rec.get("translation"), path, f"{table} {rec['token']}")
+        except InvalidPoseError as exc:
+            yield rec["token"], exc
+
+
+class TableStore(ABC):
+    """The records of one table folder (``<root>/<version>``), looked up by token or by the sample they hang from."""
+
+    def __init__(self, table_dir: Path) -> None:
+        self.table_dir = table_dir
+
+    def path(self, table: str) -> Path:
+        return self.table_dir / f"{table}.json"
+
+    def get(self, table: str, token: str) -> Record:
+        """The record of ``table`` with ``token``; its error if it is a bad one (``bad``), LogFormatError naming the
+        table file if there is none."""
+        bad = self.bad(table, token)
+        if bad is not None:
+            raise bad
+        record = self.first(table, token)
+        if record is None:
+            raise LogFormatError(self.path(table), f"no {table} record with token {token!r}")
+        return record
+
+    @abstractmethod
+    def first(self, table: str, token: str) -> Record | None:
+        """The first record of ``table`` with ``token`` (whether bad or not); None if there is none."""
+
+    @abstractmethod
+    def bad(self, table: str, token: str) -> LogFormatError | None:
+        """The error of a record that must not be used (module docstring); None for a good or unknown token."""
+
+    @abstractmethod
+    def scene_ids(self) -> list[tuple[str, str]]:
+        """(name, token) of every scene record, in table order (the name is the token where a record has none)."""
+
+    @abstractmethod
+    def scene_records(self) -> Iterator[Record]:
+        """Every scene record, in table order."""
+
+    @abstractmethod
+    def find_scene(self, name_or_token: str) -> Record | None:
+        """The first scene record with this name or token."""
+
+    @abstractmethod
+    def key_sample_data(self, sample_token: str) -> list[Record]:
+        """The key-frame sample_data records of a sample, in table order."""
+
+    @abstractmethod
+    def sample_annotations(self, sample_token: str) -> list[Record]:
+        """The sample_annotation records of a sample, in table order."""
+
+    def focus(self, scene_token: str) -> None:  # noqa: B027 (a hint: stores that keep everything ignore it)
+        """A hint: the records of this scene are asked for next."""
+
+
+# ------------------------------------------------------------------------------------------------ whole tables
+class JsonTables(TableStore):
+    """Every table loaded into memory and indexed by token and by sample when the log is opened."""
+
+    def __init__(self, table_dir: Path) -> None:
+        super().__init__(table_dir)
+        self.tables: dict[str, list[Record]] = {}
+        self.index: dict[str, dict[str, Record]] = {}
+        self.bad_records: dict[tuple[str, str], LogFormatError] = {}
+        for name in TABLES:
+            self._load(name, required=name in REQUIRED_TABLES)
+        for name in POSE_TABLES:
+            for token, exc in pose_errors(self.tables[name], self.path(name), name):
+                self.bad_records.setdefault((name, token), exc)
+        self._annotations: dict[str, list[Record]] = {}
+        for ann in self.tables["sample_annotation"]:
+            self._annotations.setdefault(ann["sample_token"], []).append(ann)
+        self._key_data: dict[str, list[Record]] = {}
+        for sd in self.tables["sample_data"]:
+            if sd.get("is_key_frame", False):
+                self._key_data.setdefault(sd["sample_token"], []).append(sd)
+
+    def _load(self, name: str, required: bool) -> None:
+        path = self.path(name)
+        if not path.is_file():
+            if required:
+                raise MissingFileError(path, f"required nuScenes table {name!r} is missing")
+            self.tables[name], self.index[name] = [], {}
+            return
+        # UTF-8, a byte-order mark tolerated; other encodings and bad JSON name the line (formats.textfile).
+        records = load_json(path, f"table {name!r}", LogFormatError)
+        if not isinstance(records, list) or not all(has_token(r) for r in records):
+            raise LogFormatError(path, shape_reason(name))
+        self.tables[name] = records
+        index: dict[str, Record] = {}
+        first: dict[str, int] = {}
+        rows: dict[str, list[int]] = {}  # token -> rows, for tokens whose records differ
+        for i, r in enumerate(records):
+            token = r["token"]
+            if token not in index:
+                index[token], first[token] = r, i
+            elif index[token] != r:
+                rows.setdefault(token, [first[token]]).append(i)
+        self.index[name] = index
+        for token, where in rows.items():
+            self.bad_records[(name, token)] = DuplicateTokenError(path, duplicate_reason(name, token, where))
+
+    def first(self, table: str, token: str) -> Record | None:
+        return self.index[table].get(token)
+
+    def bad(self, table: str, token: str) -> LogFormatError | None:
+        return self.bad_records.get((table, token))
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        return [(str(rec.get("name", rec["token"])), str(rec["token"])) for rec in self.tables["scene"]]
+
+    def scene_records(self) -> Iterator[Record]:
+        return iter(self.tables["scene"])
+
+    def find_scene(self, name_or_token: str) -> Record | None:
+        for rec in self.tables["scene"]:
+            if name_or_token in (rec.get("name", rec["token"]), rec["token"]):
+                return rec
+        return None
+
+    def key_sample_data(self, sample_token: str) -> list[Record]:
+        return self._key_data.get(sample_token, [])
+
+    def sample_annotations(self, sample_token: str) -> list[Record]:
+        return self._annotations.get(sample_token, [])
+
+
+# ------------------------------------------------------------------------------------------------ the index
+_SCHEMA_SQL = """
+CREATE TABLE record (
+    tbl INTEGER NOT NULL,          -- position of the table in TABLES
+    row INTEGER NOT NULL,          -- position of the record in the table's JSON list
+    token TEXT NOT NULL,
+    parent TEXT,                   -- sample: scene_token; sample_data, sample_annotation: sample_token
+    name TEXT,                     -- scene: name (the token where it has none)
+    key_frame INTEGER,             -- sample_data: is_key_frame
+    byte_offset INTEGER NOT NULL,  -- where the record's JSON text starts in the table file
+    byte_length INTEGER NOT NULL
+);
+CREATE TABLE bad (
+    tbl INTEGER NOT NULL,
+    token TEXT NOT NULL,
+    kind TEXT NOT NULL,            -- DuplicateTokenError | InvalidPoseError
+    reason TEXT NOT NULL,          -- the error's reason (its path is the table file's, where it is opened)
+    PRIMARY KEY (tbl, token)
+);
+"""
+_INDEX_SQL = """
+CREATE INDEX record_token ON record (tbl, token);
+CREATE INDEX record_parent ON record (tbl, parent) WHERE parent IS NOT NULL;
+CREATE INDEX record_name ON record (tbl, name) WHERE name IS NOT NULL;
+"""
+_COLUMNS = "rowid, tbl, token, parent, key_frame, byte_offset, byte_length"
+
+
+def _text(value: Any) -> str | None:
+    """A token-like value as the index stores it: strings as they are, None as NULL, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _index_columns(table: str, record: Record) -> tuple[str | None, str | None, int | None]:
+    """(parent, name, key_frame) of a record (see _SCHEMA_SQL)."""
+    if table == "sample":
+        return _text(record.get("scene_token")), None, None
+    if table == "sample_data":
+        return _text(record.get("sample_token")), None, int(bool(record.get("is_key_frame", False)))
+    if table == "sample_annotation":
+        return _text(record.get("sample_token")), None, None
+    if table == "scene":
+        return None, str(record.get("name", record["token"])), None
+    return None, None, None
+
+
+@dataclass
+class _SceneRecords:
+    """The records of one scene read at once: its samples' tokens, and by (table, token) its samples, all their
+    sample_data and annotations, the ego poses and instances these use; by (table, sample) the key-frame
+    sample_data and the annotations of each sample."""
+
+    samples: set[str] = field(default_factory=set)
+    records: dict[tuple[str, str], Record] = field(default_factory=dict)
+    children: dict[tuple[str, str], list[Record]] = field(default_factory=dict)
+
+
+class IndexedTables(TableStore):
+    """The tables through their on-disk index (module docstring). Thread-safe; picklable (a copy reopens the index
+    and the table files when first used)."""
+
+    def __init__(self, root: Path, table_dir: Path) -> None:
+        super().__init__(table_dir)
+        for name in REQUIRED_TABLES:
+            if not self.path(name).is_file():
+                raise MissingFileError(self.path(name), f"required nuScenes table {name!r} is missing")
+        place = sha256(str(table_dir.resolve()).encode()).hexdigest()[:16]
+        file_name = f"nuscenes-{place}.sqlite"
+        self.candidates = (root / INDEX_DIR_NAME / file_name, index_cache_dir() / file_name)
+        self.index_path = ensure_index(self.candidates, table_dir, self._source_key, SCHEMA, self._build)
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _source_key(self) -> str:
+        return source_key(self.path(name) for name in TABLES)
+
+    # -------------------------------------------------------------------------------------------- building
+    def _build(self, conn: sqlite3.Connection) -> None:
+        """One pass over every table file: its records' rows and pose errors; then the duplicated tokens."""
+        conn.executescript(_SCHEMA_SQL)
+        for code, name in enumerate(TABLES):
+            path = self.path(name)
+            if not path.is_file():
+                if name in REQUIRED_TABLES:
+                    raise MissingFileError(path, f"required nuScenes table {name!r} is missing")
+                continue
+            rows: list[tuple[Any, ...]] = []
+            records: list[Record] = []
+            for item in iter_json_records(path, f"table {name!r}", LogFormatError, has_token, shape_reason(name)):
+                rec = item.value
+                rows.append((code, item.row, _text(rec["token"]), *_index_columns(name, rec), item.offset, item.length))
+                records.append(rec)
+                if len(rows) >= BATCH_ROWS:
+                    self._insert(conn, name, rows, records)
+                    rows, records = [], []
+            self._insert(conn, name, rows, records)
+        conn.executescript(_INDEX_SQL)
+        for code, name in enumerate(TABLES):
+            self._find_duplicates(conn, code, name)
+
+    def _insert(self, conn: sqlite3.Connection, name: str, rows: list[tuple[Any, ...]], records: list[Record]) -> None:
+        code = _CODE[name]
+        conn.executemany("INSERT INTO record VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if name in POSE_TABLES:  # the first bad row of a token gives its error
+            conn.executemany(
+                "INSERT OR IGNORE INTO bad VALUES (?, ?, 'InvalidPoseError', ?)",
+                [(code, _text(token), exc.reason) for token, exc in pose_errors(records, self.path(name), name)],
+            )
+
+    def _find_duplicates(self, conn: sqlite3.Connection, code: int, name: str) -> None:
+        """Tokens of several rows whose records differ from the first one: a DuplicateTokenError (which replaces a
+        pose error of the token)."""
+        tokens = [
+            t
+            for (t,) in conn.execute(
+                "SELECT token FROM record WHERE tbl = ? GROUP BY token HAVING COUNT(*) > 1", (code,)
+            )
+        ]
+        if not tokens:
+            return
+        with self.path(name).open("rb", buffering=0) as f:
+            for token in tokens:
+                rows = conn.execute(
+                    "SELECT row, byte_offset, byte_length FROM record WHERE tbl = ? AND token = ? ORDER BY rowid",
+                    (code, token),
+                ).fetchall()
+                first = json.loads(os.pread(f.fileno(), rows[0][2], rows[0][1]))
+                where = [rows[0][0]] + [
+                    row for row, offset, n in rows[1:] if json.loads(os.pread(f.fileno(), n, offset)) != first
+                ]
+                if len(where) > 1:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO bad VALUES (?, ?, 'DuplicateTokenError', ?)",
+                        (code, token, duplicate_reason(name, first["token"], where)),
+                    )
+
+    # -------------------------------------------------------------------------------------------- reading
+    def _reset(self) -> None:
+        """Forget the connection, the open table files and every cached record."""
+        self._conn: sqlite3.Connection | None = None
+        self._files: dict[int, BinaryIO] = {}
+        self._pid = os.getpid()
+        self._bad: dict[tuple[str, str], tuple[str, str]] | None = None
+        self._focus: OrderedDict[str, _SceneRecords] = OrderedDict()
+        self._small: dict[tuple[str, str], Record | None] = {}
+        self._other: OrderedDict[tuple[str, str], Record | None] = OrderedDict()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            for f in self._files.values():
+                f.close()
+            self._reset()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k in ("table_dir", "candidates", "index_path")}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():  # a forked child: its parent's connection and files are not its own
+            self._reset()
+        if self._conn is None:
+            assert self.index_path is not None
+            self._conn = connect_index(self.index_path)
+        return self._conn
+
+    def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Rows of a query; a failing index (corrupt, deleted) is rebuilt once and the query repeated."""
+        with self._lock:
+            try:
+                return self._db().execute(sql, params).fetchall()
+            except sqlite3.DatabaseError:
+                self.close()
+                self.index_path = ensure_index(
+                    self.candidates, self.table_dir, self._source_key, SCHEMA, self._build, distrust=self.index_path
+                )
+                if self.index_path is None:
+                    raise LogFormatError(self.candidates[0], "the log index failed and cannot be rebuilt") from None
+                return self._db().execute(sql, params).fetchall()
+
+    def _rows(self, where: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._query(f"SELECT {_COLUMNS} FROM record WHERE {where} ORDER BY rowid", params)
+
+    def _rows_in(self, where: str, params: Sequence[Any], values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """``_rows`` of ``where`` with one "IN ({})" placeholder for ``values``, asked in slices, in rowid order."""
+        out: list[tuple[Any, ...]] = []
+        values = list(values)
+        for start in range(0, len(values), MAX_SQL_VARIABLES):
+            part = values[start : start + MAX_SQL_VARIABLES]
+            out += self._rows(where.format(", ".join("?" * len(part))), [*params, *part])
+        return sorted(out)
+
+    def _read(self, row: tuple[Any, ...]) -> Record:
+        """The record of an index row, read from its table file, checked to be the record the index points at."""
+        _, code, token, _, _, offset, length = row
+        with self._lock:
+            self._db()
+            if code not in self._files:
+                try:
+                    self._files[code] = self.path(TABLES[code]).open("rb", buffering=0)
+                except FileNotFoundError:
+                    raise MissingFileError(
+                        self.path(TABLES[code]), "the table was removed after the log was opened"
+                    ) from None
+            data = os.pread(self._files[code].fileno(), length, offset)
+        try:
+            record = json.loads(data)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or _text(record.get("token")) != token:
+            raise LogFormatError(
+                self.path(TABLES[code]),
+                f"the file changed since the log was opened (the record of token {token!r} is not where the log's "
+                "index says); open the log again",
+            )
+        return record
+
+    def first(self, table: str, token: str) -> Record | None:
+        with self._lock:
+            for scene in reversed(self._focus.values()):
+                record = scene.records.get((table, token))
+                if record is not None:
+                    return record
+            cache = self._small if table in SMALL_TABLES else self._other
+            key = (table, token)
+            if key not in cache:
+                rows = self._rows("tbl = ? AND token = ?", (_CODE[table], _text(token)))
+                cache[key] = self._read(rows[0]) if rows else None
+                if cache is self._other and len(self._other) > OTHER_RECORDS:
+                    self._other.popitem(last=False)
+            return cache[key]
+
+    def bad(self, table: str, token: str) -> LogFormatError | None:
+        with self._lock:
+            if self._bad is None:
+                rows = self._query("SELECT tbl, token, kind, reason FROM bad", ())
+                self._bad = {(TABLES[code], t): (kind, reason) for code, t, kind, reason in rows}
+            found = self._bad.get((table, token))
+        if found is None:
+            return None
+        kind, reason = found
+        return _ERROR_KINDS[kind](self.path(table), reason)
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        return [
+            (n, t)
+            for n, t in self._query("SELECT name, token FROM record WHERE tbl = ? ORDER BY rowid", (_CODE["scene"],))
+        ]
+
+    def scene_records(self) -> Iterator[Record]:
+        for row in self._rows("tbl = ?", (_CODE["scene"],)):
+            yield self._read(row)
+
+    def find_scene(self, name_or_token: str) -> Record | None:
+        rows = self._rows("tbl = ? AND (name = ? OR token = ?)", (_CODE["scene"], name_or_token, name_or_token))
+        return self._read(rows[0]) if rows else None
+
+    def _children(self, table: str, sample_token: str) -> list[Record]:
+        with self._lock:
+            for scene in reversed(self._focus.values()):
+                if sample_token in scene.samples:
+                    return scene.children.get((table, sample_token), [])
+        where = "tbl = ? AND parent = ?" + (" AND key_frame = 1" if table == "sample_data" else "")
+        return [self._read(row) for row in self._rows(where, (_CODE[table], _text(sample_token)))]
+
+    def key_sample_data(self, sample_token: str) -> list[Record]:
+        return self._children("sample_data", sample_token)
+
+    def sample_annotations(self, sample_token: str) -> list[Record]:
+        return self._children("sample_annotation", sample_token)
+
+    def focus(self, scene_token: str) -> None:
+        """Read the scene's records at once (``_SceneRecords``); the least recently focused scene beyond
+        ``FOCUS_SCENES`` is forgotten."""
+        with self._lock:
+            if scene_token in self._focus:
+                self._focus.move_to_end(scene_token)
+                return
+            scene = _SceneRecords()
+            samples = self._rows("tbl = ? AND parent = ?", (_CODE["sample"], _text(scene_token)))
+            scene.samples = {row[2] for row in samples}
+            children = self._rows_in(
+                "tbl IN (?, ?) AND parent IN ({})",
+                (_CODE["sample_data"], _CODE["sample_annotation"]),
+                sorted(scene.samples),
+            )
+            for row in samples + children:
+                self._keep(scene, row)
+            data = [r for (t, _), r in scene.records.items() if t == "sample_data"]
+            annotations = [r for (t, _), r in scene.records.items() if t == "sample_annotation"]
+            for table, tokens in (
+                ("ego_pose", {_text(sd.get("ego_pose_token")) for sd in data}),
+                ("instance", {_text(a.get("instance_token")) for a in annotations if "category_name" not in a}),
+            ):
+                for row in self._rows_in("tbl = ? AND token IN ({})", (_CODE[table],), sorted(tokens - {None})):
+                    self._keep(scene, row)
+            self._focus[scene_token] = scene
+            while len(self._focus) > FOCUS_SCENES:
+                self._focus.popitem(last=False)
+
+    def _keep(self, scene: _SceneRecords, row: tuple[Any, ...]) -> None:
+        _, code, token, parent, key_frame, _, _ = row
+        table = TABLES[code]
+        record = self._read(row)
+        scene.records.setdefault((table, token), record)
+        if table == "sample_annotation" or (table == "sample_data" and key_frame):
+            scene.children.setdefault((table, parent), []).append(record)
+
+
+def open_tables(root: Path, table_dir: Path, index: bool = True) -> TableStore:
+    """The tables of ``table_dir``: indexed (``IndexedTables``) unless ``index`` is False or ``STRIDEGEN_LOG_INDEX``
+    is "0", or no index can be written anywhere (then loaded whole, with a note on stderr)."""
+    if not index or os.environ.get(INDEX_ENV, "1") == "0":
+        return JsonTables(table_dir)
+    tables = IndexedTables(root, table_dir)
+    if tables.index_path is None:
+        print(
+            f"stridegen: cannot write a log index in {tables.candidates[0].parent} or {tables.candidates[1].parent}; "
+            "loading the tables whole",
+            file=sys.stderr,
+        )
+        return JsonTables(table_dir)
+    return tables
