@@ -25,6 +25,9 @@ from stridegen.augment.corruptions import (
 )
 from stridegen.augment.corruptions.base import PixelMap, to_uint8
 from stridegen.augment.corruptions.blur import (
+    FilterCanvas,
+    _area_crop,
+    as_array,
     disk_area,
     disk_kernel,
     disk_sum,
@@ -33,8 +36,15 @@ from stridegen.augment.corruptions.blur import (
     sparse_filter2d,
 )
 from stridegen.augment.corruptions.photometric import channel_affine
-from stridegen.augment.corruptions.sampling import OFFSET_REFINE, add_offsets, level_law, offset_law, sample_levels
-from stridegen.augment.corruptions.weather import fog_layer, plasma_fractal
+from stridegen.augment.corruptions.sampling import (
+    OFFSET_REFINE,
+    add_offsets,
+    level_law,
+    offset_law,
+    random_uint16,
+    sample_levels,
+)
+from stridegen.augment.corruptions.weather import _rain_off_mask, _snow_layer, fog_layer, plasma_fractal
 from stridegen.core.errors import ConfigError
 from stridegen.viz.contact_sheet import synthetic_road_scene
 
@@ -681,3 +691,82 @@ def test_camera_crash_scales_to_other_rigs():
     assert len(c.dropped(["CAM_FRONT"], 1, _rng())) == 1
     assert len(c.dropped([f"CAM_{i}" for i in range(12)], 2, _rng())) == 4
     assert c.dropped([], 3, _rng()) == []
+
+
+# --- fast paths of snow, rain, low resolution and the noise bits (issue 17, part 3) ------------------------------
+def test_filter_canvas_filled_in_place_equals_filter2d():
+    # a layer resized into the canvas (a UMat ROI) and filtered with a DFT-sized kernel = the plain filter2D
+    small = np.random.default_rng(5).random((30, 40), dtype=np.float32)
+    kernel, anchor = motion_blur_kernel(12, 8.0, -60.0)
+    assert kernel.size >= 130
+    canvas = FilterCanvas((90, 120))
+    cv2.resize(small, (120, 90), dst=canvas.view, interpolation=cv2.INTER_LINEAR)
+    got = as_array(canvas.filter(kernel, anchor))
+    layer = cv2.resize(small, (120, 90), interpolation=cv2.INTER_LINEAR)
+    expected = cv2.filter2D(
+        layer.astype(np.float64), -1, kernel.astype(np.float64), anchor=anchor, borderType=cv2.BORDER_REPLICATE
+    )
+    assert got.shape == (90, 120)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_random_uint16_is_the_integers_stream_for_pcg64_and_uniform_otherwise():
+    for n in (1, 7, 4096):  # PCG64's 64-bit words, low 16 bits first, are numpy's buffered uint16 draws
+        expected = _rng(n).integers(0, 1 << 16, size=n, dtype=np.uint16)
+        np.testing.assert_array_equal(random_uint16(_rng(n), (n,)), expected)
+    mt = np.random.Generator(np.random.MT19937(1))  # 32-bit raw output: falls back to rng.integers
+    values = random_uint16(mt, (200, 300)).astype(np.int64)
+    assert values.dtype == np.int64 and values.shape == (200, 300)
+    assert abs(values.mean() - 32767.5) < 150 and (values >= 1 << 15).mean() == pytest.approx(0.5, abs=0.01)
+    assert (values & 0xFF00).any() and (values & 0x00FF).any()  # both bytes random
+    philox = random_uint16(np.random.Generator(np.random.Philox(2)), (100_000,)).astype(np.int64)
+    assert (philox >= 1 << 15).mean() == pytest.approx(0.5, abs=0.01) and philox.max() > 65000
+
+
+@pytest.mark.parametrize("severity", [1, 3, 5])
+def test_snow_is_the_reference_blend_of_its_flake_layer(severity, scene):
+    # out = clip(blend x + (1 - blend) max(x, 1.5 g + 127.5) + L + rot180(L)), g the float BT.601 grey, rounded
+    # once (cv2.transform's uint8 arithmetic leaves it within a level: the floor or the ceiling of the exact value)
+    params = CORRUPTIONS["snow"].level(severity)
+    got = CORRUPTIONS["snow"].apply(scene, severity, _rng(2)).astype(np.float64)
+    flakes = _snow_layer(scene.shape[:2], params, _rng(2)).astype(np.float64)
+    layer = (flakes + flakes[::-1, ::-1])[..., None]
+    x = scene.astype(np.float64)
+    grey = (x @ np.array([0.299, 0.587, 0.114]))[..., None]
+    blend = params[-1]
+    expected = np.clip(blend * x + (1 - blend) * np.maximum(x, 1.5 * grey + 127.5) + layer, 0, 255)
+    assert np.abs(got - expected).max() < 1
+
+
+@pytest.mark.parametrize("severity", [1, 3, 5])
+def test_rain_is_the_streak_model_within_one_level(severity, scene):
+    # the float model of the module comment on the mask the corruption draws, contrast step included
+    area, _, k = CORRUPTIONS["rain"].level(severity)
+    got = CORRUPTIONS["rain"].apply(scene, severity, _rng(4)).astype(np.float64)
+    off = _rain_off_mask(scene.shape[:2], area, CORRUPTIONS["rain"].level(severity)[1], _rng(4))
+    m = np.where(off == 0, 220.0, 0.0)[..., None]
+    x = scene.astype(np.float64)
+    streak = np.rint(x + m * (1 - x / 255) * (1 - x.mean() / 255))
+    blurred = np.rint(cv2.blur(streak, (3, 3), borderType=cv2.BORDER_REFLECT_101))
+    out = np.rint(m / 255 * blurred + (1 - m / 255) * x)
+    means = out.reshape(-1, 3).mean(axis=0)
+    expected = np.clip(np.rint((out - means) * k + means), 0, 255)
+    assert np.abs(got - expected).max() <= 1
+
+
+def test_area_crop_keeps_integer_factors_on_the_block_path():
+    assert _area_crop((900, 1600), 1 / 3) == (900, 1599)
+    assert _area_crop((900, 1600), 1 / 6) == (900, 1596)
+    assert _area_crop((900, 1600), 1 / 8) == (896, 1600)
+    assert _area_crop((900, 1600), 1 / 2) == (900, 1600)
+    assert _area_crop((900, 1600), 0.6) == (900, 1600)  # not 1 / k: the whole image, OpenCV's weighted path
+
+
+def test_low_resolution_of_a_block_image_is_the_image():
+    # constant 6x6 blocks (plus a remainder that repeats the last column): downsample 6x and upsample back = identity
+    blocks = np.random.default_rng(6).integers(0, 256, (15, 26, 3), dtype=np.uint8)
+    image = np.repeat(np.repeat(blocks, 6, axis=0), 6, axis=1)
+    image = np.concatenate([image, image[:, -1:].repeat(4, axis=1)], axis=1)  # 90 x 160, 160 = 26 * 6 + 4
+    out = CORRUPTIONS["pixelate"].fn(image, 1 / 6, _rng())
+    np.testing.assert_array_equal(out, image)
+    assert CORRUPTIONS["low_resolution"].apply(image, 4, _rng()).shape == image.shape

@@ -9,6 +9,7 @@ zoom factor accumulated in float32, which compute the same sums.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import cv2
 import numpy as np
@@ -43,28 +44,62 @@ def motion_blur_kernel(radius: int, sigma: float, angle_deg: float) -> tuple[np.
 _DFT_MIN_KERNEL_AREA = 130
 
 
-def sparse_filter2d(array: np.ndarray, kernel: np.ndarray, anchor: tuple[int, int]) -> np.ndarray:
-    """cv2.filter2D(array, -1, kernel, anchor, BORDER_REPLICATE) kept on OpenCV's direct (zero-skipping) path.
+class FilterCanvas:
+    """An (H, W) work image that cv2.filter2D keeps on its direct (zero-skipping) path for any kernel size.
 
-    The source is passed as a ROI: all rows of a UMat holding the array plus one copy of its last row (exactly
-    what BORDER_REPLICATE reads below the image), which turns OpenCV's DFT heuristic off. With OpenCL in use a
-    UMat would run on the device, so then the plain call is made.
+    ``view`` is the first H rows of an (H + 1)-row cv2.UMat, a ROI, which turns OpenCV's DFT heuristic off; its
+    extra row is set to a copy of row H - 1 before filtering (exactly what BORDER_REPLICATE reads below the
+    image). OpenCV calls fill ``view`` in place (``cv2.resize(src, (W, H), dst=canvas.view)``), so a layer built
+    there is never copied into a padded array. With OpenCL in use a UMat would run on the device, so then
+    ``view`` is a plain numpy array (and large kernels take OpenCV's DFT path).
     """
+
+    def __init__(self, shape_hw: tuple[int, int], cv_type: int = cv2.CV_32FC1) -> None:
+        h, w = shape_hw
+        self._shape = (h, w)
+        self._parent: cv2.UMat | None = None
+        self.view: Any  # a cv2.UMat ROI or an np.ndarray: the OpenCV stubs type no call for their union
+        if cv2.ocl.useOpenCL():
+            depth, channels = {cv2.CV_8U: np.uint8, cv2.CV_32F: np.float32}[cv_type & 7], (cv_type >> 3) + 1
+            self.view = np.empty((h, w) if channels == 1 else (h, w, channels), dtype=depth)
+        else:
+            self._parent = cv2.UMat(h + 1, w, cv_type)
+            self.view = cv2.UMat(self._parent, [0, h], [0, w])
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> FilterCanvas:
+        """A canvas holding a copy of an (H, W) or (H, W, C) uint8 / float32 array."""
+        channels = 1 if array.ndim == 2 else array.shape[2]
+        canvas = cls(
+            array.shape[:2], cv2.CV_MAKETYPE({np.uint8: cv2.CV_8U, np.float32: cv2.CV_32F}[array.dtype.type], channels)
+        )
+        if isinstance(canvas.view, np.ndarray):
+            canvas.view[...] = array
+        else:
+            cv2.copyTo(np.ascontiguousarray(array), None, dst=canvas.view)  # type: ignore[call-overload]
+        return canvas
+
+    def filter(self, kernel: np.ndarray, anchor: tuple[int, int]) -> cv2.UMat | np.ndarray:
+        """cv2.filter2D(view, -1, kernel, anchor, BORDER_REPLICATE): a UMat (``.get()`` reads it) or an array."""
+        if self._parent is not None:
+            h, w = self._shape
+            last = cv2.UMat(self._parent, [h - 1, h], [0, w])
+            cv2.copyTo(last, None, dst=cv2.UMat(self._parent, [h, h + 1], [0, w]))  # type: ignore[call-overload]
+        # (the view is typed Any: the stubs lack the mixed UMat-source / ndarray-kernel call the bindings accept)
+        return cv2.filter2D(self.view, -1, kernel, anchor=anchor, borderType=cv2.BORDER_REPLICATE)
+
+
+def as_array(image: cv2.UMat | np.ndarray) -> np.ndarray:
+    """A numpy array of an OpenCV result (``UMat.get()`` copies it out; arrays pass through)."""
+    return image.get() if isinstance(image, cv2.UMat) else image
+
+
+def sparse_filter2d(array: np.ndarray, kernel: np.ndarray, anchor: tuple[int, int]) -> np.ndarray:
+    """cv2.filter2D(array, -1, kernel, anchor, BORDER_REPLICATE) kept on OpenCV's direct (zero-skipping) path
+    (through a ``FilterCanvas`` when the kernel would otherwise take the DFT)."""
     if kernel.size < _DFT_MIN_KERNEL_AREA or cv2.ocl.useOpenCL():
         return cv2.filter2D(array, -1, kernel, anchor=anchor, borderType=cv2.BORDER_REPLICATE)
-    h, w = array.shape[:2]
-    # The OpenCV stubs lack the UMat(ndarray) constructor and the mixed UMat-source / ndarray-kernel call of
-    # filter2D that the bindings accept at run time.
-    parent = cv2.UMat(np.concatenate([array, array[-1:]], axis=0))  # type: ignore[call-overload]
-    roi = cv2.UMat(parent, [0, h], [0, w])
-    filtered = cv2.filter2D(
-        roi,
-        -1,
-        kernel,
-        anchor=anchor,  # type: ignore[call-overload]
-        borderType=cv2.BORDER_REPLICATE,
-    )
-    return filtered.get()
+    return as_array(FilterCanvas.of(array).filter(kernel, anchor))
 
 
 def motion_blur_array(array: np.ndarray, radius: int, sigma: float, angle_deg: float) -> np.ndarray:
@@ -278,10 +313,35 @@ GLASS_BLUR = Corruption(
 
 # --- pixelate (ImageNet-C / imagecorruptions `pixelate`) ----------------------------------------------------------
 # Box-downsample by c = [.6, .5, .4, .3, .25] (PIL BOX ~ cv2.INTER_AREA), nearest-neighbour upsample.
+def _area_crop(shape_hw: tuple[int, int], factor: float) -> tuple[int, int]:
+    """(rows, cols) of the top-left crop that an area downsample by ``factor`` to (int(H factor), int(W factor))
+    reads.
+
+    OpenCV's INTER_AREA runs a fast block mean when the source is exactly k times the output (k integer) and a
+    general weighted path otherwise, 2-3x slower. When 1 / factor is an integer k, the crop is k times the output
+    (a remainder of fewer than k rows / columns dropped at the bottom / right: 1600 / 3 -> 533 reads 1599
+    columns), which keeps OpenCV on the fast path; otherwise it is the whole image.
+    """
+    h, w = shape_hw
+    dh, dw = max(1, int(h * factor)), max(1, int(w * factor))
+    k = round(1.0 / factor)
+    if k >= 2 and abs(k * factor - 1.0) < 1e-9 and dh * k <= h and dw * k <= w:
+        return dh * k, dw * k
+    return h, w
+
+
 def _resample(image_rgb: np.ndarray, factor: float, up: int) -> np.ndarray:
+    """Area-downsample by ``factor`` and upsample back with ``up``: the crop ``_area_crop`` reads comes back at its
+    own size (each k x k block over its own pixels), and the dropped remainder repeats the last row / column."""
     h, w = image_rgb.shape[:2]
-    small = cv2.resize(image_rgb, (max(1, int(w * factor)), max(1, int(h * factor))), interpolation=cv2.INTER_AREA)
-    return cv2.resize(small, (w, h), interpolation=up)
+    ch, cw = _area_crop((h, w), factor)
+    small = cv2.resize(
+        image_rgb[:ch, :cw], (max(1, int(w * factor)), max(1, int(h * factor))), interpolation=cv2.INTER_AREA
+    )
+    out = cv2.resize(small, (cw, ch), interpolation=up)
+    if (ch, cw) != (h, w):
+        out = cv2.copyMakeBorder(out, 0, h - ch, 0, w - cw, cv2.BORDER_REPLICATE)
+    return out
 
 
 def _pixelate(image_rgb: np.ndarray, factor: float, rng: np.random.Generator) -> np.ndarray:

@@ -7,8 +7,9 @@ import math
 import cv2
 import numpy as np
 
-from stridegen.augment.corruptions.base import Corruption, to_uint8
-from stridegen.augment.corruptions.blur import motion_blur_array
+from stridegen.augment.corruptions.base import Corruption
+from stridegen.augment.corruptions.blur import FilterCanvas, as_array, motion_blur_kernel
+from stridegen.augment.corruptions.photometric import channel_affine, channel_means
 
 
 # --- fog (ImageNet-C / imagecorruptions `fog`) ---------------------------------------------------------------------
@@ -85,31 +86,50 @@ FOG = Corruption(
 # Flakes: N(loc, scale) noise zoomed by `zoom` (the reference zooms a centre crop of a full-size field; a fresh
 # field of size H/zoom x W/zoom has the same distribution), values below `threshold` cut, motion-blurred
 # (radius, sigma) at an angle ~ U(-135, -45) degrees, rounded to 1/255. Image: blend * x + (1 - blend) *
-# max(x, 1.5 * grey + 0.5), plus the flake layer and its 180-degree rotation.
+# max(x, 1.5 * grey + 0.5), plus the flake layer L and its 180-degree rotation, clipped.
 # Table (loc, scale, zoom, threshold, radius, sigma, blend):
 #   [(.1, .3, 3, .5, 10, 4, .8), (.2, .3, 2, .5, 12, 4, .7), (.55, .3, 4, .9, 12, 8, .7),
 #    (.55, .3, 4.5, .85, 12, 8, .65), (.55, .3, 2.5, .85, 12, 12, .55)]
-def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Generator) -> np.ndarray:
-    loc, scale, zoom, threshold, radius, sigma, blend = params
-    h, w = image_rgb.shape[:2]
-    hs, ws = max(1, math.ceil(h / zoom)), max(1, math.ceil(w / zoom))
-    flakes = rng.standard_normal((hs, ws), dtype=np.float32) * np.float32(scale) + np.float32(loc)
-    flakes = cv2.resize(flakes, (w, h), interpolation=cv2.INTER_LINEAR)
-    flakes[flakes < threshold] = 0.0
-    np.clip(flakes, 0.0, 1.0, out=flakes)
-    flakes = motion_blur_array(flakes, int(radius), sigma, float(rng.uniform(-135.0, -45.0)))
-    flakes16 = np.rint(flakes * np.float32(255.0)).astype(np.uint16)  # the reference rounds the layer to 1/255
-    layer = cv2.add(flakes16, cv2.flip(flakes16, -1))  # + its 180-degree rotation
+def _snow_layer(shape_hw: tuple[int, int], params: tuple[float, ...], rng: np.random.Generator) -> np.ndarray:
+    """(H, W) uint8 flake layer (0..255 = 0..1), before adding its 180-degree turn.
 
-    # 1.5 * grey + 0.5 in [0, 1] units is not clipped before the blend (it reaches 2.0), so the blend runs in
-    # uint16 on the 0..255 scale (1.5 g + 127.5 rounded up; one rounding, under 0.2 levels after weighting).
-    grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY).astype(np.uint16)
-    bright = (grey * np.uint16(3) + np.uint16(256)) // np.uint16(2)
-    x = image_rgb.astype(np.uint16)
-    lifted = cv2.max(x, cv2.merge([bright, bright, bright]))
-    out = cv2.addWeighted(x, blend, lifted, 1.0 - blend, 0.0)
-    out = cv2.add(out, cv2.merge([layer, layer, layer]))
-    return cv2.convertScaleAbs(out)  # saturates at 255
+    Built in a FilterCanvas (resize, cut and clip in place, then the sparse motion blur). The cut keeps values
+    v >= float32(threshold), as numpy's float32 comparison did: THRESH_TOZERO keeps v > t for t the float32 just
+    below it.
+    """
+    loc, scale, zoom, threshold, radius, sigma, _ = params
+    h, w = shape_hw
+    hs, ws = max(1, math.ceil(h / zoom)), max(1, math.ceil(w / zoom))
+    field = rng.standard_normal((hs, ws), dtype=np.float32) * np.float32(scale) + np.float32(loc)
+    canvas = FilterCanvas((h, w), cv2.CV_32FC1)
+    cut = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))
+    cv2.resize(field, (w, h), dst=canvas.view, interpolation=cv2.INTER_LINEAR)
+    cv2.threshold(canvas.view, cut, 0.0, cv2.THRESH_TOZERO, dst=canvas.view)
+    cv2.min(canvas.view, 1.0, dst=canvas.view)  # type: ignore[call-overload]  # a scalar: the stubs lack it
+    kernel, anchor = motion_blur_kernel(int(radius), sigma, float(rng.uniform(-135.0, -45.0)))
+    # the reference rounds the layer to 1/255; the blurred layer is >= 0, so the absolute value is a no-op
+    return as_array(cv2.convertScaleAbs(canvas.filter(kernel, anchor), alpha=255.0))
+
+
+# BT.601 luma weights of cv2.COLOR_RGB2GRAY, which the reference applies to the float image.
+_LUMA_RGB = np.array([0.299, 0.587, 0.114])
+
+
+def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Generator) -> np.ndarray:
+    blend = params[-1]
+    flakes = _snow_layer(image_rgb.shape[:2], params, rng)
+    cv2.add(flakes, cv2.flip(flakes, -1), dst=flakes)  # L + its 180-degree turn, saturated (the output is too)
+
+    # blend x + (1 - blend) max(x, b) = max(x, blend x + (1 - blend) b) for b = 1.5 g + 127.5 (g the float grey on
+    # the 0..255 scale, as in the reference; b reaches 510). The inner term is one cv2.transform of the image (a
+    # 3 x 4 matrix: blend I + 1.5 (1 - blend) luma, offset 127.5 (1 - blend)), rounded once and saturated: every
+    # term is >= 0 and the output saturates at 255, so that saturation changes nothing. Then in place: max, + L.
+    m = np.zeros((3, 4))
+    m[:, :3] = blend * np.eye(3) + 1.5 * (1.0 - blend) * _LUMA_RGB
+    m[:, 3] = 127.5 * (1.0 - blend)
+    out = cv2.transform(image_rgb, m)
+    cv2.max(image_rgb, out, dst=out)
+    return cv2.add(out, cv2.cvtColor(flakes, cv2.COLOR_GRAY2RGB), dst=out)
 
 
 SNOW = Corruption(
@@ -140,27 +160,38 @@ SNOW = Corruption(
 _RAIN_GREY = 220.0
 
 
-def _rain(image_rgb: np.ndarray, params: tuple[int, int, float], rng: np.random.Generator) -> np.ndarray:
-    area_per_drop, length, k = params
-    h, w = image_rgb.shape[:2]
+def _rain_off_mask(shape_hw: tuple[int, int], area_per_drop: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    """(H, W) uint8 mask of the pixels off the streaks: 0 on the streaks (drawn 1 px wide, 8-connected), 255
+    elsewhere."""
+    h, w = shape_hw
     length = min(length, h - 1)
     slant = int(rng.integers(-10, 10))
     n = (h * w) // area_per_drop
     x0 = rng.integers(min(slant, 0), w - max(slant, 0), size=n)
     y0 = rng.integers(0, h - length, size=n)
     segments = np.stack([np.stack([x0, y0], 1), np.stack([x0 + slant, y0 + length], 1)], 1).astype(np.int32)
-    mask = np.zeros((h, w), dtype=np.uint8)
-    cv2.polylines(mask, list(segments), isClosed=False, color=int(_RAIN_GREY), thickness=1)
+    off = np.full((h, w), 255, dtype=np.uint8)
+    cv2.polylines(off, list(segments), isClosed=False, color=0, thickness=1)
+    return off
 
-    # In uint8 like the reference (its streak image and 3x3 blur are uint8): m (1 - x/255) f = m (255 - x) f / 255.
-    fade = 1.0 - float(np.mean(cv2.mean(image_rgb)[:3])) / 255.0
-    mask3 = cv2.merge([mask, mask, mask])
-    streak = cv2.add(image_rgb, cv2.multiply(mask3, cv2.bitwise_not(image_rgb), scale=fade / 255.0))
-    alpha = mask.astype(np.float32) * np.float32(1.0 / 255.0)
-    out = cv2.blendLinear(cv2.blur(streak, (3, 3)), image_rgb, alpha, 1.0 - alpha)
-    means = cv2.mean(out)[:3]
-    tables = [(np.arange(256, dtype=np.float32) - m) * np.float32(k) + np.float32(m) for m in means]
-    return cv2.LUT(out, to_uint8(np.stack(tables, axis=1)).reshape(256, 1, 3))
+
+def _rain(image_rgb: np.ndarray, params: tuple[int, int, float], rng: np.random.Generator) -> np.ndarray:
+    area_per_drop, length, k = params
+    off = _rain_off_mask(image_rgb.shape[:2], area_per_drop, length, rng)
+    # The streak mask m is 0 or 220, so every step is one uint8 pass over the image, each rounded once as the
+    # reference's uint8 steps are, and the pixels off the streaks are put back with a masked copy (cv2.copyTo takes
+    # a one-channel mask for a three-channel image). Streak colour: x + 220 (255 - x) f / 255 = (1 - c) x + 255 c,
+    # c = 220 f / 255, f = 1 - mean / 255.
+    c = _RAIN_GREY / 255.0 * (1.0 - float(np.mean(channel_means(image_rgb))) / 255.0)
+    streak = cv2.convertScaleAbs(image_rgb, alpha=1.0 - c, beta=255.0 * c)
+    cv2.copyTo(image_rgb, off, dst=streak)
+    # On a streak: its 3x3 box blur at alpha a = 220 / 255 over the image; elsewhere the image (in place from here).
+    out = cv2.blur(streak, (3, 3))
+    a = _RAIN_GREY / 255.0
+    cv2.addWeighted(out, a, image_rgb, 1.0 - a, 0.0, dst=out)
+    cv2.copyTo(image_rgb, off, dst=out)
+    offsets = tuple((1.0 - k) * m for m in channel_means(out))  # (x - m) k + m
+    return channel_affine(out, k, offsets, dst=out)  # type: ignore[arg-type]
 
 
 RAIN = Corruption(
