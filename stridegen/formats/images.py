@@ -1,5 +1,6 @@
 """Image codecs: camera bytes to RGB arrays and back (OpenCV's libjpeg and libpng, deterministic), with the
-integrity checks every reader of camera files shares."""
+integrity checks every reader of camera files shares, and the pixel size of JPEG / PNG bytes read from their headers
+(``image_size``) so that work needing only the size never decodes."""
 
 from __future__ import annotations
 
@@ -15,12 +16,81 @@ def decode_image(data: bytes, path: str | Path) -> np.ndarray:
     """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files."""
     if not data:
         raise LogFormatError(path, "image file is empty")
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    # Straight to RGB (libjpeg / libpng order the channels; the same values as BGR then cvtColor, without the
+    # second pass over the pixels).
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR_RGB)
     if image is None:
         raise LogFormatError(path, "image could not be decoded (truncated or not an image)")
     if data[:2] == b"\xff\xd8" and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
         raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image
+
+
+# JPEG start-of-frame markers (ITU-T T.81 table B.1): SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC).
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(height, width) in pixels of the image ``decode_image`` makes of JPEG or PNG ``data``, read from the header
+    alone (JPEG: the frame header of ITU-T T.81 sec. B.2.2; PNG: IHDR, PNG spec sec. 11.2.2).
+
+    None where the header cannot say it for certain: not JPEG / PNG, a malformed header, or EXIF metadata (a JPEG
+    APP1 "Exif" segment, a PNG eXIf chunk), whose orientation tag OpenCV applies when decoding (it may swap the
+    sides). Callers decode then.
+    """
+    if data[:8] == _PNG_SIGNATURE:
+        return _png_size(data)
+    if data[:2] == b"\xff\xd8":
+        return _jpeg_size(data)
+    return None
+
+
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        return None
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    pos = 8
+    while pos + 8 <= len(data):  # chunks: length (4), type (4), data, CRC (4); eXIf must precede IDAT
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        if kind == b"eXIf":
+            return None
+        if kind in (b"IDAT", b"IEND"):
+            return (height, width) if width and height else None
+        pos += 12 + length
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    pos, n = 2, len(data)
+    while pos + 4 <= n:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):  # TEM, RSTn: no length field
+            pos += 2
+            continue
+        if marker in (0xD9, 0xDA):  # end of image or start of scan before any frame header
+            return None
+        length = int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if length < 2:
+            return None
+        if marker == 0xE1 and data[pos + 4 : pos + 10] == b"Exif\x00\x00":
+            return None
+        if marker in _JPEG_SOF:
+            if pos + 9 > n:
+                return None
+            height, width = (
+                int.from_bytes(data[pos + 5 : pos + 7], "big"),
+                int.from_bytes(data[pos + 7 : pos + 9], "big"),
+            )
+            return (height, width) if width and height else None  # height 0: defined by a DNL marker later
+        pos += 2 + length
+    return None
 
 
 def check_image_bytes(data: bytes, path: str | Path) -> None:
@@ -53,10 +123,10 @@ def read_rgb(path: str | Path) -> np.ndarray:
     data = read_bytes(path, "image file", config_error)
     if not data:
         raise ConfigError(f"{path}: image file is empty")
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR_RGB)
     if image is None:
         raise ConfigError(f"{path}: cannot read an image from this file (not an image, or truncated)")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image
 
 
 def check_image_path(path: str | Path) -> Path:

@@ -7,16 +7,21 @@ projects boxes and LiDAR points into the image and hands over a ``SegmentRequest
 Per-object arrays live in the object's crop (``stridegen.pipeline.segment.raster.MaskCrop``): the request
 rasterises each hull once (``SegmentRequest.hull_crop``) for the segmenter and the visibility filter alike, and a
 backend may return its masks as crops (``SegmentResult.of_crops``) or as full-image arrays.
+
+The build hands over ``DeferredImageRequest``s: the image is decoded on the first read of ``image_rgb``, so a
+backend that never looks at the pixels (``projected_box``, or ``lidar`` on an image whose objects have no points)
+costs no decoding.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
+from stridegen.core.errors import GeometryError
 from stridegen.pipeline.segment.raster import MaskCrop, inside_share, polygon_crop
 
 
@@ -60,6 +65,57 @@ class SegmentRequest:
 
     def __len__(self) -> int:
         return int(np.asarray(self.box_xyxy).shape[0])
+
+
+@dataclass(frozen=True)
+class LazyImage:
+    """An image known by its size before it is decoded: ``load()`` gives its [height, width, 3] uint8 RGB pixels
+    (the size e.g. from the file's header: ``stridegen.formats.images.image_size``)."""
+
+    height: int
+    width: int
+    load: Callable[[], np.ndarray]
+
+
+class DeferredImageRequest(SegmentRequest):
+    """A ``SegmentRequest`` whose image is decoded on the first read of ``image_rgb`` (``image.load()``, once).
+    The decoded image must have the announced size (GeometryError otherwise: the request's geometry was made for
+    that size)."""
+
+    _image: np.ndarray | None
+
+    def __init__(self, image: LazyImage, **fields) -> None:
+        self._size = (int(image.height), int(image.width))
+        self._load: Callable[[], np.ndarray] | None = image.load
+        super().__init__(image_rgb=None, **fields)  # type: ignore[arg-type]  # the setter: not loaded yet
+
+    @property
+    def image_rgb(self) -> np.ndarray:  # [H, W, 3] uint8
+        image = self._image
+        if image is None:
+            assert self._load is not None
+            image = np.asarray(self._load())
+            if tuple(image.shape[:2]) != self._size:
+                raise GeometryError(f"decoded image is {image.shape[:2]}, the request was made for {self._size}")
+            self._image, self._load = image, None
+        return image
+
+    @image_rgb.setter
+    def image_rgb(self, value: np.ndarray | None) -> None:
+        self._image = value
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the image has been decoded."""
+        return self._image is not None
+
+    @property
+    def height(self) -> int:
+        return self._size[0]
+
+    @property
+    def width(self) -> int:
+        return self._size[1]
 
 
 class SegmentResult:

@@ -18,7 +18,7 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
-from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage, SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.raster import MaskCrop, polygon_crop
 
 OCCLUSION_MODES = ("hull", "mask", "none")
@@ -78,11 +78,11 @@ def projected_hulls(
 
 
 def make_request(
-    image_rgb: np.ndarray,
+    image_rgb: np.ndarray | LazyImage,
     intrinsic: np.ndarray,
     T_cam_from_global: np.ndarray,
     boxes: Boxes,
-    lidar_points_global: np.ndarray | None = None,
+    lidar_points_global: np.ndarray | Callable[[], np.ndarray | None] | None = None,
     near_m: float = 0.1,
     ground_margin_m: float = 0.2,
 ) -> tuple[SegmentRequest, np.ndarray]:
@@ -98,11 +98,18 @@ def make_request(
     several do), -1 for none. Points less than ``ground_margin_m`` above a box's bottom face are not given to it:
     boxes stand on the road, and returns from the road surface inside a box's footprint (between the wheels, under
     a bumper, ground noise) would otherwise seed the road as the object.
+
+    Deferred inputs (the build's): ``image_rgb`` may be a ``LazyImage`` (the size now, the pixels when a backend
+    first reads them: the request is a ``DeferredImageRequest``), and ``lidar_points_global`` a callable giving
+    the points, called only when the image holds an object (an empty request then carries no LiDAR evidence).
     """
     if boxes.frame != "global":
         raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
-    image_rgb = np.asarray(image_rgb)
-    height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+    if isinstance(image_rgb, LazyImage):
+        height, width = image_rgb.height, image_rgb.width
+    else:
+        image_rgb = np.asarray(image_rgb)
+        height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
     rect = image_rect(height, width)
     T = np.asarray(T_cam_from_global, dtype=np.float64)
     corners = geo.transform_points(T, boxes.corners())
@@ -119,13 +126,16 @@ def make_request(
         xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
     keep = np.asarray(kept, dtype=np.int64)
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
-    request = SegmentRequest(
-        image_rgb=image_rgb,
-        box_xyxy=np.asarray(xyxy, dtype=np.float64).reshape(-1, 4),
-        hull_uv=kept_hulls,
-        depth_m=np.asarray(depth, dtype=np.float64),
+    box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
+    depth_m = np.asarray(depth, dtype=np.float64)
+    request = (
+        DeferredImageRequest(image_rgb, box_xyxy=box_xyxy, hull_uv=kept_hulls, depth_m=depth_m)
+        if isinstance(image_rgb, LazyImage)
+        else SegmentRequest(image_rgb=image_rgb, box_xyxy=box_xyxy, hull_uv=kept_hulls, depth_m=depth_m)
     )
-    if lidar_points_global is not None:
+    if callable(lidar_points_global) and keep.size:  # read the sweep only for an image that holds objects
+        lidar_points_global = lidar_points_global()
+    if lidar_points_global is not None and not callable(lidar_points_global):
         uv, z, owner = _lidar_evidence(lidar_points_global, boxes[keep], T, intrinsic, near_m, rect, ground_margin_m)
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
     return request, keep

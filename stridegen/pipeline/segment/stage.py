@@ -132,15 +132,24 @@ def segment_images(
     decode: Callable[[int], np.ndarray],
     lidar_global: LidarSource | None = None,
     timings: dict[str, float] | None = None,
+    image_size: Callable[[int], tuple[int, int] | None] | None = None,
 ):
     """Segment the objects of the given rows of the images table; returns their masks.
 
     ``tracked[f]`` are the tracker's boxes of frame f (global frame, ``track_id`` set); ``track_ids`` the scene's
     tracks table ids (sorted, as ``dense_tracks`` makes them); ``decode(row)`` gives an image's RGB pixels.
+
+    Each row's image is decoded at most once, and only when the segmenter reads its pixels: where
+    ``image_size(row)`` gives (height, width) without decoding (e.g. from the file header), the request is built
+    on that size and decodes on demand (``DeferredImageRequest``); an image without objects, or one whose objects
+    the backend shapes from geometry alone, is never decoded. Likewise frame f's LiDAR sweep is asked for only
+    when one of its images holds an object.
     """
+    import functools
     import time
 
     from stridegen.formats.rle import encode_rle_crops
+    from stridegen.pipeline.segment.base import LazyImage
     from stridegen.pipeline.segment.request import make_request
 
     timings = timings if timings is not None else {}
@@ -156,9 +165,11 @@ def segment_images(
             continue
         t0 = time.perf_counter()
         T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
-        points = lidar_global(f) if lidar_global is not None else None
+        size = image_size(row) if image_size is not None else None
+        image = decode(row) if size is None else LazyImage(size[0], size[1], functools.partial(decode, row))
+        points = functools.partial(lidar_global, f) if lidar_global is not None else None
         request, keep = make_request(
-            decode(row), cameras.intrinsic[c], geo.invert_transform(T_global_from_cam), boxes, points
+            image, cameras.intrinsic[c], geo.invert_transform(T_global_from_cam), boxes, points
         )
         if len(request) == 0:
             timings["segment"] += time.perf_counter() - t0
