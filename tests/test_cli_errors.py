@@ -182,6 +182,18 @@ CASES: dict[str, list[Case]] = {
             lambda bad, inp: ["report", str(inp.root / "no-dataset"), "--eval", str(bad), "--out", _out(inp, "r.html")],
         ),
     ],
+    "anonymize": [
+        Case("DATASET", lambda bad, inp: ["anonymize", str(bad), "--out", _out(inp, "anon")], layout="dataset")
+    ],
+    "calibrate poses": [
+        Case("LOG", lambda bad, inp: ["calibrate", "poses", str(bad), "--out", _out(inp, "posed")], layout="log")
+    ],
+    "calibrate ground": [Case("LOG", lambda bad, inp: ["calibrate", "ground", str(bad)], layout="log")],
+    "calibrate align": [
+        Case("A", lambda bad, inp: ["calibrate", "align", str(bad), str(inp.log)], layout="log"),
+        Case("B", lambda bad, inp: ["calibrate", "align", str(inp.log), str(bad)], layout="log"),
+    ],
+    "calibrate lidar-camera": [Case("LOG", lambda bad, inp: ["calibrate", "lidar-camera", str(bad)], layout="log")],
     "eval detection": [
         Case("--gt", lambda bad, inp: ["eval", "detection", "--gt", str(bad), "--pred", str(inp.pred)], layout="log"),
         Case(

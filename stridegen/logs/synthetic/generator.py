@@ -77,8 +77,12 @@ def generate_dataset(
     sweeps: bool = False,
     progress: bool = True,
     overwrite: bool = False,
+    privacy_patches: bool = False,
 ) -> GenerationSummary:
     """Write ``scenes`` synthetic scenes of ``seconds`` each as a nuScenes-format dataset under ``out_dir``.
+
+    ``privacy_patches`` draws licence plates and face-like patches (stridegen.logs.synthetic.patches) for tests of
+    the anonymization; off, the output is byte for byte what it was before the option existed.
 
     The dataset is written into a temporary sibling folder and renamed into place at the end, so ``out_dir`` is
     either untouched or complete. A non-empty ``out_dir`` is refused unless ``overwrite``.
@@ -116,6 +120,7 @@ def generate_dataset(
                     sweeps,
                     timings,
                     (lambda task=task: prog.advance(task)) if prog else None,
+                    privacy_patches,
                 )
                 metas.append(scene.metadata())
         t0 = _cpu()
@@ -125,7 +130,13 @@ def generate_dataset(
             "generator_version": GENERATOR_VERSION,
             "seed": seed,
             "seconds": float(seconds),
-            "options": {"width": width, "height": height, "rig": rig, "sweeps": sweeps},
+            "options": {
+                "width": width,
+                "height": height,
+                "rig": rig,
+                "sweeps": sweeps,
+                **({"privacy_patches": True} if privacy_patches else {}),  # recorded only when on
+            },
             "scenes": metas,
         }
         tables.write(tmp, truth)
@@ -176,7 +187,14 @@ def _channel_table(rig) -> dict[str, tuple[str, np.ndarray, np.ndarray | None, t
 
 
 def _write_scene(
-    root: Path, tables: wr.TableSet, scene: SyntheticScene, rig, sweeps: bool, timings: defaultdict[str, float], advance
+    root: Path,
+    tables: wr.TableSet,
+    scene: SyntheticScene,
+    rig,
+    sweeps: bool,
+    timings: defaultdict[str, float],
+    advance,
+    privacy_patches: bool = False,
 ) -> None:
     from stridegen.logs.synthetic.lidar import cast_lidar
     from stridegen.logs.synthetic.render import render_camera
@@ -187,6 +205,11 @@ def _write_scene(
     colors = np.array([a.color_rgb for a in scene.agents], dtype=np.uint8).reshape(-1, 3)
     times = scene.sample_times
     n_agents = len(scene.agents)
+    patches: dict = {}
+    if privacy_patches:
+        from stridegen.logs.synthetic.patches import privacy_decals
+
+        patches = {"decals": privacy_decals(scene)}
     for k, t in enumerate(times):
         boxes = scene.agent_states(t)
         T_global_from_ego = scene.ego_pose(t)
@@ -214,7 +237,14 @@ def _write_scene(
         for cam in rig.cameras:
             t0 = _cpu()
             out = render_camera(
-                cam, T_global_from_ego @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh, boxes.yaw, colors, shader
+                cam,
+                T_global_from_ego @ cam.T_ego_from_sensor,
+                boxes.center,
+                boxes.size_lwh,
+                boxes.yaw,
+                colors,
+                shader,
+                **patches,
             )
             timings["render"] += _cpu() - t0
             visible += out.visible_pixels

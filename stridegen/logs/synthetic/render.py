@@ -36,6 +36,7 @@ is slow (masked or 3-channel writes into strided windows). ``benchmarks/bench_sy
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -78,6 +79,10 @@ class CameraRender:
     depth_m: np.ndarray
     visible_pixels: np.ndarray
     unoccluded_pixels: np.ndarray
+    # With decals: per decal, the pixel box (x0, y0, x1, y1; exclusive ends) of its visible pixels (NaN if none)
+    # and their count. None when no decal was asked for.
+    decal_boxes_xyxy: np.ndarray | None = None
+    decal_pixels: np.ndarray | None = None
 
     @property
     def visible_fraction(self) -> np.ndarray:
@@ -421,11 +426,13 @@ def render_camera(
     sky_rgb: tuple[float, float, float] = (170.0, 200.0, 235.0),
     ground_z: float = 0.0,
     haze_distance_m: float | None = 400.0,
+    decals: Sequence[Decal] = (),
 ) -> CameraRender:
     """Render N yaw-only boxes (global frame) over ground and sky as seen by ``camera`` at ``T_global_from_cam``.
 
     ``colors_rgb`` is uint8 [N, 3]. ``haze_distance_m`` (None: off) is the e-folding distance of the ground's
-    blend into the horizon sky colour.
+    blend into the horizon sky colour. ``decals`` (``Decal``) are textures drawn on box end faces where those
+    faces are visible (licence plates, faces); without them nothing else changes.
     """
     T = np.asarray(T_global_from_cam, dtype=np.float64)
     center_global = np.asarray(center_global, dtype=np.float64).reshape(-1, 3)
@@ -495,7 +502,97 @@ def render_camera(
         instance[r0 : r1 + 1, c0 : c1 + 1] = code >> 3
         _paint_boxes(rgb[r0 : r1 + 1, c0 : c1 + 1], code, _face_shades(yaw_global, colors_rgb))
         visible = np.bincount(instance[r0 : r1 + 1, c0 : c1 + 1].ravel(), minlength=n_boxes + 1)[1:].astype(np.int64)
+    if decals:
+        T_cam_from_global = invert_transform(T)
+        painted = [
+            _paint_decal(rgb, buffers.code, d, T_cam_from_global, basis_global, origin, center_global[d.box],
+                         size_lwh[d.box], float(yaw_global[d.box]), k, near_m)
+            for d in decals
+        ]  # fmt: skip
+        boxes = np.array([p[0] for p in painted], dtype=np.float64).reshape(-1, 4)
+        return CameraRender(rgb, instance, depth, visible, unoccluded, boxes, np.array([p[1] for p in painted]))
     return CameraRender(rgb=rgb, instance=instance, depth_m=depth, visible_pixels=visible, unoccluded_pixels=unoccluded)
+
+
+@dataclass(frozen=True)
+class Decal:
+    """A flat texture on an end face of box ``box``: ``face`` 0 the front (+x, the heading), 1 the back (-x).
+    ``right_m`` is the texture centre's offset from the face's centre line along the right of a viewer facing the
+    face, ``z_m`` its height above the box bottom; ``width_m`` x ``height_m`` its size; ``texture`` uint8
+    [rows, cols, 3] RGB, row 0 at the top, lit like the face (ambient + diffuse of the face's normal)."""
+
+    box: int
+    face: int
+    right_m: float
+    z_m: float
+    width_m: float
+    height_m: float
+    texture: np.ndarray
+    kind: str = ""
+
+
+def _paint_decal(
+    rgb: np.ndarray,
+    code: np.ndarray,
+    decal: Decal,
+    T_cam_from_global: np.ndarray,
+    basis_global: np.ndarray,
+    origin_global: np.ndarray,
+    center: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw: float,
+    intrinsic: np.ndarray,
+    near: float,
+) -> tuple[list[float], int]:
+    """Draw one decal (in place) on the pixels where its face is the visible surface; returns the pixel box of
+    the drawn pixels (NaN if none) and their count.
+
+    Pixel rays meet the face plane x_local = side * l / 2 at z-depth t (as in ``_face_hits``); the hit's
+    lateral and vertical coordinates pick the texel (nearest)."""
+    side = 1.0 if decal.face == 0 else -1.0
+    half = 0.5 * np.asarray(size_lwh, dtype=np.float64)
+    c, s = np.cos(yaw), np.sin(yaw)
+    R_local_from_global = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    o = R_local_from_global @ (origin_global - center)
+    nothing: tuple[list[float], int] = ([np.nan] * 4, 0)
+    if side * o[0] <= half[0]:  # the camera is not on the face's outward side
+        return nothing
+    lat0, lat1 = decal.right_m - decal.width_m / 2, decal.right_m + decal.width_m / 2
+    z1 = decal.z_m + decal.height_m / 2 - half[2]  # top, box frame
+    z0 = z1 - decal.height_m
+    corners_local = np.array([[side * half[0], side * a, b] for a in (lat0, lat1) for b in (z0, z1)])
+    corners_cam = transform_points(T_cam_from_global, corners_local @ R_local_from_global + center)
+    height, width = code.shape
+    if (corners_cam[:, 2] < near).any():
+        window = (0, width - 1, 0, height - 1)
+    else:
+        uv = corners_cam[:, :2] / corners_cam[:, 2:3] * np.diag(intrinsic)[:2] + intrinsic[:2, 2]
+        window = tuple(_pixel_windows(np.r_[uv.min(axis=0), uv.max(axis=0)], width, height).tolist())
+    c0, c1, r0, r1 = window
+    if c1 < c0 or r1 < r0:
+        return nothing
+    u, v = _centred_grid(c0, c1, r0, r1, intrinsic)
+    basis = R_local_from_global @ basis_global
+    rays = [_ray_component(basis[j], u.astype(np.float64), v.astype(np.float64)) for j in range(3)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (side * half[0] - o[0]) / rays[0]
+        lateral = side * (o[1] + t * rays[1])
+        z = o[2] + t * rays[2]
+    fs = (lateral - lat0) / decal.width_m
+    ft = (z1 - z) / decal.height_m
+    inside = (t >= near) & (fs >= 0) & (fs < 1) & (ft >= 0) & (ft < 1)
+    inside &= code[r0 : r1 + 1, c0 : c1 + 1] == 8 * (decal.box + 1) + decal.face
+    if not inside.any():
+        return nothing
+    tex = np.asarray(decal.texture, dtype=np.float64)
+    rows = np.minimum((ft[inside] * tex.shape[0]).astype(np.int64), tex.shape[0] - 1)
+    cols = np.minimum((fs[inside] * tex.shape[1]).astype(np.int64), tex.shape[1] - 1)
+    normal = np.array([side * c, side * s, 0.0])
+    shade = AMBIENT + DIFFUSE * max(0.0, float(normal @ SUN_DIR_GLOBAL))
+    rgb[r0 : r1 + 1, c0 : c1 + 1][inside] = np.clip(np.rint(tex[rows, cols] * shade), 0, 255).astype(np.uint8)
+    rr, cc = np.nonzero(inside)
+    box = [float(c0 + cc.min()), float(r0 + rr.min()), float(c0 + cc.max() + 1), float(r0 + rr.max() + 1)]
+    return box, int(inside.sum())
 
 
 def _paint_boxes(rgb: np.ndarray, code: np.ndarray, shades: np.ndarray) -> None:
