@@ -1,19 +1,29 @@
-"""Spatial QA generation rate on one core, with the yes/no and pair-order balance and the counts per predicate.
+"""Spatial QA generation rate on one core, with the yes/no and pair-order balance and the counts per predicate,
+and the rate of the build's ``qa`` stage beside it.
 
-    .venv/bin/python benchmarks/bench_qa.py [--images 2000] [--regions 8] [--repeat 3] [--no-real]
+    .venv/bin/python benchmarks/bench_qa.py [--images 2000] [--regions 8] [--repeat 3] [--no-real] [--no-build]
 
 Synthetic contexts: ``--regions`` objects per image scattered in front of a front camera (ego x 3..60 m,
 |y| <= 15 m, sizes from pedestrians to buses). Real contexts: the ground-truth boxes of the nuScenes demo keyframe
 in ../shared/data (one context per camera), when present. The process is pinned to one CPU where the OS allows.
 Rates are the best of ``--repeat`` runs, in QA items per CPU second of this process (and per wall second, which
 on a shared machine is lower), generation only: contexts are built before timing.
+
+In-build rate (unless ``--no-build``): a synthetic log (3 scenes of 20 s, seed 7, 800 x 450 images) is built
+``--repeat`` times with ``segmenter.name=projected_box`` on the local executor (in this process, on the same CPU);
+the rate is the dataset's QA rows over the ``qa`` stage's seconds in ``build_report.json`` (wall clock, best run:
+the stage's context assembly and both families, spatial and spatiotemporal). Printed with the ratio of the
+generator's wall rate (first synthetic set, default config) to it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -110,12 +120,35 @@ def balance_report(items: list[QAItem]) -> None:
     print("  items per predicate:", ", ".join(f"{p} {counts[p]}" for p in SPATIAL_PREDICATES if counts[p]))
 
 
+def in_build_rate(repeat: int) -> tuple[float, int, float]:
+    """(QA per wall second of the build's qa stage, QA rows, qa stage seconds) of the best of ``repeat`` builds."""
+    from stridegen.logs.synthetic.generator import generate_dataset
+    from stridegen.run.build import REPORT_NAME, run_build
+    from stridegen.run.config import load_build_config
+
+    config = load_build_config(None, ["segmenter.name=projected_box", "workers=1", "executor.name=local"])
+    with tempfile.TemporaryDirectory(prefix="bench_qa_") as tmp:
+        log, out = Path(tmp) / "log", Path(tmp) / "out"
+        generate_dataset(log, scenes=3, seconds=20, seed=7, width=800, height=450, progress=False)
+        best = float("inf")
+        rows = 0
+        for _ in range(repeat):
+            shutil.rmtree(out, ignore_errors=True)  # a build resumes into an existing folder
+            run_build(log, out, config)
+            seconds = json.loads((out / REPORT_NAME).read_text())["stage_seconds_total"]["qa"]
+            manifest = json.loads((out / "manifest.json").read_text())
+            rows = sum(int(shard["counts"].get("qa", 0)) for shard in manifest["shards"])
+            best = min(best, seconds)
+    return rows / best, rows, best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=2000)
     ap.add_argument("--regions", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-real", action="store_true", help="skip the nuScenes demo contexts")
+    ap.add_argument("--no-build", action="store_true", help="skip the in-build rate of the qa stage")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -134,15 +167,23 @@ def main() -> int:
         demo = demo_contexts()
         reps = max(1, args.images // (10 * len(demo)))
         sets[f"nuScenes demo keyframe, {len(demo)} cameras ({[len(c) for c in demo]} regions) x {reps}"] = demo * reps
+    generator_wall_rate = 0.0
     for set_name, contexts in sets.items():
         for cfg_name, cfg in configs.items():
             wall_rate, cpu_rate, items = run(contexts, cfg, args.repeat)
+            generator_wall_rate = generator_wall_rate or wall_rate
             per_image = len(items) / len(contexts)
             print(
                 f"{set_name} | {cfg_name}: {cpu_rate:,.0f} QA per CPU second ({wall_rate:,.0f} per wall second), "
                 f"{per_image / cpu_rate * 1e6:.0f} us CPU per image, {per_image:.1f} QA per image"
             )
             balance_report(items)
+    if not args.no_build:
+        build_rate, rows, seconds = in_build_rate(args.repeat)
+        print(
+            f"build qa stage (synthetic log, projected_box): {build_rate:,.0f} QA per wall second ({rows} QA in "
+            f"{seconds:.3f} s); generator / build = {generator_wall_rate / build_rate:.2f}"
+        )
     return 0
 
 

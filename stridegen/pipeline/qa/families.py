@@ -16,9 +16,10 @@ from stridegen.pipeline.qa.spatial import (
     OBJECT_SPATIAL_PREDICATES,
     SpatialQAConfig,
     generate_spatial_qa,
+    spatial_scene_generator,
 )
-from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig, TemporalTargets, generate_spatiotemporal_qa
-from stridegen.pipeline.qa.stage import QAImage
+from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig, TemporalTargets, spatiotemporal_scene_generator
+from stridegen.pipeline.qa.stage import QAImage, SceneGenerate
 
 
 class SpatialFamily:
@@ -40,6 +41,28 @@ class SpatialFamily:
     def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
         return generate_spatial_qa(image.ctx, rng, self.config), {}
 
+    def for_scene(self, images: list[QAImage]) -> SceneGenerate:
+        """``generate`` of each image by position, the geometry of all images computed in one pass."""
+        generate = spatial_scene_generator([image.ctx for image in images], self.config)
+        return lambda i, rng: (generate(i, rng), {})
+
+
+def _targets(image: QAImage) -> TemporalTargets:
+    """The image's regions as spatiotemporal targets, with its camera."""
+    ctx = image.ctx
+    return TemporalTargets(
+        scene=image.scene,
+        keyframe_index=image.keyframe_index,
+        channel=image.channel,
+        region_id=ctx.region_id,
+        track_index=ctx.track_index,
+        object_class=ctx.object_class,
+        T_ego_from_cam=image.T_ego_from_cam,
+        intrinsic=image.intrinsic,
+        width=image.width,
+        height=image.height,
+    )
+
 
 class SpatiotemporalFamily:
     """STRIDE-QA-Bench spatiotemporal groups of each visible target (docs/qa-spatiotemporal.md)."""
@@ -50,17 +73,20 @@ class SpatiotemporalFamily:
         self.config = config or TemporalQAConfig()
 
     def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
-        ctx = image.ctx
-        targets = TemporalTargets(
-            scene=image.scene,
-            keyframe_index=image.keyframe_index,
-            channel=image.channel,
-            region_id=ctx.region_id,
-            track_index=ctx.track_index,
-            object_class=ctx.object_class,
-            T_ego_from_cam=image.T_ego_from_cam,
-            intrinsic=image.intrinsic,
-            width=image.width,
-            height=image.height,
-        )
-        return generate_spatiotemporal_qa(image.attrs, image.times_s, image.keyframe_frame, targets, rng, self.config)
+        return self.for_scene([image])(0, rng)
+
+    def for_scene(self, images: list[QAImage]) -> SceneGenerate:
+        """``generate`` of each image by position; frames and checks computed once per keyframe. The images are
+        of one scene: they share its attributes and frame times."""
+        if not images:
+            return lambda i, rng: ([], {})
+        targets = [
+            (
+                image.keyframe_frame,
+                TemporalTargets.from_context(
+                    image.ctx, image.T_ego_from_cam, image.intrinsic, image.width, image.height
+                ),
+            )
+            for image in images
+        ]
+        return spatiotemporal_scene_generator(images[0].attrs, images[0].times_s, targets, self.config)

@@ -27,6 +27,7 @@ per image, and strings are built with ``str.format`` on precomputed Python value
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -262,42 +263,154 @@ def _plan(predicates: frozenset[str], lateral_min_m: float, depth_min_m: float, 
 # ---------------------------------------------------------------------------------------------- geometry
 
 
+def _checked_size(ctx: QAContext) -> tuple[int, tuple[float, float, float]]:
+    """The context's region count and ego size; GeometryError for arrays of the wrong shape or a bad ego size."""
+    n = len(ctx)
+    where = f"QAContext of scene {ctx.scene!r} keyframe {ctx.keyframe_index} channel {ctx.channel!r}"
+    for name, shape in (
+        ("center_ego", (n, 3)),
+        ("center_cam", (n, 3)),
+        ("size_lwh", (n, 3)),
+        ("track_index", (n,)),
+        ("object_class", (n,)),
+    ):
+        arr_shape = np.shape(getattr(ctx, name))
+        if arr_shape != shape:
+            raise GeometryError(f"{where}: {name} has shape {arr_shape}, expected {shape}")
+    ego = tuple(float(v) for v in ctx.ego_size_lwh)
+    if len(ego) != 3 or not all(math.isfinite(v) and v > 0.0 for v in ego):
+        raise GeometryError(f"{where}: ego_size_lwh must be three positive lengths, got {ctx.ego_size_lwh}")
+    return n, (ego[0], ego[1], ego[2])
+
+
+@lru_cache(maxsize=128)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unordered region pairs (first < second) of an image with ``n`` regions, in ``triu_indices`` order."""
+    first, second = np.triu_indices(n, 1)
+    first.flags.writeable = second.flags.writeable = False
+    return first, second
+
+
 @dataclass
-class _Geometry:
-    """The context's arrays as float64, with the derived per-region quantities (metres, cubic metres)."""
+class _ImageGeometry:
+    """What one image's items depend on besides the random draws: [rows, P] arrays over all its unordered pairs
+    (``_PAIR_ROWS`` rows) and [rows, N] arrays over its regions (``_REGION_ROWS`` rows); positions are local to
+    the image's context arrays. Values are metres, degrees or clock hours (NaN for qualitative rows)."""
 
     n: int
-    center_ego: np.ndarray  # [N, 3]
-    compared: np.ndarray  # [5, N]: camera x, camera z, volume, height, width (the yes/no pair rows' quantities)
-    size_lwh: np.ndarray  # [N, 3], NaN where an extent is not positive
-    ego_size_lwh: tuple[float, float, float]
+    first: np.ndarray  # [P] int, first region of each unordered pair (first < second)
+    second: np.ndarray  # [P] int
+    pair_keep: np.ndarray  # [8, P] bool: unambiguous, finite and switched on
+    pair_greater: np.ndarray  # [5, P] bool: positive(first, second) holds (yes/no rows)
+    pair_value: np.ndarray  # [8, P] float, NaN on the yes/no rows
+    region_keep: np.ndarray  # [12, N] bool
+    region_value: np.ndarray  # [12, N] float
+    region_label: np.ndarray  # [12, N] int: _LEFT / _RIGHT on the ego_left_right row, else 0
+    ego_greater: np.ndarray  # [3, N] bool: the region's volume / height / width exceeds the ego vehicle's
 
-    @staticmethod
-    def from_context(ctx: QAContext) -> _Geometry:
-        n = len(ctx)
-        where = f"QAContext of scene {ctx.scene!r} keyframe {ctx.keyframe_index} channel {ctx.channel!r}"
-        arrays = {}
-        for name, shape in (
-            ("center_ego", (n, 3)),
-            ("center_cam", (n, 3)),
-            ("size_lwh", (n, 3)),
-            ("track_index", (n,)),
-            ("object_class", (n,)),
-        ):
-            arr = np.asarray(getattr(ctx, name))
-            if arr.shape != shape:
-                raise GeometryError(f"{where}: {name} has shape {arr.shape}, expected {shape}")
-            arrays[name] = arr
-        ego = tuple(float(v) for v in ctx.ego_size_lwh)
-        if len(ego) != 3 or not all(math.isfinite(v) and v > 0.0 for v in ego):
-            raise GeometryError(f"{where}: ego_size_lwh must be three positive lengths, got {ctx.ego_size_lwh}")
-        center_cam = arrays["center_cam"].astype(np.float64)
-        size = arrays["size_lwh"].astype(np.float64)
-        size = np.where(size > 0.0, size, np.nan)  # a zero or negative extent cannot be compared
-        compared = np.stack(
-            [center_cam[:, 0], center_cam[:, 2], size[:, 0] * size[:, 1] * size[:, 2], size[:, 2], size[:, 1]]
+
+def _scene_geometry(contexts: list[QAContext], config: SpatialQAConfig, plan: _Plan) -> list[_ImageGeometry]:
+    """The ``_ImageGeometry`` of every context, computed in one pass over the regions and pairs of all of them
+    (element-wise operations only, so each image's numbers are those of a pass over that image alone)."""
+    sizes = [_checked_size(ctx) for ctx in contexts]
+    counts = [n for n, _ in sizes]
+    region_end = np.cumsum(counts).tolist()
+    pairs = [_pairs(n) for n in counts]
+    pair_end = np.cumsum([p[0].size for p in pairs]).tolist()
+    total = region_end[-1] if region_end else 0
+    if total == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return [_ImageGeometry(0, empty, empty, *([np.zeros((0, 0))] * 7)) for _ in contexts]
+    offsets = [end - n for end, n in zip(region_end, counts, strict=True)]
+    first = np.concatenate([p[0] + off for p, off in zip(pairs, offsets, strict=True)])
+    second = np.concatenate([p[1] + off for p, off in zip(pairs, offsets, strict=True)])
+    center_ego = np.concatenate([np.asarray(ctx.center_ego, dtype=np.float64).reshape(-1, 3) for ctx in contexts])
+    center_cam = np.concatenate([np.asarray(ctx.center_cam, dtype=np.float64).reshape(-1, 3) for ctx in contexts])
+    size = np.concatenate([np.asarray(ctx.size_lwh, dtype=np.float64).reshape(-1, 3) for ctx in contexts])
+    size = np.where(size > 0.0, size, np.nan)  # a zero or negative extent cannot be compared
+    length, width, height = size.T
+    volume = length * width * height
+    # Pairs: the yes/no rows compare camera x, camera z, volume, height, width; the number rows measure centres.
+    compared = np.stack([center_cam[:, 0], center_cam[:, 2], volume, height, width])
+    q1, q2 = compared[:, first], compared[:, second]
+    y = _N_PAIR_YES_NO
+    pair_keep = np.empty((len(_PAIR_ROWS), first.size), dtype=bool)
+    pair_value = np.full((len(_PAIR_ROWS), first.size), np.nan)
+    pair_keep[:y] = ~_ambiguous(q1, q2, plan.pair_abs_min, plan.pair_rel_min)
+    pair_greater = plan.pair_sign * (q1 - q2) > 0.0
+    delta = center_ego[first] - center_ego[second]
+    horizontal = np.hypot(delta[:, 0], delta[:, 1])
+    distances = {
+        "direct_distance": np.hypot(horizontal, delta[:, 2]),
+        "horizontal_distance": horizontal,
+        "vertical_distance": np.abs(delta[:, 2]),
+    }
+    pair_value[y:] = [distances[name] for name in PAIR_NUMBER_PREDICATES]
+    pair_keep[y:] = np.isfinite(pair_value[y:])
+    pair_keep &= plan.pair_mode >= 0
+    # Regions: one-region rows (_REGION_SINGLE order), then the three comparisons with the ego vehicle.
+    rows = len(_REGION_ROWS)
+    region_value = np.full((rows, total), np.nan)
+    region_keep = np.empty((rows, total), dtype=bool)
+    region_label = np.zeros((rows, total), dtype=np.int64)
+    x, yy = center_ego[:, 0], center_ego[:, 1]
+    finite_xy = np.isfinite(x) & np.isfinite(yy)
+    x1, y0 = np.where(finite_xy, x, 1.0), np.where(finite_xy, yy, 0.0)
+    distance = np.hypot(x, yy)  # BEV distance, as attributes.distance_m
+    heading = geo.polar_angle_deg(x1, y0)
+    far_enough = finite_xy & (distance >= config.heading_min_distance_m)
+    offset = np.mod(-heading - 15.0, 30.0)  # clock boundaries lie at clockwise angles 15 + 30 k degrees
+    clear = np.minimum(offset, 30.0 - offset) >= config.clock_margin_deg
+    single_value = {
+        "width": width,
+        "height": height,
+        "ego_distance": distance,
+        "ego_heading_angle": heading,
+        "ego_clock_direction": geo.clock_direction(x1, y0),
+        "ego_left_right": np.full(total, np.nan),
+        "region_length": length,
+        "region_width": width,
+        "region_height": height,
+    }
+    single_keep = {
+        "width": np.isfinite(width),
+        "height": np.isfinite(height),
+        "ego_distance": finite_xy,
+        "ego_heading_angle": far_enough,
+        "ego_clock_direction": far_enough & clear,
+        "ego_left_right": finite_xy & (np.abs(yy) >= config.ego_lateral_min_m) & (yy != 0.0),
+        "region_length": np.isfinite(length),
+        "region_width": np.isfinite(width),
+        "region_height": np.isfinite(height),
+    }
+    s = _N_REGION_SINGLE
+    region_value[:s] = [single_value[name] for name in _REGION_SINGLE]
+    region_keep[:s] = [single_keep[name] for name in _REGION_SINGLE]
+    region_label[_REGION_SINGLE.index("ego_left_right")] = np.where(yy > 0.0, _LEFT, _RIGHT)
+    q = np.stack([volume, height, width])
+    ego = np.repeat(np.array([e for _, e in sizes], dtype=np.float64), counts, axis=0).T  # [3, N] l, w, h
+    q_ego = np.stack([ego[0] * ego[1] * ego[2], ego[2], ego[1]])  # ego volume, height, width
+    region_keep[s:] = ~_ambiguous(q, q_ego, 0.0, config.ego_size_rel_min)
+    region_keep &= plan.region_mode >= 0
+    ego_greater = q > q_ego
+    out = []
+    for n, (pf, ps), p_end, r_end in zip(counts, pairs, pair_end, region_end, strict=True):
+        pc, rc = slice(p_end - pf.size, p_end), slice(r_end - n, r_end)
+        out.append(
+            _ImageGeometry(
+                n,
+                pf,
+                ps,
+                pair_keep[:, pc],
+                pair_greater[:, pc],
+                pair_value[:, pc],
+                region_keep[:, rc],
+                region_value[:, rc],
+                region_label[:, rc],
+                ego_greater[:, rc],
+            )
         )
-        return _Geometry(n, arrays["center_ego"].astype(np.float64), compared, size, (ego[0], ego[1], ego[2]))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- candidates
@@ -349,92 +462,37 @@ def _negative(mode: np.ndarray, drawn: np.ndarray) -> np.ndarray:
     return np.where(mode == 2, drawn, mode == 1)
 
 
-def _pair_candidates(g: _Geometry, plan: _Plan, first: np.ndarray, second: np.ndarray, bits: np.ndarray) -> _Candidates:
-    """Object-centric items of the unordered pairs (first[p] < second[p]), pair by pair; ``bits`` [8, P] in 0..3."""
-    n_rows, n_pairs = bits.shape
-    swap = (bits & 1).astype(bool)  # name the pair as (second, first)
+def _pair_candidates(g: _ImageGeometry, plan: _Plan, chosen: np.ndarray | None, bits: np.ndarray) -> _Candidates:
+    """Object-centric items of the drawn pairs (all when ``chosen`` is None), pair by pair; ``bits`` [8, P] in
+    0..3: bit 0 names the pair as (second, first), bit 1 asks the negative predicate where both are on."""
+    first, second, keep, greater, value = g.first, g.second, g.pair_keep, g.pair_greater, g.pair_value
+    if chosen is not None:
+        first, second = first[chosen], second[chosen]
+        keep, greater, value = keep[:, chosen], greater[:, chosen], value[:, chosen]
+    swap = (bits & 1).astype(bool)
     negative = _negative(plan.pair_mode, (bits >> 1).astype(bool))
     a = np.where(swap, second, first)
     b = np.where(swap, first, second)
-    keep = np.empty((n_rows, n_pairs), dtype=bool)
-    label = np.zeros((n_rows, n_pairs), dtype=np.int64)
-    value = np.full((n_rows, n_pairs), np.nan)
     y = _N_PAIR_YES_NO
     # Yes/no rows: positive(first, second) from the sign of the difference, flipped by the order and the polarity.
-    q1, q2 = g.compared[:, first], g.compared[:, second]
-    keep[:y] = ~_ambiguous(q1, q2, plan.pair_abs_min, plan.pair_rel_min)
-    truth = (plan.pair_sign * (q1 - q2) > 0.0) ^ swap[:y] ^ negative[:y]
-    label[:y] = np.where(truth, _YES, _NO)
-    # Number rows: distances between the centres in the keyframe ego frame (metres).
-    delta = g.center_ego[first] - g.center_ego[second]
-    horizontal = np.hypot(delta[:, 0], delta[:, 1])
-    distances = {
-        "direct_distance": np.hypot(horizontal, delta[:, 2]),
-        "horizontal_distance": horizontal,
-        "vertical_distance": np.abs(delta[:, 2]),
-    }
-    value[y:] = [distances[name] for name in PAIR_NUMBER_PREDICATES]
-    keep[y:] = np.isfinite(value[y:])
-    keep &= plan.pair_mode >= 0
+    label = np.zeros(keep.shape, dtype=np.int64)
+    label[:y] = np.where(greater ^ swap[:y] ^ negative[:y], _YES, _NO)
     pred = np.where(negative, plan.pair_neg, plan.pair_pos)
     return _Candidates.from_rows(keep, pred, a, b, value, label)
 
 
-def _region_candidates(g: _Geometry, config: SpatialQAConfig, plan: _Plan, bits: np.ndarray) -> _Candidates:
-    """One-region items (object sizes and ego-centric questions), region by region; ``bits`` [3, N] booleans."""
-    n = g.n
+def _region_candidates(g: _ImageGeometry, plan: _Plan, bits: np.ndarray) -> _Candidates:
+    """One-region items (object sizes and ego-centric questions), region by region; ``bits`` [3, N] booleans: ask
+    the negative predicate of the ego comparisons where both are on."""
+    n, s = g.n, _N_REGION_SINGLE
     rows = len(_REGION_ROWS)
-    value = np.full((rows, n), np.nan)
-    label = np.zeros((rows, n), dtype=np.int64)
-    keep = np.empty((rows, n), dtype=bool)
-    length, width, height = g.size_lwh.T
-    x, y = g.center_ego[:, 0], g.center_ego[:, 1]
-    finite_xy = np.isfinite(x) & np.isfinite(y)
-    x1, y0 = np.where(finite_xy, x, 1.0), np.where(finite_xy, y, 0.0)
-    distance = np.hypot(x, y)  # BEV distance, as attributes.distance_m
-    heading = geo.polar_angle_deg(x1, y0)
-    far_enough = finite_xy & (distance >= config.heading_min_distance_m)
-    offset = np.mod(-heading - 15.0, 30.0)  # clock boundaries lie at clockwise angles 15 + 30 k degrees
-    clear = np.minimum(offset, 30.0 - offset) >= config.clock_margin_deg
-    # One-region rows (_REGION_SINGLE order), then the three comparisons with the ego vehicle.
-    nan_row = np.full(n, np.nan)
-    single_value = {
-        "width": width,
-        "height": height,
-        "ego_distance": distance,
-        "ego_heading_angle": heading,
-        "ego_clock_direction": geo.clock_direction(x1, y0),
-        "ego_left_right": nan_row,
-        "region_length": length,
-        "region_width": width,
-        "region_height": height,
-    }
-    single_keep = {
-        "width": np.isfinite(width),
-        "height": np.isfinite(height),
-        "ego_distance": finite_xy,
-        "ego_heading_angle": far_enough,
-        "ego_clock_direction": far_enough & clear,
-        "ego_left_right": finite_xy & (np.abs(y) >= config.ego_lateral_min_m) & (y != 0.0),
-        "region_length": np.isfinite(length),
-        "region_width": np.isfinite(width),
-        "region_height": np.isfinite(height),
-    }
-    s = _N_REGION_SINGLE
-    value[:s] = [single_value[name] for name in _REGION_SINGLE]
-    keep[:s] = [single_keep[name] for name in _REGION_SINGLE]
-    label[_REGION_SINGLE.index("ego_left_right")] = np.where(y > 0.0, _LEFT, _RIGHT)
-    ego_l, ego_w, ego_h = g.ego_size_lwh
-    q = np.stack([g.compared[2], height, width])  # volume, height, width
-    q_ego = np.array([[ego_l * ego_w * ego_h], [ego_h], [ego_w]])
-    keep[s:] = ~_ambiguous(q, q_ego, 0.0, config.ego_size_rel_min)
     negative = np.zeros((rows, n), dtype=bool)
     negative[s:] = _negative(plan.region_mode[s:], bits)
-    label[s:] = np.where((q > q_ego) ^ negative[s:], _YES, _NO)
-    keep &= plan.region_mode >= 0
+    label = g.region_label.copy()
+    label[s:] = np.where(g.ego_greater ^ negative[s:], _YES, _NO)
     pred = np.where(negative, plan.region_neg, plan.region_pos)
     a = np.broadcast_to(np.arange(n), (rows, n))
-    return _Candidates.from_rows(keep, pred, a, np.full((rows, n), -1), value, label)
+    return _Candidates.from_rows(g.region_keep, pred, a, np.full((rows, n), -1), g.region_value, label)
 
 
 # ---------------------------------------------------------------------------------------------- phrasing
@@ -452,6 +510,11 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
     rid = [int(r) for r in np.asarray(ctx.region_id).tolist()]
     tid = [int(t) for t in np.asarray(ctx.track_index).tolist()]
     names = [region_name(r) for r in rid]
+    # One (regions, tracks) tuple pair per region and per ordered pair, shared by its items: fewer objects for the
+    # garbage collector to track (every item lives until the shard is written).
+    singles = [((r,), (t,)) for r, t in zip(rid, tid, strict=True)]
+    pairs: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}
+    n_regions = len(rid)
     classes = [str(c) for c in np.asarray(ctx.object_class).tolist()]
     kinds, categories, units, labels = _PRED_KIND, _PRED_CATEGORY, _PRED_UNIT, _LABELS
     questions, answer_sets, predicates = _PRED_QUESTIONS, _ANSWER_SETS, SPATIAL_PREDICATES
@@ -488,10 +551,14 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
         tracks: tuple[int, ...]
         if b >= 0:
             name_b = names[b]
-            regions, tracks = (rid[a], rid[b]), (tid[a], tid[b])
+            key = a * n_regions + b
+            named = pairs.get(key)
+            if named is None:
+                named = pairs[key] = ((rid[a], rid[b]), (tid[a], tid[b]))
+            regions, tracks = named
         else:
             name_b = ""
-            regions, tracks = (rid[a],), (tid[a],)
+            regions, tracks = singles[a]
         append(
             QAItem(
                 categories[p],
@@ -517,6 +584,39 @@ def _phrase(ctx: QAContext, cands: _Candidates, rng: np.random.Generator) -> lis
 # ---------------------------------------------------------------------------------------------- entry point
 
 
+def spatial_scene_generator(
+    contexts: list[QAContext], config: SpatialQAConfig | None = None
+) -> Callable[[int, np.random.Generator], list[QAItem]]:
+    """``(i, rng) -> items of contexts[i]``, with the geometry of all contexts computed once up front; each call
+    draws from ``rng`` exactly what ``generate_spatial_qa(contexts[i], rng, config)`` does (that function is this
+    one over a single context). GeometryError here for any malformed context."""
+    cfg = config if config is not None else SpatialQAConfig()
+    plan = _plan(cfg.predicates, float(cfg.lateral_min_m), float(cfg.depth_min_m), float(cfg.size_rel_min))
+    geometry = _scene_geometry(contexts, cfg, plan)
+    max_pairs, cap = int(cfg.max_pairs_per_image), int(cfg.max_qa_per_image)
+    n_pair_rows, n_ego_rows = len(_PAIR_ROWS), len(EGO_YES_NO_FAMILIES)
+
+    def generate(i: int, rng: np.random.Generator) -> list[QAItem]:
+        g = geometry[i]
+        n = g.n
+        if n == 0:
+            return []
+        chosen = None
+        n_pairs = g.first.size
+        if n_pairs > max_pairs:
+            chosen = np.sort(rng.choice(n_pairs, size=max_pairs, replace=False))
+            n_pairs = max_pairs
+        bits = rng.integers(0, 4, size=n_pair_rows * n_pairs + n_ego_rows * n, dtype=np.int64)
+        pair_bits = bits[: n_pair_rows * n_pairs].reshape(n_pair_rows, n_pairs)
+        ego_bits = (bits[n_pair_rows * n_pairs :].reshape(n_ego_rows, n) & 1).astype(bool)
+        cands = _Candidates.concat(_pair_candidates(g, plan, chosen, pair_bits), _region_candidates(g, plan, ego_bits))
+        if cap and len(cands) > cap:
+            cands = cands.take(np.sort(rng.choice(len(cands), size=cap, replace=False)))
+        return _phrase(contexts[i], cands, rng)
+
+    return generate
+
+
 def generate_spatial_qa(
     ctx: QAContext, rng: np.random.Generator, config: SpatialQAConfig | None = None
 ) -> list[QAItem]:
@@ -528,25 +628,4 @@ def generate_spatial_qa(
     (pairs in region order), then region by region; regions with non-finite geometry take part in no comparison that
     needs the missing values.
     """
-    cfg = config if config is not None else SpatialQAConfig()
-    g = _Geometry.from_context(ctx)
-    n = g.n
-    if n == 0:
-        return []
-    plan = _plan(cfg.predicates, float(cfg.lateral_min_m), float(cfg.depth_min_m), float(cfg.size_rel_min))
-    first, second = np.triu_indices(n, 1)
-    max_pairs = int(cfg.max_pairs_per_image)
-    if first.size > max_pairs:
-        chosen = np.sort(rng.choice(first.size, size=max_pairs, replace=False))
-        first, second = first[chosen], second[chosen]
-    n_pair_rows, n_ego_rows = len(_PAIR_ROWS), len(EGO_YES_NO_FAMILIES)
-    bits = rng.integers(0, 4, size=n_pair_rows * first.size + n_ego_rows * n, dtype=np.int64)
-    pair_bits = bits[: n_pair_rows * first.size].reshape(n_pair_rows, first.size)
-    ego_bits = (bits[n_pair_rows * first.size :].reshape(n_ego_rows, n) & 1).astype(bool)
-    cands = _Candidates.concat(
-        _pair_candidates(g, plan, first, second, pair_bits), _region_candidates(g, cfg, plan, ego_bits)
-    )
-    cap = int(cfg.max_qa_per_image)
-    if cap and len(cands) > cap:
-        cands = cands.take(np.sort(rng.choice(len(cands), size=cap, replace=False)))
-    return _phrase(ctx, cands, rng)
+    return spatial_scene_generator([ctx], config)(0, rng)

@@ -282,6 +282,197 @@ def _templates(
     return questions, answers, n_options
 
 
+@dataclass
+class _Prepared:
+    """One image's draw-independent part: the skip counts, and (when some target is kept) the kept targets'
+    [S, H] rows of BEV distance (m), heading (deg), target speed (m/s) and out-of-view flags."""
+
+    skips: dict[str, int]
+    sel: np.ndarray | None = None  # [S] positions of the kept targets in the image's TemporalTargets
+    distance: list[list[float]] = field(default_factory=list)
+    heading: list[list[float]] = field(default_factory=list)
+    speed: list[list[float]] = field(default_factory=list)
+    oov: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class _KeyframePlan:
+    """What every image of one keyframe shares: context frames, the horizons asked (t = 0 first) and their frames,
+    the missing horizons, the ego speeds at the horizons, and the group's templates."""
+
+    context_frames: list[int]
+    horizon_s: tuple[int, ...]
+    missing: tuple[int, ...]
+    ego_speed: list[float]
+    predicates: tuple[str, ...]
+    questions: tuple[tuple[str, ...], ...]
+    answers: tuple[tuple[str, ...], ...]
+    n_options: np.ndarray
+
+
+def _prepare_keyframe(
+    attrs: SceneAttributes,
+    rel: np.ndarray,
+    keyframe_frame: int,
+    group: list[TemporalTargets],
+    cfg: TemporalQAConfig,
+) -> tuple[_KeyframePlan | None, list[_Prepared]]:
+    """The frames, checks and out-of-view flags of the targets of every image of one keyframe (``rel``: frame
+    times since the clip's first frame, s), the checks done once over all the keyframe's targets."""
+    sizes = [len(t) for t in group]
+    if not any(sizes):
+        return None, [_Prepared({}) for _ in group]
+    tracks = np.concatenate([t.track_index for t in group])
+    if tracks.min() < 0 or tracks.max() >= attrs.tracks.num_tracks:
+        bad = next(
+            t for t in group if len(t) and (t.track_index.min() < 0 or t.track_index.max() >= attrs.tracks.num_tracks)
+        )
+        raise ValueError(
+            f"{bad.scene}/k{bad.keyframe_index}/{bad.channel}: track_index outside 0..{attrs.tracks.num_tracks - 1}"
+        )
+    # Times since the clip's first frame, as the keyframe sampler computes them: the same sums pick the same frames.
+    t0 = float(rel[int(keyframe_frame)])
+    n_ctx = len(cfg.context_offsets_s)
+    wanted = frames_at_times(
+        rel, t0 + np.asarray(cfg.context_offsets_s + (0, *cfg.horizons_s), dtype=np.float64), cfg.time_tolerance_s
+    )
+    ctx_frames, h_wanted = wanted[:n_ctx], wanted[n_ctx:]
+    missing = tuple(h for h, f in zip(cfg.horizons_s, h_wanted[1:].tolist(), strict=True) if f < 0)
+    if (ctx_frames < 0).any() or h_wanted[0] < 0 or (missing and not cfg.keep_partial_groups):
+        return None, [_Prepared({SKIP_FRAME_MISSING: n} if n else {}) for n in sizes]
+    horizon_s = (0, *(h for h in cfg.horizons_s if h not in missing))
+    h_frames = h_wanted[h_wanted >= 0]
+
+    # Gather [M, H] (M targets of all images, H = 1 + number of horizons), each in the ego frame of its own time.
+    rows, cols = tracks[:, None], h_frames[None, :]
+    present = attrs.tracks.present[rows, cols]
+    distance = attrs.now.distance_m[rows, cols]
+    heading = attrs.now.heading_deg[rows, cols]
+    speed = attrs.now.speed_mps[rows, cols]
+    ego_speed = attrs.ego_speed_mps[h_frames]
+    m = tracks.size
+    keep = np.ones(m, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        far = (distance >= cfg.min_distance_m).all(axis=1)
+        fast = speed[:, 0] >= cfg.min_target_speed_mps
+    checks = (  # in this order: a target is counted under the first check it fails
+        (SKIP_TARGET_ABSENT, present.all(axis=1)),
+        (SKIP_TARGET_VELOCITY, np.isfinite(speed).all(axis=1)),
+        (SKIP_EGO_VELOCITY, np.full(m, bool(np.isfinite(ego_speed).all()))),
+        (SKIP_TOO_CLOSE, far),
+        (SKIP_TOO_SLOW, fast),
+    )
+    ends = np.cumsum(sizes)
+    bounds = list(zip((ends - sizes).tolist(), ends.tolist(), strict=True))
+    failed: list[tuple[str, list[int]]] = []
+    for reason, ok in checks:
+        dropped = np.concatenate([[0], np.cumsum(keep & ~ok)])  # per-image counts from running sums
+        failed.append((reason, (dropped[ends] - dropped[ends - sizes]).tolist()))
+        keep &= ok
+    predicates = group_predicates(horizon_s[1:])
+    questions, answers, n_options = _templates(predicates)
+    plan = _KeyframePlan(
+        [int(f) for f in ctx_frames.tolist()],
+        horizon_s,
+        missing,
+        ego_speed.tolist(),
+        predicates,
+        questions,
+        answers,
+        n_options,
+    )
+    out = []
+    for j, (targets, (lo, hi)) in enumerate(zip(group, bounds, strict=True)):
+        skips: dict[str, int] = {}
+        for reason, counts in failed:
+            _count(skips, reason, counts[j])
+        sel = np.flatnonzero(keep[lo:hi])
+        if sel.size == 0:
+            out.append(_Prepared(skips))
+            continue
+        oov = out_of_view_flags(
+            attrs.now.position_ego[targets.track_index[sel][:, None], cols],
+            targets.T_ego_from_cam,
+            targets.intrinsic,
+            targets.width,
+            targets.height,
+            targets.T_cam_from_ego,
+        )
+        if cfg.skip_out_of_view:
+            visible = ~oov.any(axis=1)
+            _count(skips, SKIP_OUT_OF_VIEW, int((~visible).sum()))
+            sel, oov = sel[visible], oov[visible]
+            if sel.size == 0:
+                out.append(_Prepared(skips))
+                continue
+        at = lo + sel
+        out.append(
+            _Prepared(
+                skips,
+                sel,
+                distance[at].tolist(),
+                heading[at].tolist(),
+                speed[at].tolist(),
+                oov.astype(np.int64).tolist(),
+            )
+        )
+    return plan, out
+
+
+def spatiotemporal_scene_generator(
+    attrs: SceneAttributes,
+    frame_times_s: np.ndarray,
+    images: list[tuple[int, TemporalTargets]],
+    config: TemporalQAConfig | None = None,
+) -> Callable[[int, np.random.Generator], tuple[list[QAItem], dict[str, int]]]:
+    """``(i, rng) -> (items, skips)`` of ``images[i]`` = (keyframe frame index, targets), with the frames, checks
+    and out-of-view flags of all images computed up front (once per keyframe for the images that share it); each
+    call draws from ``rng`` exactly what ``generate_spatiotemporal_qa`` does for that image (that function is this
+    one over a single image)."""
+    cfg = config if config is not None else _DEFAULT_CONFIG
+    frame_times = np.asarray(frame_times_s, dtype=np.float64).reshape(-1)
+    n_frames = attrs.tracks.present.shape[1]
+    if frame_times.shape[0] != n_frames:
+        raise ValueError(f"frame_times_s has {frame_times.shape[0]} entries, the attributes {n_frames} frames")
+    by_keyframe: dict[int, list[int]] = {}
+    for i, (keyframe_frame, _) in enumerate(images):
+        if not 0 <= int(keyframe_frame) < n_frames:
+            raise ValueError(f"keyframe_frame {keyframe_frame} outside 0..{n_frames - 1}")
+        by_keyframe.setdefault(int(keyframe_frame), []).append(i)
+    rel = frame_times - frame_times[0] if n_frames else frame_times
+    plans: list[_KeyframePlan | None] = [None] * len(images)
+    prepared: list[_Prepared] = [_Prepared({})] * len(images)
+    for keyframe_frame, members in by_keyframe.items():
+        plan, made = _prepare_keyframe(attrs, rel, keyframe_frame, [images[i][1] for i in members], cfg)
+        for i, p in zip(members, made, strict=True):
+            plans[i], prepared[i] = plan, p
+
+    def generate(i: int, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]:
+        p, plan = prepared[i], plans[i]
+        if p.sel is None or plan is None:
+            return [], dict(p.skips)
+        # One draw for every template choice of every group: floor(u * n_options), u uniform in [0, 1).
+        choice = (rng.random((p.sel.size, plan.n_options.size)) * plan.n_options).astype(np.int64)
+        writer = _GroupWriter(
+            images[i][1],
+            plan.context_frames,
+            plan.horizon_s,
+            plan.predicates,
+            plan.questions,
+            plan.answers,
+            plan.ego_speed,
+            plan.missing,
+        )
+        items: list[QAItem] = []
+        for j, picks, dist_row, head_row, speed_row, oov_row in zip(
+            p.sel.tolist(), choice.tolist(), p.distance, p.heading, p.speed, p.oov, strict=True
+        ):
+            items += writer.group(j, picks, dist_row, head_row, speed_row, oov_row)
+        return items, dict(p.skips)
+
+    return generate
+
+
 def generate_spatiotemporal_qa(
     attrs: SceneAttributes,
     frame_times_s: np.ndarray,
@@ -295,108 +486,7 @@ def generate_spatiotemporal_qa(
     ``frame_times_s`` [F] are the times (s) of the scene's frames, the frame axis of ``attrs``; ``keyframe_frame``
     is the keyframe's frame index. Template choices of all groups are drawn from ``rng`` in one call.
     """
-    cfg = config if config is not None else _DEFAULT_CONFIG
-    skips: dict[str, int] = {}
-    n = len(targets)
-    frame_times = np.asarray(frame_times_s, dtype=np.float64).reshape(-1)
-    n_frames = attrs.tracks.present.shape[1]
-    if frame_times.shape[0] != n_frames:
-        raise ValueError(f"frame_times_s has {frame_times.shape[0]} entries, the attributes {n_frames} frames")
-    if not 0 <= int(keyframe_frame) < n_frames:
-        raise ValueError(f"keyframe_frame {keyframe_frame} outside 0..{n_frames - 1}")
-    if n == 0:
-        return [], skips
-    tracks = targets.track_index
-    if tracks.min() < 0 or tracks.max() >= attrs.tracks.num_tracks:
-        raise ValueError(
-            f"{targets.scene}/k{targets.keyframe_index}/{targets.channel}: track_index outside "
-            f"0..{attrs.tracks.num_tracks - 1}"
-        )
-
-    # Times since the clip's first frame, as the keyframe sampler computes them: the same sums pick the same frames.
-    rel = frame_times - frame_times[0]
-    t0 = float(rel[int(keyframe_frame)])
-    n_ctx = len(cfg.context_offsets_s)
-    wanted = frames_at_times(
-        rel, t0 + np.asarray(cfg.context_offsets_s + (0, *cfg.horizons_s), dtype=np.float64), cfg.time_tolerance_s
-    )
-    ctx_frames, h_wanted = wanted[:n_ctx], wanted[n_ctx:]
-    missing = tuple(h for h, f in zip(cfg.horizons_s, h_wanted[1:].tolist(), strict=True) if f < 0)
-    if (ctx_frames < 0).any() or h_wanted[0] < 0 or (missing and not cfg.keep_partial_groups):
-        _count(skips, SKIP_FRAME_MISSING, n)
-        return [], skips
-    horizon_s = (0, *(h for h in cfg.horizons_s if h not in missing))
-    h_frames = h_wanted[h_wanted >= 0]
-
-    # Gather [N, H] (H = 1 + number of horizons) quantities, each in the ego frame of its own time.
-    rows, cols = tracks[:, None], h_frames[None, :]
-    present = attrs.tracks.present[rows, cols]
-    distance = attrs.now.distance_m[rows, cols]
-    heading = attrs.now.heading_deg[rows, cols]
-    speed = attrs.now.speed_mps[rows, cols]
-    ego_speed = attrs.ego_speed_mps[h_frames]
-
-    keep = np.ones(n, dtype=bool)
-    checks = (
-        (SKIP_TARGET_ABSENT, present.all(axis=1)),
-        (SKIP_TARGET_VELOCITY, np.isfinite(speed).all(axis=1)),
-        (SKIP_EGO_VELOCITY, np.full(n, bool(np.isfinite(ego_speed).all()))),
-    )
-    for reason, ok in checks:
-        _count(skips, reason, int((keep & ~ok).sum()))
-        keep &= ok
-    with np.errstate(invalid="ignore"):
-        far = (distance >= cfg.min_distance_m).all(axis=1)
-        fast = speed[:, 0] >= cfg.min_target_speed_mps
-    _count(skips, SKIP_TOO_CLOSE, int((keep & ~far).sum()))
-    keep &= far
-    _count(skips, SKIP_TOO_SLOW, int((keep & ~fast).sum()))
-    keep &= fast
-    sel = np.flatnonzero(keep)
-    if sel.size == 0:
-        return [], skips
-    oov = out_of_view_flags(
-        attrs.now.position_ego[tracks[sel][:, None], cols],
-        targets.T_ego_from_cam,
-        targets.intrinsic,
-        targets.width,
-        targets.height,
-        targets.T_cam_from_ego,
-    )
-    if cfg.skip_out_of_view:
-        visible = ~oov.any(axis=1)
-        _count(skips, SKIP_OUT_OF_VIEW, int((~visible).sum()))
-        sel, oov = sel[visible], oov[visible]
-        if sel.size == 0:
-            return [], skips
-
-    predicates = group_predicates(horizon_s[1:])
-    questions, answers, n_options = _templates(predicates)
-    # One draw for every template choice of every group: floor(u * n_options), u uniform in [0, 1).
-    choice = (rng.random((sel.size, n_options.size)) * n_options).astype(np.int64)
-
-    writer = _GroupWriter(
-        targets,
-        [int(f) for f in ctx_frames.tolist()],
-        horizon_s,
-        predicates,
-        questions,
-        answers,
-        ego_speed.tolist(),
-        missing,
-    )
-    items: list[QAItem] = []
-    for i, picks, dist_row, head_row, speed_row, oov_row in zip(
-        sel.tolist(),
-        choice.tolist(),
-        distance[sel].tolist(),
-        heading[sel].tolist(),
-        speed[sel].tolist(),
-        oov.astype(np.int64).tolist(),
-        strict=True,
-    ):
-        items += writer.group(i, picks, dist_row, head_row, speed_row, oov_row)
-    return items, skips
+    return spatiotemporal_scene_generator(attrs, frame_times_s, [(keyframe_frame, targets)], config)(0, rng)
 
 
 class _GroupWriter:
@@ -584,4 +674,5 @@ __all__ = [
     "lsr_records",
     "out_of_view_flags",
     "question_id_of",
+    "spatiotemporal_scene_generator",
 ]

@@ -9,8 +9,9 @@ and order choice in a fixed order (keyframes, then cameras), so the table is rep
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -26,39 +27,6 @@ QARow = tuple[str, int, int, QAItem]  # (question id, keyframe index, channel in
 class QAStageResult:
     rows: list[QARow]  # (question id, keyframe index, channel index, item), in question order
     skipped: Counter = field(default_factory=Counter)  # spatiotemporal groups not made, by reason
-
-
-def _context(
-    scene_name: str,
-    k: int,
-    kf_frame: int,
-    channel: str,
-    regions_sel: np.ndarray,
-    regions,
-    attrs_kf,
-    tracks_label: np.ndarray,
-    tracks_size: np.ndarray,
-    T_cam_from_ego: np.ndarray,
-    ego_size_lwh: tuple[float, float, float],
-) -> QAContext:
-    track = np.asarray(regions.track_index)[regions_sel].astype(np.int64)
-    center_ego = attrs_kf.position_ego[track, kf_frame]
-    return QAContext(
-        scene=scene_name,
-        keyframe_index=k,
-        frame_index=kf_frame,
-        channel=channel,
-        region_id=np.asarray(regions.region_id)[regions_sel].astype(np.int64),
-        track_index=track,
-        object_class=np.array(
-            [stride_class(str(tracks_label[t])) or str(tracks_label[t]) for t in track], dtype=object
-        ),
-        center_ego=center_ego,
-        size_lwh=tracks_size[track, kf_frame],
-        yaw_ego=attrs_kf.yaw_rel_ego[track, kf_frame],
-        center_cam=geo.transform_points(T_cam_from_ego, center_ego),
-        ego_size_lwh=ego_size_lwh,
-    )
 
 
 @dataclass
@@ -81,35 +49,117 @@ class QAImage:
 
 class QAFamily(Protocol):
     """A ``qa_family`` backend (stridegen.core.registry): the items of one keyframe image, and the targets it
-    skipped by reason. Families run in the configured order on one shared generator."""
+    skipped by reason. Families run in the configured order on one shared generator.
+
+    A family may also have ``for_scene(images) -> SceneGenerate``: the scene's draw-independent work done once,
+    vectorised over all its images, and a function ``(image position, rng) -> (items, skips)`` that draws from
+    ``rng`` exactly what ``generate`` would (the QA stage uses it when present)."""
 
     name: str
 
     def generate(self, image: QAImage, rng: np.random.Generator) -> tuple[list[QAItem], dict[str, int]]: ...
 
 
+SceneGenerate = Callable[[int, np.random.Generator], tuple[list[QAItem], dict[str, int]]]
+
+
 def qa_families(config: Any) -> list[QAFamily]:
     """The families the build's QA section asks for, in order: spatial (object- and ego-centric predicates share
-    one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins)."""
+    one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins).
+
+    The built-in families' options are typed objects made here from the already validated section, so their
+    factories are called directly (``registry.make`` would build two pydantic models per call to check them)."""
     from stridegen.core import registry
 
     families: list[QAFamily] = []
     if config.object_spatial or config.ego_spatial:
-        family = registry.make(
-            "qa_family",
-            "spatial",
-            {
-                "config": config.spatial_config(),
-                "object_centric": config.object_spatial,
-                "ego_centric": config.ego_spatial,
-            },
+        family = registry.resolve("qa_family", "spatial")(
+            config=config.spatial_config(), object_centric=config.object_spatial, ego_centric=config.ego_spatial
         )
         if family.predicates:
             families.append(family)
     if config.spatiotemporal:
-        families.append(registry.make("qa_family", "spatiotemporal", {"config": config.temporal_config()}))
+        families.append(registry.resolve("qa_family", "spatiotemporal")(config=config.temporal_config()))
     families += [registry.make("qa_family", name) for name in config.families]
     return families
+
+
+def _scene_generate(family: QAFamily, images: list[QAImage]) -> SceneGenerate:
+    """The family's per-image call over this scene's images (``for_scene`` when it has one, else ``generate``)."""
+    for_scene = getattr(family, "for_scene", None)
+    if for_scene is not None:
+        return cast(SceneGenerate, for_scene(images))
+    return lambda i, rng: family.generate(images[i], rng)
+
+
+def scene_images(
+    scene_name: str,
+    keyframes: Any,
+    cameras: Any,
+    times_s: np.ndarray,
+    attrs: SceneAttributes,
+    tracks_label: np.ndarray,
+    regions: Any,
+    ego_size_lwh: tuple[float, float, float],
+) -> list[tuple[int, QAImage]]:
+    """(camera index, QAImage) of every keyframe image with regions, keyframes then cameras in table order.
+
+    Lookups are made once per scene: the STRIDE-QA class of every track, each camera's ego-from-camera inverse,
+    the regions grouped by image (one stable sort; a group keeps the regions' table order)."""
+    n_cam = len(cameras.channel)
+    channels = [str(c) for c in cameras.channel.tolist()]
+    track_class = np.array([stride_class(str(label)) or str(label) for label in tracks_label], dtype=object)
+    T_ego_from_cam = [np.asarray(cameras.T_ego_from_sensor[c]) for c in range(n_cam)]
+    T_cam_from_ego = [geo.invert_transform(t) for t in T_ego_from_cam]
+    region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(n_cam, 1) + np.asarray(
+        regions.channel_index, dtype=np.int64
+    )
+    region_id = np.asarray(regions.region_id).astype(np.int64)
+    region_track = np.asarray(regions.track_index).astype(np.int64)
+    order = np.argsort(region_key, kind="stable")
+    keys, starts = np.unique(region_key[order], return_index=True)
+    groups = dict(zip(keys.tolist(), np.split(order, starts[1:]), strict=True)) if keys.size else {}
+    tracks_size = attrs.tracks.size_lwh
+    out: list[tuple[int, QAImage]] = []
+    for k, kf_frame in enumerate(np.asarray(keyframes.frame_index).tolist()):
+        if not any(k * n_cam + c in groups for c in range(n_cam)):
+            continue
+        attrs_kf = attrs.in_keyframe(int(kf_frame))
+        for c, channel in enumerate(channels):
+            sel = groups.get(k * n_cam + c)
+            if sel is None:
+                continue
+            track = region_track[sel]
+            center_ego = attrs_kf.position_ego[track, kf_frame]
+            ctx = QAContext(
+                scene=scene_name,
+                keyframe_index=k,
+                frame_index=int(kf_frame),
+                channel=channel,
+                region_id=region_id[sel],
+                track_index=track,
+                object_class=track_class[track],
+                center_ego=center_ego,
+                size_lwh=tracks_size[track, kf_frame],
+                yaw_ego=attrs_kf.yaw_rel_ego[track, kf_frame],
+                center_cam=geo.transform_points(T_cam_from_ego[c], center_ego),
+                ego_size_lwh=ego_size_lwh,
+            )
+            image = QAImage(
+                scene_name,
+                k,
+                int(kf_frame),
+                channel,
+                ctx,
+                attrs,
+                times_s,
+                T_ego_from_cam[c],
+                np.asarray(cameras.intrinsic[c]),
+                int(cameras.width[c]),
+                int(cameras.height[c]),
+            )
+            out.append((c, image))
+    return out
 
 
 def generate_scene_qa(
@@ -123,53 +173,25 @@ def generate_scene_qa(
     config: Any,
     rng: np.random.Generator,
 ) -> QAStageResult:
-    """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions."""
+    """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions. The images are
+    visited keyframe by keyframe, camera by camera, and each runs the families in order on ``rng``."""
     families = qa_families(config)
+    located = scene_images(
+        scene_name, keyframes, cameras, times_s, attrs, tracks_label, regions, tuple(config.ego_size_lwh)
+    )
+    images = [image for _, image in located]
+    generate = [_scene_generate(family, images) for family in families]
     rows: list[QARow] = []
     skipped: Counter = Counter()
-    region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(len(cameras.channel), 1) + np.asarray(
-        regions.channel_index, dtype=np.int64
-    )
-    tracks_size = attrs.tracks.size_lwh
-    for k, kf_frame in enumerate(np.asarray(keyframes.frame_index).tolist()):
-        attrs_kf = attrs.in_keyframe(int(kf_frame))
-        for c, channel in enumerate(cameras.channel.tolist()):
-            sel = np.flatnonzero(region_key == k * len(cameras.channel) + c)
-            if sel.size == 0:
-                continue
-            T_cam_from_ego = geo.invert_transform(np.asarray(cameras.T_ego_from_sensor[c]))
-            ctx = _context(
-                scene_name,
-                k,
-                int(kf_frame),
-                str(channel),
-                sel,
-                regions,
-                attrs_kf,
-                tracks_label,
-                tracks_size,
-                T_cam_from_ego,
-                tuple(config.ego_size_lwh),
-            )
-            image = QAImage(
-                scene_name,
-                k,
-                int(kf_frame),
-                str(channel),
-                ctx,
-                attrs,
-                times_s,
-                np.asarray(cameras.T_ego_from_sensor[c]),
-                np.asarray(cameras.intrinsic[c]),
-                int(cameras.width[c]),
-                int(cameras.height[c]),
-            )
-            items: list[QAItem] = []
-            for family in families:
-                made, skips = family.generate(image, rng)
-                items += made
-                skipped.update(skips)
-            rows += [(f"{scene_name}/k{k:03d}/{channel}/{n:04d}", k, c, it) for n, it in enumerate(items)]
+    for i, (c, image) in enumerate(located):
+        items: list[QAItem] = []
+        for family_generate in generate:
+            made, skips = family_generate(i, rng)
+            items += made
+            skipped.update(skips)
+        k = image.keyframe_index
+        prefix = f"{scene_name}/k{k:03d}/{image.channel}/"
+        rows += [(f"{prefix}{n:04d}", k, c, it) for n, it in enumerate(items)]
     return QAStageResult(rows, skipped)
 
 
@@ -179,6 +201,8 @@ __all__ = [
     "QAImage",
     "QARow",
     "QAStageResult",
+    "SceneGenerate",
     "generate_scene_qa",
     "qa_families",
+    "scene_images",
 ]

@@ -28,6 +28,7 @@ from stridegen.pipeline.qa.spatial import (
     SPATIAL_PREDICATES,
     SpatialQAConfig,
     generate_spatial_qa,
+    spatial_scene_generator,
 )
 from stridegen.pipeline.qa.templates_spatial import ANSWERS, QUESTIONS, SPATIAL_PHRASEBOOK
 from tests.demo_contexts import demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
@@ -629,3 +630,25 @@ def test_real_nuscenes_keyframe_rederived():
         assert {k: v for k, v in expected_counts(ctx, ALL).items() if v} == dict(observed_counts(items))
         total += len(items)
     assert total > 500
+
+
+def test_scene_generator_equals_one_image_at_a_time():
+    """The scene-wide geometry pass (``spatial_scene_generator``) gives every image exactly the items of
+    ``generate_spatial_qa`` on that image alone, with the same draws: images of 0, 1, 3 and 9 regions (9: more
+    pairs than ``max_pairs_per_image``, a pair subset is drawn), a non-positive size, another ego size."""
+    rng = np.random.default_rng(11)
+    contexts = []
+    for n, ego in ((3, EGO_LWH), (0, EGO_LWH), (9, EGO_LWH), (1, EGO_LWH), (3, (5.0, 2.0, 1.9)), (9, EGO_LWH)):
+        center = np.c_[rng.uniform(3, 40, n), rng.uniform(-10, 10, n), rng.uniform(0.3, 1.5, n)]
+        size = rng.uniform(0.4, 8.0, (n, 3))
+        if n == 3:
+            size[1, 2] = 0.0  # no height: the comparisons that need it are dropped
+        contexts.append(make_ctx(center, size, ego=ego))
+    cfg = SpatialQAConfig(max_qa_per_image=40)
+    alone_rng, scene_rng = np.random.default_rng(5), np.random.default_rng(5)
+    alone = [generate_spatial_qa(ctx, alone_rng, cfg) for ctx in contexts]
+    generate = spatial_scene_generator(contexts, cfg)
+    together = [generate(i, scene_rng) for i in range(len(contexts))]
+    assert together == alone
+    assert len(alone[1]) == 0 and len(alone[2]) == 40  # no regions; capped
+    assert scene_rng.random() == alone_rng.random()  # the same number of draws

@@ -25,6 +25,7 @@ from stridegen.pipeline.qa.spatiotemporal import (
     generate_spatiotemporal_qa,
     lsr_records,
     question_id_of,
+    spatiotemporal_scene_generator,
 )
 from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, ANSWERS, QUESTIONS, seconds_word
 
@@ -776,3 +777,34 @@ def test_oracle_groups_on_a_synthetic_log_match_the_analytic_truth(synthetic_sce
     records = lsr_records(items)
     lsr_items, _ = items_from_records(records, {question_id_of(it): it.answer for it in items}, PAPER)
     assert evaluate(lsr_items, PAPER).item_success.all()
+
+
+def test_scene_generator_equals_one_image_at_a_time():
+    """``spatiotemporal_scene_generator`` (frames and checks once per keyframe, over the targets of all its images)
+    gives every image exactly what ``generate_spatiotemporal_qa`` gives it alone, with the same draws: images
+    sharing a keyframe, an image without targets, a target absent at a horizon, a keyframe near the clip's end
+    (partial groups) and one without its context frames (skipped)."""
+    n_frames = 20
+    rng = np.random.default_rng(3)
+    s = DT * np.arange(n_frames)
+    center = np.stack([np.c_[20 + 5 * i + 4 * s, 3 * i - 6 + 0.5 * s, np.zeros(n_frames)] for i in range(4)])
+    present = np.ones((4, n_frames), bool)
+    present[2, 14:] = False  # track 2 leaves: absent at late horizons
+    tracks = _tracks(center, present, np.c_[10 * s, np.zeros(n_frames)], rng.uniform(-0.1, 0.1, n_frames))
+    attrs = extract_attributes(tracks)
+    images = [
+        (10, _targets([0, 2], keyframe_index=1)),
+        (10, _targets([1, 3, 2], keyframe_index=1, region_id=[4, 5, 6])),
+        (8, _targets([], keyframe_index=0)),
+        (8, _targets([3, 0], keyframe_index=0)),
+        (17, _targets([1, 2], keyframe_index=2)),  # horizons past the clip's end: partial groups
+        (1, _targets([0], keyframe_index=3)),  # no context frame 1.5 s earlier: frame_missing
+    ]
+    alone_rng, scene_rng = np.random.default_rng(9), np.random.default_rng(9)
+    alone = [generate_spatiotemporal_qa(attrs, tracks.times_s, kf, t, alone_rng) for kf, t in images]
+    generate = spatiotemporal_scene_generator(attrs, tracks.times_s, images)
+    together = [generate(i, scene_rng) for i in range(len(images))]
+    assert together == alone
+    assert [len(items) for items, _ in alone] == [13, 26, 0, 26, 7, 0]  # 7: t = 0 and +1 s only
+    assert alone[0][1] == alone[4][1] == {"target_absent": 1} and alone[5][1] == {"frame_missing": 1}
+    assert scene_rng.random() == alone_rng.random()  # the same number of draws
