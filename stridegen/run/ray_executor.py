@@ -32,6 +32,7 @@ the ``runtime_env`` option's own (e.g. ``{"pip": [...], "working_dir": ...}`` fo
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ from stridegen.run.executors import limit_native_threads
 from stridegen.run.runner import EventCallback, SceneResult, StageEvent, Worker
 
 EVENT_POLL_S = 0.1
+EVENT_AWAIT_S = 60.0  # the most a scene waits for its start event to reach the event actor
 
 
 def import_ray() -> Any:
@@ -79,7 +81,10 @@ def _run_scene(
     # The start event is awaited: the journal must learn of every attempt, also of one whose node dies a moment later
     # (a fire-and-forget call can die unsent with its worker). Stage events stay fire and forget.
     ray = import_ray()
-    ray.get(events.put.remote((job, scene, "start")))
+    try:
+        ray.get(events.put.remote((job, scene, "start")), timeout=EVENT_AWAIT_S)
+    except Exception as exc:  # the event actor lost with its node and not yet back: a progress event, never the scene
+        print(f"stridegen: {scene}: start event not delivered ({type(exc).__name__}: {exc})", file=sys.stderr)
     return worker(payload, report)
 
 
@@ -251,7 +256,9 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-        return ray.remote(_EventLog).options(num_cpus=0, max_restarts=-1, scheduling_strategy=here).remote()
+        # Restarted wherever it can run if its node dies; calls made meanwhile wait for it instead of failing.
+        options = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": -1, "scheduling_strategy": here}
+        return ray.remote(_EventLog).options(**options).remote()
 
     def _result(self, ray: Any, ref: Any, scene: str) -> SceneResult:
         try:

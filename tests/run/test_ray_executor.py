@@ -246,7 +246,8 @@ def test_a_node_killed_mid_build_is_retried_and_the_build_is_byte_identical(
     nodes.kill_node2()
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]
-    assert [status for _, status, _ in json.loads(stdout.splitlines()[-1])] == ["built"] * 4
+    results = json.loads(stdout.splitlines()[-1])
+    assert [status for _, status, _ in results] == ["built"] * 4, results
     assert _shards(out) == reference
     started = Counter(e.get("scene") for e in Journal(out).events() if e["event"] == "started")
     assert started[paused_scene] == 2  # the scene of the dead node ran again elsewhere

@@ -113,7 +113,9 @@ def test_reference_build_content(reference_build, synth_log):
 @needs_nuscenes_demo
 def test_demo_fixture_with_single_frame_overrides(tmp_path):
     cfg = load_build_config(
-        None, ["keyframes.start_s=0", "keyframes.require_full_window=false", "cameras.channels=[CAM_FRONT, CAM_BACK]"]
+        None,
+        ["keyframes.start_s=0", "keyframes.require_full_window=false", "cameras.channels=[CAM_FRONT, CAM_BACK]"]
+        + ["anonymize.faces=false", "anonymize.plates=false"],  # a real log: stored as read, unblurred, here
     )
     result = run_build(DEMO, tmp_path, cfg)
     assert result.ok
