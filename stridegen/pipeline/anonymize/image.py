@@ -11,6 +11,7 @@ Filters (``method``):
 - ``blur``: Gaussian blur with sigma = max(``MIN_SIGMA_PX``, ``SIGMA_PER_SIZE`` x the region's longer side) and a
   kernel of 6 sigma + 1, computed on the region padded by the kernel radius (so the border blends with its
   surroundings), then pasted inside the region only; a face of 40 px gets sigma 10 px: no feature survives.
+  Sigmas above ``FULL_RES_SIGMA_PX`` are applied on a copy averaged down to that sigma (``gaussian_blur``).
 - ``pixelate``: the region averaged over cells of ``ceil(longer side / PIXELATE_CELLS)`` px (INTER_AREA down,
   nearest up), so at most ``PIXELATE_CELLS`` cells along its longer side.
 
@@ -28,6 +29,7 @@ import numpy as np
 from stridegen.pipeline.anonymize.faces import FaceDetector
 
 MIN_SIGMA_PX = 3.0
+FULL_RES_SIGMA_PX = 4.0  # larger blurs run on a copy averaged down to this sigma (gaussian_blur)
 SIGMA_PER_SIZE = 0.25
 PIXELATE_CELLS = 6
 FACE = "face"
@@ -147,11 +149,32 @@ def filter_region(image_rgb: np.ndarray, window: tuple[int, int, int, int], mask
         sigma = max(MIN_SIGMA_PX, SIGMA_PER_SIZE * size)
         radius = int(np.ceil(3 * sigma))
         p0, q0, p1, q1 = max(0, c0 - radius), max(0, r0 - radius), min(w, c1 + radius), min(h, r1 + radius)
-        blurred = cv2.GaussianBlur(image_rgb[q0:q1, p0:p1], (2 * radius + 1, 2 * radius + 1), sigma)
+        blurred = gaussian_blur(image_rgb[q0:q1, p0:p1], sigma)
         out = blurred[r0 - q0 : r1 - q0, c0 - p0 : c1 - p0]
     else:
         raise ValueError(f"unknown anonymization method {method!r} (blur, pixelate)")
     image_rgb[r0:r1, c0:c1][mask] = out[mask]
+
+
+def gaussian_blur(patch_rgb: np.ndarray, sigma: float) -> np.ndarray:
+    """``patch_rgb`` blurred by a Gaussian of ``sigma`` px (kernel 6 sigma + 1), same shape and dtype.
+
+    Up to ``FULL_RES_SIGMA_PX`` the blur runs at full resolution. Beyond, its cost (pixels x kernel width) would grow
+    with the square of the region's size (a 200 px plate: sigma 50 px, a 301-tap kernel over ~500 x 500 px), so
+    the patch is averaged down by k = sigma / FULL_RES_SIGMA_PX (INTER_AREA), blurred there by sigma / k and
+    brought back (bilinear): the same low-pass to within the spread of the resampling (about k / sqrt(12) px, the
+    width of one averaged cell), at ~1/k^3 of the cost."""
+    import cv2
+
+    if sigma <= FULL_RES_SIGMA_PX:
+        radius = int(np.ceil(3 * sigma))
+        return cv2.GaussianBlur(patch_rgb, (2 * radius + 1, 2 * radius + 1), sigma)
+    k = sigma / FULL_RES_SIGMA_PX
+    h, w = patch_rgb.shape[:2]
+    small = cv2.resize(patch_rgb, (max(1, round(w / k)), max(1, round(h / k))), interpolation=cv2.INTER_AREA)
+    radius = int(np.ceil(3 * FULL_RES_SIGMA_PX))
+    small = cv2.GaussianBlur(small, (2 * radius + 1, 2 * radius + 1), FULL_RES_SIGMA_PX)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
 def find_regions(
