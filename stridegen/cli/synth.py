@@ -26,6 +26,11 @@ def synth(
     privacy_patches: bool = typer.Option(
         False, "--privacy-patches", help="Draw licence plates and faces (tests of `stridegen anonymize`)."
     ),
+    static_scenery: bool = typer.Option(
+        False,
+        "--static-scenery",
+        help="Place unannotated buildings, poles and walls along the roads (LiDAR odometry, `calibrate poses`).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output folder."),
 ) -> None:
     """Generate a synthetic driving dataset in nuScenes format (tables in OUT/v1.0-synthetic).
@@ -57,6 +62,7 @@ def synth(
         rig=rig,
         sweeps=sweeps,
         privacy_patches=privacy_patches,
+        static_scenery=static_scenery,
         progress=True,
         overwrite=overwrite,
     )

@@ -577,3 +577,85 @@ def test_objects_leave_a_camera_field_of_view(full_ds: Path) -> None:
             elsewhere = set().union(*(o[j] for o in others))
             left |= (front[k] - front[j]) & elsewhere
     assert len(left) >= 2
+
+
+# ---------------------------------------------------------------------------------------------- static scenery
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_static_scenery_stays_off_the_roads_and_sidewalks(seed: int) -> None:
+    """Every scenery footprint (axis-aligned in the road frame) lies outside the main road's and the cross road's
+    sidewalks, where all agents move; the layout is a pure function of (seed, scene_index)."""
+    from stridegen.logs.synthetic.scenery import compose_scenery
+
+    s = compose_scenery(seed, 1)
+    assert {"building", "pole", "wall"} <= set(s.kind)
+    np.testing.assert_array_equal(s.yaw, 0.0)
+    u, v = W.road_from_global(s.center[:, 0], s.center[:, 1])
+    half = 0.5 * s.size_lwh
+    beyond_main = np.abs(v) - half[:, 1] > W.MAIN_SIDEWALK_HALF
+    beyond_cross = np.abs(u) - half[:, 0] > W.CROSS_SIDEWALK_HALF
+    assert np.all(beyond_main & beyond_cross)
+    np.testing.assert_allclose(s.center[:, 2], half[:, 2])  # standing on the ground
+    again = compose_scenery(seed, 1)
+    np.testing.assert_array_equal(again.center, s.center)
+    assert not np.array_equal(compose_scenery(seed, 2).center[:5], s.center[:5])
+
+
+def test_static_scenery_option(tmp_path: Path) -> None:
+    """With static scenery the ego, the agents and their boxes are unchanged; the LiDAR sees the scenery (every
+    above-ground return off the agents lies on a scenery box), no scenery is annotated or given an instance id,
+    and the option is recorded in the truth metadata."""
+    from stridegen.logs.synthetic.scenery import compose_scenery
+
+    kw = {"scenes": 1, "seconds": 2.0, "seed": 0, "width": 160, "height": 90, "progress": False}
+    off, on = tmp_path / "off", tmp_path / "on"
+    generate_dataset(off, **kw)
+    generate_dataset(on, static_scenery=True, **kw)
+    for table in ("ego_pose", "sample", "calibrated_sensor", "scene"):
+        assert (off / VERSION / f"{table}.json").read_bytes() == (on / VERSION / f"{table}.json").read_bytes()
+    truth_off, truth_on = (json.loads((d / VERSION / "synthetic_truth.json").read_text()) for d in (off, on))
+    assert "static_scenery" not in truth_off["options"] and truth_on["options"]["static_scenery"] is True
+    assert truth_on["scenes"] == truth_off["scenes"]  # the agents are the same
+
+    def boxes(root: Path) -> dict[tuple[str, str], tuple]:
+        rows = json.loads((root / VERSION / "sample_annotation.json").read_text())
+        return {(r["sample_token"], r["instance_token"]): (r["translation"], r["size"], r["rotation"]) for r in rows}
+
+    b_off, b_on = boxes(off), boxes(on)
+    assert set(b_on) <= set(b_off) and len(b_on) >= 0.8 * len(b_off)  # scenery may hide an agent, never adds one
+    assert all(b_on[key] == b_off[key] for key in b_on)
+    n_agents = len(truth_on["scenes"][0]["agents"])
+    for png in (on / "instance_ids").rglob("*.png"):
+        assert int(cv2.imread(str(png), cv2.IMREAD_UNCHANGED).max()) <= n_agents, png
+
+    scene = compose_scene(0, 0, 2.0)
+    scenery = compose_scenery(0, 0)
+    pose_rows = {r["token"]: r for r in json.loads((on / VERSION / "ego_pose.json").read_text())}
+    lidar_rows = [
+        r for r in json.loads((on / VERSION / "sample_data.json").read_text()) if "LIDAR_TOP" in r["filename"]
+    ]
+    calib = {r["token"]: r for r in json.loads((on / VERSION / "calibrated_sensor.json").read_text())}
+    for row in lidar_rows:
+        pose, cs = pose_rows[row["ego_pose_token"]], calib[row["calibrated_sensor_token"]]
+        T = geo.make_transform(np.asarray(pose["rotation"]), np.asarray(pose["translation"])) @ geo.make_transform(
+            np.asarray(cs["rotation"]), np.asarray(cs["translation"])
+        )
+        pts = np.fromfile(on / row["filename"], dtype=np.float32).reshape(-1, 5)[:, :3].astype(np.float64)
+        pts_off = np.fromfile(off / row["filename"], dtype=np.float32).reshape(-1, 5)
+        xyz = geo.transform_points(T, pts)
+        above = xyz[xyz[:, 2] > 0.3]
+        assert above.shape[0] > 5 * max(int((pts_off[:, 2] > -1.5).sum()), 200)  # far more structure than before
+        t = scene.time_s(int(row["timestamp"]))
+        agents = scene.agent_states(t)
+        on_agent = _inside_boxes(above, agents.center, agents.size_lwh + 0.3, agents.yaw)
+        on_scenery = _inside_boxes(above, scenery.center, scenery.size_lwh + 0.3, scenery.yaw)
+        assert np.all(on_agent | on_scenery) and on_scenery.mean() > 0.5
+
+
+def _inside_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """[P] bool: the point lies inside any of the yaw-only boxes (global frame)."""
+    rel = points[:, None, :] - center[None]
+    c, s = np.cos(yaw)[None], np.sin(yaw)[None]
+    local = np.stack([c * rel[..., 0] + s * rel[..., 1], -s * rel[..., 0] + c * rel[..., 1], rel[..., 2]], -1)
+    return np.all(np.abs(local) <= 0.5 * size_lwh[None], axis=-1).any(axis=1)

@@ -8,8 +8,9 @@ visibility bin comes from the visible fraction summed over all cameras (visible 
 cover with nothing in front of it).
 
 Random draws: the scene composition uses ``default_rng([seed, scene_index])``; the LiDAR noise and dropout of
-sweep j after key frame k use ``default_rng([seed, scene_index, 7, k, j])``, so every file is a pure function of
-(seed, scene_index, options).
+sweep j after key frame k use ``default_rng([seed, scene_index, 7, k, j])``; the opt-in static scenery
+(``scenery``) draws from its own ``default_rng([seed, scene_index, scenery.SCENERY_RNG_TAG])``. So every file is a
+pure function of (seed, scene_index, options).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,11 +38,19 @@ from stridegen.logs.synthetic.scenario import (
 )
 from stridegen.logs.synthetic.world import RasterRoadShader
 
+if TYPE_CHECKING:
+    from stridegen.calibration.rig import CameraSpec, LidarSpec
+    from stridegen.core.boxes import Boxes
+    from stridegen.logs.synthetic.lidar import LidarSweep
+    from stridegen.logs.synthetic.render import CameraRender, GroundShader
+    from stridegen.logs.synthetic.scenery import StaticScenery
+
 ANNOTATION_RANGE_M = 80.0
 # The per-stage break-down (GenerationSummary.timings_s) is process CPU time: with one thread it is the stage's
 # own cost, unaffected by other processes sharing the machine.
 _cpu = time.process_time
 SWEEP_HZ = 20.0
+SCENERY_RENDER_RANGE_M = 200.0  # static scenery farther than this (BEV, from the camera) is not drawn
 LIDAR_RNG_TAG = 7
 
 
@@ -78,11 +88,15 @@ def generate_dataset(
     progress: bool = True,
     overwrite: bool = False,
     privacy_patches: bool = False,
+    static_scenery: bool = False,
 ) -> GenerationSummary:
     """Write ``scenes`` synthetic scenes of ``seconds`` each as a nuScenes-format dataset under ``out_dir``.
 
     ``privacy_patches`` draws licence plates and face-like patches (stridegen.logs.synthetic.patches) for tests of
     the anonymization; off, the output is byte for byte what it was before the option existed.
+    ``static_scenery`` places unannotated buildings, poles and low walls along the roads
+    (stridegen.logs.synthetic.scenery) that the LiDAR and the cameras see, so that LiDAR odometry is well posed;
+    off, the output is likewise unchanged.
 
     The dataset is written into a temporary sibling folder and renamed into place at the end, so ``out_dir`` is
     either untouched or complete. A non-empty ``out_dir`` is refused unless ``overwrite``.
@@ -121,6 +135,7 @@ def generate_dataset(
                     timings,
                     (lambda task=task: prog.advance(task)) if prog else None,
                     privacy_patches,
+                    static_scenery,
                 )
                 metas.append(scene.metadata())
         t0 = _cpu()
@@ -136,6 +151,7 @@ def generate_dataset(
                 "rig": rig,
                 "sweeps": sweeps,
                 **({"privacy_patches": True} if privacy_patches else {}),  # recorded only when on
+                **({"static_scenery": True} if static_scenery else {}),  # recorded only when on
             },
             "scenes": metas,
         }
@@ -195,8 +211,8 @@ def _write_scene(
     timings: defaultdict[str, float],
     advance,
     privacy_patches: bool = False,
+    static_scenery: bool = False,
 ) -> None:
-    from stridegen.logs.synthetic.lidar import cast_lidar
     from stridegen.logs.synthetic.render import render_camera
 
     shader = default_ground_shader()
@@ -210,6 +226,7 @@ def _write_scene(
         from stridegen.logs.synthetic.patches import privacy_decals
 
         patches = {"decals": privacy_decals(scene)}
+    world = _SceneryWorld.of(scene) if static_scenery else None
     for k, t in enumerate(times):
         boxes = scene.agent_states(t)
         T_global_from_ego = scene.ego_pose(t)
@@ -217,14 +234,7 @@ def _write_scene(
         ts = sample["timestamp"]
 
         t0 = _cpu()
-        sweep = cast_lidar(
-            T_global_from_ego @ lidar.T_ego_from_sensor,
-            lidar,
-            boxes.center,
-            boxes.size_lwh,
-            boxes.yaw,
-            np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, 0]),
-        )
+        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, 0, world)
         timings["lidar"] += _cpu() - t0
         rel = writer.filename("samples", lidar.channel, ts)
         t0 = _cpu()
@@ -236,16 +246,19 @@ def _write_scene(
         unoccluded = np.zeros(n_agents, dtype=np.int64)
         for cam in rig.cameras:
             t0 = _cpu()
-            out = render_camera(
-                cam,
-                T_global_from_ego @ cam.T_ego_from_sensor,
-                boxes.center,
-                boxes.size_lwh,
-                boxes.yaw,
-                colors,
-                shader,
-                **patches,
-            )
+            if world is None:
+                out = render_camera(
+                    cam,
+                    T_global_from_ego @ cam.T_ego_from_sensor,
+                    boxes.center,
+                    boxes.size_lwh,
+                    boxes.yaw,
+                    colors,
+                    shader,
+                    **patches,
+                )
+            else:
+                out = world.render(cam, T_global_from_ego, boxes, colors, shader, patches)
             timings["render"] += _cpu() - t0
             visible += out.visible_pixels
             unoccluded += out.unoccluded_pixels
@@ -264,7 +277,7 @@ def _write_scene(
         timings["write"] += _cpu() - t0
 
         if sweeps and k + 1 < len(times):
-            _write_sweeps(writer, scene, k, t, sample["token"], lidar, timings)
+            _write_sweeps(writer, scene, k, t, sample["token"], lidar, timings, world)
         if advance is not None:
             advance()
     writer.finish(_describe(scene))
@@ -315,24 +328,16 @@ def _write_sweeps(
     sample_token: str,
     lidar,
     timings: defaultdict[str, float],
+    world: _SceneryWorld | None = None,
 ) -> None:
     """Non-key LiDAR sweeps at 20 Hz between key frame k and k + 1 (sample_token: key frame k)."""
-    from stridegen.logs.synthetic.lidar import cast_lidar
-
     per_key = round(SWEEP_HZ / 2.0)
     for j in range(1, per_key):
         t = t_key + j / SWEEP_HZ
         boxes = scene.agent_states(t)
         T_global_from_ego = scene.ego_pose(t)
         t0 = _cpu()
-        sweep = cast_lidar(
-            T_global_from_ego @ lidar.T_ego_from_sensor,
-            lidar,
-            boxes.center,
-            boxes.size_lwh,
-            boxes.yaw,
-            np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j]),
-        )
+        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, j, world)
         timings["lidar"] += _cpu() - t0
         t0 = _cpu()
         ts = scene.timestamp_us(t)
@@ -340,6 +345,91 @@ def _write_sweeps(
         writer.write_file(rel, sweep.points_sensor.astype(np.float32).tobytes())
         writer.sample_data(lidar.channel, sample_token, ts, T_global_from_ego, rel, False)
         timings["write"] += _cpu() - t0
+
+
+def _cast(
+    lidar: LidarSpec,
+    T_global_from_ego: np.ndarray,
+    boxes: Boxes,
+    scene: SyntheticScene,
+    k: int,
+    j: int,
+    world: _SceneryWorld | None,
+) -> LidarSweep:
+    """Sweep j after key frame k against the agents (and the scenery when ``world`` is given); ``hits_per_box``
+    of the result covers the agents only."""
+    from stridegen.logs.synthetic.lidar import cast_lidar
+
+    rng = np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j])
+    T_global_from_sensor = T_global_from_ego @ lidar.T_ego_from_sensor
+    if world is None:
+        return cast_lidar(T_global_from_sensor, lidar, boxes.center, boxes.size_lwh, boxes.yaw, rng)
+    return world.cast(lidar, T_global_from_sensor, boxes, rng)
+
+
+@dataclass(frozen=True)
+class _SceneryWorld:
+    """The agents' boxes joined with the scene's static scenery (agents first, so agent i stays box i)."""
+
+    scenery: StaticScenery
+
+    @classmethod
+    def of(cls, scene: SyntheticScene) -> _SceneryWorld:
+        from stridegen.logs.synthetic.scenery import compose_scenery
+
+        return cls(compose_scenery(scene.seed, scene.scene_index))
+
+    def _join(self, boxes: Boxes, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(centre [N + M, 3], size_lwh [N + M, 3], yaw [N + M]) of the N agents and the scenery boxes ``idx``."""
+        s = self.scenery
+        return (
+            np.concatenate([boxes.center, s.center[idx]]),
+            np.concatenate([boxes.size_lwh, s.size_lwh[idx]]),
+            np.concatenate([boxes.yaw, s.yaw[idx]]),
+        )
+
+    def cast(
+        self, lidar: LidarSpec, T_global_from_sensor: np.ndarray, boxes: Boxes, rng: np.random.Generator
+    ) -> LidarSweep:
+        """``cast_lidar`` against agents + scenery within the LiDAR's range: ``hits_per_box`` covers the agents
+        only, ``hit_box`` is -2 on a scenery return (-1 ground, i agent i)."""
+        from stridegen.logs.synthetic.lidar import BOX_REFLECTIVITY, LidarSweep, cast_lidar
+
+        n = len(boxes.yaw)
+        idx = self.scenery.near(T_global_from_sensor[:2, 3], float(lidar.max_range_m))
+        refl = np.concatenate([np.full(n, BOX_REFLECTIVITY), self.scenery.reflectivity[idx]])
+        sweep = cast_lidar(T_global_from_sensor, lidar, *self._join(boxes, idx), rng, reflectivity=refl)
+        hit_box = np.where(sweep.hit_box >= n, -2, sweep.hit_box)  # -2: scenery
+        return LidarSweep(sweep.points_sensor, sweep.hits_per_box[:n], hit_box)
+
+    def render(
+        self,
+        cam: CameraSpec,
+        T_global_from_ego: np.ndarray,
+        boxes: Boxes,
+        colors: np.ndarray,
+        shader: GroundShader,
+        patches: dict,
+    ) -> CameraRender:
+        """``render_camera`` of agents + scenery within ``SCENERY_RENDER_RANGE_M``; the scenery's pixels get
+        instance id 0 (background) and the per-box counts cover the agents only."""
+        from stridegen.logs.synthetic.render import CameraRender, render_camera
+
+        n = len(boxes.yaw)
+        T_global_from_cam = T_global_from_ego @ cam.T_ego_from_sensor
+        idx = self.scenery.near(T_global_from_cam[:2, 3], SCENERY_RENDER_RANGE_M)
+        all_colors = np.concatenate([colors, self.scenery.color_rgb[idx]])
+        out = render_camera(cam, T_global_from_cam, *self._join(boxes, idx), all_colors, shader, **patches)
+        instance = np.where(out.instance > n, np.uint16(0), out.instance).astype(np.uint16)
+        return CameraRender(
+            out.rgb,
+            instance,
+            out.depth_m,
+            out.visible_pixels[:n],
+            out.unoccluded_pixels[:n],
+            out.decal_boxes_xyxy,
+            out.decal_pixels,
+        )
 
 
 def _describe(scene: SyntheticScene) -> str:
