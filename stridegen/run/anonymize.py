@@ -39,7 +39,15 @@ from stridegen.pipeline.anonymize.faces import FaceDetector, make_face_detector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions, anonymize_image_bytes
 from stridegen.pipeline.anonymize.plates import plate_regions_2d
 from stridegen.run.config import AnonymizeSection, BuildConfig, ExecutorSection, config_hash
-from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
+from stridegen.run.runner import (
+    JobTarget,
+    RunObserver,
+    SceneResult,
+    SceneRunSummary,
+    StageCallback,
+    failed_scene,
+    run_jobs,
+)
 from stridegen.shards.schema import CamerasTable, FramesTable, ImagesTable, SceneRecord, bytes_array, str_array
 
 if TYPE_CHECKING:
@@ -311,21 +319,13 @@ def write_anonymization_sidecar(out_dir: str | Path, config: BuildConfig) -> Pat
 
 # ---------------------------------------------------------------------------------------------------------- command
 @dataclass
-class AnonymizeResult:
+class AnonymizeResult(SceneRunSummary):
     out_dir: Path
     manifest_path: Path
     sidecar_path: Path | None
     config_hash: str
     results: list[SceneResult]
     wall_s: float
-
-    @property
-    def failed(self) -> list[SceneResult]:
-        return [r for r in self.results if not r.ok]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
 
 
 def _qa_skipped(manifest: dict[str, Any], scene_name: str) -> dict[str, int]:

@@ -45,7 +45,15 @@ from stridegen.core.errors import ConfigError
 from stridegen.formats.images import encode_jpeg
 from stridegen.run.config import ExecutorSection
 from stridegen.run.executors import make_executor
-from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
+from stridegen.run.runner import (
+    JobTarget,
+    RunObserver,
+    SceneResult,
+    SceneRunSummary,
+    StageCallback,
+    failed_scene,
+    run_jobs,
+)
 
 SPLIT_FORMAT = "stridegen-robustness-split"
 SPLIT_VERSION = 1
@@ -359,7 +367,7 @@ def _split_worker(payload: tuple[str, dict[str, Any], str, str, str], report: St
 
 # ---------------------------------------------------------------------------------------------------------- the run
 @dataclass
-class SplitOutcome:
+class SplitOutcome(SceneRunSummary):
     """One sub-dataset of a run."""
 
     spec: SplitSpec
@@ -367,10 +375,6 @@ class SplitOutcome:
     config_hash: str
     manifest_path: Path | None = None
     results: list[SceneResult] = field(default_factory=list)  # in scene order
-
-    @property
-    def failed(self) -> list[SceneResult]:
-        return [r for r in self.results if not r.ok]
 
 
 @dataclass

@@ -52,7 +52,16 @@ from stridegen.run.check import CheckReport, Finding, check_log, failure_reason,
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
-from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs, run_stages
+from stridegen.run.runner import (
+    JobTarget,
+    RunObserver,
+    SceneResult,
+    SceneRunSummary,
+    StageCallback,
+    failed_scene,
+    run_jobs,
+    run_stages,
+)
 from stridegen.shards import adapters
 from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.schema import (
@@ -76,7 +85,7 @@ REPORT_NAME = "build_report.json"
 
 
 @dataclass
-class BuildResult:
+class BuildResult(SceneRunSummary):
     out_dir: Path
     manifest_path: Path
     config_hash: str
@@ -86,17 +95,9 @@ class BuildResult:
     check: CheckReport | None = None
 
     @property
-    def failed(self) -> list[SceneResult]:
-        return [r for r in self.results if r.status == "failed"]
-
-    @property
     def qa(self) -> int:
         """QA rows in the dataset's shards (built and resumed scenes)."""
         return sum(int(r.shard.counts.get("qa", 0)) for r in self.results if r.ok and r.shard is not None)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
 
 
 # ---------------------------------------------------------------------------------------------------------- backends

@@ -45,6 +45,21 @@ class SceneResult:
         return self.status in ("built", "resumed")
 
 
+class SceneRunSummary:
+    """``failed`` and ``ok`` of a run's ``results`` (its SceneResults in scene order), for the result types of build,
+    augment splits, export and anonymize."""
+
+    results: list[SceneResult]
+
+    @property
+    def failed(self) -> list[SceneResult]:
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
 @dataclass(frozen=True)
 class StageEvent:
     """``stage`` is "start" when the scene begins, else the name of the stage it just finished."""

@@ -16,6 +16,7 @@ from stridegen.core.vocabulary import CATEGORY_TO_DETECTION
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import neighbour_velocity
 from stridegen.logs.nuscenes import NuScenesReader
+from stridegen.logs.nuscenes_tables import TABLES
 from stridegen.viz.boxes3d import boxes_in_image, corners_in_camera, render_annotations, save_rgb
 from tests.shared_data import NUSCENES_DEMO as DEMO
 
@@ -204,24 +205,7 @@ def _write_radar_pcd(path: Path, n: int, rng: np.random.Generator) -> np.ndarray
 def _write_tiny_log(root: Path) -> dict[str, str]:
     """A 4-sample nuScenes-format log with moving instances and LiDAR sweeps between key frames."""
     rng = np.random.default_rng(7)
-    tables: dict[str, list[dict]] = {
-        k: []
-        for k in (
-            "scene",
-            "sample",
-            "sample_data",
-            "calibrated_sensor",
-            "ego_pose",
-            "sensor",
-            "sample_annotation",
-            "instance",
-            "category",
-            "visibility",
-            "log",
-            "attribute",
-            "map",
-        )
-    }
+    tables: dict[str, list[dict]] = {k: [] for k in TABLES}
     tables["log"].append(
         {"token": "log0", "logfile": "tiny-log", "vehicle": "v", "date_captured": "2026-01-01", "location": "nowhere"}
     )

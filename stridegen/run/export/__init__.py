@@ -22,7 +22,15 @@ from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError, StrideGenError
 from stridegen.run.config import ExecutorSection
 from stridegen.run.executors import make_executor
-from stridegen.run.runner import JobTarget, RunObserver, SceneResult, StageCallback, failed_scene, run_jobs
+from stridegen.run.runner import (
+    JobTarget,
+    RunObserver,
+    SceneResult,
+    SceneRunSummary,
+    StageCallback,
+    failed_scene,
+    run_jobs,
+)
 from stridegen.shards.manifest import manifest_bytes
 from stridegen.shards.reader import SceneView, open_dataset
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes, sha256_file
@@ -45,20 +53,12 @@ class Exporter(Protocol):
 
 
 @dataclass
-class ExportResult:
+class ExportResult(SceneRunSummary):
     out_dir: Path
     format: str
     manifest_path: Path | None
     results: list[SceneResult] = field(default_factory=list)  # in scene order
     wall_s: float = 0.0
-
-    @property
-    def failed(self) -> list[SceneResult]:
-        return [r for r in self.results if not r.ok]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
 
 
 def make_exporter(name: str, options: dict[str, Any] | None = None) -> Exporter:
