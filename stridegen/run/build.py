@@ -439,11 +439,11 @@ def run_build(
     config = config or BuildConfig()
     log_root = Path(log_root)
     out = Path(out_dir)
-    cfg_hash = config_hash(config)
     _READERS.clear()  # a log may have changed since an earlier build in this process
     executor = make_executor(config.executor, config.workers)
     reader = open_log_cached(log_root, config.log.format, config.log.version)
-    config = resolve_build_config(config, reader.format_name, str(getattr(reader, "version", "") or ""))
+    source_version = str(getattr(reader, "version", "") or "")
+    config = resolve_build_config(config, reader.format_name, source_version)
     cfg_hash = config_hash(config)  # with the anonymization resolved for this log
     names = select_scenes(reader, config)
     report, blocked = precheck(reader, config, names)  # before any backend is made: a broken log fails fast
@@ -464,7 +464,7 @@ def run_build(
     source = {
         "root": str(log_root.resolve()),
         "format": reader.format_name,
-        "version": str(getattr(reader, "version", "") or ""),
+        "version": source_version,
     }
     manifest = build_manifest(
         config,
