@@ -19,6 +19,7 @@ config is loaded, before any scene runs, without each backend writing its own sc
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import typing
@@ -219,7 +220,24 @@ def _takes_any_keyword(factory: Callable[..., Any]) -> bool:
 
 def options_model(kind: str, name: str) -> type[BaseModel] | None:
     """A pydantic model of the factory's keyword options (None when it takes ``**kwargs``: anything goes)."""
+    models = _models(kind, name)
+    return None if models is None else models[0]
+
+
+def _models(kind: str, name: str) -> tuple[type[BaseModel], type[BaseModel]] | None:
     factory = resolve(kind, name)
+    model_name = f"{kind}_{name}_options".replace(".", "_").replace(":", "_")
+    try:
+        hash(factory)
+    except TypeError:  # an unhashable callable object: not cached
+        return _option_models.__wrapped__(factory, model_name)
+    return _option_models(factory, model_name)
+
+
+@functools.lru_cache(maxsize=256)
+def _option_models(factory: Callable[..., Any], model_name: str) -> tuple[type[BaseModel], type[BaseModel]] | None:
+    """(the factory's options model, the same with every field optional) or None for ``**kwargs``; built once per
+    factory (creating pydantic models costs milliseconds, and backends are made per scene)."""
     if _takes_any_keyword(factory):
         return None
     try:
@@ -230,27 +248,25 @@ def options_model(kind: str, name: str) -> type[BaseModel] | None:
     for pname, p in _parameters(factory).items():
         annotation = hints.get(pname, Any)
         fields[pname] = (annotation, ... if p.default is p.empty else p.default)
-    return create_model(
-        f"{kind}_{name}_options".replace(".", "_").replace(":", "_"),
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-        **fields,
-    )
+    model = create_model(model_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+    optional: dict[str, Any] = {
+        k: (f.annotation, f.default if not f.is_required() else None) for k, f in model.model_fields.items()
+    }
+    partial = create_model(model_name + "_partial", __config__=ConfigDict(arbitrary_types_allowed=True), **optional)
+    return model, partial
 
 
 def validate_options(kind: str, name: str, options: Mapping[str, Any], where: str | None = None) -> None:
     """ConfigError naming each bad key (unknown, mistyped) of ``options`` for the backend ``name``. Required
     parameters are not demanded here (the build supplies some, e.g. ``seed``)."""
-    model = options_model(kind, name)
-    if model is None:
+    models = _models(kind, name)
+    if models is None:
         return
+    model, partial = models
     where = where or f"{kind.replace('_', ' ')} {name!r}"
     unknown = sorted(set(options) - set(model.model_fields))
     if unknown:
         raise OptionError(f"{where}: unknown option(s) {unknown}; it takes {sorted(model.model_fields)}")
-    fields: dict[str, Any] = {
-        k: (f.annotation, f.default if not f.is_required() else None) for k, f in model.model_fields.items()
-    }
-    partial = create_model(model.__name__ + "_partial", __config__=ConfigDict(arbitrary_types_allowed=True), **fields)
     try:
         partial.model_validate(dict(options))
     except ValidationError as exc:

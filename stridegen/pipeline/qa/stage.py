@@ -65,21 +65,24 @@ SceneGenerate = Callable[[int, np.random.Generator], tuple[list[QAItem], dict[st
 
 def qa_families(config: Any) -> list[QAFamily]:
     """The families the build's QA section asks for, in order: spatial (object- and ego-centric predicates share
-    one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins).
-
-    The built-in families' options are typed objects made here from the already validated section, so their
-    factories are called directly (``registry.make`` would build two pydantic models per call to check them)."""
+    one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins)."""
     from stridegen.core import registry
 
     families: list[QAFamily] = []
     if config.object_spatial or config.ego_spatial:
-        family = registry.resolve("qa_family", "spatial")(
-            config=config.spatial_config(), object_centric=config.object_spatial, ego_centric=config.ego_spatial
+        family = registry.make(
+            "qa_family",
+            "spatial",
+            {
+                "config": config.spatial_config(),
+                "object_centric": config.object_spatial,
+                "ego_centric": config.ego_spatial,
+            },
         )
         if family.predicates:
             families.append(family)
     if config.spatiotemporal:
-        families.append(registry.resolve("qa_family", "spatiotemporal")(config=config.temporal_config()))
+        families.append(registry.make("qa_family", "spatiotemporal", {"config": config.temporal_config()}))
     families += [registry.make("qa_family", name) for name in config.families]
     return families
 
