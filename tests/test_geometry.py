@@ -308,3 +308,53 @@ def test_convex_hulls_2d_lockstep_equals_the_sequential_chain(sets, snap):
         expected = geo.convex_hull_2d(pts[i][valid[i]])
         assert batch[i].shape == expected.shape and np.array_equal(batch[i], expected)
     assert geo.convex_hulls_2d(np.zeros((0, 4, 2))) == []
+
+
+def test_segments_pass_through_box_known_answers():
+    # unit cube at (10, 0, 0); sensor at the origin
+    center, size = np.array([10.0, 0.0, 0.0]), np.array([2.0, 2.0, 2.0])
+    points = np.array(
+        [
+            [20.0, 0.0, 0.0],  # straight through, point beyond the far face
+            [10.5, 0.0, 0.0],  # inside the box: not measured through it
+            [11.0, 0.0, 0.0],  # on the far face: not through
+            [8.0, 0.0, 0.0],  # in front of the box
+            [20.0, 3.0, 0.0],  # ray at y = 1.5 by x = 10: beside the box
+            [20.0, 0.0, 1.9],  # ray at z = 0.95 at x = 10: enters the near face (z = 0.855), leaves the top face
+            [20.0, 0.0, 2.4],  # ray above the box from x = 9 on (z = 1.08 at x = 9)
+        ]
+    )
+    got = geo.segments_pass_through_box(np.zeros(3), points, center, size, 0.0)
+    assert got.tolist() == [True, False, False, False, False, True, False]
+    # a 45 deg yaw turns the box into a diamond: a ray along y = 1.3 misses the square but meets the diamond
+    ray = np.array([[20.0, 1.3, 0.0]])
+    assert not geo.segments_pass_through_box(np.array([0.0, 1.3, 0.0]), ray, center, size, 0.0)[0]
+    assert geo.segments_pass_through_box(np.array([0.0, 1.3, 0.0]), ray, center, size, np.pi / 4)[0]
+    # a ray parallel to a slab: inside the slab passes, outside misses
+    assert geo.segments_pass_through_box(np.array([0.0, 0.5, 0.5]), np.array([[20.0, 0.5, 0.5]]), center, size, 0.0)[0]
+    assert not geo.segments_pass_through_box(
+        np.array([0.0, 1.5, 0.5]), np.array([[20.0, 1.5, 0.5]]), center, size, 0.0
+    )[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-15.0, 15.0), min_size=3, max_size=3),
+    st.lists(st.floats(-15.0, 15.0), min_size=3, max_size=3),
+    st.lists(st.floats(0.5, 6.0), min_size=3, max_size=3),
+    st.floats(-np.pi, np.pi),
+)
+def test_segments_pass_through_box_matches_dense_sampling(origin, point, size, yaw):
+    """Reference: sample the segment densely; through = some sample inside the box and the last one outside."""
+    origin, point, size = np.array(origin), np.array(point), np.array(size)
+    center = np.zeros(3)
+    t = np.linspace(0.0, 1.0, 4001)
+    samples = origin[None, :] + t[:, None] * (point - origin)[None, :]
+    inside = geo.points_in_boxes(samples, center, size, np.array([yaw]))[0]
+    step = np.linalg.norm(point - origin) / 4000 + 1e-9
+    grown = geo.points_in_boxes(point[None, :], center, size + 4 * step, np.array([yaw]))[0, 0]
+    shrunk = geo.points_in_boxes(point[None, :], center, np.maximum(size - 4 * step, 0.0), np.array([yaw]))[0, 0]
+    grazing = 0 < inside.sum() <= 2 or grown != shrunk  # the samples cannot decide within a step of a face
+    if not grazing:
+        expected = bool(inside.any() and not inside[-1])
+        assert geo.segments_pass_through_box(origin, point[None, :], center, size, yaw)[0] == expected

@@ -297,6 +297,35 @@ def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray
     return (np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1]) & (np.abs(d[..., 2]) <= half[:, None, 2])
 
 
+def segments_pass_through_box(
+    origin: np.ndarray, points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: float
+) -> np.ndarray:
+    """[P] bool: whether the segment from ``origin`` [3] to each point [P, 3] enters the yaw-only box and leaves it
+    before reaching the point (a range sensor at ``origin`` measured the point *through* the box).
+
+    Slab method (Kay and Kajiya, SIGGRAPH 1986) in the box frame: the segment ``origin + t (p - origin)``,
+    t in [0, 1], meets the box for t in [max of the slabs' entries, min of their exits]; the segment passes
+    through when that interval is non-empty, starts before t = 1 and ends before t = 1 (a point inside the box
+    or on its far face is not measured through it).
+    """
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    c, s = np.cos(float(yaw)), np.sin(float(yaw))
+    to_box = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    o = to_box @ (np.asarray(origin, dtype=np.float64).reshape(3) - np.asarray(center, dtype=np.float64).reshape(3))
+    direction = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T - o
+    half = 0.5 * np.asarray(size_lwh, dtype=np.float64).reshape(3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_a = (-half - o) / direction
+        t_b = (half - o) / direction
+    parallel = direction == 0.0  # the slab holds the whole line or none of it
+    outside = parallel & (np.abs(o) > half)
+    t_a = np.where(parallel, -np.inf, t_a)
+    t_b = np.where(parallel, np.inf, t_b)
+    t_enter = np.maximum(np.minimum(t_a, t_b).max(axis=1), 0.0)
+    t_exit = np.maximum(t_a, t_b).min(axis=1)
+    return ~outside.any(axis=1) & (t_enter <= t_exit) & (t_exit < 1.0)
+
+
 # ---------------------------------------------------------------------------------------------- projection
 
 

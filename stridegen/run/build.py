@@ -39,7 +39,7 @@ from stridegen.core.errors import ConfigError, LogCheckError, LogFormatError, St
 from stridegen.core.seeding import rng_for
 from stridegen.formats.images import decode_image, image_size
 from stridegen.logs import open_log
-from stridegen.logs.base import LogReader, Scene
+from stridegen.logs.base import Frame, LogReader, Scene, SensorSample
 from stridegen.pipeline.attributes import SceneAttributes, SceneTracks, dense_tracks, extract_attributes
 from stridegen.pipeline.detect.base import Detector
 from stridegen.pipeline.keyframes import sample_keyframes
@@ -252,16 +252,25 @@ def segment_stage(st: SceneState) -> None:
         return image_size(images.data[row][:65536].tobytes())
 
     lidar: Callable[[int], np.ndarray | None] | None = None
+    lidar_origin: Callable[[int], np.ndarray | None] | None = None
     if getattr(segmenter, "needs_lidar", False):
         # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
         # instead of once per camera.
+        def lidar_sample(frame_index: int) -> tuple[Frame, SensorSample] | None:
+            frame = scene.frames[frame_index]
+            return (frame, frame.sensor(frame.lidar_channels[0])) if frame.lidar_channels else None
+
         @functools.lru_cache(maxsize=1)
         def lidar(frame_index: int) -> np.ndarray | None:
-            frame = scene.frames[frame_index]
-            if not frame.lidar_channels:
+            found = lidar_sample(frame_index)
+            if found is None:
                 return None
-            sample = frame.sensor(frame.lidar_channels[0])
+            frame, sample = found
             return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
+
+        def lidar_origin(frame_index: int) -> np.ndarray | None:
+            found = lidar_sample(frame_index)
+            return None if found is None else np.asarray(found[1].T_global_from_sensor, dtype=np.float64)[:3, 3]
 
     st.masks = segment_images(
         rows,
@@ -275,6 +284,7 @@ def segment_stage(st: SceneState) -> None:
         lidar,
         st.timings,
         size,
+        lidar_origin,
     )
     min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
     st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)

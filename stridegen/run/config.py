@@ -143,7 +143,7 @@ class OutputSection(_Section):
 class SegmenterSection(_Section):
     """Mask generator (stridegen/pipeline/segment/; docs/segmenters.md)."""
 
-    name: str = "lidar"  # a segmenter name: projected_box | grabcut | lidar | sam2 | a plugin | none (no masks, QA)
+    name: str = "lidar_watershed"  # projected_box | grabcut | lidar | lidar_watershed | sam2 | a plugin | none
     options: dict[str, Any] = Field(default_factory=dict)  # keyword options of the backend, e.g. {checkpoint: ...}
 
     @model_validator(mode="after")

@@ -38,6 +38,9 @@ class SegmentRequest:
     lidar_depth_m: np.ndarray = field(default_factory=lambda: np.zeros(0))  # [P] camera-frame z of the points
     lidar_object: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [P] object index
     # whose 3D box holds the point, -1 for none
+    focal_px: float | None = None  # the camera's focal length in pixels (mean of fx and fy), when known
+    lidar_through: list[np.ndarray] | None = None  # N arrays of point indices the LiDAR measured through the
+    # object's box (its ray entered the box and left it before the point); None when the sensor position is unknown
     _hull_crops: dict[int, MaskCrop] = field(default_factory=dict, init=False, repr=False, compare=False)
     _inside: dict[int, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -1,28 +1,34 @@
 """``lidar_watershed``: LiDAR points inside an object's 3D box, depth-tested against the other points, seed a
 marker watershed on the object's crop. No GrabCut: a few cheap OpenCV passes per object (``cv2.erode``,
-``cv2.distanceTransform``, ``cv2.watershed``), so it runs about 30 to 60 times faster than ``lidar``.
+``cv2.distanceTransform``, ``cv2.watershed``), about 9 times faster per mask than ``lidar`` (docs/segmenters.md).
 
 All sizes are image pixels unless named otherwise; depths are the request's camera-frame z (metres).
 
 Scale: a spinning LiDAR's beams are ``beam_gap_deg`` apart, so two neighbouring beams' returns on a surface are
-``gap = f * beam_gap_deg`` pixels apart in the image at any range (``f`` = ``focal_frac * image height``: the
-request carries no intrinsics; nuScenes' front cameras have f = 1266 px at 900 px, 1.407; the HDL-32E's 32 beams
-span 41.3 deg, 1.333 deg apart: gap = 29 px at 1600 x 900, 15 px at 800 x 450). A metric length ``m`` at depth
-``d`` is ``f * m / d`` pixels.
+``gap = f * beam_gap_deg`` pixels apart in the image at any range. ``f`` is the request's ``focal_px`` (the
+camera's focal length); a request without it uses ``focal_frac * image height`` (nuScenes' front cameras: 1266 px
+at 900 px, 1.407). The HDL-32E's 32 beams span 41.3 deg, 1.333 deg apart: gap = 29 px at 1600 x 900. A metric
+length ``m`` at depth ``d`` is ``f * m / d`` pixels.
 
 Algorithm, per object i (nearest first, ``segment_in_depth_order``), on the hull's window resampled so that its
 longer side is at most ``work_side`` pixels:
 
 1. Points of the window that no nearer hull or mask hides (the occlusion rule). Object i's own points
    (``lidar_object == i``) and the others, each rasterised into a per-pixel nearest-depth z-buffer and spread
-   (grey erosion, a disc of ``zbuffer_beams * gap``: a return stands for the surface patch up to half-way to its
-   neighbours). An own point behind a foreign one by more than ``depth_tol_m`` is hidden from this camera (the
-   LiDAR, 0.3 m above and behind the cameras, sees over things the camera does not) and is no seed. A foreign
-   point is *evidence against* the object (a competitor) when no seed lies within that disc, or when it is nearer
-   than the seeds there by more than ``depth_tol_m`` (something in front); one within the disc and not in front
-   lies behind the object's surface (hidden from the camera) or on it, and is ignored. Unowned returns within
+   (grey erosion, a disc of ``zbuffer_beams * gap``; 0 by default: each return stands for its own pixel). An own
+   point behind a foreign one by more than ``depth_tol_m`` is hidden from this camera (the LiDAR, 0.3 m above
+   and behind the cameras, sees over things the camera does not) and is no seed. A foreign point is *evidence
+   against* the object (a competitor) when no seed lies within that disc, or when it is nearer than the seeds
+   there by more than ``depth_tol_m`` (something in front); one within the disc and not in front lies behind
+   the object's surface (hidden from the camera) or on it, and is ignored. Unowned returns within
    ``depth_tol_m`` of the seeds' depth range are ignored too: ``make_request`` leaves the returns of a box's
    bottom ``ground_margin_m`` unowned, and those are mostly the object's own lower body.
+   A foreign point *behind* the seeds' depth range needs more: where the request knows the sensor's position
+   (``lidar_through``), it is evidence only when the LiDAR measured it through the object's box (its ray
+   entered the box and left it before the point: the box is empty there, e.g. under a truck or past a
+   pedestrian's legs). A return behind the object whose ray passed beside or over the box says nothing about
+   the pixel it projects to: the LiDAR, mounted elsewhere than the camera, saw round the object's silhouette
+   (parallax), and the camera may well see the object there.
 2. Watershed markers: seeds -> object; competitors, pixels outside the hull, nearer hulls and masks, and pixels
    farther than ``reach`` from every seed -> not object; the rest unknown. ``reach = grow_beams * gap +
    f * base_margin_m / d`` with ``d`` the seeds' median depth: the parts of the object between and beyond its
@@ -114,7 +120,7 @@ class LidarWatershedSegmenter:
         focal_frac: float = 1.407,
         grow_beams: float = 3.0,
         base_margin_m: float = 0.2,
-        zbuffer_beams: float = 0.5,
+        zbuffer_beams: float = 0.0,
         depth_tol_m: float = 0.5,
         min_points: int = 3,
         min_box_px: float = 6.0,
@@ -147,7 +153,7 @@ class LidarWatershedSegmenter:
         rows, cols = point_pixels(request.lidar_uv, h, w)
         owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
         depth = np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1)
-        focal_px = self.focal_frac * h
+        focal_px = request.focal_px if request.focal_px else self.focal_frac * h
         gap_px = focal_px * self.beam_gap_rad
 
         def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
@@ -159,7 +165,8 @@ class LidarWatershedSegmenter:
             box = np.asarray(request.box_xyxy[i], dtype=np.float64)
             tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
             if hull.any() and not tiny:
-                grown = self._grow(image, i, hull, occluder, rows, cols, owner, depth, focal_px, gap_px)
+                through = None if request.lidar_through is None else request.lidar_through[i]
+                grown = self._grow(image, i, hull, occluder, rows, cols, owner, depth, through, focal_px, gap_px)
                 mask = hull if grown is None else grown
             n_inside = int(np.count_nonzero(mask.minus(occluder).at(rows[own], cols[own])))
             return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
@@ -176,6 +183,7 @@ class LidarWatershedSegmenter:
         cols: np.ndarray,
         owner: np.ndarray,
         depth: np.ndarray,
+        through: np.ndarray | None,
         focal_px: float,
         gap_px: float,
     ) -> MaskCrop | None:
@@ -202,6 +210,10 @@ class LidarWatershedSegmenter:
         lo, hi = d[seed].min() - self.depth_tol_m, d[seed].max() + self.depth_tol_m
         on_base = (owner[idx] < 0) & (d >= lo) & (d <= hi)
         against = ~mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
+        if through is not None:  # behind the object: evidence only where the LiDAR measured through its box
+            measured_through = np.zeros(owner.shape[0], dtype=bool)
+            measured_through[through] = True
+            against &= (d <= hi) | measured_through[idx]
 
         markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
         not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)

@@ -85,6 +85,7 @@ def make_request(
     lidar_points_global: np.ndarray | Callable[[], np.ndarray | None] | None = None,
     near_m: float = 0.1,
     ground_margin_m: float = 0.2,
+    lidar_origin_global: np.ndarray | None = None,
 ) -> tuple[SegmentRequest, np.ndarray]:
     """The segment request of one camera image and the indices (into ``boxes``) of the objects it holds.
 
@@ -128,17 +129,46 @@ def make_request(
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
     box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
     depth_m = np.asarray(depth, dtype=np.float64)
+    k = np.asarray(intrinsic, dtype=np.float64)
+    geometry = {"box_xyxy": box_xyxy, "hull_uv": kept_hulls, "depth_m": depth_m, "focal_px": 0.5 * (k[0, 0] + k[1, 1])}
     request = (
-        DeferredImageRequest(image_rgb, box_xyxy=box_xyxy, hull_uv=kept_hulls, depth_m=depth_m)
+        DeferredImageRequest(image_rgb, **geometry)
         if isinstance(image_rgb, LazyImage)
-        else SegmentRequest(image_rgb=image_rgb, box_xyxy=box_xyxy, hull_uv=kept_hulls, depth_m=depth_m)
+        else SegmentRequest(image_rgb=image_rgb, **geometry)
     )
     if callable(lidar_points_global) and keep.size:  # read the sweep only for an image that holds objects
         lidar_points_global = lidar_points_global()
     if lidar_points_global is not None and not callable(lidar_points_global):
-        uv, z, owner = _lidar_evidence(lidar_points_global, boxes[keep], T, intrinsic, near_m, rect, ground_margin_m)
+        pts, uv, z, owner = _lidar_evidence(
+            lidar_points_global, boxes[keep], T, intrinsic, near_m, rect, ground_margin_m
+        )
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
+        if lidar_origin_global is not None:
+            request.lidar_through = _lidar_through(pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global)
     return request, keep
+
+
+def _lidar_through(
+    points_global: np.ndarray,
+    uv: np.ndarray,
+    owner: np.ndarray,
+    hulls: list[np.ndarray],
+    boxes: Boxes,
+    origin_global: np.ndarray,
+) -> list[np.ndarray]:
+    """Per object, the indices of the points [P, 3] (global; ``uv`` [P, 2] their pixels, ``owner`` [P]) that
+    project within the object's hull's bounds, are not its own and were measured through its box from
+    ``origin_global``."""
+    through: list[np.ndarray] = []
+    for i, hull in enumerate(hulls):
+        lo, hi = hull.min(axis=0), hull.max(axis=0)
+        near = (owner != i) & np.all((uv >= lo) & (uv <= hi), axis=1)
+        idx = np.flatnonzero(near)
+        passes = geo.segments_pass_through_box(
+            origin_global, points_global[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
+        )
+        through.append(idx[passes])
+    return through
 
 
 def _lidar_evidence(
@@ -149,8 +179,9 @@ def _lidar_evidence(
     near_m: float,
     rect: tuple[float, float, float, float],
     ground_margin_m: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(uv [P, 2], camera z [P], owning box [P] or -1) of the LiDAR points that project into the image."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(global points [P, 3], uv [P, 2], camera z [P], owning box [P] or -1) of the LiDAR points that project
+    into the image."""
     pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
     uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
     u0, v0, u1, v1 = rect
@@ -170,7 +201,7 @@ def _lidar_evidence(
             dist = np.linalg.norm(sub[None, :, :] - boxes.center[:, None, :], axis=-1)  # [K, P']
             dist = np.where(inside[:, any_inside], dist, np.inf)
             owner[any_inside] = np.argmin(dist, axis=0)
-    return uv, z, owner
+    return pts_global, uv, z, owner
 
 
 def frame_request(
@@ -186,13 +217,14 @@ def frame_request(
     sample = frame.sensor(channel)
     calib = sample.calibration
     T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
-    points = None
+    points = origin = None
     if lidar_channel is not None and frame.lidar_channels:
         lidar_sample = frame.sensor(frame.lidar_channels[0] if lidar_channel == "auto" else lidar_channel)
         points_lidar = frame.reader.load_points(lidar_sample)[:, :3]
         points = geo.transform_points(lidar_sample.T_global_from_sensor, points_lidar)
+        origin = np.asarray(lidar_sample.T_global_from_sensor, dtype=np.float64)[:3, 3]
     return make_request(
-        frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m, ground_margin_m
+        frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m, ground_margin_m, origin
     )
 
 

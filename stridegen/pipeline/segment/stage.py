@@ -119,6 +119,7 @@ class SceneRegions:
 
 
 LidarSource = Callable[[int], np.ndarray | None]  # frame index -> LiDAR points [P, 3] in the global frame
+LidarOrigin = Callable[[int], np.ndarray | None]  # frame index -> the LiDAR's position [3] in the global frame
 
 
 def segment_images(
@@ -133,6 +134,7 @@ def segment_images(
     lidar_global: LidarSource | None = None,
     timings: dict[str, float] | None = None,
     image_size: Callable[[int], tuple[int, int] | None] | None = None,
+    lidar_origin: LidarOrigin | None = None,
 ):
     """Segment the objects of the given rows of the images table; returns their masks.
 
@@ -143,7 +145,8 @@ def segment_images(
     ``image_size(row)`` gives (height, width) without decoding (e.g. from the file header), the request is built
     on that size and decodes on demand (``DeferredImageRequest``); an image without objects, or one whose objects
     the backend shapes from geometry alone, is never decoded. Likewise frame f's LiDAR sweep is asked for only
-    when one of its images holds an object.
+    when one of its images holds an object. ``lidar_origin(f)``, where given, is the sensor's position for the
+    request's ``lidar_through`` evidence.
     """
     import functools
     import time
@@ -168,8 +171,10 @@ def segment_images(
         size = image_size(row) if image_size is not None else None
         image = decode(row) if size is None else LazyImage(size[0], size[1], functools.partial(decode, row))
         points = functools.partial(lidar_global, f) if lidar_global is not None else None
+        origin = lidar_origin(f) if lidar_origin is not None and points is not None else None
+        T_cam_from_global = geo.invert_transform(T_global_from_cam)
         request, keep = make_request(
-            image, cameras.intrinsic[c], geo.invert_transform(T_global_from_cam), boxes, points
+            image, cameras.intrinsic[c], T_cam_from_global, boxes, points, lidar_origin_global=origin
         )
         if len(request) == 0:
             timings["segment"] += time.perf_counter() - t0

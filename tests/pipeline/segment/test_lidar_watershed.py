@@ -177,9 +177,29 @@ def test_helpers() -> None:
 
 
 def test_iou_against_synthetic_truth(score_segmenter) -> None:
-    """320 x 180 synthetic scene (conftest): measured mean IoU 0.967, median 1.0 over 39 scored masks."""
+    """320 x 180 synthetic scene (conftest): measured mean IoU 0.9988, median 1.0, least 0.990 over 39 scored
+    masks (``lidar`` on the same masks: 0.992, 0.999, 0.837)."""
     scored = score_segmenter(make_segmenter("lidar_watershed"))
     iou = np.array([s.iou for s in scored])
     assert len(iou) >= 30
-    assert iou.mean() >= 0.93
-    assert np.median(iou) >= 0.98
+    assert iou.mean() >= 0.99
+    assert np.median(iou) >= 0.999
+    assert iou.min() >= 0.95
+
+
+def test_returns_behind_the_object_count_against_it_only_where_measured_through_its_box() -> None:
+    """The background returns around the face lie inside the hull and behind the object. Measured through the box
+    (or with no sensor position), they bound the mask; seen past the box (parallax: the LiDAR sees round an
+    object the camera sees), they are no evidence and the mask fills the hull (flat image: no colour edges)."""
+    segmenter = make_segmenter("lidar_watershed", refine="distance", **SCALE)
+    n_face = len(_beams(FACE))
+    unknown = segmenter.segment(_single()).masks[0]
+    measured = _single()
+    measured.lidar_through = [np.arange(n_face, len(measured.lidar_object))]
+    assert np.array_equal(segmenter.segment(measured).masks[0], unknown)
+    assert mask_iou(unknown, _truth()) >= 0.85
+    seen_past = _single()
+    seen_past.lidar_through = [np.zeros(0, dtype=np.int64)]
+    mask = segmenter.segment(seen_past).masks[0]
+    hull = hull_masks(seen_past.hull_uv, H, W)[0]
+    assert np.array_equal(mask, hull)

@@ -194,3 +194,26 @@ def test_lidar_points_are_assigned_projected_and_filtered() -> None:
     for (u, v), owner in zip(request.lidar_uv, request.lidar_object, strict=True):
         if owner >= 0:
             assert masks[owner][int(np.floor(v + 0.5)), int(np.floor(u + 0.5))]
+
+
+def test_lidar_through_lists_points_measured_through_each_box() -> None:
+    # A 2 m box 10 m ahead; the LiDAR 2 m above the camera. Points behind the box: one on a ray through the box,
+    # one whose ray passes over the box's top but lands inside its hull in the camera (parallax), one beside.
+    boxes = _boxes([[10.0, 0.0, 0.0]], [[2.0, 2.0, 2.0]])
+    origin = np.array([0.0, 0.0, 2.0])
+    points = np.array(
+        [
+            [20.0, 0.0, -0.5],  # ray z = 2 - 0.125 x: z = 0.875 at x = 9 (near face): through the box
+            [20.0, 0.0, 1.2],  # ray z = 2 - 0.04 x: 1.64 to 1.56 over the box; the camera's ray meets the box
+            [20.0, 4.0, 0.0],  # beside
+            [10.0, 0.0, 0.5],  # the box's own point
+        ]
+    )
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points, lidar_origin_global=origin)
+    assert keep.tolist() == [0] and request.lidar_object.tolist() == [-1, -1, -1, 0]
+    assert request.lidar_through is not None and request.lidar_through[0].tolist() == [0]
+    hull = hull_masks(request.hull_uv, H, W)[0]
+    u, v = request.lidar_uv[1]
+    assert hull[int(np.floor(v + 0.5)), int(np.floor(u + 0.5))]  # the parallax point lies in the hull
+    without, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points)
+    assert without.lidar_through is None  # the sensor's position unknown: no such evidence

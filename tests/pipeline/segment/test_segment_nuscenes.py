@@ -26,8 +26,18 @@ from tests.shared_data import needs_nuscenes_demo
 REPO = Path(__file__).resolve().parents[3]
 OUT = REPO / "test-output"
 MIN_POINTS = 10
-POINTS_INSIDE_MIN = {"projected_box": 0.95, "lidar": 0.9, "grabcut": 0.5}  # share of visible own points
-INSIDE_HULL_MIN = {"projected_box": 1.0, "lidar": 1.0, "grabcut": 0.85}  # |mask ∩ hull| / |mask|
+POINTS_INSIDE_MIN = {
+    "projected_box": 0.95,
+    "lidar": 0.9,
+    "lidar_watershed": 0.9,
+    "grabcut": 0.5,
+}  # share of visible own points
+INSIDE_HULL_MIN = {
+    "projected_box": 1.0,
+    "lidar": 1.0,
+    "lidar_watershed": 1.0,
+    "grabcut": 0.85,
+}  # |mask ∩ hull| / |mask|
 
 pytestmark = needs_nuscenes_demo
 
@@ -68,7 +78,7 @@ def _visible_own_points(request) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("name", ["projected_box", "grabcut", "lidar"])
+@pytest.mark.parametrize("name", ["projected_box", "grabcut", "lidar", "lidar_watershed"])
 def test_masks_land_on_the_objects(name: str, front_request) -> None:
     request, keep, annotations = front_request
     assert len(request) >= 20
