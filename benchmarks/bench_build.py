@@ -5,6 +5,8 @@
     .venv/bin/python benchmarks/bench_build.py --workers 1 2 4 --repeat 3
     .venv/bin/python benchmarks/bench_build.py --resolutions 800x450 1600x900 2880x1860 \
         --segmenters lidar lidar_watershed projected_box --workers 1 --repeat 1   # 2 scenes x 8 s per resolution
+    .venv/bin/python benchmarks/bench_build.py --resolutions 800x450 --segmenters projected_box \
+        --scenes 3 --seconds 20   # the default log's length (fixed costs per scene amortised as in a real build)
 
 The log is generated once (cached like `stridegen build` does) and is not part of the timing. Each run builds
 into a fresh folder; the figure is keyframes / (wall seconds x workers), the best of ``--repeat`` runs, and the
@@ -26,7 +28,9 @@ from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_l
 from stridegen.run.build import STAGES, run_build
 from stridegen.run.config import load_build_config
 
-QUICK = {"scenes": 2, "seconds": 8.0, "seed": 0, "width": 320, "height": 180, "rig": "nuscenes", "sweeps": False}
+QUICK_SCENES, QUICK_SECONDS = 2, 8.0
+QUICK: dict[str, object] = {"scenes": QUICK_SCENES, "seconds": QUICK_SECONDS, "seed": 0, "width": 320, "height": 180}
+QUICK.update(rig="nuscenes", sweeps=False)
 
 
 def _shard_digests(out: Path) -> list[str]:
@@ -75,9 +79,16 @@ def _resolution(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
-def by_resolution(resolutions: list[str], segmenters: list[str | None], workers: list[int], repeat: int) -> None:
-    """keyframes/s/core and per-stage ms per keyframe for each (resolution, segmenter, workers): a small log
-    (``QUICK``'s scenes and seconds) per resolution."""
+def by_resolution(
+    resolutions: list[str],
+    segmenters: list[str | None],
+    workers: list[int],
+    repeat: int,
+    scenes: int = QUICK_SCENES,
+    seconds: float = QUICK_SECONDS,
+) -> None:
+    """keyframes/s/core and per-stage ms per keyframe for each (resolution, segmenter, workers): a log of
+    ``scenes`` x ``seconds`` (default ``QUICK``'s) per resolution."""
     print(
         f"{'resolution':>10} {'segmenter':>16} {'workers':>7} {'kf':>4} {'kf/s/core':>9}  "
         + " ".join(f"{s:>10}" for s in STAGES)
@@ -85,7 +96,9 @@ def by_resolution(resolutions: list[str], segmenters: list[str | None], workers:
     )
     for text in resolutions:
         width, height = _resolution(text)
-        log = ensure_default_log({**QUICK, "width": width, "height": height}, progress=False)
+        log = ensure_default_log(
+            {**QUICK, "scenes": scenes, "seconds": seconds, "width": width, "height": height}, progress=False
+        )
         for name in segmenters:
             for w in workers:
                 r = bench(log, w, repeat, name)
@@ -107,9 +120,12 @@ def main() -> None:
         "--resolutions", nargs="+", metavar="WxH", help="camera resolutions: a 2 scenes x 8 s log each (e.g. 800x450)"
     )
     parser.add_argument("--segmenters", nargs="+", help="segmenter names to compare (default: the config's)")
+    parser.add_argument("--scenes", type=int, default=QUICK_SCENES, help="scenes per log (--resolutions mode)")
+    parser.add_argument("--seconds", type=float, default=QUICK_SECONDS, help="seconds per scene (same)")
     args = parser.parse_args()
     if args.resolutions or args.segmenters:
-        by_resolution(args.resolutions or ["800x450"], args.segmenters or [None], args.workers, args.repeat)
+        resolutions = args.resolutions or ["800x450"]
+        by_resolution(resolutions, args.segmenters or [None], args.workers, args.repeat, args.scenes, args.seconds)
         return
 
     params = QUICK if args.quick else DEFAULT_SYNTHETIC
