@@ -408,15 +408,15 @@ class AV2Reader(LogReader):
         scene = Scene(self, log_id, log_id, [], "", log_id)
         lidar_dir = log_dir / "sensors" / "lidar"
         cameras = self._camera_samples(log_id, data)
+        lidar_calibration = SensorCalibration(LIDAR_CHANNEL, "lidar", np.eye(4), ray_origin_m=_lidar_origin(log_dir))
         for i, ts_ns in enumerate(data.frame_ts_ns):
             token = f"{log_id}_{int(ts_ns)}"
             pose = data.T_city_from_ego[i]
             sensors: dict[str, SensorSample] = {}
             lidar_path = lidar_dir / f"{int(ts_ns)}.feather"
             if lidar_path.is_file():
-                calib = SensorCalibration(LIDAR_CHANNEL, "lidar", np.eye(4))
                 sensors[LIDAR_CHANNEL] = SensorSample(
-                    token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path, pose, calib, True
+                    token, LIDAR_CHANNEL, int(ts_ns) // 1000, lidar_path, pose, lidar_calibration, True
                 )
             for name, samples in cameras.items():
                 sample = samples[i]
@@ -601,3 +601,20 @@ def open_av2_undistorted(root: Path, version: str | None = None) -> AV2Reader:
     if version is not None:
         raise ConfigError(f"version={version!r} applies to nuScenes logs only")
     return AV2Reader(root, undistort=True)
+
+
+def _lidar_origin(log_dir: Path) -> np.ndarray | None:
+    """[3] the mean position of the log's LiDARs (``*lidar`` rows of ``egovehicle_SE3_sensor.feather``: AV2's
+    ``up_lidar`` and ``down_lidar``) in the ego frame, where the merged sweep's points are given; None without
+    that file or those rows."""
+    path = log_dir / "calibration" / "egovehicle_SE3_sensor.feather"
+    if not path.is_file():
+        return None
+    extr = read_feather(path, EXTRINSICS_COLUMNS)
+    rows = [i for i, name in enumerate(extr["sensor_name"]) if str(name).endswith("lidar")]
+    if not rows:
+        return None
+    translation = np.stack([extr[k].astype(np.float64)[rows] for k in ("tx_m", "ty_m", "tz_m")], axis=1)
+    if not np.all(np.isfinite(translation)):
+        raise LogFormatError(path, f"LiDAR position {translation.tolist()} is not finite")
+    return translation.mean(axis=0)

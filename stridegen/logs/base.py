@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChannelError
 from stridegen.formats.images import decode_image
@@ -36,6 +37,9 @@ class SensorCalibration:
     intrinsic: np.ndarray | None = None
     width: int | None = None
     height: int | None = None
+    # Where a range sensor's rays start, in its sensor frame: the frame's origin unless the reader says otherwise
+    # (AV2 gives its two LiDARs' merged sweep in the ego frame: the LiDARs' mean position); None: unknown.
+    ray_origin_m: np.ndarray | None = field(default_factory=lambda: np.zeros(3))
 
     @property
     def is_camera(self) -> bool:
@@ -57,6 +61,14 @@ class SensorSample:
     @property
     def T_global_from_sensor(self) -> np.ndarray:
         return self.T_global_from_ego @ self.calibration.T_ego_from_sensor
+
+    @property
+    def ray_origin_global(self) -> np.ndarray | None:
+        """[3] where a range sensor's rays start, in the global frame (None when the reader does not know)."""
+        origin = self.calibration.ray_origin_m
+        if origin is None:
+            return None
+        return geo.transform_points(self.T_global_from_sensor, np.asarray(origin, dtype=np.float64).reshape(1, 3))[0]
 
 
 @dataclass

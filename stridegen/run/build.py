@@ -270,7 +270,7 @@ def segment_stage(st: SceneState) -> None:
 
         def lidar_origin(frame_index: int) -> np.ndarray | None:
             found = lidar_sample(frame_index)
-            return None if found is None else np.asarray(found[1].T_global_from_sensor, dtype=np.float64)[:3, 3]
+            return None if found is None else found[1].ray_origin_global
 
     st.masks = segment_images(
         rows,

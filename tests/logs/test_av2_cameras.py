@@ -155,6 +155,36 @@ def test_av2_build_has_the_nuscenes_build_qa(logs, tmp_path: Path) -> None:
         assert np.allclose(av2.qa.gt_value[j], nu.qa.gt_value[i], rtol=0, atol=1e-9, equal_nan=True)
 
 
+def test_lidar_rays_start_at_the_lidar_not_the_ego_origin(logs) -> None:
+    """AV2 gives the sweep in the ego frame; the rays start at the LiDAR (``up_lidar`` in the calibration), where
+    the nuScenes copy's LiDAR is. The real fixture: the mean of ``up_lidar`` and ``down_lidar`` where the log
+    has the calibration file, unknown where it has not."""
+    nu_root, av2_root, _ = logs
+    nu_frame = open_log(nu_root).scenes()[0].frames[0]
+    av2_frame = open_log(av2_root, "av2").scenes()[0].frames[0]
+    nu_origin = nu_frame.sensor(nu_frame.lidar_channels[0]).ray_origin_global
+    av2_lidar = av2_frame.sensor(av2_frame.lidar_channels[0])
+    assert np.array_equal(av2_lidar.calibration.T_ego_from_sensor, np.eye(4))
+    assert nu_origin is not None and av2_lidar.ray_origin_global is not None
+    np.testing.assert_allclose(av2_lidar.ray_origin_global, nu_origin, atol=1e-6)
+    assert np.linalg.norm(nu_origin - av2_frame.T_global_from_ego[:3, 3]) > 1.0  # not the ego origin
+
+
+@needs_av2
+def test_real_av2_lidar_origin() -> None:
+    import pyarrow.feather as feather
+
+    origins = {}
+    for scene in open_log(AV2_LOGS, "av2").scenes():
+        frame = next(f for f in scene.frames if f.lidar_channels)
+        origins[scene.name] = frame.sensor(frame.lidar_channels[0]).calibration.ray_origin_m
+    log_7fab = "7fab2350-7eaf-3b7e-a39d-6937a4c1bede"
+    extr = feather.read_table(AV2_LOGS / log_7fab / "calibration" / "egovehicle_SE3_sensor.feather")
+    rows = extr.to_pandas().set_index("sensor_name").loc[["up_lidar", "down_lidar"], ["tx_m", "ty_m", "tz_m"]]
+    np.testing.assert_allclose(origins[log_7fab], rows.to_numpy().mean(axis=0))
+    assert origins["adcf7d18-0510-35b0-a2fa-b4cea13a6d76"] is None  # no calibration folder
+
+
 # ------------------------------------------------------------------------------------------------ matching
 def test_match_nearest_known_answers() -> None:
     images = np.array([990, 1960, 2040, 3051, 4900, 5100])

@@ -222,7 +222,7 @@ def frame_request(
         lidar_sample = frame.sensor(frame.lidar_channels[0] if lidar_channel == "auto" else lidar_channel)
         points_lidar = frame.reader.load_points(lidar_sample)[:, :3]
         points = geo.transform_points(lidar_sample.T_global_from_sensor, points_lidar)
-        origin = np.asarray(lidar_sample.T_global_from_sensor, dtype=np.float64)[:3, 3]
+        origin = lidar_sample.ray_origin_global
     return make_request(
         frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m, ground_margin_m, origin
     )
