@@ -148,7 +148,6 @@ class LidarWatershedSegmenter:
         self.fallback_quality = float(fallback_quality)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
-        image = np.asarray(request.image_rgb, dtype=np.uint8)
         h, w = request.height, request.width
         rows, cols = point_pixels(request.lidar_uv, h, w)
         owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
@@ -166,7 +165,7 @@ class LidarWatershedSegmenter:
             tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
             if hull.any() and not tiny:
                 through = None if request.lidar_through is None else request.lidar_through[i]
-                grown = self._grow(image, i, hull, occluder, rows, cols, owner, depth, through, focal_px, gap_px)
+                grown = self._grow(request, i, hull, occluder, rows, cols, owner, depth, through, focal_px, gap_px)
                 mask = hull if grown is None else grown
             n_inside = int(np.count_nonzero(mask.minus(occluder).at(rows[own], cols[own])))
             return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
@@ -175,7 +174,7 @@ class LidarWatershedSegmenter:
 
     def _grow(
         self,
-        image: np.ndarray,
+        request: SegmentRequest,
         i: int,
         hull: MaskCrop,
         occluder: np.ndarray,
@@ -224,7 +223,10 @@ class LidarWatershedSegmenter:
         markers[~hull_c | crop.mask(occluder)] = NOT_OBJECT
         markers[cr[against], cc[against]] = NOT_OBJECT
         markers[cr[seed], cc[seed]] = OBJECT
-        pixels = crop.image(image) if self.refine == "watershed" else np.zeros((crop.hs, crop.ws, 3), np.uint8)
+        if self.refine == "watershed":  # the image is decoded (a deferred request) only when an object needs it
+            pixels = crop.image(np.asarray(request.image_rgb, dtype=np.uint8))
+        else:
+            pixels = np.zeros((crop.hs, crop.ws, 3), np.uint8)
         obj = flood(pixels, markers) & hull_c
         if self.fill_holes:
             obj = fill_holes(obj) & hull_c
