@@ -531,7 +531,9 @@ def polygon_area(poly: np.ndarray) -> float:
     if p.shape[0] < 3:
         return 0.0
     x, y = p[:, 0], p[:, 1]
-    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2.0)
+    y_next = np.concatenate((y[1:], y[:1]))  # np.roll(y, -1), without np.roll's generic overhead
+    x_next = np.concatenate((x[1:], x[:1]))
+    return float(abs(np.dot(x, y_next) - np.dot(y, x_next)) / 2.0)
 
 
 def clip_polygon_to_rect(poly: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:

@@ -156,7 +156,7 @@ def polygon_crop(poly_uv: np.ndarray, height: int, width: int) -> MaskCrop:
     if r1 < r0:
         return MaskCrop.empty()
     rows = np.arange(r0, r1 + 1, dtype=np.float64)[:, None]  # [R, 1]
-    a, b = poly, np.roll(poly, -1, axis=0)
+    a, b = poly, np.concatenate((poly[1:], poly[:1]))  # each vertex and the next (np.roll, without its overhead)
     lo, hi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
     dy = b[:, 1] - a[:, 1]
     slanted = dy != 0
