@@ -1,22 +1,23 @@
 """LiDAR-camera extrinsic check and refinement by edge alignment.
 
-The objective of J. Levinson, S. Thrun, "Automatic Online Calibration of Cameras and Lasers", RSS 2013 (section
-III):
+After J. Levinson, S. Thrun, "Automatic Online Calibration of Cameras and Lasers", RSS 2013 (section III): LiDAR
+depth discontinuities projected into the image should fall on image edges, over many frames. What differs from the
+paper, and why (measured on the synthetic logs, docs/calibrate.md):
 
-- LiDAR depth edges: along each laser ring in azimuth order, a point whose neighbour is farther by more than
-  ``DEPTH_JUMP_M`` (or missing: a gap in the ring, e.g. sky next to an object) is on the near side of a
-  silhouette; its weight is ``X_i = max(r_{i-1} - r_i, r_{i+1} - r_i, 0) ** 0.5`` (the paper's exponent), the
-  jump capped at ``JUMP_CAP_M``.
-- Image edges: ``E`` = the largest absolute grey difference between a pixel and its 8 neighbours (/255), blurred by
-  an inverse distance transform ``D = alpha E + (1 - alpha) max_{x, y} E_{x, y} gamma ** max(|x - i|, |y - j|)``
-  (the paper's alpha = 1/3, gamma = 0.98), so that the score decays smoothly with the distance to an edge.
-- Score: ``J = sum_f sum_i X_i D_f(project(T p_i))`` over many frames (bilinear look-up; points outside the image
-  score 0), divided by the total weight: a number in [0, 1], larger is better aligned.
+- LiDAR silhouettes from the sweep's range image (rings sorted by elevation x azimuth steps), ``depth_edges``:
+  side silhouettes (a jump between azimuth neighbours of a ring), top silhouettes (between a ring and the one
+  above it in the same column) and bottom edges (where a vertical face meets the ground: exact, not sampled).
+  Each silhouette point is put on the ray halfway between the two returns, at the range the surface reaches
+  there: the near return alone lies half a step inside the object, a bias the paper's points have.
+- Image: the exact Euclidean distance transform of the Canny edges (``edge_distance_map``).
+- Objective: the weighted mean of the truncated squared distance from each projected silhouette point to the
+  nearest image edge (``edge_cost``), minimised by an exhaustive rotation grid, then Nelder-Mead over rotation
+  and then all six parameters with a truncation that narrows from 10 to 2 pixels (``refine_extrinsic``). The
+  paper's score ``J`` (its blurred edge image ``alpha E + (1 - alpha) gamma ** d``, ``edge_score``) peaked away
+  from the true extrinsic on these logs and is kept as a reported figure only.
 
-The refinement maximises J by a coarse-to-fine pattern search: rotation alone first (a 1 deg error moves a point
-at any range by ~1 deg of view, a 5 cm one moves a point at 20 m by 0.14 deg only), then all six parameters. The
-misalignment reported in pixels is a separate, readable figure: the mean distance from each projected edge point
-to the nearest Canny edge, truncated at ``TRUNCATE_PX``.
+The misalignment reported in pixels is the mean distance from each projected silhouette point to the nearest
+Canny edge, truncated at ``TRUNCATE_PX``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ from stridegen.core.geometry import make_transform, project_points, transform_po
 
 TRUNCATE_PX = 10.0
 DEPTH_JUMP_M = 0.5
-JUMP_CAP_M = 10.0  # a gap in the ring (no return) counts as a jump this large
-GAP_STEPS = 3.0  # an azimuth gap wider than this many of the ring's median steps is a missing neighbour
-WEIGHT_EXPONENT = 0.5  # Levinson and Thrun 2013, eq. (1)
+GAP_STEPS = 3.5  # an azimuth gap wider than this many of the ring's median steps is sky, not a dropout
+RANGE_LIMIT_SHARE = 0.9  # a gap next to a return beyond this share of the farthest return is the range limit
+RAMP_FACTOR = 3.0  # a jump must exceed this many times the near point's range step on its other side
+TOP_MIN_HEIGHT_M = 0.3  # a top edge (between rings) must lie this far above the LiDAR (and so above the cameras)
+# Weight of a top edge: its position is known to +-half the ring spacing (1.33 deg on a 32-beam LiDAR), a side
+# edge's to +-half the azimuth step (0.33 deg); 1 / variance gives (0.33 / 1.33) ** 2 = 0.06; 0.1 did better than 0
+# and 1 on three cameras of the synthetic log while this was developed.
+TOP_WEIGHT = 0.1
+FACE_TOLERANCE_M = 0.15  # two returns of a column on one vertical face differ this little in horizontal distance
+GROUND_GAP_M = 0.3  # a ground return lies this much nearer (horizontally) than the face behind it
 ALPHA = 1.0 / 3.0  # Levinson and Thrun 2013, eq. (2)
 GAMMA = 0.9  # the paper has 0.98 at 640x480; 0.9 measured better on the synthetic 800x450 log (docs/calibrate.md)
 CANNY_LOW, CANNY_HIGH = 50, 150  # OpenCV Canny hysteresis thresholds on the 8-bit grey image
@@ -40,51 +48,136 @@ CANNY_LOW, CANNY_HIGH = 50, 150  # OpenCV Canny hysteresis thresholds on the 8-b
 
 @dataclass(frozen=True)
 class DepthEdges:
-    """Depth-edge points [M, 3] of one sweep (sensor frame, m) and their weights [M] (``X_i`` above)."""
+    """Silhouette points [M, 3] of one sweep (sensor frame, m) and their weights [M] (``depth_edges``)."""
 
     points: np.ndarray
     weight: np.ndarray
 
 
-def depth_edges(points_lidar: np.ndarray, ring: np.ndarray | None = None, jump_m: float = DEPTH_JUMP_M) -> DepthEdges:
-    """Depth edges of a sweep (sensor frame): along each ring (``ring`` [N]; elevation bins of 0.5 deg when absent)
-    in azimuth order, the points whose range is smaller than a neighbour's by more than ``jump_m`` (or whose
-    neighbour is missing: an azimuth gap of more than ``GAP_STEPS`` median steps of the ring), unless the other
-    neighbour is nearer by more than a third of that jump (a surface seen at a grazing angle, whose ranges grow
-    steadily, is no silhouette). A gap next to a return within 10 % of the sweep's farthest return is the range
-    limit, not a silhouette, and is not counted."""
+def _rotate_toward(xyz: np.ndarray, d_az: np.ndarray | float, elevation: np.ndarray | None = None) -> np.ndarray:
+    """``xyz`` [M, 3] turned about the sensor's z axis by ``d_az`` (rad) and, when given, set to ``elevation``
+    (rad), at the same range."""
+    r = np.linalg.norm(xyz, axis=1)
+    az = np.arctan2(xyz[:, 1], xyz[:, 0]) + d_az
+    el = np.arcsin(np.clip(xyz[:, 2] / np.maximum(r, 1e-9), -1, 1)) if elevation is None else elevation
+    return np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=1) * r[:, None]
+
+
+def _extend(xyz: np.ndarray, a: np.ndarray, c: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Where the surface through returns ``c`` and ``a`` (indices into ``xyz``; ``c`` < 0: none), continued past
+    ``a``, meets the ray along ``direction`` [M, 3] from the sensor: the closest point of the two lines, its range
+    kept within one step of the surface (``|a - c|``) of ``a``'s; without ``c``, at ``a``'s range. The edge lies
+    between the rays, so a surface seen obliquely reaches it farther than ``a``: at ``a``'s range the points would
+    be too near, which moves them away from the epipole in the image of a camera ahead of the LiDAR."""
+    p = xyz[a]
+    r_a = np.linalg.norm(p, axis=1)
+    d = direction / np.linalg.norm(direction, axis=1, keepdims=True)
+    e = p - xyz[np.maximum(c, 0)]
+    ee, ed, ad, ae = (np.einsum("ij,ij->i", x, y) for x, y in ((e, e), (e, d), (p, d), (p, e)))
+    det = ee - ed**2  # |d| = 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (ee * ad - ed * ae) / det  # range along d of the closest point to the line p + s e
+    step = np.sqrt(ee)
+    t = np.where((c >= 0) & (det > 1e-12 * np.maximum(ee, 1e-12)), np.clip(t, r_a - step, r_a + step), r_a)
+    return d * t[:, None]
+
+
+def depth_edges(
+    points_lidar: np.ndarray,
+    ring: np.ndarray | None = None,
+    jump_m: float = DEPTH_JUMP_M,
+    top_weight: float = TOP_WEIGHT,
+    bottom_weight: float = 1.0,
+) -> DepthEdges:
+    """Silhouettes of a sweep (sensor frame) on its range image: rows are the rings (``ring`` [N]; elevation bins
+    of 0.5 deg when absent) sorted by elevation, columns the azimuth steps (the median step of the rings).
+
+    - Side silhouettes: a ring's point whose azimuth neighbour is farther by more than ``jump_m`` and by more than
+      ``RAMP_FACTOR`` times the point's range step to its other neighbour (a surface seen at a grazing angle grows
+      steadily and is no silhouette), or whose neighbour is missing (an azimuth gap of more than ``GAP_STEPS``
+      steps: sky; a shorter gap is a dropout, bridged; a gap next to the range limit is no silhouette).
+    - Top silhouettes: a point whose neighbour in the ring above at the same column is farther (same test against
+      the ring below) or missing, ``TOP_MIN_HEIGHT_M`` above the sensor (seen from below by the LiDAR and the
+      cameras alike, so that both see the same edge), weighted ``top_weight``.
+
+    The edge is between the two rays: each point is put at the near range on the bisecting direction, so the
+    sampling does not pull the silhouette inwards by half a step (which the near point alone would)."""
     xyz = np.asarray(points_lidar, dtype=np.float64)[:, :3]
     rng_m = np.linalg.norm(xyz, axis=1)
-    if ring is None:
-        ring = np.round(np.degrees(np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1]))) / 0.5)
-    ring = np.asarray(ring)
+    keep = rng_m > 1e-6
+    xyz, rng_m = xyz[keep], rng_m[keep]
+    el = np.arcsin(np.clip(xyz[:, 2] / np.maximum(rng_m, 1e-9), -1, 1))
+    ring = np.round(np.degrees(el) / 0.5) if ring is None else np.asarray(ring)[keep]
+    rings, ring_index = np.unique(ring, return_inverse=True)
+    ring_el = np.array([np.median(el[ring_index == k]) for k in range(rings.size)])
+    rank = np.argsort(np.argsort(ring_el))[ring_index]  # ring position by elevation, lowest first
+    ring_el = np.sort(ring_el)
     az = np.arctan2(xyz[:, 1], xyz[:, 0])
-    order = np.lexsort((az, ring))
-    r_s, ring_s, az_s = rng_m[order], ring[order], az[order]
-    same = ring_s[1:] == ring_s[:-1]
-    d_az = np.diff(az_s)
-    step = np.median(d_az[same]) if same.any() else 0.0
-    linked = same & (d_az <= GAP_STEPS * step)
-    # Range difference to the previous / next point of the same ring; a missing neighbour is JUMP_CAP_M farther,
-    # except at the range limit, where it is as near as the point itself.
-    at_limit = r_s > 0.9 * r_s.max(initial=0.0)
-    missing = np.where(at_limit, 0.0, JUMP_CAP_M)
-    d_prev, d_next = missing.copy(), missing.copy()
-    d_prev[0], d_next[-1] = 0.0, 0.0  # a ring's two ends (the seam of the revolution) are no silhouette
-    d_prev[1:][~same], d_next[:-1][~same] = 0.0, 0.0
-    d_prev[1:][linked] = (r_s[:-1] - r_s[1:])[linked]
-    d_next[:-1][linked] = (r_s[1:] - r_s[:-1])[linked]
-    jump = np.minimum(np.maximum(d_prev, d_next), JUMP_CAP_M)
-    other = np.minimum(d_prev, d_next)
-    edge = (jump > jump_m) & (other > -jump / 3.0)
-    return DepthEdges(xyz[order[edge]], jump[edge] ** WEIGHT_EXPONENT)
+    order = np.lexsort((az, rank))
+    xyz, r, az, rank = xyz[order], rng_m[order], az[order], rank[order]
+    same = rank[1:] == rank[:-1]
+    if not same.any():
+        return DepthEdges(np.zeros((0, 3)), np.zeros(0))
+    d_az = np.diff(az)
+    step = float(np.median(d_az[same]))
+    limit = RANGE_LIMIT_SHARE * r.max()
 
+    # Side silhouettes: pairs (i, i + 1) of one ring.
+    i = np.nonzero(same)[0]
+    j = i + 1
+    gap = d_az[i] > GAP_STEPS * step
+    linked_i, linked_j = i[~gap], j[~gap]
+    prev, nxt = np.full(r.size, -1), np.full(r.size, -1)
+    nxt[linked_i], prev[linked_j] = linked_j, linked_i
 
-def depth_edge_points(
-    points_lidar: np.ndarray, ring: np.ndarray | None = None, jump_m: float = DEPTH_JUMP_M
-) -> np.ndarray:
-    """The points [M, 3] of ``depth_edges`` (sensor frame, m), without their weights."""
-    return depth_edges(points_lidar, ring, jump_m).points
+    def ramp(a: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Range step of ``a`` from its ``other`` neighbour (0 without one): the surface's slope per step."""
+        o = other[a]
+        return np.where(o >= 0, r[a] - r[np.maximum(o, 0)], 0.0)
+
+    pts, wts = [], []
+    for near, far, other in ((linked_i, linked_j, prev), (linked_j, linked_i, nxt)):
+        m = r[far] - r[near] > np.maximum(jump_m, RAMP_FACTOR * np.maximum(ramp(near, other), 0.0))
+        a, b = near[m], far[m]
+        pts.append(_extend(xyz, a, other[a], xyz[a] / r[a, None] + xyz[b] / r[b, None]))
+        wts.append(np.ones(a.size))
+    for near, sign, other in ((i[gap], 1.0, prev), (j[gap], -1.0, nxt)):
+        a = near[r[near] < limit]
+        pts.append(_extend(xyz, a, other[a], _rotate_toward(xyz[a], sign * step / 2)))
+        wts.append(np.ones(a.size))
+
+    # Top silhouettes: the point of the ring above in the same azimuth column.
+    col = np.round((az - az.min()) / step).astype(np.int64)
+    grid = np.full((rings.size + 2, int(col.max()) + 1), -1)  # two rows of "no return" above the top ring
+    grid[rank, col] = np.arange(r.size)
+    above, below = grid[np.minimum(rank + 1, rings.size), col], grid[np.maximum(rank - 1, 0), col]
+    below = np.where(rank > 0, below, -1)
+    r_above = np.where(above >= 0, r[np.maximum(above, 0)], np.inf)
+    step_below = np.where(below >= 0, r - r[np.maximum(below, 0)], 0.0)
+    top = (r_above - r > np.maximum(jump_m, RAMP_FACTOR * np.maximum(step_below, 0.0))) & (r < limit)
+    top &= (rank < rings.size - 1) & (xyz[:, 2] > TOP_MIN_HEIGHT_M)
+    a = np.nonzero(top)[0]
+    upper_el = ring_el[np.minimum(rank[a] + 1, rings.size - 1)]
+    bisect = _rotate_toward(xyz[a], 0.0, 0.5 * (np.arcsin(xyz[a, 2] / r[a]) + upper_el))
+    pts.append(_extend(xyz, a, below[a], bisect))
+    wts.append(np.full(a.size, float(top_weight)))
+
+    # Bottom edges: a ground return in front of a vertical face (the two returns above it in the column lie at
+    # the same horizontal distance); the face meets the ground right below its lowest return.
+    rho = np.hypot(xyz[:, 0], xyz[:, 1])
+    up1, up2 = above, grid[rank + 2, col]
+    ok = (up1 >= 0) & (up2 >= 0) & (below >= 0)
+    u1, u2, b0 = np.maximum(up1, 0), np.maximum(up2, 0), np.maximum(below, 0)
+    ok &= np.abs(rho[u2] - rho[u1]) < FACE_TOLERANCE_M  # a vertical face above
+    ok &= rho[u1] - rho > GROUND_GAP_M  # the point lies in front of it
+    ok &= (np.abs(xyz[b0, 2] - xyz[:, 2]) < FACE_TOLERANCE_M) & (rho - rho[b0] > GROUND_GAP_M)  # on the ground
+    ok &= xyz[u2, 2] - xyz[:, 2] > FACE_TOLERANCE_M  # the face rises above the ground
+    a = np.nonzero(ok)[0]
+    foot = xyz[up1[a]].copy()
+    foot[:, 2] = xyz[a, 2]
+    pts.append(foot)
+    wts.append(np.full(a.size, float(bottom_weight)))
+    return DepthEdges(np.concatenate(pts), np.concatenate(wts))
 
 
 def _grey(image_rgb: np.ndarray) -> np.ndarray:
@@ -98,23 +191,25 @@ def edge_strength_map(image_rgb: np.ndarray, alpha: float = ALPHA, gamma: float 
     with ``E`` the Canny edges (0 or 1) and ``d`` the Euclidean distance (pixels) to the nearest one. This is
     Levinson and Thrun's inverse distance transform with binary edges: a grey-difference ``E`` also marks the
     texture of road and sky, whose blur then floods the image."""
-    dist = edge_distance_map(image_rgb, vertical_only=True)
+    return _strength(edge_distance_map(image_rgb), alpha, gamma)
+
+
+def _strength(dist: np.ndarray, alpha: float = ALPHA, gamma: float = GAMMA) -> np.ndarray:
     return (alpha * (dist == 0) + (1.0 - alpha) * np.power(np.float32(gamma), dist)).astype(np.float32)
 
 
-def edge_distance_map(image_rgb: np.ndarray, vertical_only: bool = False) -> np.ndarray:
-    """Distance (pixels, float32 [H, W]) from every pixel to the nearest Canny edge of an RGB image;
-    ``vertical_only``: to the nearest edge pixel whose grey gradient is more horizontal than vertical (an edge
-    line steeper than 45 deg)."""
+def _distance(edges: np.ndarray) -> np.ndarray:
     import cv2
 
-    grey = _grey(image_rgb)
-    edges = cv2.Canny(grey, CANNY_LOW, CANNY_HIGH) > 0
-    if vertical_only:
-        gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0)
-        gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1)
-        edges &= np.abs(gx) > np.abs(gy)
-    return np.asarray(cv2.distanceTransform((~edges).astype(np.uint8), cv2.DIST_L2, 5))
+    return np.asarray(cv2.distanceTransform((~edges).astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE))
+
+
+def edge_distance_map(image_rgb: np.ndarray) -> np.ndarray:
+    """Distance (pixels, float32 [H, W]) from every pixel to the nearest Canny edge of an RGB image (exact
+    Euclidean distance transform)."""
+    import cv2
+
+    return _distance(cv2.Canny(_grey(image_rgb), CANNY_LOW, CANNY_HIGH) > 0)
 
 
 @dataclass(frozen=True)
@@ -142,8 +237,8 @@ class EdgeViews:
         """Stack frames (``edges[f]`` in the LiDAR frame at image ``f``'s time), keeping the edge points that
         project within ``margin_px`` of the image at ``T_cam_from_lidar`` (the rest cannot reach it in a small
         search); ``gamma``: the decay of ``edge_strength_map``."""
-        strength = np.stack([edge_strength_map(im, gamma=gamma) for im in images_rgb])
         distance = np.stack([edge_distance_map(im) for im in images_rgb])
+        strength = _strength(distance, gamma=gamma)
         h, w = strength.shape[1:]
         keep_pts, keep_w, keep_v = [], [], []
         for f, e in enumerate(edges):
@@ -169,6 +264,18 @@ def _project(
     return u, v, inside
 
 
+def _bilinear(maps: np.ndarray, f: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Bilinear look-up of ``maps`` [F, H, W] at (frame ``f``, column ``u``, row ``v``), all inside the image."""
+    u0, v0 = np.floor(u).astype(np.int64), np.floor(v).astype(np.int64)
+    du, dv = u - u0, v - v0
+    return (
+        maps[f, v0, u0] * (1 - du) * (1 - dv)
+        + maps[f, v0, u0 + 1] * du * (1 - dv)
+        + maps[f, v0 + 1, u0] * (1 - du) * dv
+        + maps[f, v0 + 1, u0 + 1] * du * dv
+    )
+
+
 def edge_score(T_cam_from_lidar: np.ndarray, intrinsic: np.ndarray, views: EdgeViews) -> float:
     """Levinson and Thrun's alignment score J (weighted mean of the blurred edge image at the projected depth
     edges, bilinear; points outside the image score 0): in [0, 1], larger is better."""
@@ -176,17 +283,23 @@ def edge_score(T_cam_from_lidar: np.ndarray, intrinsic: np.ndarray, views: EdgeV
     if total <= 0:
         return 0.0
     u, v, inside = _project(T_cam_from_lidar, intrinsic, views)
-    u, v, f, wt = u[inside], v[inside], views.view[inside], views.weight[inside]
-    u0, v0 = np.floor(u).astype(np.int64), np.floor(v).astype(np.int64)
-    du, dv = u - u0, v - v0
-    s = views.strength
-    val = (
-        s[f, v0, u0] * (1 - du) * (1 - dv)
-        + s[f, v0, u0 + 1] * du * (1 - dv)
-        + s[f, v0 + 1, u0] * (1 - du) * dv
-        + s[f, v0 + 1, u0 + 1] * du * dv
-    )
-    return float((wt * val).sum()) / total
+    val = _bilinear(views.strength, views.view[inside], u[inside], v[inside])
+    return float((views.weight[inside] * val).sum()) / total
+
+
+def edge_cost(T_cam_from_lidar: np.ndarray, intrinsic: np.ndarray, views: EdgeViews, truncate_px: float) -> float:
+    """Weighted mean of the truncated squared distance (px^2) from each projected silhouette point to the nearest
+    image edge (bilinear in the distance transform; a point outside the image costs ``truncate_px ** 2``):
+    smaller is better aligned. Truncation makes it a robust (redescending) cost: an edge point that has no
+    image edge within ``truncate_px`` (an unseen silhouette, a wrong match) pulls no more than a constant."""
+    total = float(views.weight.sum())
+    if total <= 0:
+        return 0.0
+    u, v, inside = _project(T_cam_from_lidar, intrinsic, views)
+    cost = np.full(u.size, truncate_px**2)
+    d = _bilinear(views.distance_px, views.view[inside], u[inside], v[inside])
+    cost[inside] = np.minimum(d, truncate_px) ** 2
+    return float((views.weight * cost).sum()) / total
 
 
 def edge_misalignment_px(T_cam_from_lidar: np.ndarray, intrinsic: np.ndarray, views: EdgeViews) -> float:
@@ -221,49 +334,123 @@ class ExtrinsicRefinement:
     evaluations: int
 
 
-# (rotation step deg, translation step m; 0 = that block is held) per level of the coarse-to-fine search.
-SEARCH_LEVELS: tuple[tuple[float, float], ...] = (
-    (0.5, 0.0),
-    (0.1, 0.0),
-    (0.1, 0.05),
-    (0.02, 0.01),
-    (0.02, 0.002),
+# (truncation px, initial simplex step: rotation deg, translation m; 0 = held) per level of the coarse-to-fine
+# search: rotation alone while the truncation is wide (a wrong match of a horizontal edge would otherwise pull the
+# translation by decimetres), then all six parameters.
+SEARCH_LEVELS: tuple[tuple[float, float, float], ...] = (
+    (10.0, 0.5, 0.0),
+    (5.0, 0.3, 0.0),
+    (5.0, 0.1, 0.03),
+    (3.0, 0.1, 0.01),
+    (2.0, 0.05, 0.005),
 )
+
+
+ROTATION_GRID_DEG = (1.5, 0.5)  # half-width and step of the first, exhaustive search over the rotation vector
+GRID_STARTS = 3  # descents from this many distinct best grid rotations: the wide first level can pick a wrong basin
+
+
+def _moved(T: np.ndarray, x: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """``perturb`` by the free parameters ``x`` (of rotation vector deg, translation m: ``free`` [6])."""
+    delta = np.zeros(6)
+    delta[free] = x
+    return perturb(T, delta[:3], delta[3:])
+
+
+def _grid_starts(
+    T0: np.ndarray, intrinsic: np.ndarray, views: EdgeViews, truncate_px: float, grid_deg: tuple[float, float], n: int
+) -> list[np.ndarray]:
+    """The ``n`` best rotations of a grid about ``T0`` (``grid_deg``: half-width and step, deg) by ``edge_cost``,
+    no two within one step of each other (distinct basins), best first."""
+    half, step = grid_deg
+    ticks = np.arange(-half, half + 1e-9, step)
+    rotations = np.stack(np.meshgrid(ticks, ticks, ticks, indexing="ij"), axis=-1).reshape(-1, 3)
+    costs = np.array([edge_cost(perturb(T0, rv, np.zeros(3)), intrinsic, views, truncate_px) for rv in rotations])
+    chosen: list[np.ndarray] = []
+    for k in np.argsort(costs, kind="stable"):
+        if all(np.abs(rotations[k] - c).max() > step + 1e-9 for c in chosen):
+            chosen.append(rotations[k])
+        if len(chosen) == n:
+            break
+    return [perturb(T0, rv, np.zeros(3)) for rv in chosen]
+
+
+def _descend(
+    T: np.ndarray,
+    intrinsic: np.ndarray,
+    views: EdgeViews,
+    levels: Sequence[tuple[float, float, float]],
+    max_evaluations: int,
+    restarts: int,
+) -> tuple[np.ndarray, float, int]:
+    """Nelder-Mead (scipy) per level of ``levels`` from ``T``: (result, its cost at the last level, evaluations)."""
+    from scipy.optimize import minimize
+
+    evaluations, best = 0, np.inf
+    for truncate_px, rot_deg, trans_m in levels:
+        free = np.array([rot_deg] * 3 + [trans_m] * 3) > 0
+        simplex_step = np.array([rot_deg] * 3 + [trans_m] * 3)[free]
+        best = edge_cost(T, intrinsic, views, truncate_px)
+        for _ in range(restarts + 1):  # Nelder-Mead stalls on a collapsed simplex: restart from its result
+            base = T
+
+            def cost(
+                x: np.ndarray, base: np.ndarray = base, free: np.ndarray = free, truncate_px: float = truncate_px
+            ) -> float:
+                return edge_cost(_moved(base, x, free), intrinsic, views, truncate_px)
+
+            res = minimize(
+                cost,
+                np.zeros(free.sum()),
+                method="Nelder-Mead",
+                options={
+                    "initial_simplex": np.vstack([np.zeros(free.sum()), np.diag(simplex_step)]),
+                    "xatol": 1e-4,
+                    "fatol": 1e-7,
+                    "maxfev": max_evaluations,
+                },
+            )
+            evaluations += int(res.nfev)
+            if res.fun >= best - 1e-9:
+                break
+            T, best = _moved(base, res.x, free), float(res.fun)
+    return T, best, evaluations
 
 
 def refine_extrinsic(
     T_cam_from_lidar: np.ndarray,
     intrinsic: np.ndarray,
     views: EdgeViews,
-    levels: Sequence[tuple[float, float]] = SEARCH_LEVELS,
-    max_moves: int = 200,
+    levels: Sequence[tuple[float, float, float]] = SEARCH_LEVELS,
+    max_evaluations: int = 3000,
+    restarts: int = 3,
+    grid_deg: tuple[float, float] = ROTATION_GRID_DEG,
+    starts: int = GRID_STARTS,
 ) -> ExtrinsicRefinement:
-    """Maximise ``edge_score`` over the six extrinsic parameters (rotation vector and translation in the camera
-    frame, ``perturb``) by a pattern search per level of ``levels``: of the moves +-step along each free
-    parameter, take the best while it raises the score (at most ``max_moves`` per level)."""
-    T = np.asarray(T_cam_from_lidar, dtype=np.float64).copy()
-    best = edge_score(T, intrinsic, views)
-    before, evaluations = best, 1
-    for rot_step, trans_step in levels:
-        axes = [a for a in range(6) if (rot_step if a < 3 else trans_step) > 0]
-        for _ in range(max_moves):
-            candidates = []
-            for axis in axes:
-                for sign in (1.0, -1.0):
-                    delta = np.zeros(6)
-                    delta[axis] = sign * (rot_step if axis < 3 else trans_step)
-                    moved = perturb(T, delta[:3], delta[3:])
-                    candidates.append((edge_score(moved, intrinsic, views), moved))
-            evaluations += len(candidates)
-            score, moved = max(candidates, key=lambda c: c[0])
-            if score <= best + 1e-12:
-                break
-            T, best = moved, score
+    """Minimise ``edge_cost`` over the six extrinsic parameters (rotation vector and translation in the camera
+    frame, ``perturb``): from each of the ``starts`` best rotations of a grid (``grid_deg``: half-width and step,
+    deg; at the first level's truncation; none when the half-width is 0: from the start alone), Nelder-Mead
+    (scipy) once per level of ``levels`` over its free parameters, restarted from its own result (at most
+    ``restarts`` times) while that lowers the cost; the result of lowest final cost wins. Each level tightens the
+    truncation (a wide one first, so that a point still finds its edge from a degree away; a tight one last, so
+    that only the matched edges decide) and starts from the previous level's result with a smaller simplex."""
+    T0 = np.asarray(T_cam_from_lidar, dtype=np.float64).copy()
+    evaluations = 0
+    begin = [T0]
+    if grid_deg[0] > 0:
+        begin = _grid_starts(T0, intrinsic, views, levels[0][0], grid_deg, starts)
+        evaluations += round((2 * grid_deg[0] / grid_deg[1] + 1) ** 3)
+    T, best = T0, np.inf
+    for start in begin:
+        moved, cost, n = _descend(start, intrinsic, views, levels, max_evaluations, restarts)
+        evaluations += n
+        if cost < best:
+            T, best = moved, cost
     return ExtrinsicRefinement(
         T,
-        edge_misalignment_px(np.asarray(T_cam_from_lidar, dtype=np.float64), intrinsic, views),
+        edge_misalignment_px(T0, intrinsic, views),
         edge_misalignment_px(T, intrinsic, views),
-        before,
-        best,
+        edge_score(T0, intrinsic, views),
+        edge_score(T, intrinsic, views),
         evaluations,
     )
