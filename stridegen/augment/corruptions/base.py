@@ -13,6 +13,8 @@ they removed.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +57,43 @@ def to_uint8(image: np.ndarray, scale: float = 1.0) -> np.ndarray:
     if image.size < 4096 or image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] > 4):
         return np.clip(np.rint(image * np.float32(scale)), 0, 255).astype(np.uint8)
     return cv2.convertScaleAbs(np.maximum(image, 0), alpha=float(scale))
+
+
+# --- work buffers -------------------------------------------------------------------------------------------------
+# A corruption of a 1600x900 image makes several full-size intermediates. Allocated afresh on every call, each one is
+# page-faulted in 4 KiB pages once the allocator has handed the memory back to the kernel between calls (it does, with
+# several multi-megabyte temporaries alive at once): ~2 us a page, 1-2 ms per 4 MB buffer, often more than the
+# arithmetic itself. ``scratch`` instead keeps, per thread, the last buffers of each use site and shape, so the same
+# pages serve every call. Only intermediates live there: a corruption's result is always a fresh array.
+_SCRATCH_BYTES = 256 << 20  # per thread; least recently used buffers are dropped beyond it
+
+
+class _ScratchPool(threading.local):
+    def __init__(self) -> None:
+        self.buffers: OrderedDict[tuple[str, tuple[int, ...], str], np.ndarray] = OrderedDict()
+        self.nbytes = 0
+
+
+_SCRATCH = _ScratchPool()
+
+
+def scratch(site: str, shape: tuple[int, ...], dtype: np.dtype[Any] | type) -> np.ndarray:
+    """An uninitialised C-contiguous work buffer, reused by later calls with the same ``site`` (a name unique to the
+    calling code), shape and dtype in this thread. Its contents are undefined and are overwritten by the next call
+    with the same key: never return it (or a view of it) from a corruption."""
+    key = (site, tuple(int(n) for n in shape), np.dtype(dtype).str)
+    buffers = _SCRATCH.buffers
+    found = buffers.get(key)
+    if found is not None:
+        buffers.move_to_end(key)
+        return found
+    buffer = np.empty(key[1], dtype=dtype)
+    buffers[key] = buffer
+    _SCRATCH.nbytes += buffer.nbytes
+    while _SCRATCH.nbytes > _SCRATCH_BYTES and len(buffers) > 1:
+        _, dropped = buffers.popitem(last=False)
+        _SCRATCH.nbytes -= dropped.nbytes
+    return buffer
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ stored object masks stay on their objects.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -27,17 +28,21 @@ def _pixel_grid(shape_hw: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
 # wide-angle lens. Brown (1966) "Decentering distortion of lenses"; the same polynomial as OpenCV's k1 term.
 # Table k = [.1, .2, .35, .5, .7].
 def lens_distortion_map(shape_hw: tuple[int, int], k: float, rng: np.random.Generator | None = None) -> PixelMap:
-    h, w = shape_hw
-    grid_x, grid_y = _pixel_grid(shape_hw)
+    """The barrel-distortion map of an image of ``shape_hw`` (no random draw). Built once per (shape, k) and
+    shared: its arrays are read-only (building it costs more than the remap through it)."""
+    return _lens_distortion_map(int(shape_hw[0]), int(shape_hw[1]), float(k))
+
+
+@lru_cache(maxsize=4)  # a few camera sizes x severities; 2 float32 planes each (11.5 MB at 1600x900)
+def _lens_distortion_map(h: int, w: int, k: float) -> PixelMap:
+    grid_x, grid_y = _pixel_grid((h, w))
     cx, cy = (w - 1) * 0.5, (h - 1) * 0.5
     f = 0.5 * math.hypot(w - 1, h - 1)  # half diagonal between corner pixel centres: those stay fixed
     xn, yn = (grid_x - cx) / f, (grid_y - cy) / f
     scale = (1.0 + k * (xn * xn + yn * yn)) / (1.0 + k)
-    return PixelMap(
-        map_x=(cx + f * xn * scale).astype(np.float32),
-        map_y=(cy + f * yn * scale).astype(np.float32),
-        border=cv2.BORDER_REPLICATE,
-    )
+    map_x, map_y = (cx + f * xn * scale).astype(np.float32), (cy + f * yn * scale).astype(np.float32)
+    map_x.flags.writeable = map_y.flags.writeable = False
+    return PixelMap(map_x=map_x, map_y=map_y, border=cv2.BORDER_REPLICATE)
 
 
 LENS_DISTORTION = Corruption(

@@ -15,22 +15,22 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from stridegen.augment.corruptions.base import Corruption, to_uint8
+from stridegen.augment.corruptions.base import Corruption, scratch, to_uint8
 from stridegen.augment.corruptions.sampling import IN_LEVELS, LevelLaw, level_law, rounded_gaussian_cdf, sample_levels
 from stridegen.formats.images import encode_jpeg
 
 _LEVELS = np.arange(256, dtype=np.float32)
 
 
-def _channel_max_min(image_rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-pixel (max, min) over the three channels: HSV's V and V - chroma, (H, W) uint8 each."""
-    r, g, b = (cv2.extractChannel(image_rgb, i) for i in range(3))
-    return cv2.max(cv2.max(r, g), b), cv2.min(cv2.min(r, g), b)
+def _broadcast3(plane: np.ndarray, dst: np.ndarray | None = None) -> np.ndarray:
+    """(H, W) -> (H, W, 3), the plane in every channel (uint8 or float32), into ``dst`` if given."""
+    return cv2.cvtColor(plane, cv2.COLOR_GRAY2RGB, dst=dst)
 
 
-def _broadcast3(plane: np.ndarray) -> np.ndarray:
-    """(H, W) -> (H, W, 3), the plane in every channel (uint8 or float32)."""
-    return cv2.cvtColor(plane, cv2.COLOR_GRAY2RGB)
+def _planes(site: str, shape_hw: tuple[int, ...], count: int, dtype: type) -> list[np.ndarray]:
+    """``count`` (H, W) work planes of one reusable block (``scratch``): every intermediate of the photometric edits
+    is written into such buffers (``dst=``) instead of letting OpenCV allocate a fresh result per step."""
+    return list(scratch(site, (count, *shape_hw), dtype))
 
 
 def channel_affine(
@@ -64,15 +64,25 @@ def channel_means(image_rgb: np.ndarray) -> tuple[float, float, float]:
 # With V' = min(V + k, 255), k = 255 c, x V'/V = min(x + k x/V, 255 x/V); rounding is monotone, so
 # out = min(x + round(k x/V), round(255 x/V)): two saturating uint8 divisions (cv2.divide rounds a * scale / b).
 def _brightness(image_rgb: np.ndarray, c: float, rng: np.random.Generator) -> np.ndarray:
-    v_max, _ = _channel_max_min(image_rgb)
-    v3 = _broadcast3(v_max)
+    planes = _planes("brightness", image_rgb.shape[:2], 3, np.uint8)
+    v_max = _channel_v(image_rgb, planes[0], planes[1])
+    v3 = _broadcast3(v_max, scratch("brightness-v3", image_rgb.shape, np.uint8))
     k = 255.0 * c
-    out = cv2.min(cv2.add(image_rgb, cv2.divide(image_rgb, v3, scale=k)), cv2.divide(image_rgb, v3, scale=255.0))
-    black = cv2.compare(v_max, 0, cv2.CMP_EQ)  # type: ignore[call-overload]  # V = 0: cv2.divide gives 0; the grey V' = round(k) is meant
+    out = cv2.divide(image_rgb, v3, dst=np.empty_like(image_rgb), scale=k)
+    cv2.add(image_rgb, out, dst=out)
+    cv2.min(out, cv2.divide(image_rgb, v3, dst=v3, scale=255.0), dst=out)
+    black = cv2.compare(v_max, 0, cv2.CMP_EQ, dst=planes[2])  # type: ignore[call-overload]  # V = 0: cv2.divide gives 0; the grey V' = round(k) is meant
     if cv2.countNonZero(black):
         grey = float(round(k))
         out = cv2.add(out, (grey, grey, grey, 0.0), dst=out, mask=black)  # type: ignore[call-overload]
     return out
+
+
+def _channel_v(image_rgb: np.ndarray, dst: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """Per-pixel max over the three channels (HSV's V) into the (H, W) uint8 ``dst``, using ``work`` (same)."""
+    cv2.extractChannel(image_rgb, 0, dst=dst)
+    cv2.max(dst, cv2.extractChannel(image_rgb, 1, dst=work), dst=dst)
+    return cv2.max(dst, cv2.extractChannel(image_rgb, 2, dst=work), dst=dst)
 
 
 BRIGHTNESS = Corruption(
@@ -195,14 +205,26 @@ CONTRAST = Corruption(
 # (one plane), broadcast to the channels, and applied as one rounding uint8 x float32 product.
 def _saturation(image_rgb: np.ndarray, params: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
     a, b = params
-    planes = [cv2.extractChannel(image_rgb, i) for i in range(3)]
-    v_max = cv2.max(cv2.max(planes[0], planes[1]), planes[2])
-    chroma = cv2.subtract(v_max, cv2.min(cv2.min(planes[0], planes[1]), planes[2]))
-    q = cv2.multiply(cv2.LUT(v_max, _LEVELS), cv2.LUT(chroma, _INV_LEVELS))  # V / R, and 0 for grey (R = 0)
-    # grey: min(., 0) = 0
-    ratio = cv2.min(cv2.addWeighted(q, b, q, 0.0, a), q) if b > 0 else cv2.min(q, a)  # type: ignore[call-overload]
-    # per plane (no 17 MB float32 broadcast of the ratio): x' = V - round((V - x) ratio)
-    out = cv2.merge([cv2.subtract(v_max, cv2.multiply(cv2.subtract(v_max, x), ratio, dtype=cv2.CV_8U)) for x in planes])
+    planes = _planes("saturation", image_rgb.shape[:2], 5, np.uint8)
+    for i in range(3):
+        cv2.extractChannel(image_rgb, i, dst=planes[i])
+    v_max, chroma = cv2.max(planes[0], planes[1], dst=planes[3]), cv2.min(planes[0], planes[1], dst=planes[4])
+    cv2.max(v_max, planes[2], dst=v_max)
+    cv2.subtract(v_max, cv2.min(chroma, planes[2], dst=chroma), dst=chroma)
+    # q = V / R, and 0 for grey (R = 0); then ratio = min(a + b q, q) (grey: min(., 0) = 0)
+    ratio, work = _planes("saturation-ratio", image_rgb.shape[:2], 2, np.float32)
+    cv2.LUT(v_max, _LEVELS, dst=ratio)
+    cv2.multiply(ratio, cv2.LUT(chroma, _INV_LEVELS, dst=work), dst=ratio)
+    if b > 0:
+        cv2.min(cv2.addWeighted(ratio, b, ratio, 0.0, a, dst=work), ratio, dst=ratio)
+    else:
+        cv2.min(ratio, a, dst=ratio)  # type: ignore[call-overload]
+    # per plane (no 17 MB float32 broadcast of the ratio): x' = V - round((V - x) ratio), in place
+    for x in planes[:3]:
+        cv2.subtract(v_max, x, dst=x)
+        cv2.multiply(x, ratio, dst=x, dtype=cv2.CV_8U)
+        cv2.subtract(v_max, x, dst=x)
+    out = cv2.merge(planes[:3], dst=np.empty_like(image_rgb))
     if b > 0:  # a grey pixel has hue 0 (red): it becomes (V, V (1 - S'), V (1 - S')) with S' = min(b, 1)
         grey = cv2.compare(chroma, 0, cv2.CMP_EQ)  # type: ignore[call-overload]
         if cv2.countNonZero(grey):
@@ -228,10 +250,11 @@ SATURATION = Corruption(
 # --- grayscale (IntelliCockpitBench "grayscale"; table ours) -----------------------------------------------------
 # Blend towards ITU-R BT.601 luma (what cv2.COLOR_RGB2GRAY computes); level 5 is the full grayscale image.
 def _grayscale(image_rgb: np.ndarray, alpha: float, rng: np.random.Generator) -> np.ndarray:
-    grey = cv2.cvtColor(cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+    luma = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY, dst=scratch("grayscale", image_rgb.shape[:2], np.uint8))
+    grey = _broadcast3(luma, np.empty_like(image_rgb))
     if alpha >= 1.0:
         return grey
-    return cv2.addWeighted(image_rgb, 1.0 - alpha, grey, alpha, 0.0)
+    return cv2.addWeighted(image_rgb, 1.0 - alpha, grey, alpha, 0.0, dst=grey)  # in place: no third buffer
 
 
 GRAYSCALE = Corruption(
@@ -249,7 +272,7 @@ GRAYSCALE = Corruption(
 # 0 bits (a black image) at severity 5; we use bits = 6 - severity = [5, 4, 3, 2, 1].
 def _color_quantization(image_rgb: np.ndarray, bits: int, rng: np.random.Generator) -> np.ndarray:
     keep = (0xFF << (8 - bits)) & 0xFF
-    return cv2.bitwise_and(image_rgb, (keep, keep, keep, 0))  # type: ignore[call-overload]  # 5x faster than cv2.LUT
+    return np.bitwise_and(image_rgb, np.uint8(keep))  # ~0.1 ms at 1600x900: 2x cv2.bitwise_and, 8x cv2.LUT
 
 
 COLOR_QUANTIZATION = Corruption(

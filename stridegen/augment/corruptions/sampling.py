@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from stridegen.augment.corruptions.base import scratch
+
 LEVELS = 256
 GUIDE_BITS = 14  # 256 x 16384 uint16 guide (8 MiB): at most 255 / 16384 = 1.6 % of the bins need the refinement
 IN_LEVELS = np.arange(LEVELS, dtype=np.float64)[:, None]  # input level x, one row each
@@ -71,15 +73,17 @@ def level_law(cdf: np.ndarray, bits: int = GUIDE_BITS) -> LevelLaw:
 
 def _gather(guide: np.ndarray, bins: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """guide[levels, bins] for (rows, cols) uint16 bins and uint8 levels, gathered by cv2.remap (nearest neighbour
-    at integer coordinates), in blocks that keep remap's sides under 32767."""
-    out = np.empty(bins.shape, dtype=guide.dtype)
+    at integer coordinates), in blocks that keep remap's sides under 32767. The result is a reused work buffer
+    (``base.scratch``), as is the coordinate map."""
+    out = scratch("gather-out", bins.shape, guide.dtype)
     rows, cols = bins.shape
     for r in range(0, rows, _REMAP_MAX_SIDE):
         for c in range(0, cols, _REMAP_MAX_SIDE):
             block = np.s_[r : r + _REMAP_MAX_SIDE, c : c + _REMAP_MAX_SIDE]
-            xy = cv2.merge([bins[block].view(np.int16), levels[block].astype(np.int16)])
+            xy = scratch("gather-xy", (*bins[block].shape, 2), np.int16)
+            cv2.merge([bins[block].view(np.int16), levels[block].astype(np.int16)], dst=xy)
             # the stubs want a map2; OpenCV takes None for a CV_16SC2 map used with nearest neighbour
-            out[block] = cv2.remap(guide, xy, None, cv2.INTER_NEAREST)  # type: ignore[call-overload]
+            cv2.remap(guide, xy, None, cv2.INTER_NEAREST, dst=out[block])  # type: ignore[call-overload]
     return out
 
 
@@ -91,7 +95,7 @@ def sample_levels(image: np.ndarray, law: LevelLaw, rng: np.random.Generator) ->
     levels = np.ascontiguousarray(image).reshape(image.shape[0], -1)  # (H, W * channels)
     bins = rng.integers(0, 1 << 16, size=levels.shape, dtype=np.uint16)
     bins &= np.uint16((1 << law.bits) - 1)
-    out = _gather(law.guide, bins, levels).reshape(-1)
+    out = _gather(law.guide, bins, levels).reshape(-1)  # a work buffer: only its uint8 copy below is returned
     flat, bins = levels.reshape(-1), bins.reshape(-1)
     todo = np.flatnonzero(out >= LEVELS)
     if todo.size:
@@ -196,17 +200,20 @@ def add_offsets(image: np.ndarray, law: OffsetLaw, rng: np.random.Generator) -> 
     levels = np.ascontiguousarray(image).reshape(image.shape[0], -1)  # (H, W * channels)
     bits = random_uint16(rng, levels.shape)
     hi, lo = bits.view(np.uint8).reshape(2, *levels.shape)  # the 2 n random bytes as two planes
-    zero = np.zeros_like(lo)
-    # int16 pairs (x = lo, y = hi): little-endian bytes (lo, 0, hi, 0), the CV_16SC2 map cv2.remap takes.
-    xy = cv2.merge([lo, zero, hi, zero]).view(np.int16)
-    offsets = np.empty(levels.shape, dtype=np.int16)
+    zero = scratch("add_offsets-zero", lo.shape, np.uint8)
+    zero.fill(0)
+    # int16 pairs (x = lo, y = hi): little-endian bytes (lo, 0, hi, 0), the CV_16SC2 map cv2.remap takes. The map and
+    # the offsets live in reused work buffers (base.scratch: no fresh 8-17 MB temporaries and their page faults).
+    xy = cv2.merge([lo, zero, hi, zero], dst=scratch("add_offsets-xy", (*levels.shape, 4), np.uint8)).view(np.int16)
+    offsets = scratch("add_offsets-offsets", levels.shape, np.int16)
     rows, cols = levels.shape
     for r in range(0, rows, _REMAP_MAX_SIDE):
         for c in range(0, cols, _REMAP_MAX_SIDE):
             block = np.s_[r : r + _REMAP_MAX_SIDE, c : c + _REMAP_MAX_SIDE]
             # the stubs want a map2; OpenCV takes None for a CV_16SC2 map used with nearest neighbour
-            offsets[block] = cv2.remap(law.table, np.ascontiguousarray(xy[block]), None, cv2.INTER_NEAREST)  # type: ignore[call-overload]
-    out = cv2.add(levels, offsets, dtype=cv2.CV_8U)  # saturates x + N to 0..255
+            block_xy = np.ascontiguousarray(xy[block])
+            cv2.remap(law.table, block_xy, None, cv2.INTER_NEAREST, dst=offsets[block])  # type: ignore[call-overload]
+    out = cv2.add(levels, offsets, dst=np.empty_like(levels), dtype=cv2.CV_8U)  # saturates x + N to 0..255
     todo = np.flatnonzero(offsets == OFFSET_REFINE)
     if todo.size:
         r16 = hi.reshape(-1)[todo].astype(np.float64) * 256.0 + lo.reshape(-1)[todo]

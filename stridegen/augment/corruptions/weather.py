@@ -7,7 +7,7 @@ import math
 import cv2
 import numpy as np
 
-from stridegen.augment.corruptions.base import Corruption
+from stridegen.augment.corruptions.base import Corruption, scratch
 from stridegen.augment.corruptions.blur import FilterCanvas, as_array, motion_blur_kernel
 from stridegen.augment.corruptions.photometric import channel_affine, channel_means
 
@@ -118,7 +118,8 @@ _LUMA_RGB = np.array([0.299, 0.587, 0.114])
 def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Generator) -> np.ndarray:
     blend = params[-1]
     flakes = _snow_layer(image_rgb.shape[:2], params, rng)
-    cv2.add(flakes, cv2.flip(flakes, -1), dst=flakes)  # L + its 180-degree turn, saturated (the output is too)
+    turned = cv2.flip(flakes, -1, dst=scratch("snow-turned", flakes.shape, np.uint8))
+    cv2.add(flakes, turned, dst=flakes)  # L + its 180-degree turn, saturated (the output is too)
 
     # blend x + (1 - blend) max(x, b) = max(x, blend x + (1 - blend) b) for b = 1.5 g + 127.5 (g the float grey on
     # the 0..255 scale, as in the reference; b reaches 510). The inner term is one cv2.transform of the image (a
@@ -129,7 +130,8 @@ def _snow(image_rgb: np.ndarray, params: tuple[float, ...], rng: np.random.Gener
     m[:, 3] = 127.5 * (1.0 - blend)
     out = cv2.transform(image_rgb, m)
     cv2.max(image_rgb, out, dst=out)
-    return cv2.add(out, cv2.cvtColor(flakes, cv2.COLOR_GRAY2RGB), dst=out)
+    flakes3 = cv2.cvtColor(flakes, cv2.COLOR_GRAY2RGB, dst=scratch("snow-flakes3", image_rgb.shape, np.uint8))
+    return cv2.add(out, flakes3, dst=out)
 
 
 SNOW = Corruption(
