@@ -10,11 +10,18 @@ paper, and why (measured on the synthetic logs, docs/calibrate.md):
   Each silhouette point is put on the ray halfway between the two returns, at the range the surface reaches
   there: the near return alone lies half a step inside the object, a bias the paper's points have.
 - Image: the exact Euclidean distance transform of the Canny edges (``edge_distance_map``).
-- Objective: the weighted mean of the truncated squared distance from each projected silhouette point to the
-  nearest image edge (``edge_cost``), minimised by an exhaustive rotation grid, then Nelder-Mead over rotation
-  and then all six parameters with a truncation that narrows from 10 to 2 pixels (``refine_extrinsic``). The
-  paper's score ``J`` (its blurred edge image ``alpha E + (1 - alpha) gamma ** d``, ``edge_score``) peaked away
-  from the true extrinsic on these logs and is kept as a reported figure only.
+- Sampling intervals: a side (top) silhouette lies anywhere within half an azimuth step (half a ring spacing) of
+  its point, across the edge; its distance is read from ``interval_distance``, the distance map's minimum over
+  that interval (horizontal for side points, vertical for top ones; ``INTERVAL_SHARE`` times its width in pixels):
+  zero wherever an image edge lies within it. Against the plain distance, the interval removes a bias of the
+  forward translation: the truncated squared distance of a point spread uniformly over +-1.8 px (the HDL-32E's
+  0.33 deg step at f = 633 px) around an edge favoured a scale of the projected silhouettes 2-4 cm off along the
+  optical axis (CAM_FRONT of the synthetic log, docs/calibrate.md).
+- Objective: the weighted mean of the truncated squared distance from each projected silhouette point (or its
+  interval) to the nearest image edge (``edge_cost``), minimised by an exhaustive rotation grid, then Nelder-Mead
+  over rotation and then all six parameters with a truncation that narrows from 10 to 1.5 pixels
+  (``refine_extrinsic``). The paper's score ``J`` (its blurred edge image ``alpha E + (1 - alpha) gamma ** d``,
+  ``edge_score``) peaked away from the true extrinsic on these logs and is kept as a reported figure only.
 
 The misalignment reported in pixels is the mean distance from each projected silhouette point to the nearest
 Canny edge, truncated at ``TRUNCATE_PX``.
@@ -44,14 +51,23 @@ GROUND_GAP_M = 0.3  # a ground return lies this much nearer (horizontally) than 
 ALPHA = 1.0 / 3.0  # Levinson and Thrun 2013, eq. (2)
 GAMMA = 0.9  # the paper has 0.98 at 640x480; 0.9 measured better on the synthetic 800x450 log (docs/calibrate.md)
 CANNY_LOW, CANNY_HIGH = 50, 150  # OpenCV Canny hysteresis thresholds on the 8-bit grey image
+SIDE, TOP, BOTTOM = 0, 1, 2  # ``DepthEdges.kind``
+# Share of the sampling interval's width used by ``interval_distance``: 1 is the interval itself; 1.5 and 2 (room
+# for the Canny edges' own half-pixel quantisation) left CAM_FRONT_RIGHT 2.5 and 5.7 cm off on the synthetic log.
+INTERVAL_SHARE = 1.0
 
 
 @dataclass(frozen=True)
 class DepthEdges:
-    """Silhouette points [M, 3] of one sweep (sensor frame, m) and their weights [M] (``depth_edges``)."""
+    """Silhouette points [M, 3] of one sweep (sensor frame, m), their weights [M], kinds [M] (``SIDE``, ``TOP``,
+    ``BOTTOM``) and half sampling intervals [M] (rad: the edge lies within this angle of the point, across the
+    edge: half the azimuth step for a side point, half the ring spacing for a top one, 0 for an exact bottom one)
+    (``depth_edges``)."""
 
     points: np.ndarray
     weight: np.ndarray
+    kind: np.ndarray
+    half_interval_rad: np.ndarray
 
 
 def _rotate_toward(xyz: np.ndarray, d_az: np.ndarray | float, elevation: np.ndarray | None = None) -> np.ndarray:
@@ -101,7 +117,8 @@ def depth_edges(
       cameras alike, so that both see the same edge), weighted ``top_weight``.
 
     The edge is between the two rays: each point is put at the near range on the bisecting direction, so the
-    sampling does not pull the silhouette inwards by half a step (which the near point alone would)."""
+    sampling does not pull the silhouette inwards by half a step (which the near point alone would). Each point
+    comes with its kind and the half-width of its sampling interval (``DepthEdges``)."""
     xyz = np.asarray(points_lidar, dtype=np.float64)[:, :3]
     rng_m = np.linalg.norm(xyz, axis=1)
     keep = rng_m > 1e-6
@@ -117,7 +134,7 @@ def depth_edges(
     xyz, r, az, rank = xyz[order], rng_m[order], az[order], rank[order]
     same = rank[1:] == rank[:-1]
     if not same.any():
-        return DepthEdges(np.zeros((0, 3)), np.zeros(0))
+        return DepthEdges(np.zeros((0, 3)), np.zeros(0), np.zeros(0, np.int8), np.zeros(0))
     d_az = np.diff(az)
     step = float(np.median(d_az[same]))
     limit = RANGE_LIMIT_SHARE * r.max()
@@ -135,16 +152,19 @@ def depth_edges(
         o = other[a]
         return np.where(o >= 0, r[a] - r[np.maximum(o, 0)], 0.0)
 
-    pts, wts = [], []
+    pts, wts, kinds, halves = [], [], [], []
     for near, far, other in ((linked_i, linked_j, prev), (linked_j, linked_i, nxt)):
         m = r[far] - r[near] > np.maximum(jump_m, RAMP_FACTOR * np.maximum(ramp(near, other), 0.0))
         a, b = near[m], far[m]
         pts.append(_extend(xyz, a, other[a], xyz[a] / r[a, None] + xyz[b] / r[b, None]))
-        wts.append(np.ones(a.size))
+        halves.append(0.5 * np.abs(np.angle(np.exp(1j * (az[b] - az[a])))))
     for near, sign, other in ((i[gap], 1.0, prev), (j[gap], -1.0, nxt)):
         a = near[r[near] < limit]
         pts.append(_extend(xyz, a, other[a], _rotate_toward(xyz[a], sign * step / 2)))
-        wts.append(np.ones(a.size))
+        halves.append(np.full(a.size, 0.5 * step))
+    n_side = sum(len(x) for x in pts)
+    wts.append(np.ones(n_side))
+    kinds.append(np.full(n_side, SIDE, np.int8))
 
     # Top silhouettes: the point of the ring above in the same azimuth column.
     col = np.round((az - az.min()) / step).astype(np.int64)
@@ -161,6 +181,8 @@ def depth_edges(
     bisect = _rotate_toward(xyz[a], 0.0, 0.5 * (np.arcsin(xyz[a, 2] / r[a]) + upper_el))
     pts.append(_extend(xyz, a, below[a], bisect))
     wts.append(np.full(a.size, float(top_weight)))
+    kinds.append(np.full(a.size, TOP, np.int8))
+    halves.append(0.5 * (upper_el - np.arcsin(xyz[a, 2] / r[a])))
 
     # Bottom edges: a ground return in front of a vertical face (the two returns above it in the column lie at
     # the same horizontal distance); the face meets the ground right below its lowest return.
@@ -177,7 +199,9 @@ def depth_edges(
     foot[:, 2] = xyz[a, 2]
     pts.append(foot)
     wts.append(np.full(a.size, float(bottom_weight)))
-    return DepthEdges(np.concatenate(pts), np.concatenate(wts))
+    kinds.append(np.full(a.size, BOTTOM, np.int8))
+    halves.append(np.zeros(a.size))
+    return DepthEdges(np.concatenate(pts), np.concatenate(wts), np.concatenate(kinds), np.concatenate(halves))
 
 
 def _grey(image_rgb: np.ndarray) -> np.ndarray:
@@ -212,17 +236,48 @@ def edge_distance_map(image_rgb: np.ndarray) -> np.ndarray:
     return _distance(cv2.Canny(_grey(image_rgb), CANNY_LOW, CANNY_HIGH) > 0)
 
 
+def interval_distance(distance_px: np.ndarray, half_px: float, axis: int) -> np.ndarray:
+    """Distance (pixels) from every pixel's interval ``+-half_px`` along ``axis`` (of ``distance_px``, [..., H, W])
+    to the nearest edge: the minimum of the distance map over the interval (shifts by whole pixels, and linear
+    interpolation for the fractional ends; the border replicated)."""
+    whole = int(np.floor(half_px))
+    frac = half_px - whole
+    n = distance_px.shape[axis]
+    pad = [(0, 0)] * distance_px.ndim
+    pad[axis] = (whole + 1, whole + 1)
+    padded = np.pad(distance_px, pad, mode="edge")
+
+    def shifted(k: int) -> np.ndarray:
+        return np.take(padded, np.arange(n) + whole + 1 + k, axis=axis)
+
+    out = distance_px.copy()
+    for k in range(1, whole + 1):
+        out = np.minimum(out, np.minimum(shifted(k), shifted(-k)))
+    if frac > 0:
+        for sign in (1, -1):
+            out = np.minimum(out, (1 - frac) * shifted(sign * whole) + frac * shifted(sign * (whole + 1)))
+    return out
+
+
 @dataclass(frozen=True)
 class EdgeViews:
     """The frames of one camera for the edge objective, stacked: ``strength`` [F, H, W] (``edge_strength_map``),
-    ``distance_px`` [F, H, W] (``edge_distance_map``), and the LiDAR depth edges of all frames, ``points_lidar``
-    [N, 3] (LiDAR frame at each image's time, m), ``weight`` [N] and ``view`` [N] (frame index)."""
+    ``maps`` [3, F, H, W], the distance (pixels) to the nearest edge that a point of each kind reads (``SIDE``:
+    ``interval_distance`` across its interval, horizontal; ``TOP``: vertical; ``BOTTOM``: ``edge_distance_map``
+    itself, also ``distance_px``), and the LiDAR depth edges of all frames, ``points_lidar`` [N, 3] (LiDAR frame at
+    each image's time, m), ``weight`` [N], ``view`` [N] (frame index) and ``kind`` [N]."""
 
     strength: np.ndarray
-    distance_px: np.ndarray
+    maps: np.ndarray
     points_lidar: np.ndarray
     weight: np.ndarray
     view: np.ndarray
+    kind: np.ndarray
+
+    @property
+    def distance_px(self) -> np.ndarray:
+        """Distance (pixels) from every pixel to the nearest Canny edge, [F, H, W]."""
+        return self.maps[BOTTOM]
 
     @classmethod
     def build(
@@ -240,7 +295,7 @@ class EdgeViews:
         distance = np.stack([edge_distance_map(im) for im in images_rgb])
         strength = _strength(distance, gamma=gamma)
         h, w = strength.shape[1:]
-        keep_pts, keep_w, keep_v = [], [], []
+        keep_pts, keep_w, keep_v, keep_k, keep_half = [], [], [], [], []
         for f, e in enumerate(edges):
             uv, _, valid = project_points(transform_points(T_cam_from_lidar, e.points), intrinsic)
             uv = np.where(valid[:, None], uv, -1e9)
@@ -249,7 +304,17 @@ class EdgeViews:
             keep_pts.append(e.points[near])
             keep_w.append(e.weight[near])
             keep_v.append(np.full(int(near.sum()), f, dtype=np.int64))
-        return cls(strength, distance, np.concatenate(keep_pts), np.concatenate(keep_w), np.concatenate(keep_v))
+            keep_k.append(e.kind[near])
+            keep_half.append(e.half_interval_rad[near])
+        kind, half = np.concatenate(keep_k), np.concatenate(keep_half)
+        maps = np.empty((3, *distance.shape), np.float32)
+        maps[BOTTOM] = distance
+        for k, axis, focal in ((SIDE, 2, intrinsic[0, 0]), (TOP, 1, intrinsic[1, 1])):
+            # The interval's width in pixels at the image centre (the median of the kind's points).
+            half_px = float(focal * np.tan(np.median(half[kind == k]))) * INTERVAL_SHARE if (kind == k).any() else 0.0
+            maps[k] = interval_distance(distance, half_px, axis)
+        pts, wts, view = np.concatenate(keep_pts), np.concatenate(keep_w), np.concatenate(keep_v)
+        return cls(strength, maps, pts, wts, view, kind)
 
 
 def _project(
@@ -296,9 +361,10 @@ def edge_cost(T_cam_from_lidar: np.ndarray, intrinsic: np.ndarray, views: EdgeVi
     if total <= 0:
         return 0.0
     u, v, inside = _project(T_cam_from_lidar, intrinsic, views)
-    cost = np.full(u.size, truncate_px**2)
-    d = _bilinear(views.distance_px, views.view[inside], u[inside], v[inside])
-    cost[inside] = np.minimum(d, truncate_px) ** 2
+    cost = np.full(u.size, float(truncate_px) ** 2)
+    maps = views.maps.reshape(-1, *views.maps.shape[2:])  # [3 F, H, W]: map of kind k, frame f at k F + f
+    at = views.kind[inside].astype(np.int64) * views.maps.shape[1] + views.view[inside]
+    cost[inside] = np.minimum(_bilinear(maps, at, u[inside], v[inside]), truncate_px) ** 2
     return float((views.weight * cost).sum()) / total
 
 
@@ -343,6 +409,7 @@ SEARCH_LEVELS: tuple[tuple[float, float, float], ...] = (
     (5.0, 0.1, 0.03),
     (3.0, 0.1, 0.01),
     (2.0, 0.05, 0.005),
+    (1.5, 0.05, 0.005),
 )
 
 

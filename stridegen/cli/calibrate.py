@@ -138,4 +138,6 @@ def lidar_camera(
         rig_out=rig_dir / f"{rig}.yaml",
         rig_name=rig,
     )
+    for warning in result["warnings"]:
+        typer.echo(f"warning: {warning}", err=True)
     _print(result, report)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.calibration.deskew import azimuth_times, deskew_points
-from stridegen.calibration.edges import DepthEdges, EdgeViews, depth_edges, refine_extrinsic
+from stridegen.calibration.edges import EdgeViews, depth_edges, refine_extrinsic
 from stridegen.calibration.ground import fit_ground_plane
 from stridegen.calibration.odometry import OdometryConfig, OdometryResult, lidar_odometry, points_outside_boxes
 from stridegen.calibration.poses import interpolate_poses, rotation_angle_rad, trajectory_error, yaw_rad
@@ -425,6 +425,10 @@ def camera_spec_angles(T_ego_from_cam: np.ndarray) -> tuple[float, float, float]
     return float(-a), float(pitch), float(roll)
 
 
+# The synthetic checks (docs/calibrate.md) used 40 frames; a single real frame left the translation unconstrained.
+LIDAR_CAMERA_MIN_FRAMES = 20
+
+
 def lidar_camera_report(
     log: str | Path,
     *,
@@ -456,6 +460,12 @@ def lidar_camera_report(
     clouds = [f.reader.load_points(f.sensor(lid)) for f in frames]
     edges = [depth_edges(p, p[:, 4] if p.shape[1] > 4 else None) for p in clouds]
     out: dict[str, Any] = {"log": str(log), "scene": sc.name, "lidar": lid, "frames": len(frames), "cameras": {}}
+    out["warnings"] = []
+    if len(frames) < LIDAR_CAMERA_MIN_FRAMES:
+        out["warnings"].append(
+            f"{sc.name}: {len(frames)} frame(s): the refined extrinsics are not reliable below "
+            f"{LIDAR_CAMERA_MIN_FRAMES} (one nuScenes keyframe moved them by up to 28 cm; docs/calibrate.md)"
+        )
     specs = []
     for cam in cams:
         calib = frames[0].sensor(cam).calibration
@@ -467,7 +477,7 @@ def lidar_camera_report(
             )
             T_log = invert_transform(calib.T_ego_from_sensor) @ f.sensor(lid).calibration.T_ego_from_sensor
             motion = invert_transform(T_log) @ T_cam_from_lidar_f  # LiDAR moved to the camera's time
-            moved.append(DepthEdges(transform_points(motion, e.points), e.weight))
+            moved.append(dataclasses.replace(e, points=transform_points(motion, e.points)))
         T_log0 = invert_transform(calib.T_ego_from_sensor) @ frames[0].sensor(lid).calibration.T_ego_from_sensor
         T_start = T_log0
         if perturb_rotation_deg is not None or perturb_translation_m is not None:

@@ -9,6 +9,8 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
+from tests.shared_data import NUSCENES_DEMO, needs_nuscenes_demo
+
 
 def test_camera_spec_angles_round_trip():
     from stridegen.calibration import load_rig
@@ -29,9 +31,10 @@ def _ring(az_deg: np.ndarray, r: np.ndarray, ring: int) -> np.ndarray:
 def test_side_silhouettes_known_answer():
     """Ring 0: a wall at 10 m with a box face at 5 m in front (az -2..2 deg, step 0.5) and a one-step dropout at
     8 deg (bridged: no edge). The edges lie on the bisecting rays (+-2.25 deg), where the chord through the face's
-    last two returns reaches 5 cos(0.25 deg) / cos(0.5 deg). Ring 1: a face seen at a grazing angle (range +0.6 m
-    per step): no edge inside it (its first return, with no neighbour before it, may count)."""
-    from stridegen.calibration.edges import depth_edges
+    last two returns reaches 5 cos(0.25 deg) / cos(0.5 deg), side edges known to half the step (0.25 deg). Ring 1:
+    a face seen at a grazing angle (range +0.6 m per step): no edge inside it (its first return, with no neighbour
+    before it, may count)."""
+    from stridegen.calibration.edges import SIDE, depth_edges
 
     az = np.arange(-10.0, 10.01, 0.5)
     r0 = np.where(np.abs(az) <= 2.0, 5.0, 10.0)
@@ -44,6 +47,8 @@ def test_side_silhouettes_known_answer():
     reach = 5.0 * np.cos(np.radians(0.25)) / np.cos(np.radians(0.5))
     np.testing.assert_allclose(np.linalg.norm(e.points, axis=1), reach, rtol=1e-9)
     np.testing.assert_allclose(e.weight, 1.0)
+    np.testing.assert_array_equal(e.kind, SIDE)
+    np.testing.assert_allclose(e.half_interval_rad, np.radians(0.25), rtol=1e-9)
     face = _ring(az, 5.0 + 0.6 * np.arange(az.size), 1)
     inner = depth_edges(face[1:-1], face[1:-1, 4]).points  # the ring's first point has no previous neighbour
     assert len(inner) <= 1 and np.all(np.linalg.norm(inner, axis=1) < 5.7), inner
@@ -71,16 +76,21 @@ def _cast_two_walls(az_deg: np.ndarray, el_deg: np.ndarray) -> np.ndarray:
 
 def test_top_and_bottom_edges_known_answer():
     """The near wall's silhouettes all lie on its plane x = 10: its sides within half an azimuth step of |y| = 1,
-    its top within half a ring spacing of z = 1 (weight TOP_WEIGHT), its foot exactly on the ground z = -1.8."""
-    from stridegen.calibration.edges import TOP_WEIGHT, depth_edges
+    its top within half a ring spacing of z = 1 (weight TOP_WEIGHT), its foot exactly on the ground z = -1.8; their
+    sampling intervals: half the azimuth step (0.25 deg), half the ring spacing (1 deg), none."""
+    from stridegen.calibration.edges import BOTTOM, SIDE, TOP, TOP_WEIGHT, depth_edges
 
     scan = _cast_two_walls(np.arange(-10.0, 10.01, 0.5), np.arange(-14.0, 10.1, 2.0))
     e = depth_edges(scan, scan[:, 4])
     near = np.abs(e.points[:, 0] - 10.0) < 0.01  # the chord of a ring on the plane passes next to the ray
     y, z = e.points[near, 1], e.points[near, 2]
-    w = e.weight[near]
-    foot, top = np.isclose(z, -1.8, atol=1e-9), np.isclose(w, TOP_WEIGHT)
-    side = ~foot & ~top
+    w, kind, half = e.weight[near], e.kind[near], np.degrees(e.half_interval_rad[near])
+    foot, top, side = kind == BOTTOM, kind == TOP, kind == SIDE
+    assert np.all(foot | top | side)
+    np.testing.assert_allclose(z[foot], -1.8, atol=1e-9)
+    np.testing.assert_allclose(half[side], 0.25, rtol=1e-6)
+    np.testing.assert_allclose(half[top], 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(half[foot], 0.0)
     assert side.sum() >= 2 * 6 and top.sum() >= 3 and foot.sum() >= 3, (side.sum(), top.sum(), foot.sum())
     half_az = 10.0 * np.tan(np.radians(0.25)) + 1e-9
     assert np.all(np.abs(np.abs(y[side]) - 1.0) <= half_az / np.cos(np.radians(6.0)))
@@ -92,10 +102,33 @@ def test_top_and_bottom_edges_known_answer():
     assert len(e.points) == near.sum() + (np.abs(e.points[:, 0] - 30.0) < 0.01).sum()  # the rest: the far wall
 
 
+def test_interval_distance_known_answer():
+    """Distance from a pixel's interval +-2.5 px to an edge at column 10 (distance map |u - 10|): max(|u - 10| -
+    2.5, 0) across the edge (the fractional ends interpolated), the map itself along it, the border replicated."""
+    from stridegen.calibration.edges import interval_distance
+
+    u = np.arange(30.0)
+    dist = np.tile(np.abs(u - 10.0), (5, 1)).astype(np.float32)  # [H = 5, W = 30]
+    np.testing.assert_allclose(interval_distance(dist, 2.5, 1)[2], np.maximum(np.abs(u - 10.0) - 2.5, 0.0))
+    np.testing.assert_allclose(interval_distance(dist, 2.5, 0), dist)
+    np.testing.assert_allclose(interval_distance(dist.T[None], 1.0, 1)[0, :, 2], np.maximum(np.abs(u - 10) - 1, 0))
+
+
 def test_edge_cost_known_distance_map():
     """The cost is the weighted mean of min(d, truncation) ** 2 at the projected points, d read from the distance
-    map (here at integer pixels, where bilinear is exact); a point outside the image costs the truncation."""
-    from stridegen.calibration.edges import ALPHA, GAMMA, EdgeViews, edge_cost, edge_distance_map, edge_strength_map
+    map (here at integer pixels, where bilinear is exact) for a bottom point, from its interval map (+-2 px across a
+    vertical edge) for a side point; a point outside the image costs the truncation."""
+    from stridegen.calibration.edges import (
+        ALPHA,
+        BOTTOM,
+        GAMMA,
+        SIDE,
+        EdgeViews,
+        edge_cost,
+        edge_distance_map,
+        edge_strength_map,
+        interval_distance,
+    )
 
     img = np.zeros((80, 80, 3), np.uint8)
     img[:, 40:] = 200
@@ -106,10 +139,14 @@ def test_edge_cost_known_distance_map():
     uv = np.array([[col + 1.0, 20.0], [col + 3.0, 30.0], [col - 6.0, 50.0], [200.0, 20.0]])
     points = np.column_stack([(uv - 40.0) / 100.0, np.ones(len(uv))]) * 10.0  # camera frame at 10 m
     weight = np.array([1.0, 2.0, 1.0, 1.0])
-    views = EdgeViews(dist[None], dist[None], points, weight, np.zeros(len(uv), np.int64))
+    maps = np.stack([interval_distance(dist[None], 2.0, 2), dist[None], dist[None]])  # side, top, bottom
+    view = np.zeros(len(uv), np.int64)
+    views = EdgeViews(dist[None], maps, points, weight, view, np.full(len(uv), BOTTOM, np.int8))
     expected = (1.0 * 1 + 2.0 * 9 + 1.0 * 25 + 1.0 * 25) / 5.0  # truncated at 5: the 6 px point and the outside one
     assert abs(edge_cost(np.eye(4), K, views, 5.0) - expected) < 1e-5
     assert abs(edge_cost(np.eye(4), K, views, 100.0) - (1 + 18 + 36 + 10000) / 5.0) < 1e-4
+    side = EdgeViews(dist[None], maps, points, weight, view, np.full(len(uv), SIDE, np.int8))
+    assert abs(edge_cost(np.eye(4), K, side, 100.0) - (0 + 2.0 * 1 + 16 + 10000) / 5.0) < 1e-4  # 2 px closer
     strength = edge_strength_map(img)  # Levinson-Thrun's blurred edges, for the reported score
     np.testing.assert_allclose(strength[20, col], 1.0, atol=1e-6)
     np.testing.assert_allclose(strength[20, col + np.array([3, 10])], (1 - ALPHA) * GAMMA ** np.array([3, 10]), 1e-5)
@@ -127,7 +164,7 @@ def test_lidar_camera_restores_perturbed_extrinsics(tmp_path):
         tmp_path / "syn", scenes=1, seconds=20, seed=0, width=800, height=450, progress=False, static_scenery=True
     )
     rng = np.random.default_rng(7)
-    for camera in ("CAM_FRONT_LEFT", "CAM_BACK_LEFT"):
+    for camera in ("CAM_FRONT_LEFT", "CAM_BACK_LEFT", "CAM_FRONT"):  # CAM_FRONT: the weakest forward translation
         rot, trans = rng.normal(size=3), rng.normal(size=3)
         rot, trans = rot / np.linalg.norm(rot), 0.05 * trans / np.linalg.norm(trans)
         args = ["lidar-camera", str(tmp_path / "syn"), "--camera", camera, "--rig-dir", str(tmp_path / "calibration")]
@@ -141,3 +178,19 @@ def test_lidar_camera_restores_perturbed_extrinsics(tmp_path):
         rig = load_rig(tmp_path / "calibration" / "calibrated.yaml")
         assert rig.cameras[0].channel == camera
         np.testing.assert_allclose(rig.cameras[0].T_ego_from_sensor, np.array(row["T_ego_from_sensor"]), atol=1e-9)
+        assert json.loads((tmp_path / "lc.json").read_text())["warnings"] == []  # 40 frames
+
+
+@needs_nuscenes_demo
+def test_lidar_camera_warns_on_too_few_frames(tmp_path):
+    """One real keyframe cannot pin the translation down (docs/calibrate.md): the command says so on stderr and in
+    the report, and still writes what it found."""
+    from stridegen.cli.calibrate import calibrate_app
+
+    args = ["lidar-camera", str(NUSCENES_DEMO), "--camera", "CAM_FRONT", "--rig-dir", str(tmp_path / "calibration")]
+    result = CliRunner().invoke(calibrate_app, [*args, "--report", str(tmp_path / "lc.json")])
+    assert result.exit_code == 0, result.output
+    assert "warning:" in result.stderr and "1 frame(s)" in result.stderr
+    report = json.loads((tmp_path / "lc.json").read_text())
+    assert report["frames"] == 1 and len(report["warnings"]) == 1
+    assert (tmp_path / "calibration" / "calibrated.yaml").is_file()
