@@ -1,6 +1,6 @@
 """``lidar_watershed``: LiDAR points inside an object's 3D box, depth-tested against the other points, seed a
 marker watershed on the object's crop. No GrabCut: a few cheap OpenCV passes per object (``cv2.erode``,
-``cv2.distanceTransform``, ``cv2.watershed``), about 9 times faster per mask than ``lidar`` (docs/segmenters.md).
+``cv2.distanceTransform``, ``cv2.watershed``), about 14 times faster per mask than ``lidar`` (docs/segmenters.md).
 
 All sizes are image pixels unless named otherwise; depths are the request's camera-frame z (metres).
 
