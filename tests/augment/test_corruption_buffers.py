@@ -9,10 +9,12 @@ import threading
 import cv2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stridegen.augment.corruptions import CORRUPTIONS
 from stridegen.augment.corruptions import base as base_module
-from stridegen.augment.corruptions.base import scratch
+from stridegen.augment.corruptions.base import lookup_uint8, scratch
 from stridegen.augment.corruptions.blur import disk_kernel
 from stridegen.augment.corruptions.geometric import lens_distortion_map
 from stridegen.viz.contact_sheet import synthetic_road_scene
@@ -92,3 +94,19 @@ def test_lens_distortion_map_is_built_once_and_read_only():
     # the corners stay fixed and the centre is magnified (sampled nearer the centre)
     assert first.map_x[0, 0] == pytest.approx(0.0, abs=1e-3) and first.map_y[-1, -1] == pytest.approx(89.0, abs=1e-3)
     assert abs(first.map_x[45, 100] - 79.5) < abs(100 - 79.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 40), st.integers(0, 40), st.booleans())
+def test_lookup_uint8_equals_cv2_lut(seed: int, h: int, w: int, strided: bool) -> None:
+    """StringZilla's byte translation gives cv2.LUT's result, for any table, shape and memory layout."""
+    rng = np.random.default_rng(seed)
+    image = rng.integers(0, 256, (h, 2 * w if strided else w, 3), dtype=np.uint8)
+    if strided:
+        image = image[:, ::2]  # not C-contiguous
+    table = rng.integers(0, 256, 256, dtype=np.uint8)
+    got = lookup_uint8(image, table)
+    assert got.shape == image.shape and got.dtype == np.uint8
+    expected = cv2.LUT(np.ascontiguousarray(image), table) if image.size else image
+    assert np.array_equal(got, expected)
+    assert not np.shares_memory(got, image)

@@ -15,7 +15,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from stridegen.augment.corruptions.base import Corruption, scratch, to_uint8
+from stridegen.augment.corruptions.base import Corruption, lookup_uint8, scratch, to_uint8
 from stridegen.augment.corruptions.sampling import IN_LEVELS, LevelLaw, level_law, rounded_gaussian_cdf, sample_levels
 from stridegen.formats.images import encode_jpeg
 
@@ -109,7 +109,7 @@ def _exposure_lut(gain: float) -> np.ndarray:
 
 
 def _reduced_brightness(image_rgb: np.ndarray, gain: float, rng: np.random.Generator) -> np.ndarray:
-    return cv2.LUT(image_rgb, _exposure_lut(gain))
+    return lookup_uint8(image_rgb, _exposure_lut(gain))
 
 
 REDUCED_BRIGHTNESS = Corruption(
@@ -126,7 +126,7 @@ REDUCED_BRIGHTNESS = Corruption(
 # Exposure gain in linear light with sensor clipping: highlights saturate to white. g = [1.6, 2.2, 3.2, 4.8, 7]
 # (about +0.7 to +2.8 EV).
 def _overexposure(image_rgb: np.ndarray, gain: float, rng: np.random.Generator) -> np.ndarray:
-    return cv2.LUT(image_rgb, _exposure_lut(gain))
+    return lookup_uint8(image_rgb, _exposure_lut(gain))
 
 
 OVEREXPOSURE = Corruption(
