@@ -39,10 +39,24 @@ class SegmentRequest:
     lidar_object: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [P] object index
     # whose 3D box holds the point, -1 for none
     focal_px: float | None = None  # the camera's focal length in pixels (mean of fx and fy), when known
-    lidar_through: list[np.ndarray] | None = None  # N arrays of point indices the LiDAR measured through the
-    # object's box (its ray entered the box and left it before the point); None when the sensor position is unknown
     _hull_crops: dict[int, MaskCrop] = field(default_factory=dict, init=False, repr=False, compare=False)
     _inside: dict[int, float] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _through: list[np.ndarray] | Callable[[], list[np.ndarray]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def lidar_through(self) -> list[np.ndarray] | None:
+        """N arrays of point indices the LiDAR measured through each object's box (its ray entered the box and
+        left it before the point); None when the sensor's position is unknown. ``make_request`` defers it: it is
+        computed on the first read, so a backend that never reads it does not pay for it."""
+        if callable(self._through):
+            self._through = self._through()
+        return self._through
+
+    @lidar_through.setter
+    def lidar_through(self, value: list[np.ndarray] | Callable[[], list[np.ndarray]] | None) -> None:
+        self._through = value
 
     def hull_crop(self, i: int) -> MaskCrop:
         """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request."""

@@ -11,6 +11,7 @@ Either way masks never overlap. ``"none"`` switches the rule off (masks may over
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -144,7 +145,9 @@ def make_request(
         )
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
         if lidar_origin_global is not None:
-            request.lidar_through = _lidar_through(pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global)
+            request.lidar_through = functools.partial(  # deferred: computed when a backend first reads it
+                _lidar_through, pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global
+            )
     return request, keep
 
 
