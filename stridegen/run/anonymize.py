@@ -200,15 +200,13 @@ def anonymize_stage(st: SceneState) -> None:
     section = resolve_section(st.config.anonymize, is_synthetic_source(st.source_format, st.source_version))
     if not section.active():
         return
-    from stridegen.shards import adapters
-
     out = anonymize_scene(
         st.scene.name,
         st.scene.log_name,
         st.need("frames"),
         st.need("cameras"),
         st.need("images"),
-        [adapters.detections_table(st.detections, st.track_ids), st.ground_truth],
+        [st.detections_table(), st.ground_truth],
         section,
     )
     st.frames, st.images = out.frames, out.images

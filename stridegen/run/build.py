@@ -66,6 +66,7 @@ from stridegen.shards import adapters
 from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.schema import (
     CamerasTable,
+    DetectionsTable,
     FramesTable,
     GroundTruthTable,
     ImagesTable,
@@ -175,12 +176,20 @@ class SceneState:
     qa_rows: list[QARow] | None = None
     qa_skipped: dict[str, int] = field(default_factory=dict)
     extra_tables: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # e.g. the anonymization's
+    _detections_table: DetectionsTable | None = field(default=None, repr=False)
 
     def need(self, name: str) -> Any:
         value = getattr(self, name)
         if value is None:
             raise StrideGenError(f"{self.scene.name}: stage order broken, {name!r} is not computed yet")
         return value
+
+    def detections_table(self) -> DetectionsTable:
+        """The detections as stored (``adapters.detections_table``), built once: the anonymize stage reads it
+        (plate geometry) and the record holds it."""
+        if self._detections_table is None:
+            self._detections_table = adapters.detections_table(self.detections, self.track_ids)
+        return self._detections_table
 
 
 def read_stage(st: SceneState) -> None:
@@ -327,7 +336,7 @@ def scene_record(st: SceneState) -> SceneRecord:
         st.need("images"),
         st.need("keyframes"),
         st.need("skipped"),
-        adapters.detections_table(st.detections, st.track_ids),
+        st.detections_table(),
         adapters.tracks_table(st.need("scene_tracks")),
         adapters.attributes_table(st.need("attributes")),
         st.ground_truth,
