@@ -29,8 +29,15 @@ from stridegen.run.build import STAGES, run_build
 from stridegen.run.config import load_build_config
 
 QUICK_SCENES, QUICK_SECONDS = 2, 8.0
-QUICK: dict[str, object] = {"scenes": QUICK_SCENES, "seconds": QUICK_SECONDS, "seed": 0, "width": 320, "height": 180}
-QUICK.update(rig="nuscenes", sweeps=False)
+QUICK: dict[str, object] = {
+    "scenes": QUICK_SCENES,
+    "seconds": QUICK_SECONDS,
+    "seed": 0,
+    "width": 320,
+    "height": 180,
+    "rig": "nuscenes",
+    "sweeps": False,
+}
 
 
 def _shard_digests(out: Path) -> list[str]:
