@@ -106,10 +106,14 @@ def write_array(
     h5py = _h5()
     arr = np.asarray(value)
     if is_bytes:
-        ds = group.create_dataset(name, shape=arr.shape, dtype=h5py.vlen_dtype(np.uint8), track_times=False)
+        vlen = h5py.vlen_dtype(np.uint8)
+        ds = group.create_dataset(name, shape=arr.shape, dtype=vlen, track_times=False)
         rows = [np.asarray(item, dtype=np.uint8) for item in arr.ravel()]
-        for i, row in enumerate(rows):  # one row at a time: a 1-row object array would be broadcast
-            ds[i] = row
+        packed = np.empty(len(rows), dtype=vlen)
+        for i, row in enumerate(rows):  # item by item: ``packed[:] = rows`` would broadcast equal-length rows
+            packed[i] = row
+        if rows:  # one low-level write (the high-level one would also broadcast); same file bytes as row by row
+            ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, packed.reshape(arr.shape))
         row_crcs = rows_crc32(rows)
         ds.attrs[ROW_CHECKSUM_ATTR] = row_crcs
         return values_crc32(row_crcs)
