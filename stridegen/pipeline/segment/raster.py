@@ -149,25 +149,28 @@ def polygon_crop(poly_uv: np.ndarray, height: int, width: int) -> MaskCrop:
     whole-image scan line pixel for pixel.
     """
     poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-    if poly.shape[0] < 3 or not np.all(np.isfinite(poly)) or geo.polygon_area(poly) <= 0.0:
+    if poly.shape[0] < 3 or not np.isfinite(poly).all() or geo.polygon_area(poly) <= 0.0:
         return MaskCrop.empty()
-    r0 = max(int(np.ceil(poly[:, 1].min())), 0)
-    r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
+    u, v = poly[:, 0], poly[:, 1]
+    r0 = max(int(np.ceil(v.min())), 0)
+    r1 = min(int(np.floor(v.max())), height - 1)
     if r1 < r0:
         return MaskCrop.empty()
-    rows = np.arange(r0, r1 + 1, dtype=np.float64)[:, None]  # [R, 1]
-    a, b = poly, np.concatenate((poly[1:], poly[:1]))  # each vertex and the next (np.roll, without its overhead)
-    lo, hi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
-    dy = b[:, 1] - a[:, 1]
+    rows = np.arange(r0, r1 + 1, dtype=np.float64)  # [R]
+    # Edges along the first axis, rows along the second: the reductions over edges then run over whole rows of
+    # the array (numpy reduces a short last axis row by row, several times slower).
+    au, av = u[:, None], v[:, None]  # [E, 1]: each vertex and the next (np.roll, without its overhead)
+    bu, bv = np.concatenate((u[1:], u[:1]))[:, None], np.concatenate((v[1:], v[:1]))[:, None]
+    dy = bv - av
     slanted = dy != 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (rows - a[:, 1]) / np.where(slanted, dy, 1.0)
-    x_edge = a[:, 0] + t * (b[:, 0] - a[:, 0])  # [R, E]
-    on_edge = slanted & (rows >= lo) & (rows <= hi)
-    on_vertex = rows == poly[:, 1]  # [R, V]
+        t = (rows - av) / np.where(slanted, dy, 1.0)
+    x_edge = au + t * (bu - au)  # [E, R]
+    on_edge = slanted & (rows >= np.minimum(av, bv)) & (rows <= np.maximum(av, bv))
+    on_vertex = rows == av  # [V, R]
     inf = np.inf
-    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=1), np.where(on_vertex, poly[:, 0], inf).min(axis=1))
-    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=1), np.where(on_vertex, poly[:, 0], -inf).max(axis=1))
+    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=0), np.where(on_vertex, au, inf).min(axis=0))
+    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=0), np.where(on_vertex, au, -inf).max(axis=0))
     c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)  # first column of each row's span
     c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # one past its last column
     filled = np.flatnonzero(c1 > c0)

@@ -163,10 +163,10 @@ def _lidar_through(
     project within the object's hull's bounds, are not its own and were measured through its box from
     ``origin_global``."""
     through: list[np.ndarray] = []
+    u, v = uv[:, 0], uv[:, 1]
     for i, hull in enumerate(hulls):
-        lo, hi = hull.min(axis=0), hull.max(axis=0)
-        near = (owner != i) & np.all((uv >= lo) & (uv <= hi), axis=1)
-        idx = np.flatnonzero(near)
+        (u_lo, v_lo), (u_hi, v_hi) = hull.min(axis=0), hull.max(axis=0)
+        idx = np.flatnonzero((owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
         passes = geo.segments_pass_through_box(
             origin_global, points_global[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
         )
@@ -188,9 +188,10 @@ def _lidar_evidence(
     pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
     uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
     u0, v0, u1, v1 = rect
+    u, v = uv[:, 0], uv[:, 1]
     with np.errstate(invalid="ignore"):
-        ok = in_front & (uv[:, 0] >= u0) & (uv[:, 0] <= u1) & (uv[:, 1] >= v0) & (uv[:, 1] <= v1)
-    pts_global, uv, z = pts_global[ok], uv[ok], z[ok]
+        ok = np.flatnonzero(in_front & (u >= u0) & (u <= u1) & (v >= v0) & (v <= v1))
+    pts_global, uv, z = pts_global.take(ok, axis=0), uv.take(ok, axis=0), z.take(ok)
     owner = np.full(pts_global.shape[0], -1, dtype=np.int64)
     if len(boxes) and pts_global.shape[0]:
         # Raise each box's bottom by the ground margin (global z is up; boxes are yaw-only).
