@@ -54,25 +54,46 @@ def projected_hulls(
     points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array,
     and so does, given ``within`` = (u0, v0, u1, v1), a box whose projected points all lie more than one pixel
     beyond one side of that rectangle (its hull cannot meet it; the pixel of margin keeps rounding out of the
-    decision). The hulls are computed in one batch (``geo.convex_hulls_2d``).
+    decision). The hulls are computed in one batch (``geo.convex_hulls_2d``); ``projected_hulls_batch`` does
+    several cameras in one.
     """
-    uv, keep = geo.project_clipped_edges(corners_cam, intrinsic, near_m)
-    wanted = keep.any(axis=1)
-    if within is not None and wanted.any():
-        u0, v0, u1, v1 = within
-        u, v = uv[..., 0], uv[..., 1]
-        beyond = (
-            (np.where(keep, u, -np.inf).max(axis=1) < u0 - 1.0)
-            | (np.where(keep, u, np.inf).min(axis=1) > u1 + 1.0)
-            | (np.where(keep, v, -np.inf).max(axis=1) < v0 - 1.0)
-            | (np.where(keep, v, np.inf).min(axis=1) > v1 + 1.0)
-        )
-        wanted &= ~beyond
-    hulls = [np.zeros((0, 2))] * uv.shape[0]
-    chosen = np.flatnonzero(wanted)
-    for i, hull in zip(chosen.tolist(), geo.convex_hulls_2d(uv[chosen], keep[chosen]), strict=True):
-        hulls[i] = hull
-    return hulls
+    return projected_hulls_batch([(corners_cam, intrinsic, within)], near_m)[0]
+
+
+def projected_hulls_batch(
+    views: Sequence[tuple[np.ndarray, np.ndarray, tuple[float, float, float, float] | None]], near_m: float = 0.1
+) -> list[list[np.ndarray]]:
+    """``projected_hulls(corners_cam, intrinsic, near_m, within)`` for each of several ``views`` (e.g. the cameras
+    of one frame) with one ``geo.convex_hulls_2d`` call for all of them: its cost is a number of numpy steps that
+    hardly depends on how many sets it is given, and each set's hull is the same as alone."""
+    offered_uv: list[np.ndarray] = []
+    offered_keep: list[np.ndarray] = []
+    chosen_of_view: list[tuple[int, np.ndarray]] = []  # (boxes in the view, the ones offered)
+    for corners_cam, intrinsic, within in views:
+        uv, keep = geo.project_clipped_edges(corners_cam, intrinsic, near_m)
+        wanted = keep.any(axis=1)
+        if within is not None and wanted.any():
+            u0, v0, u1, v1 = within
+            u, v = uv[..., 0], uv[..., 1]
+            beyond = (
+                (np.where(keep, u, -np.inf).max(axis=1) < u0 - 1.0)
+                | (np.where(keep, u, np.inf).min(axis=1) > u1 + 1.0)
+                | (np.where(keep, v, -np.inf).max(axis=1) < v0 - 1.0)
+                | (np.where(keep, v, np.inf).min(axis=1) > v1 + 1.0)
+            )
+            wanted &= ~beyond
+        chosen = np.flatnonzero(wanted)
+        chosen_of_view.append((uv.shape[0], chosen))
+        offered_uv.append(uv[chosen])
+        offered_keep.append(keep[chosen])
+    computed = iter(geo.convex_hulls_2d(np.concatenate(offered_uv), np.concatenate(offered_keep)) if views else [])
+    out: list[list[np.ndarray]] = []
+    for n_boxes, chosen in chosen_of_view:
+        hulls = [np.zeros((0, 2))] * n_boxes
+        for i in chosen.tolist():
+            hulls[i] = next(computed)
+        out.append(hulls)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- request
@@ -87,6 +108,7 @@ def make_request(
     near_m: float = 0.1,
     ground_margin_m: float = 0.2,
     lidar_origin_global: np.ndarray | None = None,
+    hulls: list[np.ndarray] | None = None,
 ) -> tuple[SegmentRequest, np.ndarray]:
     """The segment request of one camera image and the indices (into ``boxes``) of the objects it holds.
 
@@ -104,6 +126,8 @@ def make_request(
     Deferred inputs (the build's): ``image_rgb`` may be a ``LazyImage`` (the size now, the pixels when a backend
     first reads them: the request is a ``DeferredImageRequest``), and ``lidar_points_global`` a callable giving
     the points, called only when the image holds an object (an empty request then carries no LiDAR evidence).
+    ``hulls``, where given, must be ``projected_hulls`` of the boxes for this image (``near_m``, the image
+    rectangle as ``within``): the build computes a frame's cameras at once (``projected_hulls_batch``).
     """
     if boxes.frame != "global":
         raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
@@ -114,8 +138,10 @@ def make_request(
         height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
     rect = image_rect(height, width)
     T = np.asarray(T_cam_from_global, dtype=np.float64)
-    corners = geo.transform_points(T, boxes.corners())
-    hulls = projected_hulls(corners, intrinsic, near_m, within=rect) if len(boxes) else []
+    if hulls is None:
+        hulls = projected_hulls(geo.transform_points(T, boxes.corners()), intrinsic, near_m, rect) if len(boxes) else []
+    elif len(hulls) != len(boxes):
+        raise GeometryError(f"make_request got {len(hulls)} hulls for {len(boxes)} boxes")
     kept: list[int] = []
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []

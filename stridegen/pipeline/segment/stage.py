@@ -151,56 +151,98 @@ def segment_images(
     import functools
     import time
 
-    from stridegen.formats.rle import encode_rle_crops
     from stridegen.pipeline.segment.base import LazyImage
-    from stridegen.pipeline.segment.request import make_request
+    from stridegen.pipeline.segment.request import image_rect, make_request, projected_hulls_batch
 
     timings = timings if timings is not None else {}
     timings.setdefault("segment", 0.0)
     timings.setdefault("visibility", 0.0)
     rows = MaskRows.empty()
     track_ids = np.asarray(track_ids, dtype=object)
-    for row in image_rows:
-        f = int(images.frame_index[row])
-        c = int(images.channel_index[row])
+    for f, frame_rows in _by_frame(image_rows, images):
         boxes = tracked[f]
         if len(boxes) == 0:
             continue
         t0 = time.perf_counter()
-        T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
-        size = image_size(row) if image_size is not None else None
-        image = decode(row) if size is None else LazyImage(size[0], size[1], functools.partial(decode, row))
+        views: list[tuple[int, int, np.ndarray | LazyImage, np.ndarray]] = []  # (row, camera, image, T_cam_from_global)
+        rects = []
+        for row in frame_rows:
+            c = int(images.channel_index[row])
+            T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
+            size = image_size(row) if image_size is not None else None
+            image: np.ndarray | LazyImage
+            if size is None:
+                image = decode(row)
+                size = (int(image.shape[0]), int(image.shape[1]))
+            else:
+                image = LazyImage(size[0], size[1], functools.partial(decode, row))
+            views.append((row, c, image, geo.invert_transform(T_global_from_cam)))
+            rects.append(image_rect(*size))
+        corners = boxes.corners()
+        hulls = projected_hulls_batch(  # every camera of the frame in one batch
+            [
+                (geo.transform_points(T, corners), cameras.intrinsic[c], rect)
+                for (_, c, _, T), rect in zip(views, rects, strict=True)
+            ]
+        )
         points = functools.partial(lidar_global, f) if lidar_global is not None else None
         origin = lidar_origin(f) if lidar_origin is not None and points is not None else None
-        T_cam_from_global = geo.invert_transform(T_global_from_cam)
-        request, keep = make_request(
-            image, cameras.intrinsic[c], T_cam_from_global, boxes, points, lidar_origin_global=origin
-        )
-        if len(request) == 0:
-            timings["segment"] += time.perf_counter() - t0
-            continue
-        result = segmenter.segment(request)
         timings["segment"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        vis = measure_visibility(request, result, thresholds)
-        tracks_of_boxes = np.searchsorted(track_ids, np.asarray(boxes.track_id, dtype=object)[keep])
-        order = np.argsort(tracks_of_boxes, kind="stable")
-        rows.image_index.append(np.full(order.size, row))
-        rows.track_index.append(tracks_of_boxes[order])
-        crops = [result.crops[k] for k in order.tolist()]
-        rows.rle_counts.extend(encode_rle_crops([(m.pixels, m.r0, m.c0) for m in crops], request.height, request.width))
-        rows.area_px.append(vis.area_px[order])
-        rows.mask_box_xyxy.append(vis.mask_box_xyxy[order])
-        rows.projected_box_xyxy.append(np.asarray(request.box_xyxy, dtype=np.float64)[order])
-        rows.depth_m.append(np.asarray(request.depth_m, dtype=np.float64)[order])
-        rows.quality.append(vis.quality[order])
-        rows.box_iou.append(vis.box_iou[order])
-        rows.coverage.append(vis.coverage[order])
-        rows.pass_box_iou.append(vis.pass_box_iou[order])
-        rows.pass_coverage.append(vis.pass_coverage[order])
-        rows.pass_quality.append(vis.pass_quality[order])
-        timings["visibility"] += time.perf_counter() - t0
+        for (row, c, image, T_cam_from_global), row_hulls in zip(views, hulls, strict=True):
+            t0 = time.perf_counter()
+            request, keep = make_request(
+                image,
+                cameras.intrinsic[c],
+                T_cam_from_global,
+                boxes,
+                points,
+                lidar_origin_global=origin,
+                hulls=row_hulls,
+            )
+            if len(request) == 0:
+                timings["segment"] += time.perf_counter() - t0
+                continue
+            result = segmenter.segment(request)
+            timings["segment"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            _add_rows(rows, row, request, result, keep, boxes, track_ids, thresholds)
+            timings["visibility"] += time.perf_counter() - t0
     return rows.concat()
+
+
+def _by_frame(image_rows: Sequence[int], images) -> list[tuple[int, list[int]]]:
+    """The rows grouped by frame, in order: (frame index, the consecutive rows of that frame)."""
+    groups: list[tuple[int, list[int]]] = []
+    for row in image_rows:
+        f = int(images.frame_index[row])
+        if groups and groups[-1][0] == f:
+            groups[-1][1].append(row)
+        else:
+            groups.append((f, [row]))
+    return groups
+
+
+def _add_rows(rows: MaskRows, row: int, request, result, keep, boxes: Boxes, track_ids, thresholds) -> None:
+    """Measure visibility of one image's masks and append them (sorted by track) to ``rows``."""
+    from stridegen.formats.rle import encode_rle_crops
+
+    vis = measure_visibility(request, result, thresholds)
+    tracks_of_boxes = np.searchsorted(track_ids, np.asarray(boxes.track_id, dtype=object)[keep])
+    order = np.argsort(tracks_of_boxes, kind="stable")
+    rows.image_index.append(np.full(order.size, row))
+    rows.track_index.append(tracks_of_boxes[order])
+    crops = [result.crops[k] for k in order.tolist()]
+    rows.rle_counts.extend(encode_rle_crops([(m.pixels, m.r0, m.c0) for m in crops], request.height, request.width))
+    rows.area_px.append(vis.area_px[order])
+    rows.mask_box_xyxy.append(vis.mask_box_xyxy[order])
+    rows.projected_box_xyxy.append(np.asarray(request.box_xyxy, dtype=np.float64)[order])
+    rows.depth_m.append(np.asarray(request.depth_m, dtype=np.float64)[order])
+    rows.quality.append(vis.quality[order])
+    rows.box_iou.append(vis.box_iou[order])
+    rows.coverage.append(vis.coverage[order])
+    rows.pass_box_iou.append(vis.pass_box_iou[order])
+    rows.pass_coverage.append(vis.pass_coverage[order])
+    rows.pass_quality.append(vis.pass_quality[order])
 
 
 def region_candidates(images, masks: SceneMasks, min_area_px: np.ndarray | int = 0) -> np.ndarray:

@@ -19,6 +19,8 @@ from stridegen.pipeline.segment.request import (
     make_request,
     mask_iou,
     nearest_first,
+    projected_hulls,
+    projected_hulls_batch,
 )
 
 W, H = 160, 90
@@ -36,6 +38,29 @@ def _boxes(centers, sizes, yaws=None) -> Boxes:
 
 
 # ---------------------------------------------------------------------------------------------- polygons
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 6), min_size=0, max_size=5))
+def test_projected_hulls_batch_equals_each_view_alone(seed: int, boxes_per_view: list[int]) -> None:
+    # Cameras turned about the vertical axis (one frame's rig), boxes all around: some views hold none, some boxes
+    # are behind the camera, beyond the image or cut by the near plane.
+    rng = np.random.default_rng(seed)
+    views = []
+    for n in boxes_per_view:
+        yaw = rng.uniform(-np.pi, np.pi)
+        turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+        T = geo.make_transform(R_CAM_FROM_GLOBAL @ turn, rng.normal(size=3))
+        boxes = _boxes(rng.uniform(-15, 15, size=(n, 3)), rng.uniform(0.3, 5, size=(n, 3)), rng.uniform(-3, 3, n))
+        within = (-0.5, -0.5, W - 0.5, H - 0.5) if rng.random() < 0.7 else None
+        views.append((geo.transform_points(T, boxes.corners()), K, within))
+    batch = projected_hulls_batch(views)
+    assert len(batch) == len(views)
+    for (corners, k, within), got in zip(views, batch, strict=True):
+        alone = projected_hulls(corners, k, 0.1, within)
+        assert len(got) == len(alone) == corners.shape[0]
+        for a, b in zip(got, alone, strict=True):
+            assert np.array_equal(a, b)
 
 
 def test_convex_hull_drops_interior_and_collinear_points() -> None:
@@ -160,6 +185,15 @@ def test_empty_boxes_and_wrong_frame() -> None:
     assert request.lidar_object.tolist() == [-1, -1] and request.lidar_uv.shape == (2, 2)
     with pytest.raises(GeometryError):
         make_request(IMAGE, K, T_CAM_FROM_GLOBAL, _boxes([[10.0, 0, 0]], [[1, 1, 1]]).replace(frame="ego"))
+    two = _boxes([[10.0, 0, 0], [12.0, 1, 0]], [[1, 1, 1], [1, 1, 1]])
+    with pytest.raises(GeometryError, match="1 hulls for 2 boxes"):  # precomputed hulls must match the boxes
+        make_request(IMAGE, K, T_CAM_FROM_GLOBAL, two, hulls=[np.zeros((0, 2))])
+    corners = geo.transform_points(T_CAM_FROM_GLOBAL, two.corners())
+    given_hulls, _ = make_request(
+        IMAGE, K, T_CAM_FROM_GLOBAL, two, hulls=projected_hulls(corners, K, 0.1, (-0.5, -0.5, W - 0.5, H - 0.5))
+    )
+    computed, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, two)
+    assert np.array_equal(given_hulls.box_xyxy, computed.box_xyxy) and len(computed) == 2
 
 
 def test_lidar_points_are_assigned_projected_and_filtered() -> None:
