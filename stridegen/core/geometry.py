@@ -348,7 +348,9 @@ def project_points(
     with np.errstate(divide="ignore", invalid="ignore"):  # column by column, as in ``transform_points``
         np.divide(homog[:, 0], homog[:, 2], out=uv[:, 0])
         np.divide(homog[:, 1], homog[:, 2], out=uv[:, 1])
-    uv[~in_front] = np.nan
+    behind = ~in_front
+    uv[:, 0][behind] = np.nan  # per column: a row mask on [N, 2] takes numpy's slower path
+    uv[:, 1][behind] = np.nan
     return uv, depth, in_front
 
 
