@@ -22,7 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from stridegen.core.errors import GeometryError
-from stridegen.pipeline.segment.raster import MaskCrop, inside_share, polygon_crop
+from stridegen.pipeline.segment.raster import MaskCrop, inside_share, polygon_crops
 
 
 @dataclass
@@ -59,10 +59,13 @@ class SegmentRequest:
         self._through = value
 
     def hull_crop(self, i: int) -> MaskCrop:
-        """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request."""
+        """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request,
+        every object's at the first call (``polygon_crops``: one batch)."""
         crop = self._hull_crops.get(i)
         if crop is None:
-            crop = self._hull_crops[i] = polygon_crop(self.hull_uv[i], self.height, self.width)
+            n = len(self.hull_uv)
+            self._hull_crops.update(zip(range(n), polygon_crops(self.hull_uv, self.height, self.width), strict=True))
+            crop = self._hull_crops[i]
         return crop
 
     def inside_share(self, i: int) -> float:

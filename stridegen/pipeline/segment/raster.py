@@ -146,42 +146,68 @@ def polygon_crop(poly_uv: np.ndarray, height: int, width: int) -> MaskCrop:
     crossings of its edges with that line (plus its vertices on the line, which covers horizontal edges). Exact for
     convex polygons; a polygon of fewer than three vertices, of zero area or with a non-finite vertex gives the
     empty crop. The window is taken from the computed row spans, so ``polygon_crop(p).full(H, W)`` equals the
-    whole-image scan line pixel for pixel.
+    whole-image scan line pixel for pixel. ``polygon_crops`` does many polygons at once.
     """
-    poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-    if poly.shape[0] < 3 or not np.isfinite(poly).all() or geo.polygon_area(poly) <= 0.0:
-        return MaskCrop.empty()
-    u, v = poly[:, 0], poly[:, 1]
-    r0 = max(int(np.ceil(v.min())), 0)
-    r1 = min(int(np.floor(v.max())), height - 1)
-    if r1 < r0:
-        return MaskCrop.empty()
-    rows = np.arange(r0, r1 + 1, dtype=np.float64)  # [R]
-    # Edges along the first axis, rows along the second: the reductions over edges then run over whole rows of
-    # the array (numpy reduces a short last axis row by row, several times slower).
-    au, av = u[:, None], v[:, None]  # [E, 1]: each vertex and the next (np.roll, without its overhead)
-    bu, bv = np.concatenate((u[1:], u[:1]))[:, None], np.concatenate((v[1:], v[:1]))[:, None]
+    return polygon_crops([poly_uv], height, width)[0]
+
+
+def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> list[MaskCrop]:
+    """``polygon_crop`` of each polygon, the scan lines of all of them in one set of numpy operations (the same
+    operations on the same numbers for each row, so each crop equals ``polygon_crop`` of its polygon alone)."""
+    out = [MaskCrop.empty()] * len(polys_uv)
+    taken: list[tuple[int, np.ndarray, int, int]] = []  # (index, polygon, first row, last row)
+    for i, poly_uv in enumerate(polys_uv):
+        poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
+        if poly.shape[0] < 3 or not np.isfinite(poly).all() or geo.polygon_area(poly) <= 0.0:
+            continue
+        r0 = max(int(np.ceil(poly[:, 1].min())), 0)
+        r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
+        if r1 >= r0:
+            taken.append((i, poly, r0, r1))
+    if not taken:
+        return out
+    # Edge e of polygon j: vertex e to vertex e + 1 (the last back to the first); polygons of fewer vertices are
+    # padded with edges that take part in nothing (``real``).
+    n_edges = max(poly.shape[0] for _, poly, _, _ in taken)
+    au, av, bu, bv = (np.zeros((len(taken), n_edges)) for _ in range(4))
+    real = np.zeros((len(taken), n_edges), dtype=bool)
+    for j, (_, poly, _, _) in enumerate(taken):
+        v_count = poly.shape[0]
+        au[j, :v_count], av[j, :v_count] = poly[:, 0], poly[:, 1]
+        bu[j, : v_count - 1], bv[j, : v_count - 1] = poly[1:, 0], poly[1:, 1]
+        bu[j, v_count - 1], bv[j, v_count - 1] = poly[0, 0], poly[0, 1]
+        real[j, :v_count] = True
+    counts = np.array([r1 - r0 + 1 for _, _, r0, r1 in taken])
+    owner = np.repeat(np.arange(len(taken)), counts)  # the polygon of each scan line
+    rows = np.concatenate([np.arange(r0, r1 + 1, dtype=np.float64) for _, _, r0, r1 in taken])  # [R]
+    # Edges along the first axis, scan lines along the second: the reductions over edges then run over whole rows
+    # of the array (numpy reduces a short last axis row by row, several times slower).
+    au, av, bu, bv, real = au.T[:, owner], av.T[:, owner], bu.T[:, owner], bv.T[:, owner], real.T[:, owner]
     dy = bv - av
-    slanted = dy != 0
+    slanted = real & (dy != 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (rows - av) / np.where(slanted, dy, 1.0)
     x_edge = au + t * (bu - au)  # [E, R]
     on_edge = slanted & (rows >= np.minimum(av, bv)) & (rows <= np.maximum(av, bv))
-    on_vertex = rows == av  # [V, R]
+    on_vertex = real & (rows == av)  # [V, R]
     inf = np.inf
     xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=0), np.where(on_vertex, au, inf).min(axis=0))
     xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=0), np.where(on_vertex, au, -inf).max(axis=0))
-    c0 = np.clip(np.ceil(xl), 0, width).astype(np.int64)  # first column of each row's span
-    c1 = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # one past its last column
-    filled = np.flatnonzero(c1 > c0)
-    if filled.size == 0:
-        return MaskCrop.empty()
-    first, last = int(filled[0]), int(filled[-1]) + 1
-    c0, c1 = c0[first:last], c1[first:last]
-    w0, w1 = int(c0[c1 > c0].min()), int(c1[c1 > c0].max())
-    cols = np.arange(w0, w1)
-    pixels = (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None])
-    return MaskCrop(r0 + first, w0, pixels)
+    c0_all = np.clip(np.ceil(xl), 0, width).astype(np.int64)  # first column of each row's span
+    c1_all = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # one past its last column
+    ends = np.cumsum(counts)
+    for (i, _, r0, _), stop, count in zip(taken, ends.tolist(), counts.tolist(), strict=True):
+        c0, c1 = c0_all[stop - count : stop], c1_all[stop - count : stop]
+        filled = np.flatnonzero(c1 > c0)
+        if filled.size == 0:
+            continue
+        first, last = int(filled[0]), int(filled[-1]) + 1
+        c0, c1 = c0[first:last], c1[first:last]
+        spans = c1 > c0
+        w0, w1 = int(c0[spans].min()), int(c1[spans].max())
+        cols = np.arange(w0, w1)
+        out[i] = MaskCrop(r0 + first, w0, (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None]))
+    return out
 
 
 def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:

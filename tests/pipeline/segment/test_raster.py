@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from stridegen.core.geometry import convex_hull_2d
 from stridegen.pipeline.segment import SegmentRequest, SegmentResult, make_segmenter
 from stridegen.pipeline.segment.lidar import LidarSegmenter, disc_kernel, point_discs
-from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, polygon_crop, polygon_mask
+from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, polygon_crop, polygon_crops, polygon_mask
 
 H, W = 24, 30
 
@@ -51,6 +51,21 @@ def test_polygon_crop_is_the_whole_image_raster_on_its_tight_window(pts) -> None
         assert px[0].any() and px[-1].any() and px[:, 0].any() and px[:, -1].any()
     else:
         assert crop.pixels.size == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(points, min_size=0, max_size=6))
+def test_polygon_crops_of_many_polygons_equal_each_alone(many) -> None:
+    # Polygons of different vertex counts (the batch pads the shorter ones) and degenerate ones in one call.
+    hulls = [convex_hull_2d(np.array(pts)) for pts in many]
+    crops = polygon_crops(hulls, H, W)
+    assert len(crops) == len(hulls)
+    for hull, crop in zip(hulls, crops, strict=True):
+        area2 = abs(np.dot(hull[:, 0], np.roll(hull[:, 1], -1)) - np.dot(hull[:, 1], np.roll(hull[:, 0], -1)))
+        expected = _whole_image_scan_line(hull, H, W) if hull.shape[0] >= 3 and area2 > 0 else np.zeros((H, W), bool)
+        assert np.array_equal(crop.full(H, W), expected)
+        alone = polygon_crop(hull, H, W)
+        assert (crop.r0, crop.c0, crop.pixels.shape) == (alone.r0, alone.c0, alone.pixels.shape)
 
 
 def _crop(draw: st.DrawFn) -> MaskCrop:
