@@ -315,18 +315,24 @@ def segments_pass_through_box(
     c, s = np.cos(float(yaw)), np.sin(float(yaw))
     to_box = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
     o = to_box @ (np.asarray(origin, dtype=np.float64).reshape(3) - np.asarray(center, dtype=np.float64).reshape(3))
-    direction = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T - o
+    rel = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T
     half = 0.5 * np.asarray(size_lwh, dtype=np.float64).reshape(3)
+    t_enter = np.zeros(points.shape[0])
+    t_exit = np.full(points.shape[0], np.inf)
+    outside = np.zeros(points.shape[0], dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_a = (-half - o) / direction
-        t_b = (half - o) / direction
-    parallel = direction == 0.0  # the slab holds the whole line or none of it
-    outside = parallel & (np.abs(o) > half)
-    t_a = np.where(parallel, -np.inf, t_a)
-    t_b = np.where(parallel, np.inf, t_b)
-    t_enter = np.maximum(np.minimum(t_a, t_b).max(axis=1), 0.0)
-    t_exit = np.maximum(t_a, t_b).min(axis=1)
-    return ~outside.any(axis=1) & (t_enter <= t_exit) & (t_exit < 1.0)
+        for k in range(3):  # one slab at a time (numpy reduces a length-3 last axis row by row, much slower)
+            direction = rel[:, k] - o[k]
+            t_a = (-half[k] - o[k]) / direction
+            t_b = (half[k] - o[k]) / direction
+            parallel = direction == 0.0  # the slab holds the whole line or none of it
+            if parallel.any():
+                outside |= parallel & (abs(o[k]) > half[k])
+                t_a = np.where(parallel, -np.inf, t_a)
+                t_b = np.where(parallel, np.inf, t_b)
+            np.maximum(t_enter, np.minimum(t_a, t_b), out=t_enter)
+            np.minimum(t_exit, np.maximum(t_a, t_b), out=t_exit)
+    return ~outside & (t_enter <= t_exit) & (t_exit < 1.0)
 
 
 # ---------------------------------------------------------------------------------------------- projection

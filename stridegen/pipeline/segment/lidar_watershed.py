@@ -77,6 +77,16 @@ def nearest_depth_raster(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, 
     return out
 
 
+def median(values: np.ndarray) -> float:
+    """``np.median`` of a non-empty 1-D float array without NaN: the middle value, or the mean of the two middle
+    values (the same arithmetic, (a + b) / 2), at a tenth of np.median's cost on the few values of one object."""
+    ordered = np.sort(values)
+    mid = ordered.shape[0] // 2
+    if ordered.shape[0] % 2:
+        return float(ordered[mid])
+    return float((ordered[mid - 1] + ordered[mid]) / 2.0)
+
+
 def fill_holes(mask: np.ndarray) -> np.ndarray:
     """[h, w] bool: ``mask`` with every background component that does not touch the border set."""
     h, w = mask.shape
@@ -215,7 +225,7 @@ class LidarWatershedSegmenter:
         markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
         not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)
         not_seed[cr[seed], cc[seed]] = 0
-        reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / float(np.median(d[seed]))) * scale
+        reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / median(d[seed])) * scale
         markers[cv2.distanceTransform(not_seed, cv2.DIST_L2, 3) > reach] = NOT_OBJECT
         hull_c = crop.mask(hull)
         markers[~hull_c | crop.mask(occluder)] = NOT_OBJECT

@@ -145,13 +145,18 @@ def make_request(
     kept: list[int] = []
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []
+    u0, v0, u1, v1 = rect
     for i, hull in enumerate(hulls):
-        inside = geo.clip_polygon_to_rect(hull, *rect) if hull.shape[0] >= 3 else np.zeros((0, 2))
+        if hull.shape[0] < 3:
+            continue
+        lo, hi = hull.min(axis=0), hull.max(axis=0)
+        within = lo[0] >= u0 and lo[1] >= v0 and hi[0] <= u1 and hi[1] <= v1
+        inside = hull if within else geo.clip_polygon_to_rect(hull, *rect)  # clipping a hull inside is a no-op
         if inside.shape[0] < 3 or geo.polygon_area(inside) <= 0.0:
             continue
         kept.append(i)
         kept_hulls.append(hull)
-        xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
+        xyxy.append(np.concatenate([lo, hi]) if within else np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
     keep = np.asarray(kept, dtype=np.int64)
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
     box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)

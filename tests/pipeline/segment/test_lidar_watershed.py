@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stridegen.core.errors import ConfigError
 from stridegen.pipeline.segment import SEGMENTERS, SegmentRequest, make_segmenter
-from stridegen.pipeline.segment.lidar_watershed import fill_holes, flood, nearest_depth_raster, spread_min
+from stridegen.pipeline.segment.lidar_watershed import fill_holes, flood, median, nearest_depth_raster, spread_min
 from stridegen.pipeline.segment.request import hull_masks, mask_iou
 
 H, W = 120, 160
@@ -203,3 +205,11 @@ def test_returns_behind_the_object_count_against_it_only_where_measured_through_
     mask = segmenter.segment(seen_past).masks[0]
     hull = hull_masks(seen_past.hull_uv, H, W)[0]
     assert np.array_equal(mask, hull)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 200.0, allow_nan=False), min_size=1, max_size=40))
+def test_median_is_numpys_median(values) -> None:
+    x = np.array(values)
+    assert median(x) == float(np.median(x))
+    assert median(np.array([3.0, 1.0])) == 2.0 and median(np.array([5.0, 1.0, 4.0])) == 4.0
