@@ -220,5 +220,9 @@ def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
     total = geo.polygon_area(hull_uv)
     if total <= 0.0:
         return 0.0
-    inter = geo.polygon_area(geo.clip_polygon_to_rect(hull_uv, -0.5, -0.5, width - 0.5, height - 0.5))
+    hull = np.asarray(hull_uv, dtype=np.float64).reshape(-1, 2)
+    lo, hi = hull.min(axis=0), hull.max(axis=0)
+    if lo[0] >= -0.5 and lo[1] >= -0.5 and hi[0] <= width - 0.5 and hi[1] <= height - 0.5:
+        return 1.0  # inside the image: clipping is a no-op and the ratio is total / total
+    inter = geo.polygon_area(geo.clip_polygon_to_rect(hull, -0.5, -0.5, width - 0.5, height - 0.5))
     return min(max(inter / total, 0.0), 1.0)
