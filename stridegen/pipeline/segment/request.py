@@ -227,8 +227,9 @@ def _lidar_evidence(
     if len(boxes) and pts_global.shape[0]:
         # Raise each box's bottom by the ground margin (global z is up; boxes are yaw-only).
         margin = np.minimum(max(float(ground_margin_m), 0.0), 0.5 * boxes.size_lwh[:, 2])
-        center = boxes.center + np.stack([np.zeros_like(margin), np.zeros_like(margin), 0.5 * margin], axis=1)
-        size = boxes.size_lwh - np.stack([np.zeros_like(margin), np.zeros_like(margin), margin], axis=1)
+        center, size = boxes.center.copy(), boxes.size_lwh.copy()
+        center[:, 2] += 0.5 * margin
+        size[:, 2] -= margin
         inside = geo.points_in_boxes(pts_global, center, size, boxes.yaw)  # [K, P]
         any_inside = inside.any(axis=0)
         if any_inside.any():
