@@ -9,6 +9,7 @@ Schema: https://www.nuscenes.org/nuscenes#data-format (and nuscenes-devkit pytho
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,12 @@ from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, valid_po
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.nuscenes_tables import TableStore, open_tables
 
+# (table, token) -> record: the lookups of one load_annotations call (a frame's annotations share a few samples,
+# categories and attributes)
+_Memo = dict[tuple[str, str], dict[str, Any]]
+
 SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a time)
+CALIBRATION_CACHE = 64  # sensor calibrations a reader keeps (a scene of nuScenes uses 12 sensors)
 
 # 5 float32 per LiDAR point: x, y, z, intensity, ring index (nuscenes-devkit LidarPointCloud.from_file).
 LIDAR_VALUES_PER_POINT = 5
@@ -63,10 +69,11 @@ class NuScenesReader(LogReader):
         super().__init__(root)
         self.table_dir = self._resolve_version(version)
         self.version = self.table_dir.name
+        self._table_paths: dict[str, Path] = {}
         self.store: TableStore = open_tables(self.root, self.table_dir, index)
         self._scene_cache: OrderedDict[str, Scene] = OrderedDict()
         self._pose_cache: dict[str, np.ndarray] = {}
-        self._calib_cache: dict[tuple[str, int, int], SensorCalibration] = {}
+        self._calib_cache: OrderedDict[tuple[str, int, int], SensorCalibration] = OrderedDict()
 
     # ------------------------------------------------------------------------------------------ loading
     def _resolve_version(self, version: str | None) -> Path:
@@ -83,7 +90,9 @@ class NuScenesReader(LogReader):
         return found[0]
 
     def table_path(self, name: str) -> Path:
-        return self.table_dir / f"{name}.json"
+        if name not in self._table_paths:  # made once: the annotations of every frame name theirs
+            self._table_paths[name] = self.table_dir / f"{name}.json"
+        return self._table_paths[name]
 
     def get(self, table: str, token: str) -> dict[str, Any]:
         """The record of ``table`` with ``token``; LogFormatError naming the table file if there is none, and the
@@ -98,25 +107,29 @@ class NuScenesReader(LogReader):
         """``T_global_from_ego`` of an ego_pose record."""
         if token not in self._pose_cache:
             rec = self.get("ego_pose", token)
-            self._pose_cache[token] = geo.make_transform(rec["rotation"], rec["translation"])
+            self._pose_cache[token] = pose_transform(rec["rotation"], rec["translation"])
         return self._pose_cache[token]
 
     def calibration(self, sample_data: dict[str, Any]) -> SensorCalibration:
         """Calibration of the sensor that recorded a sample_data record (image size from the record)."""
         width, height = int(sample_data.get("width") or 0), int(sample_data.get("height") or 0)
         key = (sample_data["calibrated_sensor_token"], width, height)
-        if key not in self._calib_cache:
+        if key in self._calib_cache:
+            self._calib_cache.move_to_end(key)
+        else:
             cs = self.get("calibrated_sensor", key[0])
             sensor = self.get("sensor", cs["sensor_token"])
             intrinsic = self._intrinsic(cs, sensor)
             self._calib_cache[key] = SensorCalibration(
                 channel=sensor["channel"],
                 modality=sensor["modality"],
-                T_ego_from_sensor=geo.make_transform(cs["rotation"], cs["translation"]),
+                T_ego_from_sensor=pose_transform(cs["rotation"], cs["translation"]),
                 intrinsic=intrinsic if intrinsic.size else None,
                 width=width or None,
                 height=height or None,
             )
+            while len(self._calib_cache) > CALIBRATION_CACHE:
+                self._calib_cache.popitem(last=False)
         return self._calib_cache[key]
 
     def _intrinsic(self, cs: dict[str, Any], sensor: dict[str, Any]) -> np.ndarray:
@@ -141,13 +154,14 @@ class NuScenesReader(LogReader):
         return intrinsic
 
     def sensor_sample(self, sample_data: dict[str, Any]) -> SensorSample:
+        calibration = self.calibration(sample_data)
         return SensorSample(
             token=sample_data["token"],
-            channel=self.calibration(sample_data).channel,
+            channel=calibration.channel,
             timestamp_us=int(sample_data["timestamp"]),
             path=self.root / sample_data["filename"],
             T_global_from_ego=self.ego_pose(sample_data["ego_pose_token"]),
-            calibration=self.calibration(sample_data),
+            calibration=calibration,
             is_key_frame=bool(sample_data.get("is_key_frame", False)),
         )
 
@@ -293,12 +307,13 @@ class NuScenesReader(LogReader):
             raise LogFormatError(ann_path, f"sample_annotation of sample {frame.token} malformed ({exc})") from None
         for i in np.flatnonzero(~valid_poses(rotation, center)):  # vectorised; the first bad row raises
             validate_pose(rotation[i], center[i], ann_path, f"sample_annotation {records[i]['token']}")
-        category = [self._category_name(r) for r in records]
+        memo: _Memo = {}
+        category = [self._category_name(r, memo) for r in records]
         boxes = Boxes(
             center=center,
             size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
             yaw=geo.quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
-            velocity=self._velocities(records, center, frame.token) if records else np.zeros((0, 3)),
+            velocity=self._velocities(records, center, frame.token, memo) if records else np.zeros((0, 3)),
             label=[detection_class(c) for c in category],
             track_id=[r.get("instance_token", "") for r in records],
             frame="global",
@@ -311,20 +326,31 @@ class NuScenesReader(LogReader):
             num_lidar_pts=np.array([int(r.get("num_lidar_pts", 0)) for r in records], dtype=np.int64),
             num_radar_pts=np.array([int(r.get("num_radar_pts", 0)) for r in records], dtype=np.int64),
             visibility=np.array([_visibility_bin(r.get("visibility_token", "")) for r in records], dtype=np.int64),
-            attribute=_str_array([self._first_attribute(r) for r in records]),
+            attribute=_str_array([self._first_attribute(r, memo) for r in records]),
         )
 
-    def _category_name(self, ann: dict[str, Any]) -> str:
+    def _get_memo(self, memo: _Memo, table: str, token: Any) -> dict[str, Any]:
+        """``get`` through ``memo`` (string tokens): the same record or error, each token looked up once per memo."""
+        if type(token) is not str:
+            return self.get(table, token)
+        key = (table, token)
+        if key not in memo:
+            memo[key] = self.get(table, token)
+        return memo[key]
+
+    def _category_name(self, ann: dict[str, Any], memo: _Memo) -> str:
         if "category_name" in ann:
             return str(ann["category_name"])
-        instance = self.get("instance", ann["instance_token"])
-        return str(self.get("category", instance["category_token"])["name"])
+        instance = self._get_memo(memo, "instance", ann["instance_token"])
+        return str(self._get_memo(memo, "category", instance["category_token"])["name"])
 
-    def _first_attribute(self, ann: dict[str, Any]) -> str:
+    def _first_attribute(self, ann: dict[str, Any], memo: _Memo) -> str:
         tokens = ann.get("attribute_tokens") or []
-        return str(self.get("attribute", tokens[0])["name"]) if tokens else ""
+        return str(self._get_memo(memo, "attribute", tokens[0])["name"]) if tokens else ""
 
-    def _velocities(self, records: list[dict[str, Any]], center: np.ndarray, sample_token: str) -> np.ndarray:
+    def _velocities(
+        self, records: list[dict[str, Any]], center: np.ndarray, sample_token: str, memo: _Memo
+    ) -> np.ndarray:
         """Velocity [N, 3] (global frame, m/s) of a frame's annotations (``center`` their translations) from their
         prev / next annotations (``neighbour_velocity``, the devkit's rule), which are read where not among them."""
         path = self.table_path("sample_annotation")
@@ -355,7 +381,7 @@ class NuScenesReader(LogReader):
             ) from None
         position = np.concatenate([center, others])
         time_s = 1e-6 * np.array(
-            [int(self.get("sample", r["sample_token"])["timestamp"]) for r in rows], dtype=np.float64
+            [int(self._get_memo(memo, "sample", r["sample_token"])["timestamp"]) for r in rows], dtype=np.float64
         )
         extra = np.full(len(rows) - len(records), -1, dtype=np.int64)  # the neighbours' own velocities are not asked
         prev_all, next_all = np.concatenate([prev_idx, extra]), np.concatenate([next_idx, extra])
@@ -413,6 +439,49 @@ def read_pcd(path: Path) -> np.ndarray:
             raise PointCloudSizeError(path, f"{numbers.size} values for {n} points of {len(names)} fields")
         return numbers.reshape(n, -1).astype(np.float32)
     raise LogFormatError(path, f"PCD DATA {mode!r} is not supported (binary and ascii are)")
+
+
+def pose_transform(rotation: Any, translation: Any) -> np.ndarray:
+    """``geo.make_transform(rotation, translation)``, the same bits, for one pose of a table: a [w, x, y, z]
+    quaternion and a translation given as JSON lists of numbers, without numpy's overhead per small array.
+
+    The same float operations in the same order as ``geo.quat_normalize`` and ``geo.quat_to_rotmat``: the norm
+    ``sqrt(((w*w + x*x) + y*y) + z*z)`` (numpy's ``linalg.norm`` adds the four squares in this order;
+    ``tests/logs/test_nuscenes_scene_speedups.py`` compares both on every pose of a log and random quaternions),
+    each component divided by it, then the matrix entries. Anything else (arrays, other types or lengths, a zero
+    or non-finite norm, an int too large for a float) goes to ``geo.make_transform``.
+    """
+    fast = _list_pose_transform(rotation, translation)
+    return geo.make_transform(rotation, translation) if fast is None else fast
+
+
+def _list_pose_transform(rotation: Any, translation: Any) -> np.ndarray | None:
+    """``pose_transform`` of lists of 4 and 3 floats or ints whose quaternion has a finite non-zero norm; None
+    for anything else."""
+    if not (
+        type(rotation) is list
+        and type(translation) is list
+        and len(rotation) == 4
+        and len(translation) == 3
+        and all(type(v) is float or type(v) is int for v in rotation + translation)
+    ):
+        return None
+    try:
+        w, x, y, z, tx, ty, tz = (float(v) for v in rotation + translation)
+    except OverflowError:
+        return None
+    norm = math.sqrt(((w * w + x * x) + y * y) + z * z)
+    if not 0.0 < norm < math.inf:
+        return None
+    w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w), tx],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w), ty],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), tz],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
 
 
 def _visibility_bin(token: str) -> int:

@@ -6,8 +6,9 @@
   where it lives, when it is rebuilt). Per record it holds the table, the row, the token, the token the record
   hangs from (a sample's scene; a sample_data's or an annotation's sample), the sample_data's key-frame flag, a
   scene's name, and the byte offset and length of the record's text in its JSON file. Records are read from the
-  JSON files when asked for, a scene's all at once (``focus``), so a process holds the records of at most
-  ``FOCUS_SCENES`` scenes, plus the small tables' records it used: its memory does not grow with the log.
+  JSON files when asked for, a scene's all at once (``focus``; records close together in a file with one read,
+  ``IndexedTables._read_bulk``), so a process holds the records of at most ``FOCUS_SCENES`` scenes, plus the small
+  tables' records it used: its memory does not grow with the log.
 - ``JsonTables``: every table loaded into memory when the log is opened (the former reader). It is the reference
   of the tests and the benchmark's baseline, and the fallback where no index can be written (with a note on
   stderr); ``STRIDEGEN_LOG_INDEX=0`` chooses it.
@@ -21,6 +22,7 @@ Both give the same records and find the same problems of single records (module 
 from __future__ import annotations
 
 import json
+import json.scanner
 import os
 import sqlite3
 import sys
@@ -31,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -73,6 +75,8 @@ FOCUS_SCENES = 2  # scenes whose records IndexedTables keeps
 OTHER_RECORDS = 4096  # records of other tables kept by IndexedTables outside the focused scenes
 BATCH_ROWS = 5000  # rows inserted (and poses checked) at a time while indexing
 MAX_SQL_VARIABLES = 500  # tokens per "IN (...)" query (SQLite's limit is 999 before 3.32)
+BULK_GAP_BYTES = 8 * 1024  # records of a table at most this far apart are read with one pread (_read_bulk)
+BULK_SPAN_BYTES = 4 * 1024 * 1024  # bytes one such pread reads at most (unless a single record is longer)
 
 _CODE = {name: code for code, name in enumerate(TABLES)}
 _ERROR_KINDS: dict[str, type[LogFormatError]] = {
@@ -81,6 +85,9 @@ _ERROR_KINDS: dict[str, type[LogFormatError]] = {
 }
 
 Record = dict[str, Any]
+# The scanner behind json.loads (its decoder's settings: strict, no hooks): (value, end) of the JSON value at an
+# index of a string; JSONDecoder.raw_decode is this call with StopIteration turned into a JSONDecodeError.
+_SCAN = json.scanner.make_scanner(cast(Any, json.JSONDecoder()))  # typeshed's context type is too narrow
 
 
 def has_token(value: Any) -> bool:
@@ -290,6 +297,24 @@ def _index_columns(table: str, record: Record) -> tuple[str | None, str | None, 
     return None, None, None
 
 
+def _runs(spans: Sequence[tuple[int, int]]) -> Iterator[tuple[tuple[int, int], list[int]]]:
+    """Runs of byte spans (offset, length), sorted by offset, to read at once: ((start, stop), their positions),
+    a span joining the run before it where it starts at most ``BULK_GAP_BYTES`` after that run's end and the run
+    stays within ``BULK_SPAN_BYTES``."""
+    positions: list[int] = []
+    start = stop = 0
+    for k, (offset, length) in enumerate(spans):
+        if positions and (offset - stop > BULK_GAP_BYTES or offset + length - start > BULK_SPAN_BYTES):
+            yield (start, stop), positions
+            positions = []
+        if not positions:
+            start = stop = offset
+        positions.append(k)
+        stop = max(stop, offset + length)
+    if positions:
+        yield (start, stop), positions
+
+
 @dataclass
 class _SceneRecords:
     """The records of one scene read at once: its samples' tokens, and by (table, token) its samples, all their
@@ -442,19 +467,23 @@ class IndexedTables(TableStore):
             out += self._rows(where.format(", ".join("?" * len(part))), [*params, *part])
         return sorted(out)
 
+    def _file(self, code: int) -> BinaryIO:
+        """The open table file of table ``code`` (call with the lock held, after ``_db``)."""
+        if code not in self._files:
+            try:
+                self._files[code] = self.path(TABLES[code]).open("rb", buffering=0)
+            except FileNotFoundError:
+                raise MissingFileError(
+                    self.path(TABLES[code]), "the table was removed after the log was opened"
+                ) from None
+        return self._files[code]
+
     def _read(self, row: tuple[Any, ...]) -> Record:
         """The record of an index row, read from its table file, checked to be the record the index points at."""
         _, code, token, _, _, offset, length = row
         with self._lock:
             self._db()
-            if code not in self._files:
-                try:
-                    self._files[code] = self.path(TABLES[code]).open("rb", buffering=0)
-                except FileNotFoundError:
-                    raise MissingFileError(
-                        self.path(TABLES[code]), "the table was removed after the log was opened"
-                    ) from None
-            data = os.pread(self._files[code].fileno(), length, offset)
+            data = os.pread(self._file(code).fileno(), length, offset)
         try:
             record = json.loads(data)
         except ValueError:
@@ -466,6 +495,55 @@ class IndexedTables(TableStore):
                 "index says); open the log again",
             )
         return record
+
+    def _read_many(self, rows: Sequence[tuple[Any, ...]]) -> list[Record]:
+        """``[self._read(row) for row in rows]``, the same records and the same error (the first bad row's, in the
+        order of ``rows``), faster: the rows read and checked in bulk (``_read_bulk``) are taken from there, the
+        others (none where the file is as indexed) read one by one."""
+        ready = self._read_bulk(rows)
+        return [ready[i] if i in ready else self._read(row) for i, row in enumerate(rows)]
+
+    def _read_bulk(self, rows: Sequence[tuple[Any, ...]]) -> dict[int, Record]:
+        """Position in ``rows`` -> record, for the rows whose record parses and is the one the index points at.
+
+        The rows of a table are read in runs of records close together in its file (gaps of at most
+        ``BULK_GAP_BYTES``, ``BULK_SPAN_BYTES`` at most), one ``pread`` per run, and each record is parsed in place
+        from the run's text (``_SCAN`` at its offset). A record is taken where the run is ASCII, the parse ends
+        exactly at the record's end and gives a dict with the row's token: ``json.loads`` of the record's bytes
+        gives the same dict then (ASCII is UTF-8; a dict's text starts at ``{``, so ``json.detect_encoding`` says
+        UTF-8; a parse that ends at the closing ``}`` has looked at no character after it). Anything else is left
+        to ``_read`` and its error.
+        """
+        by_table: dict[int, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_table.setdefault(row[1], []).append(i)
+        runs: list[tuple[list[int], int, bytes]] = []  # (positions, byte offset of data, data)
+        with self._lock:
+            self._db()
+            for code, positions in by_table.items():
+                try:
+                    fd = self._file(code).fileno()
+                except MissingFileError:
+                    continue  # _read raises it where the first of these rows is read
+                positions.sort(key=lambda i: rows[i][5])
+                for run in _runs([(rows[i][5], rows[i][6]) for i in positions]):
+                    start, stop = run[0]
+                    runs.append(([positions[k] for k in run[1]], start, os.pread(fd, stop - start, start)))
+        ready: dict[int, Record] = {}
+        for positions, start, data in runs:
+            if not data.isascii():
+                continue
+            text = data.decode("ascii")
+            for i in positions:
+                _, _, token, _, _, offset, length = rows[i]
+                at = offset - start
+                try:
+                    record, end = _SCAN(text, at)
+                except (StopIteration, ValueError, RecursionError):
+                    continue
+                if end == at + length and isinstance(record, dict) and _text(record.get("token")) == token:
+                    ready[i] = record
+        return ready
 
     def first(self, table: str, token: str) -> Record | None:
         with self._lock:
@@ -513,7 +591,7 @@ class IndexedTables(TableStore):
                 if sample_token in scene.samples:
                     return scene.children.get((table, sample_token), [])
         where = "tbl = ? AND parent = ?" + (" AND key_frame = 1" if table == "sample_data" else "")
-        return [self._read(row) for row in self._rows(where, (_CODE[table], _text(sample_token)))]
+        return self._read_many(self._rows(where, (_CODE[table], _text(sample_token))))
 
     def key_sample_data(self, sample_token: str) -> list[Record]:
         return self._children("sample_data", sample_token)
@@ -536,27 +614,25 @@ class IndexedTables(TableStore):
                 (_CODE["sample_data"], _CODE["sample_annotation"]),
                 sorted(scene.samples),
             )
-            for row in samples + children:
-                self._keep(scene, row)
+            self._keep(scene, samples + children)
             data = [r for (t, _), r in scene.records.items() if t == "sample_data"]
             annotations = [r for (t, _), r in scene.records.items() if t == "sample_annotation"]
             for table, tokens in (
                 ("ego_pose", {_text(sd.get("ego_pose_token")) for sd in data}),
                 ("instance", {_text(a.get("instance_token")) for a in annotations if "category_name" not in a}),
             ):
-                for row in self._rows_in("tbl = ? AND token IN ({})", (_CODE[table],), sorted(tokens - {None})):
-                    self._keep(scene, row)
+                self._keep(scene, self._rows_in("tbl = ? AND token IN ({})", (_CODE[table],), sorted(tokens - {None})))
             self._focus[scene_token] = scene
             while len(self._focus) > FOCUS_SCENES:
                 self._focus.popitem(last=False)
 
-    def _keep(self, scene: _SceneRecords, row: tuple[Any, ...]) -> None:
-        _, code, token, parent, key_frame, _, _ = row
-        table = TABLES[code]
-        record = self._read(row)
-        scene.records.setdefault((table, token), record)
-        if table == "sample_annotation" or (table == "sample_data" and key_frame):
-            scene.children.setdefault((table, parent), []).append(record)
+    def _keep(self, scene: _SceneRecords, rows: list[tuple[Any, ...]]) -> None:
+        for row, record in zip(rows, self._read_many(rows), strict=True):
+            _, code, token, parent, key_frame, _, _ = row
+            table = TABLES[code]
+            scene.records.setdefault((table, token), record)
+            if table == "sample_annotation" or (table == "sample_data" and key_frame):
+                scene.children.setdefault((table, parent), []).append(record)
 
 
 def open_tables(root: Path, table_dir: Path, index: bool = True) -> TableStore:
