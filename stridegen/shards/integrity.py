@@ -68,12 +68,6 @@ def strings_crc32(joined: bytes, shape: tuple[int, ...]) -> int:
     return zlib.crc32(joined, zlib.crc32(_shape_bytes(shape)))
 
 
-def str_values_crc32(values: np.ndarray) -> int:
-    """CRC-32 of an array of Python str (what the writer stores as UTF-8 strings)."""
-    arr = np.asarray(values, dtype=object)
-    return strings_crc32(join_strings([str(v).encode("utf-8") for v in arr.ravel().tolist()]), arr.shape)
-
-
 def row_crc32(row: np.ndarray | bytes) -> int:
     """CRC-32 of one row of a variable-length bytes array (a uint8 array or bytes)."""
     if isinstance(row, bytes | bytearray | memoryview):

@@ -25,7 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from stridegen import __version__
-from stridegen.shards.integrity import ROW_CHECKSUM_ATTR, rows_crc32, str_values_crc32, values_crc32, write_checksums
+from stridegen.shards.integrity import (
+    ROW_CHECKSUM_ATTR,
+    join_strings,
+    rows_crc32,
+    strings_crc32,
+    values_crc32,
+    write_checksums,
+)
 from stridegen.shards.schema import SCHEMA_VERSION, SHARD_FORMAT, SceneRecord, Table
 
 TMP_MARKER = ".tmp-"
@@ -118,11 +125,13 @@ def write_array(
         ds.attrs[ROW_CHECKSUM_ATTR] = row_crcs
         return values_crc32(row_crcs)
     if arr.dtype == object or arr.dtype.kind == "U":
+        # Encoded once, for the file and for the checksum: h5py stores bytes given for a UTF-8 string dataset as
+        # they are (the file's bytes equal those of writing the str values).
+        encoded = [str(v).encode("utf-8") for v in arr.ravel().tolist()]
         data: np.ndarray = np.empty(arr.size, dtype=object)
-        data[:] = [str(v) for v in arr.ravel().tolist()]
-        data = data.reshape(arr.shape)
-        group.create_dataset(name, data=data, dtype=h5py.string_dtype("utf-8"), track_times=False)
-        return str_values_crc32(data)
+        data[:] = encoded
+        group.create_dataset(name, data=data.reshape(arr.shape), dtype=h5py.string_dtype("utf-8"), track_times=False)
+        return strings_crc32(join_strings(encoded), arr.shape)
     options: dict[str, object] = {}
     if compression == "gzip" and arr.size and arr.ndim:
         options = {"compression": "gzip", "compression_opts": int(level), "chunks": True}
@@ -138,11 +147,14 @@ def _write_table(parent, table: Table, compression: str, level: int) -> dict[str
     }
 
 
-def write_record(group, record: SceneRecord, compression: str = "gzip", level: int = 4) -> None:
-    """Write a scene's tables into an open (empty) scene group, then their checksums as its attributes."""
+def write_record(
+    group, record: SceneRecord, compression: str = "gzip", level: int = 4, counts: dict[str, int] | None = None
+) -> None:
+    """Write a scene's tables into an open (empty) scene group, then their checksums as its attributes
+    (``counts``: ``record.counts()`` where the caller has it already)."""
     for key, value in record.meta.attrs().items():
         group.attrs[key] = value
-    for key, count in record.counts().items():
+    for key, count in (record.counts() if counts is None else counts).items():
         if "/" not in key:  # the per-category QA breakdown lives in the manifest only
             group.attrs[f"count_{key}"] = np.int64(count)
     checksums: dict[str, int] = {}
@@ -162,6 +174,7 @@ def write_shard(
 ) -> ShardInfo:
     """Write ``record`` to ``<out_dir>/shards/<scene name>.h5`` atomically. Returns its manifest entry."""
     record.validate()
+    counts = record.counts()  # for the scene group's attributes and the manifest entry
     shard_dir = Path(out_dir) / "shards"
     shard_dir.mkdir(parents=True, exist_ok=True)
     final = shard_dir / f"{record.meta.name}.h5"
@@ -173,7 +186,7 @@ def write_shard(
             f.attrs["stridegen_version"] = __version__
             f.attrs["config_hash"] = config_hash
             scenes = make_group(f, "scenes")
-            write_record(make_group(scenes, record.meta.name), record, compression, level)
+            write_record(make_group(scenes, record.meta.name), record, compression, level, counts)
         _fsync_path(tmp)
         digest = sha256_file(tmp)
         size = tmp.stat().st_size
@@ -182,7 +195,7 @@ def write_shard(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return ShardInfo(f"shards/{final.name}", [record.meta.name], record.counts(), digest, size)
+    return ShardInfo(f"shards/{final.name}", [record.meta.name], counts, digest, size)
 
 
 def _fsync_path(path: Path) -> None:
