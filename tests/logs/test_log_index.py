@@ -42,16 +42,6 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(log_index.CACHE_ENV, str(tmp_path / "cache"))
 
 
-@pytest.fixture(scope="module")
-def synthetic_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 3-scene synthetic log with LiDAR sweeps (tables only matter here: tiny images)."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("synthetic") / "log"
-    generate_dataset(root, scenes=3, seconds=4.0, seed=3, width=32, height=18, sweeps=True, progress=False)
-    return root
-
-
 # Fields that hold tokens of per-scene records (renamed per copy by replicate_log); the others (sensor, category,
 # attribute, visibility) are shared by every copy.
 RENAMED = (

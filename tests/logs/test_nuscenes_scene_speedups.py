@@ -37,16 +37,6 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(log_index.CACHE_ENV, str(tmp_path / "cache"))
 
 
-@pytest.fixture(scope="module")
-def small_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-scene synthetic log with LiDAR sweeps (tables only matter here: tiny images)."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("synthetic") / "log"
-    generate_dataset(root, scenes=2, seconds=3.0, seed=5, width=32, height=18, sweeps=True, progress=False)
-    return root
-
-
 def _store(reader: NuScenesReader) -> IndexedTables:
     assert isinstance(reader.store, IndexedTables)
     return reader.store
@@ -80,8 +70,8 @@ def test_runs_group_close_spans_within_the_limits(monkeypatch: pytest.MonkeyPatc
     assert list(_runs([])) == []
 
 
-def test_bulk_reads_equal_single_reads_for_every_record(small_log: Path) -> None:
-    store = _store(NuScenesReader(small_log))
+def test_bulk_reads_equal_single_reads_for_every_record(synthetic_log: Path) -> None:
+    store = _store(NuScenesReader(synthetic_log))
     rows = _all_rows(store)
     expected = _single(store, rows)
     assert len(store._read_bulk(rows)) == len(rows)  # every record of an unchanged ASCII log in bulk
@@ -90,8 +80,8 @@ def test_bulk_reads_equal_single_reads_for_every_record(small_log: Path) -> None
     assert store._read_many([rows[i] for i in order]) == [expected[i] for i in order]
 
 
-def test_focused_scene_equals_rows_read_one_by_one(small_log: Path) -> None:
-    reader = NuScenesReader(small_log)
+def test_focused_scene_equals_rows_read_one_by_one(synthetic_log: Path) -> None:
+    reader = NuScenesReader(synthetic_log)
     store = _store(reader)
     for _, token in reader.scene_ids():
         store.focus(token)
@@ -101,8 +91,8 @@ def test_focused_scene_equals_rows_read_one_by_one(small_log: Path) -> None:
             assert record == store._read(row)
 
 
-def test_non_ascii_records_are_read_one_by_one(tmp_path: Path, small_log: Path) -> None:
-    root = replicate_log(small_log, tmp_path / "log", 1)
+def test_non_ascii_records_are_read_one_by_one(tmp_path: Path, synthetic_log: Path) -> None:
+    root = replicate_log(synthetic_log, tmp_path / "log", 1)
     path = root / VERSION / "sample_annotation.json"
     records = json.loads(path.read_text())
     records[3]["note"] = "Straße, 東京"
@@ -130,8 +120,8 @@ def _overwrite(path: Path, offset: int, data: bytes) -> None:
         f.write(data)
 
 
-def test_records_changed_in_place_give_the_error_of_the_first_bad_row(tmp_path: Path, small_log: Path) -> None:
-    root = replicate_log(small_log, tmp_path / "log", 1)
+def test_records_changed_in_place_give_the_error_of_the_first_bad_row(tmp_path: Path, synthetic_log: Path) -> None:
+    root = replicate_log(synthetic_log, tmp_path / "log", 1)
     reader = NuScenesReader(root)
     store = _store(reader)
     path = root / VERSION / "sample_annotation.json"
@@ -156,8 +146,8 @@ def test_records_changed_in_place_give_the_error_of_the_first_bad_row(tmp_path: 
     assert "sample_annotation.json" in str(err.value) and repr(early[2]) in str(err.value)
 
 
-def test_truncated_table_gives_the_error_of_single_reads(tmp_path: Path, small_log: Path) -> None:
-    root = replicate_log(small_log, tmp_path / "log", 1)
+def test_truncated_table_gives_the_error_of_single_reads(tmp_path: Path, synthetic_log: Path) -> None:
+    root = replicate_log(synthetic_log, tmp_path / "log", 1)
     store = _store(NuScenesReader(root))
     rows = _rows_of(store, "sample_data")
     path = root / VERSION / "sample_data.json"
@@ -167,8 +157,8 @@ def test_truncated_table_gives_the_error_of_single_reads(tmp_path: Path, small_l
     assert _outcome(lambda: store._read_many(rows)) == single
 
 
-def test_removed_table_gives_the_error_of_single_reads(tmp_path: Path, small_log: Path) -> None:
-    root = replicate_log(small_log, tmp_path / "log", 1)
+def test_removed_table_gives_the_error_of_single_reads(tmp_path: Path, synthetic_log: Path) -> None:
+    root = replicate_log(synthetic_log, tmp_path / "log", 1)
     reader = NuScenesReader(root)  # no table file opened yet
     (root / VERSION / "sample_data.json").unlink()
     rows = _rows_of(_store(reader), "sample") + _rows_of(_store(reader), "sample_data")
@@ -203,8 +193,8 @@ def _table_poses(root: Path) -> list[tuple[Any, Any]]:
     return out
 
 
-def test_pose_transform_equals_make_transform_on_every_pose_of_the_logs(small_log: Path) -> None:
-    poses = _table_poses(small_log)
+def test_pose_transform_equals_make_transform_on_every_pose_of_the_logs(synthetic_log: Path) -> None:
+    poses = _table_poses(synthetic_log)
     if NUSCENES_DEMO.is_dir():  # real poses: rotations about every axis
         poses += _table_poses(NUSCENES_DEMO)
     assert len(poses) > 100
@@ -262,9 +252,11 @@ def test_int_too_large_for_a_float_fails_alike() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- reader caches
-def test_calibration_cache_is_bounded_and_recomputes_the_same(small_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_calibration_cache_is_bounded_and_recomputes_the_same(
+    synthetic_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(nuscenes_module, "CALIBRATION_CACHE", 3)
-    reader = NuScenesReader(small_log)
+    reader = NuScenesReader(synthetic_log)
     frame = reader.scene(reader.scene_ids()[0][0]).frames[0]
     samples = list(frame.sensors.values())
     assert len(samples) > 3  # more calibrations than the cache holds
@@ -307,7 +299,7 @@ def _frame_of(reader: NuScenesReader, sample: str) -> Any:
     raise AssertionError(sample)
 
 
-def test_annotation_lookups_once_per_frame_give_the_same_errors(tmp_path: Path, small_log: Path) -> None:
+def test_annotation_lookups_once_per_frame_give_the_same_errors(tmp_path: Path, synthetic_log: Path) -> None:
     def missing_instance(anns: list[dict[str, Any]]) -> None:
         anns[2]["instance_token"] = "no-such-instance"  # after two good ones (their category looked up once)
 
@@ -319,7 +311,7 @@ def test_annotation_lookups_once_per_frame_give_the_same_errors(tmp_path: Path, 
         (missing_instance, "instance", "no-such-instance"),
         (missing_attribute, "attribute", "no-such-attribute"),
     ):
-        root, sample = _with_annotations_changed(replicate_log(small_log, tmp_path / table, 1), change)
+        root, sample = _with_annotations_changed(replicate_log(synthetic_log, tmp_path / table, 1), change)
         for index in (True, False):
             frame = _frame_of(NuScenesReader(root, index=index), sample)
             with pytest.raises(LogFormatError) as err:
@@ -328,7 +320,7 @@ def test_annotation_lookups_once_per_frame_give_the_same_errors(tmp_path: Path, 
             assert f"no {table} record with token {token!r}" in str(err.value)
 
 
-def test_annotations_of_a_frame_equal_the_whole_table_reader(small_log: Path) -> None:
-    indexed, whole = NuScenesReader(small_log), NuScenesReader(small_log, index=False)
+def test_annotations_of_a_frame_equal_the_whole_table_reader(synthetic_log: Path) -> None:
+    indexed, whole = NuScenesReader(synthetic_log), NuScenesReader(synthetic_log, index=False)
     for name, _ in indexed.scene_ids():
         assert scene_signature(indexed.scene(name)) == scene_signature(whole.scene(name))
