@@ -9,7 +9,6 @@ Schema: https://www.nuscenes.org/nuscenes#data-format (and nuscenes-devkit pytho
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -107,7 +106,7 @@ class NuScenesReader(LogReader):
         """``T_global_from_ego`` of an ego_pose record."""
         if token not in self._pose_cache:
             rec = self.get("ego_pose", token)
-            self._pose_cache[token] = pose_transform(rec["rotation"], rec["translation"])
+            self._pose_cache[token] = geo.pose_transform(rec["rotation"], rec["translation"])
         return self._pose_cache[token]
 
     def calibration(self, sample_data: dict[str, Any]) -> SensorCalibration:
@@ -123,7 +122,7 @@ class NuScenesReader(LogReader):
             self._calib_cache[key] = SensorCalibration(
                 channel=sensor["channel"],
                 modality=sensor["modality"],
-                T_ego_from_sensor=pose_transform(cs["rotation"], cs["translation"]),
+                T_ego_from_sensor=geo.pose_transform(cs["rotation"], cs["translation"]),
                 intrinsic=intrinsic if intrinsic.size else None,
                 width=width or None,
                 height=height or None,
@@ -439,49 +438,6 @@ def read_pcd(path: Path) -> np.ndarray:
             raise PointCloudSizeError(path, f"{numbers.size} values for {n} points of {len(names)} fields")
         return numbers.reshape(n, -1).astype(np.float32)
     raise LogFormatError(path, f"PCD DATA {mode!r} is not supported (binary and ascii are)")
-
-
-def pose_transform(rotation: Any, translation: Any) -> np.ndarray:
-    """``geo.make_transform(rotation, translation)``, the same bits, for one pose of a table: a [w, x, y, z]
-    quaternion and a translation given as JSON lists of numbers, without numpy's overhead per small array.
-
-    The same float operations in the same order as ``geo.quat_normalize`` and ``geo.quat_to_rotmat``: the norm
-    ``sqrt(((w*w + x*x) + y*y) + z*z)`` (numpy's ``linalg.norm`` adds the four squares in this order;
-    ``tests/logs/test_nuscenes_scene_speedups.py`` compares both on every pose of a log and random quaternions),
-    each component divided by it, then the matrix entries. Anything else (arrays, other types or lengths, a zero
-    or non-finite norm, an int too large for a float) goes to ``geo.make_transform``.
-    """
-    fast = _list_pose_transform(rotation, translation)
-    return geo.make_transform(rotation, translation) if fast is None else fast
-
-
-def _list_pose_transform(rotation: Any, translation: Any) -> np.ndarray | None:
-    """``pose_transform`` of lists of 4 and 3 floats or ints whose quaternion has a finite non-zero norm; None
-    for anything else."""
-    if not (
-        type(rotation) is list
-        and type(translation) is list
-        and len(rotation) == 4
-        and len(translation) == 3
-        and all(type(v) is float or type(v) is int for v in rotation + translation)
-    ):
-        return None
-    try:
-        w, x, y, z, tx, ty, tz = (float(v) for v in rotation + translation)
-    except OverflowError:
-        return None
-    norm = math.sqrt(((w * w + x * x) + y * y) + z * z)
-    if not 0.0 < norm < math.inf:
-        return None
-    w, x, y, z = w / norm, x / norm, y / norm, z / norm
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w), tx],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w), ty],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), tz],
-            [0.0, 0.0, 0.0, 1.0],
-        ]
-    )
 
 
 def _visibility_bin(token: str) -> int:

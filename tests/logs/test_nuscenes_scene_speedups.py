@@ -3,8 +3,8 @@
 - ``IndexedTables._read_many`` (records read in runs with one ``pread`` and parsed in place) against
   ``IndexedTables._read`` row by row: every record of a log, rows in any order, non-ASCII records, and tables
   changed, truncated or removed while the log is open (the same error, of the same first bad row).
-- ``pose_transform`` against ``geometry.make_transform``: every pose of the logs and random quaternions, and the
-  inputs it hands to ``make_transform``.
+- ``geometry.pose_transform`` (the reader's single-pose path) against ``geometry.make_transform``: every pose of
+  the logs and random quaternions, and the inputs it hands to ``make_transform``.
 - The bounded calibration cache and the lookups ``load_annotations`` makes once per frame.
 """
 
@@ -22,10 +22,11 @@ import pytest
 
 from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError, MissingFileError
+from stridegen.core.geometry import pose_transform
 from stridegen.logs import index as log_index
 from stridegen.logs import nuscenes as nuscenes_module
 from stridegen.logs import nuscenes_tables
-from stridegen.logs.nuscenes import NuScenesReader, pose_transform
+from stridegen.logs.nuscenes import NuScenesReader
 from stridegen.logs.nuscenes_tables import _CODE, IndexedTables, _runs
 from tests.logs.test_log_index import VERSION, replicate_log, scene_signature
 from tests.shared_data import NUSCENES_DEMO
