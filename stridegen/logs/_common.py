@@ -1,8 +1,12 @@
-"""Helpers shared by the log readers: pose validation, the annotation velocity rule, full-rotation corners."""
+"""Helpers shared by the log readers: pose validation, the annotation velocity rule, full-rotation corners, the
+bounded cache of built scenes."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -18,6 +22,36 @@ ROTATION_GLOBAL = "rotation_global"
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
 MAX_TIME_DIFF_S = 1.5
+
+SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a time: its check, then its stages)
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LruCache(Generic[K, V]):
+    """The ``limit`` most recently used values by key, each made on first use: what a reader keeps of what it
+    built (scenes), so that its memory does not grow with the number of scenes it has read."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = int(limit)
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = make()
+        self._items[key] = value
+        while len(self._items) > self.limit:
+            self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
 
 
 def validate_pose(rotation: object, translation: object, path: str | Path, what: str) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,13 @@ from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
 from stridegen.formats.images import decode_image, encode_jpeg
-from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, validate_pose_table
+from stridegen.logs._common import (
+    ROTATION_GLOBAL,
+    SCENE_CACHE,
+    LruCache,
+    neighbour_velocity,
+    validate_pose_table,
+)
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 # AV2 category -> nuScenes detection class, "" where no nuScenes detection class fits. Class definitions:
@@ -315,7 +321,7 @@ class AV2Reader(LogReader):
         self.log_dirs = find_av2_logs(self.root)
         if not self.log_dirs:
             raise LogFormatError(self.root, "no AV2 log (a folder with annotations.feather) found")
-        self._scene_cache: dict[str, Scene] = {}  # log id -> scene
+        self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)  # log id -> scene
         self._logs: dict[str, _LogData] = {}
         self._frame_rows: dict[str, tuple[str, int]] = {}  # frame token -> (log id, frame index)
         self._cameras: dict[str, dict[str, AV2Camera]] = {}  # log id -> camera name -> camera
@@ -398,9 +404,11 @@ class AV2Reader(LogReader):
         raise LogFormatError(self.root, f"no scene named {name_or_token!r}; AV2 logs: {logs}")
 
     def _cached_scene(self, log_dir: Path) -> Scene:
-        if log_dir.name not in self._scene_cache:
-            self._scene_cache[log_dir.name] = self._make_scene(log_dir)
-        return self._scene_cache[log_dir.name]
+        return self._scene_cache.get(log_dir.name, lambda: self._make_scene(log_dir))
+
+    def unknown_modalities(self) -> dict[str, list[str]]:
+        """{}: the rig is fixed (ring and stereo cameras, the LiDAR), every sensor of a known modality."""
+        return {}
 
     def _make_scene(self, log_dir: Path) -> Scene:
         log_id = log_dir.name

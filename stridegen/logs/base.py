@@ -232,6 +232,13 @@ class LogReader(ABC):
         frames override it, so that one broken scene does not stop the listing (the build fails that scene alone)."""
         return [(s.name, s.token) for s in self.scenes()]
 
+    def unknown_modalities(self) -> dict[str, list[str]] | None:
+        """modality -> channels of the log's sensors whose modality is not in ``KNOWN_MODALITIES``, found without
+        building a scene; {} where the reader's scenes cannot hold such a sensor (it refuses them, or its rig is
+        fixed). None where it cannot tell without building every scene (the default): a build then checks every
+        scene before it starts, instead of each scene in its worker (``stridegen.run.check.check_log_wide``)."""
+        return None
+
     def metadata_path(self, table: str) -> Path | None:
         """The file a kind of metadata is read from, for messages: ``table`` is a nuScenes table name ("ego_pose",
         "sample_annotation", "calibrated_sensor", "sensor", "sample", "scene"). None where the reader has no such

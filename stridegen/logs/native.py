@@ -56,7 +56,7 @@ from stridegen.core.errors import (
 )
 from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
 from stridegen.formats.textfile import read_text
-from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity
+from stridegen.logs._common import ROTATION_GLOBAL, SCENE_CACHE, LruCache, neighbour_velocity
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
 FORMAT_NAME = "stridegen-log"
@@ -643,7 +643,7 @@ class NativeReader(LogReader):
         self._box_sources: dict[str, list[_BoxSource | None]] = {}
         self._annotations: OrderedDict[str, list[Annotations]] = OrderedDict()
         self._frame_tokens: dict[str, tuple[str, str]] = {}  # frame token -> (scene token, where)
-        self._scene_cache: dict[str, Scene] = {}
+        self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)
         self._entries = self._read_scenes(rec["scenes"], default_sensors)
 
     # ------------------------------------------------------------------------------------------ scenes
@@ -690,11 +690,17 @@ class NativeReader(LogReader):
         raise LogFormatError(self.manifest_path, f"no scene named {name_or_token!r}")
 
     def _scene(self, entry: _SceneEntry) -> Scene:
-        if entry.token not in self._scene_cache:
-            scene = Scene(self, entry.token, entry.name, [], entry.description, entry.log_name)
-            scene.frames = self._read_frames(scene, entry.sensors)
-            self._scene_cache[entry.token] = scene
-        return self._scene_cache[entry.token]
+        return self._scene_cache.get(entry.token, lambda: self._make_scene(entry))
+
+    def _make_scene(self, entry: _SceneEntry) -> Scene:
+        scene = Scene(self, entry.token, entry.name, [], entry.description, entry.log_name)
+        scene.frames = self._read_frames(scene, entry.sensors)
+        return scene
+
+    def unknown_modalities(self) -> dict[str, list[str]]:
+        """{}: the manifest's sensor lists are read when the log is opened, and a modality other than camera,
+        lidar or radar makes opening fail (``UnknownModalityError``)."""
+        return {}
 
     def scene_dir(self, name: str) -> Path:
         return self.root / SCENES_DIR / name

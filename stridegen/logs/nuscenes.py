@@ -24,15 +24,29 @@ from stridegen.core.errors import (
     PointCloudSizeError,
 )
 from stridegen.core.vocabulary import detection_class
-from stridegen.logs._common import ROTATION_GLOBAL, neighbour_velocity, valid_poses, validate_pose
-from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs._common import (
+    ROTATION_GLOBAL,
+    SCENE_CACHE,
+    LruCache,
+    neighbour_velocity,
+    valid_poses,
+    validate_pose,
+)
+from stridegen.logs.base import (
+    KNOWN_MODALITIES,
+    Annotations,
+    Frame,
+    LogReader,
+    Scene,
+    SensorCalibration,
+    SensorSample,
+)
 from stridegen.logs.nuscenes_tables import TableStore, open_tables
 
 # (table, token) -> record: the lookups of one load_annotations call (a frame's annotations share a few samples,
 # categories and attributes)
 _Memo = dict[tuple[str, str], dict[str, Any]]
 
-SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a time)
 CALIBRATION_CACHE = 64  # sensor calibrations a reader keeps (a scene of nuScenes uses 12 sensors)
 
 # 5 float32 per LiDAR point: x, y, z, intensity, ring index (nuscenes-devkit LidarPointCloud.from_file).
@@ -70,7 +84,7 @@ class NuScenesReader(LogReader):
         self.version = self.table_dir.name
         self._table_paths: dict[str, Path] = {}
         self.store: TableStore = open_tables(self.root, self.table_dir, index)
-        self._scene_cache: OrderedDict[str, Scene] = OrderedDict()
+        self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)
         self._pose_cache: dict[str, np.ndarray] = {}
         self._calib_cache: OrderedDict[tuple[str, int, int], SensorCalibration] = OrderedDict()
 
@@ -100,6 +114,16 @@ class NuScenesReader(LogReader):
 
     def metadata_path(self, table: str) -> Path | None:
         return self.table_path(table)
+
+    def unknown_modalities(self) -> dict[str, list[str]]:
+        """From the sensor table, which lists every sensor a calibration can refer to (a record without a
+        modality is left to the scenes that use it: their sensor records fail them)."""
+        out: dict[str, list[str]] = {}
+        for rec in self.store.small_table("sensor"):
+            modality = rec.get("modality")
+            if isinstance(modality, str) and modality not in KNOWN_MODALITIES:
+                out.setdefault(modality, []).append(str(rec.get("channel", rec["token"])))
+        return out
 
     # ------------------------------------------------------------------------------------------ poses
     def ego_pose(self, token: str) -> np.ndarray:
@@ -180,14 +204,7 @@ class NuScenesReader(LogReader):
         return self._cached_scene(rec)
 
     def _cached_scene(self, rec: dict[str, Any]) -> Scene:
-        token = rec["token"]
-        if token in self._scene_cache:
-            self._scene_cache.move_to_end(token)
-        else:
-            self._scene_cache[token] = self._make_scene(rec)
-            while len(self._scene_cache) > SCENE_CACHE:
-                self._scene_cache.popitem(last=False)
-        return self._scene_cache[token]
+        return self._scene_cache.get(rec["token"], lambda: self._make_scene(rec))
 
     def _make_scene(self, rec: dict[str, Any]) -> Scene:
         self.store.focus(rec["token"])

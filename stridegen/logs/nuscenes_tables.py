@@ -166,6 +166,10 @@ class TableStore(ABC):
         """The first scene record with this name or token."""
 
     @abstractmethod
+    def small_table(self, table: str) -> list[Record]:
+        """Every record of a table of ``SMALL_TABLES`` (a few rows per sensor or class), in table order."""
+
+    @abstractmethod
     def key_sample_data(self, sample_token: str) -> list[Record]:
         """The key-frame sample_data records of a sample, in table order."""
 
@@ -241,6 +245,9 @@ class JsonTables(TableStore):
             if name_or_token in (rec.get("name", rec["token"]), rec["token"]):
                 return rec
         return None
+
+    def small_table(self, table: str) -> list[Record]:
+        return list(self.tables[table])
 
     def key_sample_data(self, sample_token: str) -> list[Record]:
         return self._key_data.get(sample_token, [])
@@ -584,6 +591,9 @@ class IndexedTables(TableStore):
     def find_scene(self, name_or_token: str) -> Record | None:
         rows = self._rows("tbl = ? AND (name = ? OR token = ?)", (_CODE["scene"], name_or_token, name_or_token))
         return self._read(rows[0]) if rows else None
+
+    def small_table(self, table: str) -> list[Record]:
+        return self._read_many(self._rows("tbl = ?", (_CODE[table],)))
 
     def _children(self, table: str, sample_token: str) -> list[Record]:
         with self._lock:

@@ -13,10 +13,14 @@ on (log, config), never on the executor or on the order scenes finish in.
 A scene that fails (a typed StrideGenError or any unexpected exception) is recorded in the journal and the
 summary with its reason; the build goes on with the other scenes, and ``BuildResult.ok`` is False.
 
-Before any stage runs, the log check (``stridegen.run.check.check_log``, metadata only) looks at the selected
-scenes: an error of the whole log raises ``LogCheckError``; a scene with an error finding (a bad pose or
-calibration, a timestamp unit, an unsafe scene name, ...) is recorded as failed with the finding's message and runs
-no stage; warnings (no keyframes, constant ego poses, no annotations, ...) are kept in ``BuildResult.warnings``.
+Before any stage runs, the log check (``stridegen.run.check``, metadata only) looks at the selected scenes: an
+error of the whole log raises ``LogCheckError`` before any scene starts; a scene with an error finding (a bad pose
+or calibration, a timestamp unit, an unsafe scene name, ...) is recorded as failed with the finding's message and
+runs no stage; warnings (no keyframes, constant ego poses, no annotations, ...) are kept in
+``BuildResult.warnings``. Where the reader can tell the whole-log errors without building a scene
+(``LogReader.unknown_modalities``), each scene is checked in its own worker, just before its stages (it reads the
+scene's metadata once for both, and no serial walk over the log delays the start); otherwise every scene is checked
+first, in this process.
 """
 
 from __future__ import annotations
@@ -48,7 +52,17 @@ from stridegen.pipeline.segment.base import Segmenter
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
 from stridegen.pipeline.visibility import min_region_area_px
 from stridegen.run.anonymize import anonymize_stage, resolve_build_config, write_anonymization_sidecar
-from stridegen.run.check import CheckReport, Finding, check_log, failure_reason, summarize_errors
+from stridegen.run.check import (
+    ERROR,
+    WARNING,
+    CheckReport,
+    Finding,
+    check_log,
+    check_log_wide,
+    check_scene,
+    failure_reason,
+    summarize_errors,
+)
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
@@ -411,14 +425,39 @@ def process_scene(
         return failed_scene(scene_name, exc, timings)
 
 
-def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str], report: StageCallback) -> SceneResult:
+def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str | None], report: StageCallback) -> SceneResult:
+    """One scene: its log check (unless the parent checked it: ``check_failure`` is then its failure reason or
+    ""), then ``process_scene``. A scene with an error finding runs no stage."""
     log_root, config_data, scene_name, out_dir, cfg_hash, check_failure = payload
+    config = BuildConfig.model_validate(config_data)
+    warnings: list[Finding] = []
+    check_s: dict[str, float] = {}
+    if check_failure is None:
+        t0 = time.perf_counter()
+        try:
+            reader = open_log_cached(log_root, config.log.format, config.log.version)
+            findings = check_scene(reader, config, scene_name)
+        except Exception as exc:  # the check never raises for a bad log; anything else fails this scene alone
+            return failed_scene(scene_name, exc, {})
+        errors = [f for f in findings if f.severity == ERROR]
+        check_failure = failure_reason(errors) if errors else ""
+        warnings = [f for f in findings if f.severity == WARNING]
+        check_s["check"] = time.perf_counter() - t0
     if check_failure:  # the log check found an error in this scene: no stage runs
         return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
-    return process_scene(log_root, BuildConfig.model_validate(config_data), scene_name, out_dir, cfg_hash, report)
+    result = process_scene(log_root, config, scene_name, out_dir, cfg_hash, report)
+    result.warnings = warnings
+    result.timings_s = {**check_s, **result.timings_s}
+    return result
 
 
 # ---------------------------------------------------------------------------------------------------------- the run
+def _check_failure(blocked: dict[str, str] | None, scene: str) -> str | None:
+    """The worker's ``check_failure``: None (check the scene there) when ``precheck`` left the scenes to the
+    workers, else the scene's failure reason from the parent's check ("" for none)."""
+    return None if blocked is None else blocked.get(scene, "")
+
+
 def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
     """Scene names to build, in the log's order (a subset when ``log.scenes`` is set)."""
     ids = reader.scene_ids()  # names and tokens only: a broken scene fails alone, later
@@ -432,16 +471,20 @@ def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
     return [name for name, token in ids if name in wanted or token in wanted]
 
 
-def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[CheckReport, dict[str, str]]:
-    """The log check before any stage (metadata only): LogCheckError for errors of the whole log; the failure
-    reason of every scene with an error finding."""
-    report = check_log(reader, config, scenes=names, deep=False)
+def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[CheckReport, dict[str, str] | None]:
+    """The log check before any stage (metadata only): LogCheckError for errors of the whole log. Returns the
+    report and, where every scene had to be checked here, the failure reason of each scene with an error finding
+    (None where each scene is checked in its worker: ``check_log_wide``)."""
+    wide = check_log_wide(reader, config, names)
+    report = wide if wide is not None else check_log(reader, config, scenes=names, deep=False)
     if report.log_errors:
         raise LogCheckError(
             f"{reader.root}: the log check found {len(report.log_errors)} error(s) that concern the whole log; "
             f"nothing was built:\n{summarize_errors(report.log_errors)}",
             report.log_errors,
         )
+    if wide is not None:
+        return report, None
     return report, {n: failure_reason(report.scene_errors(n)) for n in names if report.scene_errors(n)}
 
 
@@ -473,7 +516,7 @@ def run_build(
     config_data = config.model_dump(mode="json")
     [outcome] = run_jobs(
         [JobTarget(out, cfg_hash, names)],
-        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash, blocked.get(scene, "")),
+        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash, _check_failure(blocked, scene)),
         _build_worker,
         executor,
         overwrite,
@@ -493,7 +536,8 @@ def run_build(
     )
     manifest_path = write_manifest(out, manifest)
     write_anonymization_sidecar(out, config)
-    warnings = [f for f in report.warnings if f.scene is None or f.scene not in blocked]
+    warnings = [f for f in report.warnings if f.scene is None or f.scene not in (blocked or {})]
+    warnings += [w for r in results for w in r.warnings]  # the scenes checked in their workers
     result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
     atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
     return result

@@ -268,20 +268,48 @@ def check_log(
         summary.check_s = time.perf_counter() - t0
         summaries.append(summary)
     for modality, (channels, in_scenes) in sorted(modalities.items()):
-        findings.append(
-            ctx.finding(
-                "unknown_modality",
-                f"sensor(s) {sorted(channels)} have modality {modality!r} (in {len(in_scenes)} scene(s)); the build "
-                f"knows {list(KNOWN_MODALITIES)}, so their data are never used",
-                f"the converter spelled the modality its own way (e.g. 'cam' for 'camera'); write one of "
-                f"{', '.join(KNOWN_MODALITIES)} in the sensor table",
-                None,
-                ctx.path("sensor"),
-            )
-        )
+        findings.append(_unknown_modality(ctx, modality, channels, f"in {len(in_scenes)} scene(s)"))
     version = str(getattr(reader, "version", "") or "")
     return CheckReport(
         str(reader.root), reader.format_name, version, summaries, findings, open_s, time.perf_counter() - start
+    )
+
+
+def check_log_wide(reader: LogReader, config: BuildConfig, names: Sequence[str]) -> CheckReport | None:
+    """The findings about the whole log (``scene`` None) without building any scene, where the reader can list its
+    sensors' unknown modalities so (``LogReader.unknown_modalities``); None where it cannot: ``check_log`` must
+    walk the scenes then. With this report, each scene's own findings come from ``check_scene``, scene by scene
+    (in the build's workers). ``names``: the selected scenes (a ``log.scenes`` entry not in the log raises
+    ConfigError, as in ``check_log``)."""
+    start = time.perf_counter()
+    unknown = reader.unknown_modalities()
+    if unknown is None:
+        return None
+    ctx = _Context(reader, config, _segmenter_needs_lidar(config), deep=False)
+    ids = reader.scene_ids()
+    _selected(ids, config, names)
+    findings = _log_findings(ctx, ids)
+    for modality, channels in sorted(unknown.items()):
+        findings.append(_unknown_modality(ctx, modality, set(channels), "in the log's sensor list"))
+    version = str(getattr(reader, "version", "") or "")
+    return CheckReport(str(reader.root), reader.format_name, version, [], findings, 0.0, _since(start))
+
+
+def check_scene(reader: LogReader, config: BuildConfig, name: str, deep: bool = False) -> list[Finding]:
+    """One scene's findings, as ``check_log`` gives them (without the whole-log ones: ``check_log_wide``)."""
+    ctx = _Context(reader, config, _segmenter_needs_lidar(config), deep)
+    return _check_scene(ctx, SceneSummary(name, ""), {})
+
+
+def _unknown_modality(ctx: _Context, modality: str, channels: set[str], where: str) -> Finding:
+    return ctx.finding(
+        "unknown_modality",
+        f"sensor(s) {sorted(channels)} have modality {modality!r} ({where}); the build knows "
+        f"{list(KNOWN_MODALITIES)}, so their data are never used",
+        f"the converter spelled the modality its own way (e.g. 'cam' for 'camera'); write one of "
+        f"{', '.join(KNOWN_MODALITIES)} in the sensor table",
+        None,
+        ctx.path("sensor"),
     )
 
 

@@ -39,6 +39,7 @@ class SceneResult:
     reason: str = ""
     error_type: str = ""
     timings_s: dict[str, float] = field(default_factory=dict)
+    warnings: list[Any] = field(default_factory=list)  # the build's log-check warnings about the scene (Finding)
 
     @property
     def ok(self) -> bool:

@@ -497,3 +497,21 @@ def test_worker_memory_does_not_grow_with_the_log(tmp_path: Path, synthetic_log:
     assert abs(indexed[large]["traced_peak"] - indexed[small]["traced_peak"]) < MiB // 2
     assert abs(indexed[large]["hwm_kib"] - indexed[small]["hwm_kib"]) < 4 * 1024
     assert indexed[large]["traced_peak"] < whole[small]["traced_peak"]
+
+
+def test_unknown_modalities_come_from_the_sensor_table_on_both_paths(tmp_path: Path, synthetic_log: Path) -> None:
+    """What the build asks before it starts (``LogReader.unknown_modalities``), from the sensor table alone."""
+    root = replicate_log(synthetic_log, tmp_path / "log", 1)
+    assert NuScenesReader(root).unknown_modalities() == {}
+    path = root / VERSION / "sensor.json"
+    sensors = json.loads(path.read_text())
+    for rec in sensors:
+        if rec["channel"] in ("CAM_FRONT", "CAM_BACK"):
+            rec["modality"] = "cam"
+    del sensors[-1]["modality"]  # left to the scenes that use it
+    path.write_text(json.dumps(sensors))
+    assert sum(r.get("modality") == "cam" for r in sensors) == 2
+    for index in (True, False):
+        reader = NuScenesReader(root, index=index)
+        assert reader.unknown_modalities() == {"cam": [r["channel"] for r in sensors if r.get("modality") == "cam"]}
+        assert [r["token"] for r in reader.store.small_table("sensor")] == [r["token"] for r in sensors]

@@ -603,3 +603,22 @@ def test_frame_tokens_are_unique_in_the_log(tiny: Path) -> None:
     _expect(InvalidValueError, _frames(tiny), "drive-2/frames.jsonl", "line 1, token", "also used in")
     _edit_frame(tiny, 3, lambda f: f.update(token="t-1"))
     _expect(InvalidValueError, _frames(tiny), "drive-1/frames.jsonl", "line 3, token", "also used on line 2")
+
+
+def test_readers_keep_the_last_scenes_only(synthetic_pair, av2_logs: Path) -> None:
+    """A worker that builds scene after scene holds at most ``SCENE_CACHE`` built scenes (memory flat in the log's
+    length); a scene asked for again while kept is the same object. The modality answer the build asks first is
+    {} for both formats (native: opening refuses an unknown modality; AV2: a fixed rig)."""
+    from stridegen.logs._common import SCENE_CACHE, LruCache
+
+    for root in (synthetic_pair[1], av2_logs):
+        reader = open_log(root)
+        names = [n for n, _ in reader.scene_ids()]
+        assert len(names) >= SCENE_CACHE and reader.unknown_modalities() == {}
+        built = [reader.scene(n) for n in names + names[:1]]
+        assert len(reader._scene_cache) == min(SCENE_CACHE, len(names))
+        assert reader.scene(names[0]) is built[-1]
+    made: list[int] = []
+    cache: LruCache[int, int] = LruCache(2)
+    got = [cache.get(k, lambda k=k: made.append(k) or 10 * k) for k in (1, 2, 1, 3, 2, 1)]
+    assert got == [10, 20, 10, 30, 20, 10] and made == [1, 2, 3, 2, 1] and len(cache) == 2

@@ -317,6 +317,64 @@ def test_mistake_is_not_silent_in_build(corpus: Corpus, name: str) -> None:
         assert [w.code for w in outcome.result.warnings] == [case.code]
 
 
+@pytest.mark.parametrize("name", [n for n, c in CORPUS.items() if c.build != "error"])
+def test_scene_checks_in_the_workers_equal_the_check_before_the_build(
+    corpus: Corpus, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nuScenes reader lists its sensors' modalities, so its scenes are checked in their workers; a reader that
+    cannot (``unknown_modalities`` None) has every scene checked first. Both give the same results and warnings."""
+    from stridegen.logs.nuscenes import NuScenesReader
+
+    in_workers = corpus[name].result
+    assert in_workers is not None
+    monkeypatch.setattr(NuScenesReader, "unknown_modalities", lambda self: None)
+    case = CORPUS[name]
+    first = run_build(
+        corpus[name].log, corpus.tmp / name / "ds-checked-first", load_build_config(None, list(case.overrides))
+    )
+    assert [(r.scene, r.status, r.reason, r.error_type) for r in first.results] == [
+        (r.scene, r.status, r.reason, r.error_type) for r in in_workers.results
+    ]
+    assert first.warnings == in_workers.warnings and bool(first.warnings) == (case.build == "warning")
+    assert first.check is not None and in_workers.check is not None
+    assert [s.name for s in first.check.scenes] == [r.scene for r in first.results]  # walked in this process
+    assert in_workers.check.scenes == []  # only the whole-log part here
+
+
+def test_each_scene_is_checked_just_before_its_stages(base_log: Path, tmp_path: Path, monkeypatch) -> None:
+    """In its worker: the check and the stages share the scene's metadata (built once per scene), and no serial
+    walk over every scene comes first. A reader that cannot list its modalities gets the walk first."""
+    import stridegen.run.build as build_module
+    from stridegen.logs.nuscenes import NuScenesReader
+
+    events: list[tuple[str, str]] = []
+    check_scene, process_scene, make_scene = (
+        build_module.check_scene,
+        build_module.process_scene,
+        NuScenesReader._make_scene,
+    )
+    monkeypatch.setattr(
+        build_module, "check_scene", lambda r, c, n: events.append(("check", n)) or check_scene(r, c, n)
+    )
+    monkeypatch.setattr(
+        build_module,
+        "process_scene",
+        lambda root, c, n, *a: events.append(("build", n)) or process_scene(root, c, n, *a),
+    )
+    monkeypatch.setattr(
+        NuScenesReader, "_make_scene", lambda self, rec: events.append(("read", rec["name"])) or make_scene(self, rec)
+    )
+    result = run_build(base_log, tmp_path / "ds", load_build_config(None, FAST))
+    assert result.ok and all("check" in r.timings_s for r in result.results)
+    s0, s1 = "scene-0000", "scene-0001"
+    assert events == [("check", s0), ("read", s0), ("build", s0), ("check", s1), ("read", s1), ("build", s1)]
+
+    events.clear()
+    monkeypatch.setattr(NuScenesReader, "unknown_modalities", lambda self: None)
+    run_build(base_log, tmp_path / "ds2", load_build_config(None, FAST))
+    assert events == [("read", s0), ("read", s1), ("build", s0), ("build", s1)]
+
+
 def test_a_bad_pose_fails_its_scene_alone_wherever_it_sits(corpus: Corpus) -> None:
     """Ego pose or annotation: the same class of bad input fails the same way, and the other scene is built."""
     reasons = []
