@@ -103,6 +103,17 @@ class Annotations:
         )
 
 
+def read_only(annotations: Annotations) -> Annotations:
+    """``annotations`` with every array (its boxes' included) made read-only, in place."""
+    boxes = annotations.boxes
+    arrays = [boxes.center, boxes.size_lwh, boxes.yaw, boxes.velocity, boxes.label, boxes.score, boxes.track_id]
+    arrays += [*boxes.extras.values(), annotations.category, annotations.token, annotations.num_lidar_pts]
+    arrays += [annotations.num_radar_pts, annotations.visibility, annotations.attribute]
+    for array in arrays:
+        array.setflags(write=False)
+    return annotations
+
+
 @dataclass(eq=False)
 class Frame:
     """One annotated moment of a scene (a nuScenes ``sample``; an AV2 annotation timestamp)."""
@@ -115,6 +126,7 @@ class Frame:
     T_global_from_ego: np.ndarray  # ego pose of the reference (LiDAR) sample of this frame
     sensors: dict[str, SensorSample]
     sweeps: dict[str, list[SensorSample]] = field(default_factory=dict)  # earlier non-key sweeps, newest first
+    _annotations: Annotations | None = field(default=None, init=False, repr=False)
 
     @property
     def timestamp_s(self) -> float:
@@ -160,7 +172,11 @@ class Frame:
         return [(self.reader.load_points(s), s) for s in samples]
 
     def annotations(self) -> Annotations:
-        return self.reader.load_annotations(self)
+        """The frame's ground truth, read once and kept with the frame (a build reads it three times: its check,
+        the ground-truth table and the oracle detector). Its arrays are read-only: copy before changing them."""
+        if self._annotations is None:
+            self._annotations = read_only(self.reader.load_annotations(self))
+        return self._annotations
 
     def _default_lidar(self) -> str:
         channels = self.lidar_channels

@@ -350,7 +350,8 @@ def test_checked_and_fast_box_parsing_agree(tiny: Path, monkeypatch) -> None:
     assert not checked_calls  # three valid frames: the fast pass alone
     _edit_box(tiny, 1, 0, lambda b: b["size_m"].update(x_source="lidar fit"))
     _edit_box(tiny, 1, 1, lambda b: b.update(velocity_mps=[0.25, None, 0.0], num_lidar_pts=3, x_id=7))
-    checked = open_native(tiny).scenes()[0].frames[1].annotations()
+    frame = open_native(tiny).scenes()[0].frames[1]
+    checked = frame.reader.load_annotations(frame)  # the reader's own (writable) copy, edited below
     assert len(checked_calls) == 1  # frame 1 only
     np.testing.assert_array_equal(checked.boxes.velocity[1], [0.25, np.nan, 0.0])
     assert checked.num_lidar_pts.tolist() == [0, 3]
