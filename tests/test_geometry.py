@@ -220,6 +220,24 @@ def test_iou_2d_known():
     np.testing.assert_allclose(geo.iou_2d(a, b), [[1 / 7, 0, 1]])
 
 
+@given(
+    st.lists(
+        st.tuples(*[st.floats(-50, 50, allow_nan=False)] * 2, *[st.floats(0, 30, allow_nan=False)] * 2),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_iou_2d_rowwise_is_the_diagonal(boxes, seed):
+    """Bit for bit the diagonal of the pairwise matrix (zero-size and disjoint boxes included)."""
+    a = np.array([[x, y, x + w, y + h] for x, y, w, h in boxes])
+    b = a[np.random.default_rng(seed).permutation(len(a))] + np.random.default_rng(seed).choice([0.0, 0.5], (len(a), 4))
+    assert geo.iou_2d_rowwise(a, b).tobytes() == geo.iou_2d(a, b).diagonal().tobytes()
+    np.testing.assert_allclose(geo.iou_2d_rowwise([[0, 0, 2, 2]] * 2, [[1, 1, 3, 3], [0, 0, 2, 2]]), [1 / 7, 1])
+    with pytest.raises(GeometryError, match="as many boxes"):
+        geo.iou_2d_rowwise(a, b[:0])
+
+
 def test_bev_iou_known():
     # identical -> 1; shifted by half its length -> 1/3; rotated square by 45 deg vs itself
     iou = geo.bev_iou([[0, 0]], [[4, 2]], [0.0], [[0, 0], [2, 0], [100, 0]], [[4, 2]] * 3, [0.0] * 3)

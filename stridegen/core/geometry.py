@@ -480,12 +480,27 @@ def iou_2d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise IoU [N, M] of axis-aligned boxes (x0, y0, x1, y1). Empty unions give 0."""
     a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
     b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
-    ix0 = np.maximum(a[:, None, 0], b[None, :, 0])
-    iy0 = np.maximum(a[:, None, 1], b[None, :, 1])
-    ix1 = np.minimum(a[:, None, 2], b[None, :, 2])
-    iy1 = np.minimum(a[:, None, 3], b[None, :, 3])
+    return _iou_xyxy(a[:, None, :], b[None, :, :], box_area_xyxy(a)[:, None], box_area_xyxy(b)[None, :])
+
+
+def iou_2d_rowwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """[N] IoU of box ``a[i]`` with box ``b[i]``: ``iou_2d(a, b).diagonal()``, the same numbers, without the
+    N x N matrix."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    if a.shape != b.shape:
+        raise GeometryError(f"iou_2d_rowwise needs as many boxes on both sides, got {a.shape[0]} and {b.shape[0]}")
+    return _iou_xyxy(a, b, box_area_xyxy(a), box_area_xyxy(b))
+
+
+def _iou_xyxy(a: np.ndarray, b: np.ndarray, area_a: np.ndarray, area_b: np.ndarray) -> np.ndarray:
+    """IoU of broadcast boxes [..., 4] with their areas (elementwise: each pair gets the same operations)."""
+    ix0 = np.maximum(a[..., 0], b[..., 0])
+    iy0 = np.maximum(a[..., 1], b[..., 1])
+    ix1 = np.minimum(a[..., 2], b[..., 2])
+    iy1 = np.minimum(a[..., 3], b[..., 3])
     inter = np.clip(ix1 - ix0, 0, None) * np.clip(iy1 - iy0, 0, None)
-    union = box_area_xyxy(a)[:, None] + box_area_xyxy(b)[None, :] - inter
+    union = area_a + area_b - inter
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(union > 0, inter / union, 0.0)
 

@@ -131,7 +131,7 @@ def measure_visibility(
     box_iou = np.zeros(n)
     nonempty = area > 0
     if nonempty.any():
-        box_iou[nonempty] = geo.iou_2d(box[nonempty], projected[nonempty]).diagonal()
+        box_iou[nonempty] = geo.iou_2d_rowwise(box[nonempty], projected[nonempty])
     inside = np.array([request.inside_share(i) for i in range(n)], dtype=np.float64)
     hulls = [request.hull_crop(i) for i in range(n)]
     coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)

@@ -58,6 +58,13 @@ class SegmentRequest:
     def lidar_through(self, value: list[np.ndarray] | Callable[[], list[np.ndarray]] | None) -> None:
         self._through = value
 
+    def know_inside_shares(self, shares: list[float]) -> None:
+        """Give ``inside_share`` of every object where the caller computed it on the same polygons and image
+        rectangle (``make_request``, which clips the hulls anyway)."""
+        if len(shares) != len(self.hull_uv):
+            raise GeometryError(f"{len(shares)} inside shares for {len(self.hull_uv)} hulls")
+        self._inside.update(enumerate(shares))
+
     def hull_crop(self, i: int) -> MaskCrop:
         """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request,
         every object's at the first call (``polygon_crops``: one batch)."""

@@ -145,6 +145,7 @@ def make_request(
     kept: list[int] = []
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []
+    shares: list[float] = []  # raster.inside_share of each kept hull, from the areas computed here
     u0, v0, u1, v1 = rect
     for i, hull in enumerate(hulls):
         if hull.shape[0] < 3:
@@ -152,11 +153,14 @@ def make_request(
         lo, hi = hull.min(axis=0), hull.max(axis=0)
         within = lo[0] >= u0 and lo[1] >= v0 and hi[0] <= u1 and hi[1] <= v1
         inside = hull if within else geo.clip_polygon_to_rect(hull, *rect)  # clipping a hull inside is a no-op
-        if inside.shape[0] < 3 or geo.polygon_area(inside) <= 0.0:
+        inside_area = geo.polygon_area(inside) if inside.shape[0] >= 3 else 0.0
+        if inside_area <= 0.0:
             continue
         kept.append(i)
         kept_hulls.append(hull)
         xyxy.append(np.concatenate([lo, hi]) if within else np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
+        total = inside_area if within else geo.polygon_area(hull)
+        shares.append(1.0 if within else 0.0 if total <= 0.0 else min(max(inside_area / total, 0.0), 1.0))
     keep = np.asarray(kept, dtype=np.int64)
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
     box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
@@ -168,6 +172,7 @@ def make_request(
         if isinstance(image_rgb, LazyImage)
         else SegmentRequest(image_rgb=image_rgb, **geometry)
     )
+    request.know_inside_shares(shares)
     if callable(lidar_points_global) and keep.size:  # read the sweep only for an image that holds objects
         lidar_points_global = lidar_points_global()
     if lidar_points_global is not None and not callable(lidar_points_global):

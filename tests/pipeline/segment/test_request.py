@@ -63,6 +63,25 @@ def test_projected_hulls_batch_equals_each_view_alone(seed: int, boxes_per_view:
             assert np.array_equal(a, b)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8))
+def test_make_request_inside_shares_equal_the_raster_rule(seed: int, n: int) -> None:
+    """The inside shares ``make_request`` hands over (from the areas it clips anyway) are ``raster.inside_share``
+    of each hull, bit for bit: boxes inside, across the edges, across the near plane."""
+    from stridegen.pipeline.segment.raster import inside_share
+
+    rng = np.random.default_rng(seed)
+    centres = np.column_stack([rng.uniform(0.2, 25, n), rng.uniform(-15, 15, n), rng.uniform(-4, 4, n)])
+    boxes = _boxes(centres, rng.uniform(0.3, 6, size=(n, 3)), rng.uniform(-3, 3, n))
+    request, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes)
+    given_shares = dict(request._inside)
+    assert sorted(given_shares) == list(range(len(request)))
+    for i, hull in enumerate(request.hull_uv):
+        assert given_shares[i] == inside_share(hull, W, H)
+    with pytest.raises(GeometryError, match="inside shares"):
+        request.know_inside_shares([0.5] * (len(request) + 1))
+
+
 def test_convex_hull_drops_interior_and_collinear_points() -> None:
     pts = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=np.float64)
     hull = convex_hull_2d(pts)
