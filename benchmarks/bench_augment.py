@@ -93,9 +93,13 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
         return A.Downscale(scale_range=(scale, scale), interpolation_pair=pair, p=1)
 
     return {
+        # ImageNet-C brightness is V + c in HSV (c = 0.3 at severity 3: 76.5 of 255), which HueSaturationValue's
+        # value shift computes too; RandomBrightnessContrast adds to R, G and B (another formula: ALSO).
         "brightness": (
-            "RandomBrightnessContrast(+0.3)",
-            one(A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1)),
+            "HueSaturationValue(V + 76.5)",
+            one(
+                A.HueSaturationValue(hue_shift_limit=(0, 0), sat_shift_limit=(0, 0), val_shift_limit=(76.5, 76.5), p=1)
+            ),
         ),
         "reduced_brightness": (
             "RandomBrightnessContrast(-0.5)",
@@ -109,7 +113,12 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
             "ColorJitter(saturation=2)",
             one(A.ColorJitter(brightness=0, contrast=0, saturation=(2, 2), hue=0, p=1)),
         ),
-        "grayscale": ("ToGray", one(A.ToGray(p=1))),
+        # Severity 3 blends 60 % of the way to BT.601 luma: ColorJitter's saturation 0.4 is that blend (ToGray, the
+        # whole way, is severity 5: ALSO).
+        "grayscale": (
+            "ColorJitter(saturation=0.4)",
+            one(A.ColorJitter(brightness=0, contrast=0, saturation=(0.4, 0.4), hue=0, p=1)),
+        ),
         "color_quantization": ("Posterize(3 bits)", one(A.Posterize(num_bits=3, p=1))),
         "jpeg_compression": ("ImageCompression(q=15)", one(A.ImageCompression(quality_range=(15, 15), p=1))),
         "gaussian_noise": ("GaussNoise(std=.18)", one(A.GaussNoise(std_range=(0.18, 0.18), p=1))),
@@ -128,6 +137,19 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
         "lens_obstruction": ("Spatter(mud)", one(A.Spatter(mode="mud", p=1))),
         "lens_distortion": ("OpticalDistortion", one(A.OpticalDistortion(distort_limit=(0.3, 0.3), p=1))),
         "elastic": ("ElasticTransform", one(A.ElasticTransform(p=1))),
+    }
+
+
+def _albumentations_also() -> dict[str, tuple[str, object]]:
+    """albumentations transforms of the same family with another formula or strength, timed for reference only."""
+    import albumentations as A
+
+    return {
+        "brightness": (
+            "RandomBrightnessContrast(+0.3): an RGB add",
+            A.Compose([A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1)]),
+        ),
+        "grayscale": ("ToGray: severity 5's full grey", A.Compose([A.ToGray(p=1)])),
     }
 
 
@@ -293,6 +315,18 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if verdicts:
             print(f"  {r['corruption']:20s} " + "   ".join(verdicts))
+    also = {n: v for n, v in _albumentations_also().items() if n in names}
+    if also:
+        print("\nfor reference, albumentations transforms of the same family with another formula or strength:")
+    for name, (label, transform) in also.items():
+
+        def also_call(t: Any = transform) -> np.ndarray:
+            return t(image=image)["image"]
+
+        ms = _time_ms(also_call, args.repeats)
+        ours_ms = next(r["ours_ms"] for r in rows if r["corruption"] == name)
+        print(f"  {name:20s} {label:45s} {ms:6.1f} ms ({ms / ours_ms:.1f}x ours)")
+        next(r for r in rows if r["corruption"] == name)["albumentations_also"] = {"transform": label, "ms": ms}
     if args.json:
         args.json.write_text(json.dumps({"severity": args.severity, "repeats": args.repeats, "rows": rows}, indent=1))
     return 0
