@@ -103,6 +103,10 @@ class Crop:
             window = np.asarray(mask[self.r0 : self.r1, self.c0 : self.c1], dtype=bool)
         if not self.scaled:
             return window.copy()
+        if not window.any():  # area averages of 0 are 0, of 1 are 1 within rounding: the threshold needs neither
+            return np.zeros((self.hs, self.ws), dtype=bool)
+        if window.all():
+            return np.ones((self.hs, self.ws), dtype=bool)
         return cv2.resize(window.astype(np.float32), (self.ws, self.hs), interpolation=cv2.INTER_AREA) > 0.5
 
     def polygon(self, poly_uv: np.ndarray) -> np.ndarray:

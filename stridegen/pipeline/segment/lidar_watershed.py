@@ -220,7 +220,9 @@ class LidarWatershedSegmenter:
         on_base = (owner[idx] < 0) & (d >= lo) & (d <= hi)
         against = ~mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
         if through is not None:  # behind the object: evidence only where the LiDAR measured through its box
-            against &= (d <= hi) | np.isin(idx, through)
+            measured_through = np.zeros(owner.shape[0], dtype=bool)
+            measured_through[through] = True  # np.isin(idx, through) without its sort
+            against &= (d <= hi) | measured_through[idx]
 
         markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
         not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)

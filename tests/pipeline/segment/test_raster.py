@@ -144,3 +144,22 @@ def test_lidar_morphology_on_the_crop_equals_the_whole_image(hull_pts, seed_pts)
     ours = seg._morphology(hull, seeds, H, W)
     assert ours.window == hull.window
     assert np.array_equal(ours.full(H, W), _whole_image_morphology(seg, hull.full(H, W), seeds))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 128), st.sampled_from(["none", "all", "random"]))
+def test_crop_mask_shortcuts_equal_the_area_resample(h: int, w: int, side: int, fill: str) -> None:
+    """A window with no pixel set, or every pixel set, skips the area resample: the same crop mask."""
+    from stridegen.pipeline.segment.grabcut import Crop
+
+    scale = side / max(h, w)
+    crop = Crop(2, 2 + h, 3, 3 + w, max(1, round(h * scale)), max(1, round(w * scale)))
+    rng = np.random.default_rng(h * 1000 + w)
+    full = np.zeros((h + 5, w + 7), dtype=bool)
+    full[2 : 2 + h, 3 : 3 + w] = {"none": False, "all": True, "random": rng.random((h, w)) < 0.5}[fill]
+    window = full[2 : 2 + h, 3 : 3 + w].astype(np.float32)
+    resampled = (
+        cv2.resize(window, (crop.ws, crop.hs), interpolation=cv2.INTER_AREA) > 0.5 if crop.scaled else window > 0.5
+    )
+    assert np.array_equal(crop.mask(full), resampled)
+    assert np.array_equal(crop.mask(MaskCrop(2, 3, full[2 : 2 + h, 3 : 3 + w])), resampled)
