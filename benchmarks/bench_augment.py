@@ -14,7 +14,9 @@ checkout. imagecorruptions 1.1.2 predates numpy 2 and scikit-image 0.19; `_shim_
 removed names it uses, inside this benchmark only. The albumentations column uses the transform of the same
 family set to a comparable strength (named in the output); it is a speed reference, not the same formula.
 Each figure is the median of `--repeats` timed calls after one warm-up call (one call for very slow ones);
-`faults` is the number of minor page faults per call of ours (fresh memory touched: load-independent).
+`faults` is the number of minor page faults per call of ours (fresh memory touched: load-independent). The process
+keeps freed memory as a `stridegen augment` worker does (``keep_freed_memory``), so each corruption's figure does
+not depend on which ones ran before it.
 
 `--parity` instead checks fidelity to imagecorruptions on the same image at every severity: PSNR to the clean
 image of ours and of the reference (random corruptions: mean over 3 seeds), and for the deterministic ones the
@@ -227,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from stridegen.augment.corruptions import CORRUPTIONS
+    from stridegen.augment.corruptions.base import keep_freed_memory
 
+    keep_freed_memory()  # as every `stridegen augment` worker does (corruptions/base.py)
     image = _load_image(args.image)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(CORRUPTIONS)
     if args.parity:

@@ -361,6 +361,9 @@ def process_split_scene(
 
 
 def _split_worker(payload: tuple[str, dict[str, Any], str, str, str], report: StageCallback) -> SceneResult:
+    from stridegen.augment.corruptions.base import keep_freed_memory
+
+    keep_freed_memory()  # a worker corrupts image after image: their temporaries' pages are reused
     src_dir, spec_data, scene_name, sub_dir, split_hash = payload
     return process_split_scene(src_dir, SplitSpec(**spec_data), scene_name, sub_dir, split_hash)
 
