@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core.errors import LogFormatError
-from stridegen.formats.images import _decode_plain_jpeg, decode_image
+from stridegen.formats.images import decode_image, decode_plain_jpeg
 
 SAMPLING = {
     "444": cv2.IMWRITE_JPEG_SAMPLING_FACTOR_444,
@@ -52,7 +52,7 @@ def test_plain_jpegs_decode_to_opencvs_pixels(
     params = [cv2.IMWRITE_JPEG_QUALITY, quality, cv2.IMWRITE_JPEG_SAMPLING_FACTOR, SAMPLING[sampling]]
     params += [cv2.IMWRITE_JPEG_PROGRESSIVE, int(progressive)]
     data = _encode(image[..., 0] if gray else image, params)
-    fast = _decode_plain_jpeg(data)
+    fast = decode_plain_jpeg(data)
     assert fast is not None  # the simplejpeg path was taken
     assert fast.dtype == np.uint8 and fast.shape == (h, w, 3)
     assert np.array_equal(fast, _opencv(data)) and np.array_equal(decode_image(data, "x"), fast)
@@ -70,7 +70,7 @@ def test_exif_cmyk_and_broken_jpegs_are_opencvs() -> None:
     image = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
     data = _encode(image, [cv2.IMWRITE_JPEG_QUALITY, 90])
     rotated = _with_exif_orientation(data, 6)  # "rotate 90 degrees clockwise to display"
-    assert _decode_plain_jpeg(rotated) is None
+    assert decode_plain_jpeg(rotated) is None
     assert decode_image(rotated, "x").shape == (30, 20, 3)  # OpenCV applies the orientation
     assert np.array_equal(decode_image(rotated, "x"), _opencv(rotated))
 
@@ -79,14 +79,14 @@ def test_exif_cmyk_and_broken_jpegs_are_opencvs() -> None:
     buf = io.BytesIO()
     Image.fromarray(image).convert("CMYK").save(buf, format="JPEG", quality=90)
     cmyk = buf.getvalue()
-    assert _decode_plain_jpeg(cmyk) is None  # four components: OpenCV converts them its way
+    assert decode_plain_jpeg(cmyk) is None  # four components: OpenCV converts them its way
     assert np.array_equal(decode_image(cmyk, "x"), _opencv(cmyk))
 
-    assert _decode_plain_jpeg(data[: len(data) // 2]) is None  # libjpeg-turbo warns: OpenCV decides
+    assert decode_plain_jpeg(data[: len(data) // 2]) is None  # libjpeg-turbo warns: OpenCV decides
     with pytest.raises(LogFormatError, match="truncated"):  # OpenCV's error, as before
         decode_image(data[: len(data) // 2], "x")
     garbled = data[:200] + bytes(100) + data[300:]
-    assert _decode_plain_jpeg(garbled) is None
+    assert decode_plain_jpeg(garbled) is None
 
 
 def test_real_camera_images_decode_to_opencvs_pixels(nuscenes_demo: Path) -> None:
@@ -94,5 +94,5 @@ def test_real_camera_images_decode_to_opencvs_pixels(nuscenes_demo: Path) -> Non
     assert files
     for path in files:
         data = path.read_bytes()
-        fast = _decode_plain_jpeg(data)
+        fast = decode_plain_jpeg(data)
         assert fast is not None and np.array_equal(fast, _opencv(data)), path

@@ -16,7 +16,7 @@ def decode_image(data: bytes, path: str | Path) -> np.ndarray:
     """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files."""
     if not data:
         raise LogFormatError(path, "image file is empty")
-    image = _decode_plain_jpeg(data)
+    image = decode_plain_jpeg(data)
     if image is None:
         # Straight to RGB (libjpeg / libpng order the channels; the same values as BGR then cvtColor, without the
         # second pass over the pixels).
@@ -28,7 +28,7 @@ def decode_image(data: bytes, path: str | Path) -> np.ndarray:
     return image
 
 
-def _decode_plain_jpeg(data: bytes) -> np.ndarray | None:
+def decode_plain_jpeg(data: bytes) -> np.ndarray | None:
     """RGB pixels of a JPEG whose header reads cleanly and holds no EXIF orientation, decoded by libjpeg-turbo
     through simplejpeg: the pixels ``cv2.imdecode`` gives (both use libjpeg-turbo's defaults, the accurate integer
     IDCT and fancy chroma upsampling; equal by test), on one thread and about 15 % faster (docs/scale.md). None

@@ -157,3 +157,15 @@ def test_grayscale_keeps_grey_pixels_grey():
     grey = np.repeat(np.arange(256, dtype=np.uint8).reshape(16, 16, 1), 3, axis=2)
     for severity in range(1, 6):
         np.testing.assert_array_equal(get_corruption("grayscale").apply(grey, severity, _rng()), grey)
+
+
+# --- jpeg_compression: OpenCV's encode, then simplejpeg's decode == OpenCV's round trip ---------------------------
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(image=images(max_side=96), severity=st.integers(1, 5))
+def test_jpeg_compression_is_opencvs_round_trip(image, severity):
+    from stridegen.formats.images import encode_jpeg
+
+    corruption = get_corruption("jpeg_compression")
+    quality = corruption.params[severity - 1]
+    reference = cv2.imdecode(encode_jpeg(image, quality), cv2.IMREAD_COLOR_RGB)
+    assert np.array_equal(corruption.apply(image, severity, _rng()), reference)

@@ -19,7 +19,7 @@ import numpy as np
 
 from stridegen.augment.corruptions.base import Corruption, lookup_uint8, scratch, to_uint8
 from stridegen.augment.corruptions.sampling import IN_LEVELS, LevelLaw, level_law, rounded_gaussian_cdf, sample_levels
-from stridegen.formats.images import encode_jpeg
+from stridegen.formats.images import decode_plain_jpeg, encode_jpeg
 
 _LEVELS = np.arange(256, dtype=np.float32)
 _LEVELS_U8 = np.arange(256, dtype=np.uint8)[None, :]  # the 256 levels as a 1 x 256 image (``_per_level``)
@@ -363,6 +363,9 @@ _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)
 
 def _jpeg(image_rgb: np.ndarray, quality: int, rng: np.random.Generator) -> np.ndarray:
     encoded = encode_jpeg(image_rgb, quality)
+    fast = decode_plain_jpeg(encoded.tobytes())  # libjpeg-turbo on one thread: OpenCV's pixels, 1.86 vs 2.23 ms
+    if fast is not None:
+        return fast
     decoded = cv2.imdecode(encoded, _IMREAD_RGB if _IMREAD_RGB is not None else cv2.IMREAD_COLOR)
     if decoded is None:  # pragma: no cover - OpenCV decodes what it has just encoded
         raise RuntimeError("JPEG decoding failed")
