@@ -8,7 +8,10 @@ also the header of one image per camera (a few hundred bytes). No point cloud or
 Findings are errors or warnings (``CODES`` lists every code with what ``build`` does with it; docs/check.md is the
 same table). ``run_build`` runs the check with ``deep=False`` before any stage: a scene with an error finding is
 recorded as a failed scene with the finding's message, an error of the whole log (``scene is None``) raises
-``LogCheckError``, and warnings go into ``BuildResult.warnings`` and the build's summary.
+``LogCheckError``, and warnings go into ``BuildResult.warnings`` and the build's summary. Where the reader lists its
+sensors' unknown modalities without building scenes, the build finds the whole-log errors first
+(``check_log_wide``) and checks each scene in its worker (``check_scene``); ``check_log`` does both, scene by
+scene.
 
 Thresholds (each explained where it is defined):
 
@@ -282,11 +285,14 @@ def check_log_wide(reader: LogReader, config: BuildConfig, names: Sequence[str])
     (in the build's workers). ``names``: the selected scenes (a ``log.scenes`` entry not in the log raises
     ConfigError, as in ``check_log``)."""
     start = time.perf_counter()
-    unknown = reader.unknown_modalities()
+    try:
+        unknown = reader.unknown_modalities()
+        ids = reader.scene_ids()
+    except Exception:  # a broken table (or a plugin's own error): check_log turns it into findings, scene by scene
+        return None
     if unknown is None:
         return None
     ctx = _Context(reader, config, _segmenter_needs_lidar(config), deep=False)
-    ids = reader.scene_ids()
     _selected(ids, config, names)
     findings = _log_findings(ctx, ids)
     for modality, channels in sorted(unknown.items()):

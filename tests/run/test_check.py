@@ -375,6 +375,22 @@ def test_each_scene_is_checked_just_before_its_stages(base_log: Path, tmp_path: 
     assert events == [("read", s0), ("read", s1), ("build", s0), ("build", s1)]
 
 
+def test_a_reader_whose_sensor_list_breaks_gets_the_full_check_first(
+    base_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``unknown_modalities`` raising (a broken sensor table) is no crash: the build checks every scene first."""
+    from stridegen.core.errors import LogFormatError
+    from stridegen.logs.nuscenes import NuScenesReader
+
+    def broken(self: NuScenesReader) -> dict[str, list[str]]:
+        raise LogFormatError(self.root, "sensor.json: broken")
+
+    monkeypatch.setattr(NuScenesReader, "unknown_modalities", broken)
+    result = run_build(base_log, tmp_path / "ds", load_build_config(None, FAST))
+    assert result.ok and result.check is not None
+    assert [s.name for s in result.check.scenes] == ["scene-0000", "scene-0001"]
+
+
 def test_a_bad_pose_fails_its_scene_alone_wherever_it_sits(corpus: Corpus) -> None:
     """Ego pose or annotation: the same class of bad input fails the same way, and the other scene is built."""
     reasons = []
