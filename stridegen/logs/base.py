@@ -103,14 +103,21 @@ class Annotations:
         )
 
 
+_ANNOTATION_ARRAYS = ("category", "token", "num_lidar_pts", "num_radar_pts", "visibility", "attribute")
+_BOX_ARRAYS = ("center", "size_lwh", "yaw", "velocity", "label", "score", "track_id")
+
+
 def read_only(annotations: Annotations) -> Annotations:
-    """``annotations`` with every array (its boxes' included) made read-only, in place."""
+    """``annotations`` with every array (its boxes' and their extras' included) made read-only, in place; a
+    plugin reader's list becomes an array first."""
     boxes = annotations.boxes
-    arrays = [boxes.center, boxes.size_lwh, boxes.yaw, boxes.velocity, boxes.label, boxes.score, boxes.track_id]
-    arrays += [*boxes.extras.values(), annotations.category, annotations.token, annotations.num_lidar_pts]
-    arrays += [annotations.num_radar_pts, annotations.visibility, annotations.attribute]
-    for array in arrays:
-        array.setflags(write=False)
+    for owner, names in ((annotations, _ANNOTATION_ARRAYS), (boxes, _BOX_ARRAYS)):
+        for name in names:
+            setattr(owner, name, np.asarray(getattr(owner, name)))
+            getattr(owner, name).setflags(write=False)
+    for key, values in boxes.extras.items():
+        boxes.extras[key] = np.asarray(values)
+        boxes.extras[key].setflags(write=False)
     return annotations
 
 

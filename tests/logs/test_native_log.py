@@ -623,3 +623,31 @@ def test_readers_keep_the_last_scenes_only(synthetic_pair, av2_logs: Path) -> No
     cache: LruCache[int, int] = LruCache(2)
     got = [cache.get(k, lambda k=k: made.append(k) or 10 * k) for k in (1, 2, 1, 3, 2, 1)]
     assert got == [10, 20, 10, 30, 20, 10] and made == [1, 2, 3, 2, 1] and len(cache) == 2
+
+
+def test_frame_annotations_are_read_once_and_read_only(tmp_path: Path) -> None:
+    """``Frame.annotations()`` asks the reader once and hands out read-only arrays (a plugin's lists included)."""
+    from stridegen.core.boxes import Boxes
+    from stridegen.logs.base import Annotations, Frame, LogReader
+
+    calls: list[str] = []
+
+    class ListReader(LogReader):
+        def scenes(self):
+            return []
+
+        def load_points(self, sample):
+            return np.zeros((0, 4), np.float32)
+
+        def load_annotations(self, frame):
+            calls.append(frame.token)
+            boxes = Boxes([[1.0, 2.0, 0.5]], [[4.0, 2.0, 1.5]], [0.1], label=["car"], track_id=["a"])
+            return Annotations(boxes, ["vehicle.car"], ["t0"], [12], [0], [4], [""])  # type: ignore[arg-type]
+
+    frame = Frame(ListReader(tmp_path), "f0", "s0", 0, 0, np.eye(4), {})
+    first, again = frame.annotations(), frame.annotations()
+    assert first is again and calls == ["f0"]
+    assert isinstance(first.category, np.ndarray) and first.num_lidar_pts.tolist() == [12]
+    for array in (first.category, first.num_lidar_pts, first.boxes.center, first.boxes.track_id):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = array[0]
