@@ -3,7 +3,8 @@
 Run it in its own environment (the comparison packages are not project dependencies)::
 
     python3 -m venv /tmp/augbench-venv
-    /tmp/augbench-venv/bin/pip install imagecorruptions==1.1.2 albumentations==2.0.8 "opencv-python-headless<5" scipy simplejpeg
+    /tmp/augbench-venv/bin/pip install imagecorruptions==1.1.2 albumentations==2.0.8 "opencv-python-headless<5" \
+        scipy simplejpeg
     # imagecorruptions pulls opencv-python (5.x), whose cv2 shadows the headless 4.x one: put 4.x back
     /tmp/augbench-venv/bin/pip uninstall -y opencv-python
     /tmp/augbench-venv/bin/pip install --force-reinstall --no-deps "opencv-python-headless<5"
