@@ -441,7 +441,7 @@ def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str | None]
             return failed_scene(scene_name, exc, {})
         errors = [f for f in findings if f.severity == ERROR]
         check_failure = failure_reason(errors) if errors else ""
-        warnings = [f for f in findings if f.severity == WARNING]
+        warnings = scene_warnings(findings)
         check_s["check"] = time.perf_counter() - t0
     if check_failure:  # the log check found an error in this scene: no stage runs
         return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
@@ -452,6 +452,14 @@ def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str | None]
 
 
 # ---------------------------------------------------------------------------------------------------------- the run
+def scene_warnings(findings: list[Finding]) -> list[Finding]:
+    """The warnings of one scene's check that the build reports: none where the scene has an error finding (it
+    is a failed scene, or a resumed one whose warnings the check before the build left out too)."""
+    if any(f.severity == ERROR for f in findings):
+        return []
+    return [f for f in findings if f.severity == WARNING]
+
+
 def _check_failure(blocked: dict[str, str] | None, scene: str) -> str | None:
     """The worker's ``check_failure``: None (check the scene there) when ``precheck`` left the scenes to the
     workers, else the scene's failure reason from the parent's check ("" for none)."""
@@ -523,6 +531,10 @@ def run_build(
         observer,
     )
     results = outcome.results
+    if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
+        for r in results:
+            if r.status == "resumed":
+                r.warnings = scene_warnings(check_scene(reader, config, r.scene))
     source = {
         "root": str(log_root.resolve()),
         "format": reader.format_name,

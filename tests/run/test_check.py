@@ -375,6 +375,17 @@ def test_each_scene_is_checked_just_before_its_stages(base_log: Path, tmp_path: 
     assert events == [("read", s0), ("read", s1), ("build", s0), ("build", s1)]
 
 
+def test_a_resumed_build_reports_the_same_warnings(corpus: Corpus) -> None:
+    """A resumed scene runs in no worker: the driver checks it for its warnings, as the check before the build
+    did."""
+    outcome = corpus["short_clip"]
+    assert outcome.result is not None and outcome.result.warnings
+    config = load_build_config(None, list(CORPUS["short_clip"].overrides))
+    again = run_build(outcome.log, outcome.result.out_dir, config)
+    assert [r.status for r in again.results] == ["resumed"]
+    assert again.warnings == outcome.result.warnings
+
+
 def test_a_reader_whose_sensor_list_breaks_gets_the_full_check_first(
     base_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
