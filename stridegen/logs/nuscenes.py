@@ -9,7 +9,6 @@ Schema: https://www.nuscenes.org/nuscenes#data-format (and nuscenes-devkit pytho
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +85,7 @@ class NuScenesReader(LogReader):
         self.store: TableStore = open_tables(self.root, self.table_dir, index)
         self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)
         self._pose_cache: dict[str, np.ndarray] = {}
-        self._calib_cache: OrderedDict[tuple[str, int, int], SensorCalibration] = OrderedDict()
+        self._calib_cache: LruCache[tuple[str, int, int], SensorCalibration] = LruCache(CALIBRATION_CACHE)
 
     # ------------------------------------------------------------------------------------------ loading
     def _resolve_version(self, version: str | None) -> Path:
@@ -137,23 +136,20 @@ class NuScenesReader(LogReader):
         """Calibration of the sensor that recorded a sample_data record (image size from the record)."""
         width, height = int(sample_data.get("width") or 0), int(sample_data.get("height") or 0)
         key = (sample_data["calibrated_sensor_token"], width, height)
-        if key in self._calib_cache:
-            self._calib_cache.move_to_end(key)
-        else:
-            cs = self.get("calibrated_sensor", key[0])
-            sensor = self.get("sensor", cs["sensor_token"])
-            intrinsic = self._intrinsic(cs, sensor)
-            self._calib_cache[key] = SensorCalibration(
-                channel=sensor["channel"],
-                modality=sensor["modality"],
-                T_ego_from_sensor=geo.pose_transform(cs["rotation"], cs["translation"]),
-                intrinsic=intrinsic if intrinsic.size else None,
-                width=width or None,
-                height=height or None,
-            )
-            while len(self._calib_cache) > CALIBRATION_CACHE:
-                self._calib_cache.popitem(last=False)
-        return self._calib_cache[key]
+        return self._calib_cache.get(key, lambda: self._make_calibration(key[0], width, height))
+
+    def _make_calibration(self, calibrated_sensor_token: str, width: int, height: int) -> SensorCalibration:
+        cs = self.get("calibrated_sensor", calibrated_sensor_token)
+        sensor = self.get("sensor", cs["sensor_token"])
+        intrinsic = self._intrinsic(cs, sensor)
+        return SensorCalibration(
+            channel=sensor["channel"],
+            modality=sensor["modality"],
+            T_ego_from_sensor=geo.pose_transform(cs["rotation"], cs["translation"]),
+            intrinsic=intrinsic if intrinsic.size else None,
+            width=width or None,
+            height=height or None,
+        )
 
     def _intrinsic(self, cs: dict[str, Any], sensor: dict[str, Any]) -> np.ndarray:
         """The 3x3 ``camera_intrinsic`` of a calibrated_sensor ([] for non-cameras): finite, focal lengths > 0."""

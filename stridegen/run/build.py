@@ -483,7 +483,7 @@ def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[
     """The log check before any stage (metadata only): LogCheckError for errors of the whole log. Returns the
     report and, where every scene had to be checked here, the failure reason of each scene with an error finding
     (None where each scene is checked in its worker: ``check_log_wide``)."""
-    wide = check_log_wide(reader, config, names)
+    wide = check_log_wide(reader, config)  # the names are select_scenes', checked there
     report = wide if wide is not None else check_log(reader, config, scenes=names, deep=False)
     if report.log_errors:
         raise LogCheckError(

@@ -278,12 +278,11 @@ def check_log(
     )
 
 
-def check_log_wide(reader: LogReader, config: BuildConfig, names: Sequence[str]) -> CheckReport | None:
+def check_log_wide(reader: LogReader, config: BuildConfig) -> CheckReport | None:
     """The findings about the whole log (``scene`` None) without building any scene, where the reader can list its
     sensors' unknown modalities so (``LogReader.unknown_modalities``); None where it cannot: ``check_log`` must
     walk the scenes then. With this report, each scene's own findings come from ``check_scene``, scene by scene
-    (in the build's workers). ``names``: the selected scenes (a ``log.scenes`` entry not in the log raises
-    ConfigError, as in ``check_log``)."""
+    (in the build's workers)."""
     start = time.perf_counter()
     try:
         unknown = reader.unknown_modalities()
@@ -293,7 +292,6 @@ def check_log_wide(reader: LogReader, config: BuildConfig, names: Sequence[str])
     if unknown is None:
         return None
     ctx = _Context(reader, config, _segmenter_needs_lidar(config), deep=False)
-    _selected(ids, config, names)
     findings = _log_findings(ctx, ids)
     for modality, channels in sorted(unknown.items()):
         findings.append(_unknown_modality(ctx, modality, set(channels), "in the log's sensor list"))
