@@ -41,21 +41,17 @@ class SegmentRequest:
     focal_px: float | None = None  # the camera's focal length in pixels (mean of fx and fy), when known
     _hull_crops: dict[int, MaskCrop] = field(default_factory=dict, init=False, repr=False, compare=False)
     _inside: dict[int, float] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _through: list[np.ndarray] | Callable[[], list[np.ndarray]] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    _through: Sequence[np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
-    def lidar_through(self) -> list[np.ndarray] | None:
+    def lidar_through(self) -> Sequence[np.ndarray] | None:
         """N arrays of point indices the LiDAR measured through each object's box (its ray entered the box and
-        left it before the point); None when the sensor's position is unknown. ``make_request`` defers it: it is
-        computed on the first read, so a backend that never reads it does not pay for it."""
-        if callable(self._through):
-            self._through = self._through()
+        left it before the point); None when the sensor's position is unknown. ``make_request`` defers it
+        (``request.LidarThrough``): object i's array is computed when a backend first reads it."""
         return self._through
 
     @lidar_through.setter
-    def lidar_through(self, value: list[np.ndarray] | Callable[[], list[np.ndarray]] | None) -> None:
+    def lidar_through(self, value: Sequence[np.ndarray] | None) -> None:
         self._through = value
 
     def know_inside_shares(self, shares: list[float]) -> None:

@@ -174,8 +174,7 @@ class LidarWatershedSegmenter:
             box = np.asarray(request.box_xyxy[i], dtype=np.float64)
             tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
             if hull.any() and not tiny:
-                through = None if request.lidar_through is None else request.lidar_through[i]
-                grown = self._grow(request, i, hull, occluder, rows, cols, owner, depth, through, focal_px, gap_px)
+                grown = self._grow(request, i, hull, occluder, rows, cols, owner, depth, focal_px, gap_px)
                 mask = hull if grown is None else grown
             n_inside = int(np.count_nonzero(mask.minus(occluder).at(rows[own], cols[own])))
             return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
@@ -192,7 +191,6 @@ class LidarWatershedSegmenter:
         cols: np.ndarray,
         owner: np.ndarray,
         depth: np.ndarray,
-        through: np.ndarray | None,
         focal_px: float,
         gap_px: float,
     ) -> MaskCrop | None:
@@ -219,10 +217,12 @@ class LidarWatershedSegmenter:
         lo, hi = d[seed].min() - self.depth_tol_m, d[seed].max() + self.depth_tol_m
         on_base = (owner[idx] < 0) & (d >= lo) & (d <= hi)
         against = ~mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
-        if through is not None:  # behind the object: evidence only where the LiDAR measured through its box
+        behind = against & (d > hi)
+        through = request.lidar_through
+        if through is not None and behind.any():  # behind the object: evidence only where measured through its box
             measured_through = np.zeros(owner.shape[0], dtype=bool)
-            measured_through[through] = True  # np.isin(idx, through) without its sort
-            against &= (d <= hi) | measured_through[idx]
+            measured_through[through[i]] = True  # np.isin(idx, through) without its sort
+            against &= ~behind | measured_through[idx]
 
         markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
         not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)

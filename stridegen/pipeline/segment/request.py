@@ -11,8 +11,8 @@ Either way masks never overlap. ``"none"`` switches the rule off (masks may over
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -181,33 +181,56 @@ def make_request(
         )
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
         if lidar_origin_global is not None:
-            request.lidar_through = functools.partial(  # deferred: computed when a backend first reads it
-                _lidar_through, pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global
-            )
+            request.lidar_through = LidarThrough(pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global)
     return request, keep
 
 
-def _lidar_through(
-    points_global: np.ndarray,
-    uv: np.ndarray,
-    owner: np.ndarray,
-    hulls: list[np.ndarray],
-    boxes: Boxes,
-    origin_global: np.ndarray,
-) -> list[np.ndarray]:
+class LidarThrough(Sequence[np.ndarray]):
     """Per object, the indices of the points [P, 3] (global; ``uv`` [P, 2] their pixels, ``owner`` [P]) that
     project within the object's hull's bounds, are not its own and were measured through its box from
-    ``origin_global``."""
-    through: list[np.ndarray] = []
-    u, v = uv[:, 0], uv[:, 1]
-    for i, hull in enumerate(hulls):
-        (u_lo, v_lo), (u_hi, v_hi) = hull.min(axis=0), hull.max(axis=0)
-        idx = np.flatnonzero((owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
+    ``origin_global``. Object i's array is computed on its first read and kept: a backend pays only for the
+    objects it asks about."""
+
+    def __init__(
+        self,
+        points_global: np.ndarray,
+        uv: np.ndarray,
+        owner: np.ndarray,
+        hulls: list[np.ndarray],
+        boxes: Boxes,
+        origin_global: np.ndarray,
+    ) -> None:
+        self._points, self._uv, self._owner, self._hulls = points_global, uv, owner, hulls
+        self._boxes, self._origin = boxes, origin_global
+        self._done: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._hulls)
+
+    @overload
+    def __getitem__(self, i: int) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[np.ndarray]: ...
+
+    def __getitem__(self, i: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        k = range(len(self))[i]  # IndexError out of range; a negative index counts from the end
+        found = self._done.get(k)
+        if found is None:
+            found = self._done[k] = self._compute(k)
+        return found
+
+    def _compute(self, i: int) -> np.ndarray:
+        (u_lo, v_lo), (u_hi, v_hi) = self._hulls[i].min(axis=0), self._hulls[i].max(axis=0)
+        u, v = self._uv[:, 0], self._uv[:, 1]
+        idx = np.flatnonzero((self._owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
+        boxes = self._boxes
         passes = geo.segments_pass_through_box(
-            origin_global, points_global[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
+            self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
         )
-        through.append(idx[passes])
-    return through
+        return idx[passes]
 
 
 def _lidar_evidence(

@@ -270,3 +270,37 @@ def test_lidar_through_lists_points_measured_through_each_box() -> None:
     assert hull[int(np.floor(v + 0.5)), int(np.floor(u + 0.5))]  # the parallax point lies in the hull
     without, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points)
     assert without.lidar_through is None  # the sensor's position unknown: no such evidence
+
+
+def test_lidar_through_is_computed_per_object_on_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two boxes, points behind both: each object's array is the slab test of the points within its hull's bounds
+    that are not its own, computed only when that object is first read, and kept."""
+    boxes = _boxes([[10.0, -2.0, 0.0], [12.0, 3.0, 0.0]], [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
+    origin = np.array([0.0, 0.0, 2.0])
+    rng = np.random.default_rng(3)
+    points = np.concatenate(
+        [rng.uniform([15.0, -6.0, -1.0], [30.0, 8.0, 1.5], (60, 3)), [[10.0, -2.0, 0.5], [12.0, 3.0, 0.5]]]
+    )
+    request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points, lidar_origin_global=origin)
+    assert keep.tolist() == [0, 1]
+    uv_all, _, _ = geo.project_points(geo.transform_points(T_CAM_FROM_GLOBAL, points), K)
+    kept = [int(np.flatnonzero(np.all(uv_all == uv, axis=1))[0]) for uv in request.lidar_uv]  # request order
+    through = request.lidar_through
+    assert through is not None and len(through) == 2
+    real = geo.segments_pass_through_box
+    calls: list[int] = []
+    monkeypatch.setattr(geo, "segments_pass_through_box", lambda *a: calls.append(1) or real(*a))
+    for i in (1, 0):  # out of order: each object alone
+        got = through[i]
+        assert len(calls) == 2 - i
+        lo, hi = request.hull_uv[i].min(axis=0), request.hull_uv[i].max(axis=0)
+        within = (request.lidar_object != i) & np.all((request.lidar_uv >= lo) & (request.lidar_uv <= hi), axis=1)
+        center, size, yaw = boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
+        expected = [k for k in np.flatnonzero(within) if real(origin, points[kept[k]][None], center, size, yaw)[0]]
+        assert got.tolist() == expected
+        assert through[i] is got and len(calls) == 2 - i  # kept, not recomputed
+    assert all(len(through[i]) for i in range(2))  # both boxes have points measured through them: not vacuous
+    assert [a.tolist() for a in through[:]] == [through[0].tolist(), through[1].tolist()]
+    assert through[-1] is through[1]
+    with pytest.raises(IndexError):
+        through[2]
