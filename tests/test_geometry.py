@@ -385,3 +385,47 @@ def test_segments_pass_through_box_matches_dense_sampling(origin, point, size, y
     if not grazing:
         expected = bool(inside.any() and not inside[-1])
         assert geo.segments_pass_through_box(origin, point[None, :], center, size, yaw)[0] == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.floats(0.05, 2.0),
+    st.sampled_from([(320, 180), (800, 450), (1600, 900)]),
+    st.floats(-0.01, 0.01),
+)
+def test_frustum_candidates_hold_every_projected_point(seed: int, near: float, size: tuple[int, int], skew: float):
+    """A random camera pose and pinhole (with skew), points all around it, some exactly on the image's edges and
+    on the near plane: every point ``project_points`` puts in the image is a candidate, and every candidate
+    projects within the widened rectangle (the margins) in front of the widened near plane."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    f = rng.uniform(0.5, 2.0) * w
+    k = np.array([[f, skew * f, w / 2 + rng.uniform(-20, 20)], [0.0, f * rng.uniform(0.9, 1.1), h / 2], [0, 0, 1.0]])
+    q = rng.normal(size=4)
+    t_cam_from_frame = geo.make_transform(geo.quat_to_rotmat(q / np.linalg.norm(q)), rng.uniform(-50, 50, 3))
+    rect = (-0.5, -0.5, w - 0.5, h - 0.5)
+    cam = rng.uniform(-40, 40, (3000, 3))
+    edge_uv = np.stack([rng.choice([rect[0], rect[2]], 200), rng.uniform(rect[1], rect[3], 200)], axis=1)
+    edge_z = rng.uniform(near, 60, 200)
+    on_edges = np.linalg.solve(k, np.stack([edge_uv[:, 0] * edge_z, edge_uv[:, 1] * edge_z, edge_z])).T
+    on_near = cam[:200].copy()
+    on_near[:, 2] = near
+    cam = np.concatenate([cam, on_edges, on_near])
+    points = geo.transform_points(geo.invert_transform(t_cam_from_frame), cam)
+    got = geo.frustum_candidates(t_cam_from_frame, k, near, rect, points)
+    uv, _, in_front = geo.project_points(geo.transform_points(t_cam_from_frame, points), k, near)
+    with np.errstate(invalid="ignore"):
+        seen = in_front & (uv[:, 0] >= rect[0]) & (uv[:, 0] <= rect[2]) & (uv[:, 1] >= rect[1]) & (uv[:, 1] <= rect[3])
+    assert seen.sum() > 0
+    assert set(np.flatnonzero(seen).tolist()) <= set(got.tolist())
+    widened = (rect[0] - 1.001, rect[1] - 1.001, rect[2] + 1.001, rect[3] + 1.001)
+    uv_got, z_got, _ = geo.project_points(geo.transform_points(t_cam_from_frame, points[got]), k, near - 0.002)
+    assert (z_got >= near - 0.002).all()
+    assert ((uv_got >= widened[:2]) & (uv_got <= widened[2:])).all()
+
+
+def test_frustum_candidates_of_a_non_pinhole_matrix_are_every_point():
+    k = np.array([[100.0, 0, 50], [0, 100, 50], [0.001, 0, 1]])
+    points = np.random.default_rng(0).normal(size=(20, 3))
+    assert geo.frustum_candidates(np.eye(4), k, 0.1, (-0.5, -0.5, 99.5, 99.5), points).tolist() == list(range(20))

@@ -404,6 +404,51 @@ def project_points(
     return uv, depth, in_front
 
 
+def frustum_candidates(
+    T_cam_from_frame: np.ndarray,
+    intrinsic: np.ndarray,
+    near: float,
+    rect: tuple[float, float, float, float],
+    points: np.ndarray,
+    margin_px: float = 1.0,
+    margin_m: float = 1e-3,
+) -> np.ndarray:
+    """Indices of the [N, 3] points (in the frame ``T_cam_from_frame`` maps into the camera) that may project into
+    ``rect`` = (u0, v0, u1, v1) at depth >= ``near``: a superset of those ``project_points`` puts there, found
+    without moving every point into the camera.
+
+    The camera's view is the intersection of five half-spaces, each linear in the point: with h = K q the
+    homogeneous pixel of the camera point q = R p + t (K's last row (0, 0, 1), so h_2 = z), u >= u0 is
+    (k_0 - u0 k_2) . q >= 0 (z > 0), and likewise for u <= u1, v >= v0, v <= v1; depth: k_2 . q >= near. Each is
+    widened (the rectangle by ``margin_px`` pixels, the near plane by ``margin_m``), so rounding (the tests here
+    group the products differently from the projection) cannot drop a point the projection keeps. A matrix with
+    another last row gets every index.
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    k = np.asarray(intrinsic, dtype=np.float64)
+    if not np.array_equal(k[2], [0.0, 0.0, 1.0]):
+        return np.arange(pts.shape[0])
+    u0, v0, u1, v1 = rect
+    planes_cam = np.stack(  # rows a with a . q >= 0 inside (the near plane with its offset below)
+        [
+            k[0] - (u0 - margin_px) * k[2],
+            (u1 + margin_px) * k[2] - k[0],
+            k[1] - (v0 - margin_px) * k[2],
+            (v1 + margin_px) * k[2] - k[1],
+            k[2],
+        ]
+    )
+    t = np.asarray(T_cam_from_frame, dtype=np.float64)
+    normals = planes_cam @ t[:3, :3]  # a . (R p + t) = (a R) . p + a . t
+    offsets = planes_cam @ t[:3, 3]
+    offsets[4] -= near - margin_m
+    side = normals @ pts.T  # [5, N]: one row per half-space
+    keep = side[0] >= -offsets[0]
+    for j in range(1, 5):
+        keep &= side[j] >= -offsets[j]
+    return np.flatnonzero(keep)
+
+
 def clip_segments_near(p0: np.ndarray, p1: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Clip camera-frame segments [..., 3] to the half space z >= near.
 

@@ -245,6 +245,8 @@ def _lidar_evidence(
     """(global points [P, 3], uv [P, 2], camera z [P], owning box [P] or -1) of the LiDAR points that project
     into the image."""
     pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
+    # a camera sees a few of the sweep's points: only those that may project into the image are moved into it
+    pts_global = pts_global.take(geo.frustum_candidates(T_cam_from_global, intrinsic, near_m, rect, pts_global), 0)
     uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
     u0, v0, u1, v1 = rect
     u, v = uv[:, 0], uv[:, 1]
