@@ -108,9 +108,13 @@ def _albumentations_transforms() -> dict[str, tuple[str, object]]:
             "RandomBrightnessContrast(-0.5)",
             one(A.RandomBrightnessContrast(brightness_limit=(-0.5, -0.5), contrast_limit=(0, 0), p=1)),
         ),
+        # ImageNet-C contrast is (x - m) c + m with m the channel's mean (c = 0.2 at severity 3); ColorJitter's
+        # contrast is the same blend towards the grey image's mean. RandomBrightnessContrast's "contrast" scales
+        # towards black, x (1 + limit) with no mean (albumentations 2.0.8: multiply_add(img, alpha, beta = 0)):
+        # another edit (ALSO).
         "contrast": (
-            "RandomBrightnessContrast(contrast -0.8)",
-            one(A.RandomBrightnessContrast(brightness_limit=(0, 0), contrast_limit=(-0.8, -0.8), p=1)),
+            "ColorJitter(contrast=0.2)",
+            one(A.ColorJitter(brightness=0, contrast=(0.2, 0.2), saturation=0, hue=0, p=1)),
         ),
         "saturation": (
             "ColorJitter(saturation=2)",
@@ -153,6 +157,10 @@ def _albumentations_also() -> dict[str, tuple[str, object]]:
             A.Compose([A.RandomBrightnessContrast(brightness_limit=(0.3, 0.3), contrast_limit=(0, 0), p=1)]),
         ),
         "grayscale": ("ToGray: severity 5's full grey", A.Compose([A.ToGray(p=1)])),
+        "contrast": (
+            "RandomBrightnessContrast(contrast -0.8): x 0.2, towards black",
+            A.Compose([A.RandomBrightnessContrast(brightness_limit=(0, 0), contrast_limit=(-0.8, -0.8), p=1)]),
+        ),
     }
 
 

@@ -55,19 +55,17 @@ def rle_counts_crop(pixels: np.ndarray, r0: int, c0: int, height: int, width: in
     if not (0 <= r0 and r0 + h <= height and 0 <= c0 and c0 + w <= width):
         raise ValueError(f"crop [{r0}:{r0 + h}, {c0}:{c0 + w}] is not inside a {height} x {width} image")
     total = int(height) * int(width)
-    padded = np.zeros((w, h + 2), dtype=np.int8)  # row j: crop column j, top to bottom, between two 0s
+    padded = np.zeros((w, h + 2), dtype=bool)  # row j: crop column j, top to bottom, between two 0s
     padded[:, 1:-1] = m.T
-    step = np.diff(padded.reshape(-1))
-    starts = np.flatnonzero(step == 1) + 1  # first 1 of each run, in padded positions
-    ends = np.flatnonzero(step == -1) + 1  # first 0 after it
-    if starts.size == 0:
+    flat = padded.reshape(-1)
+    # Every column starts and ends with a 0, so the value changes alternate: the first 1 of a run, then the first
+    # 0 after it (padded positions)
+    changes = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+    if changes.size == 0:
         return np.array([total], dtype=np.int64)
-
-    def full_index(k: np.ndarray) -> np.ndarray:
-        col, row = np.divmod(k, h + 2)
-        return (c0 + col) * int(height) + r0 + row - 1
-
-    s, e = full_index(starts), full_index(ends)
+    col, row = np.divmod(changes, h + 2)
+    full = (c0 + col) * int(height) + r0 + row - 1  # column-major index in the full image
+    s, e = full[0::2], full[1::2]
     joined = s[1:] == e[:-1]  # a run ending at the bottom of a column that the next column's run continues
     if joined.any():
         s = s[np.concatenate([[True], ~joined])]
