@@ -342,3 +342,26 @@ def test_detect_format_finds_a_registered_plugin_through_its_detect_hook(plugin:
     (tmp_path / "empty").mkdir()
     with pytest.raises(LogFormatError, match=f"plugin readers asked: {plugin}"):
         detect_format(tmp_path / "empty")
+
+
+def test_a_worker_reads_only_its_sequence_and_a_broken_one_fails_alone(plugin: str, copy, tmp_path: Path) -> None:
+    """``scene_ids`` lists the sequences from the folder names and ``scene`` builds one sequence: the second
+    sequence has no images, so listing still works, the first builds, and the build fails the second alone."""
+    root, _ = copy
+    split = tmp_path / "training"
+    shutil.copytree(root / "training", split)
+    (split / "image_02" / "0001").mkdir()
+    shutil.copy(split / "calib" / "0000.txt", split / "calib" / "0001.txt")
+    reader = open_log(split, format=plugin)
+    assert reader.scene_ids() == [("0000", "training_0000"), ("0001", "training_0001")]
+    first = reader.scene("0000")
+    assert first is reader.scene("training_0000") and len(first.frames) > 0
+    with pytest.raises(LogFormatError, match="no PNG images"):
+        reader.scene("0001")
+    with pytest.raises(LogFormatError, match="no scene named"):
+        reader.scene("0002")
+    with pytest.raises(LogFormatError, match="no PNG images"):
+        reader.scenes()  # every sequence at once: the broken one stops the listing
+    result = run_build(split, tmp_path / "ds", load_build_config(None, [f"log.format={plugin}", *BUILD]))
+    assert [r.scene for r in result.results if r.ok] == ["0000"]
+    assert [r.scene for r in result.failed] == ["0001"] and "no PNG images" in result.failed[0].reason

@@ -248,8 +248,9 @@ class _Sequence:
 
 class KittiTrackingReader(LogReader):
     """``root`` is a split folder (holding image_02/) or its parent; ``split`` picks training / testing there.
-    Opening reads the calibrations; ``scenes()`` lists images and reads the oxts and times files; labels are read
-    on the first ``annotations()`` call of a sequence, point clouds and images when asked for."""
+    Opening reads the calibrations; a sequence's image list, oxts and times files are read when its scene is first
+    asked for (``scene``, or every one through ``scenes()``; ``scene_ids()`` reads nothing); labels are read on the
+    first ``annotations()`` call of a sequence, point clouds and images when asked for."""
 
     format_name = "kitti-tracking"
 
@@ -265,11 +266,28 @@ class KittiTrackingReader(LogReader):
         self._lidar_counts: dict[str, np.ndarray] = {}
 
     def scenes(self) -> list[Scene]:
-        if not self._by_token:
-            for seq in self.sequences:
-                sequence = self._make_sequence(seq)
-                self._by_token[sequence.scene.token] = sequence
-        return [s.scene for s in self._by_token.values()]
+        return [self._sequence(seq).scene for seq in self.sequences]
+
+    def scene_ids(self) -> list[tuple[str, str]]:
+        """(name, token) of every sequence from the folder names alone: nothing is read, so a build's driver lists
+        the log at once and one unreadable sequence fails only its own scene."""
+        return [(seq, self._token(seq)) for seq in self.sequences]
+
+    def scene(self, name_or_token: str) -> Scene:
+        """One sequence, built on its own (a build's worker reads only the sequence it builds)."""
+        for seq in self.sequences:
+            if name_or_token in (seq, self._token(seq)):
+                return self._sequence(seq).scene
+        raise LogFormatError(self.root, f"no scene named {name_or_token!r}")
+
+    def _token(self, seq: str) -> str:
+        return f"{self.version}_{seq}"
+
+    def _sequence(self, seq: str) -> _Sequence:
+        found = self._by_token.get(self._token(seq))
+        if found is None:
+            found = self._by_token[self._token(seq)] = self._make_sequence(seq)
+        return found
 
     def unknown_modalities(self) -> dict[str, list[str]]:
         """{}: the rig is fixed (the left colour camera and the Velodyne), so the build checks scenes in workers."""
@@ -288,7 +306,7 @@ class KittiTrackingReader(LogReader):
         camera = SensorCalibration(CAMERA, "camera", calib.T_ego_from_cam2, calib.intrinsic, width, height)
         lidar = SensorCalibration(LIDAR, "lidar", calib.T_ego_from_velo)
         poses, times = self._poses(seq, numbers), self._timestamps_us(seq, numbers)
-        scene = Scene(self, f"{self.version}_{seq}", seq, [], f"KITTI tracking {self.version} sequence {seq}", seq)
+        scene = Scene(self, self._token(seq), seq, [], f"KITTI tracking {self.version} sequence {seq}", seq)
         for i, image in enumerate(images):
             token = f"{scene.token}_{image.stem}"
             sensors = {CAMERA: SensorSample(f"{token}_{CAMERA}", CAMERA, times[i], image, poses[i], camera)}
@@ -336,8 +354,7 @@ class KittiTrackingReader(LogReader):
         return np.fromfile(sample.path, dtype="<f4").reshape(-1, 4)
 
     def load_annotations(self, frame: Frame) -> Annotations:
-        self.scenes()
-        seq = self._by_token[frame.scene_token]
+        seq = self._by_token[frame.scene_token]  # the frame's sequence was built with its scene
         labels, center, rotation, velocity = self._labelled(seq)
         rows = np.flatnonzero(labels.frame == int(frame.token.rsplit("_", 1)[1]))
         types = labels.kitti_type[rows]
