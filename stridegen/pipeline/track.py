@@ -29,7 +29,6 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.optimize import linear_sum_assignment
 
 from stridegen.core.boxes import Boxes
 from stridegen.core.vocabulary import TRACKING_CLASSES
@@ -83,6 +82,9 @@ def hungarian_match(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Minimum-cost assignment restricted to valid pairs (invalid pairs are never returned). Returns [K, 2]."""
     if dist.size == 0 or not valid.any():
         return np.zeros((0, 2), dtype=np.int64)
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.3 s to import, and the
+    # config (which every command loads) imports this module for TrackerConfig
+
     cost = np.where(valid, dist, 1e18)
     rows, cols = linear_sum_assignment(cost)
     keep = valid[rows, cols]

@@ -169,3 +169,19 @@ def test_tracker_on_real_av2_tracks(tmp_path):
     assert result.summary("gt") > 0  # AV2 categories reach the tracking classes
     assert result.summary("recall") > 0.99
     assert result.summary("ids") <= 5 and result.summary("frag") <= 5
+
+
+def test_loading_the_config_does_not_import_scipy_optimize() -> None:
+    """Every command loads the build config, which imports this module for ``TrackerConfig``; scipy.optimize (about
+    0.3 s to import) is imported by the assignment itself, on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from stridegen.run.config import load_build_config; load_build_config(None, []); "
+        "assert 'scipy.optimize' not in sys.modules; import numpy as np; "
+        "from stridegen.pipeline.track import hungarian_match; "
+        "m = hungarian_match(np.array([[1.0, 0.1], [0.2, 5.0]]), np.ones((2, 2), bool)); "
+        "assert m.tolist() == [[0, 1], [1, 0]], m; assert 'scipy.optimize' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
