@@ -215,14 +215,22 @@ def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:
     return polygon_crop(poly_uv, height, width).full(height, width)
 
 
-def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
-    """area(hull ∩ image) / area(hull), on the polygons; the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5]."""
-    total = geo.polygon_area(hull_uv)
-    if total <= 0.0:
-        return 0.0
+def image_part(hull_uv: np.ndarray, width: int, height: int) -> tuple[np.ndarray, float, float]:
+    """(the part of the convex polygon ``hull_uv`` [V, 2] inside the image, that part's area, area(part) /
+    area(hull) clipped to [0, 1] and 0 for a hull of no area); the image spans [-0.5, W - 0.5] x [-0.5, H - 0.5].
+    A hull inside the image is its own part (no clipping)."""
     hull = np.asarray(hull_uv, dtype=np.float64).reshape(-1, 2)
+    if hull.shape[0] < 3:
+        return hull, 0.0, 0.0
+    total = geo.polygon_area(hull)
     lo, hi = hull.min(axis=0), hull.max(axis=0)
     if lo[0] >= -0.5 and lo[1] >= -0.5 and hi[0] <= width - 0.5 and hi[1] <= height - 0.5:
-        return 1.0  # inside the image: clipping is a no-op and the ratio is total / total
-    inter = geo.polygon_area(geo.clip_polygon_to_rect(hull, -0.5, -0.5, width - 0.5, height - 0.5))
-    return min(max(inter / total, 0.0), 1.0)
+        return hull, total, 1.0 if total > 0.0 else 0.0
+    part = geo.clip_polygon_to_rect(hull, -0.5, -0.5, width - 0.5, height - 0.5)
+    area = geo.polygon_area(part)
+    return part, area, 0.0 if total <= 0.0 else min(max(area / total, 0.0), 1.0)
+
+
+def inside_share(hull_uv: np.ndarray, width: int, height: int) -> float:
+    """area(hull ∩ image) / area(hull), on the polygons (``image_part``)."""
+    return image_part(hull_uv, width, height)[2]

@@ -20,7 +20,7 @@ from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage, SegmentRequest, SegmentResult
-from stridegen.pipeline.segment.raster import MaskCrop, polygon_crop
+from stridegen.pipeline.segment.raster import MaskCrop, image_part, polygon_crop
 
 OCCLUSION_MODES = ("hull", "mask", "none")
 
@@ -145,22 +145,15 @@ def make_request(
     kept: list[int] = []
     kept_hulls: list[np.ndarray] = []
     xyxy: list[np.ndarray] = []
-    shares: list[float] = []  # raster.inside_share of each kept hull, from the areas computed here
-    u0, v0, u1, v1 = rect
+    shares: list[float] = []  # raster.inside_share of each kept hull, from the clipping done here
     for i, hull in enumerate(hulls):
-        if hull.shape[0] < 3:
-            continue
-        lo, hi = hull.min(axis=0), hull.max(axis=0)
-        within = lo[0] >= u0 and lo[1] >= v0 and hi[0] <= u1 and hi[1] <= v1
-        inside = hull if within else geo.clip_polygon_to_rect(hull, *rect)  # clipping a hull inside is a no-op
-        inside_area = geo.polygon_area(inside) if inside.shape[0] >= 3 else 0.0
+        inside, inside_area, share = image_part(hull, width, height)
         if inside_area <= 0.0:
             continue
         kept.append(i)
         kept_hulls.append(hull)
-        xyxy.append(np.concatenate([lo, hi]) if within else np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
-        total = inside_area if within else geo.polygon_area(hull)
-        shares.append(1.0 if within else 0.0 if total <= 0.0 else min(max(inside_area / total, 0.0), 1.0))
+        xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
+        shares.append(share)
     keep = np.asarray(kept, dtype=np.int64)
     depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
     box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
