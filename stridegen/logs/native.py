@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -58,6 +57,7 @@ from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
 from stridegen.formats.textfile import read_text
 from stridegen.logs._common import ROTATION_GLOBAL, SCENE_CACHE, LruCache, neighbour_velocity
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.names import SAFE_NAME_RULE, is_safe_name
 
 FORMAT_NAME = "stridegen-log"
 FORMAT_VERSION = 1
@@ -68,8 +68,6 @@ MODALITIES = ("camera", "lidar", "radar")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 POINT_SUFFIXES = (".npy", ".bin", ".pcd")
 BIN_VALUES_PER_POINT = 4  # .bin: float32 x, y, z, intensity (the KITTI velodyne layout)
-# Scene and channel names become folder names: letters, digits, '-', '_', '.', not starting with a dot.
-SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 # 1e17 us is the year 5138: a larger timestamp_us is a nanosecond (or picosecond) timestamp by mistake.
 MAX_TIMESTAMP_US = 10**17
 # A sensor sample more than 10 s from its frame is a unit or offset mistake (nuScenes cameras of one sample are
@@ -212,11 +210,8 @@ def _pose(value: Any, at: _At) -> np.ndarray:
 
 def _name(value: Any, at: _At, what: str) -> str:
     text = _string(value, at)
-    if not SAFE_NAME.fullmatch(text):
-        raise at.fail(
-            UnsafeNameError,
-            f"{what} {text!r} is not a safe folder name (letters, digits, '-', '_', '.'; not starting with '.')",
-        )
+    if not is_safe_name(text):
+        raise at.fail(UnsafeNameError, f"{what} {text!r} is not a safe folder name ({SAFE_NAME_RULE})")
     return text
 
 

@@ -29,13 +29,13 @@ from stridegen.core.errors import ConfigError, LogFormatError
 from stridegen.formats.images import check_image_bytes
 from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.names import is_safe_name
 from stridegen.logs.native import (
     FORMAT_NAME,
     FORMAT_VERSION,
     FRAMES_FILE,
     MANIFEST,
     MODALITIES,
-    SAFE_NAME,
     SCENES_DIR,
     NativeReader,
     TimestampError,
@@ -208,7 +208,7 @@ class _SceneWriter:
     def _calibration(self, sample: SensorSample) -> None:
         """One calibration per channel per scene (the format's rule); a change within the scene is refused."""
         calib = sample.calibration
-        if not SAFE_NAME.fullmatch(calib.channel):
+        if not is_safe_name(calib.channel):
             raise UnsafeNameError(sample.path, f"channel {calib.channel!r} is not a safe folder name")
         known = self.calibrations.setdefault(calib.channel, calib)
         if known is calib:
@@ -275,7 +275,7 @@ def write_native_log(
     if not selected:
         raise ConfigError("no scenes to write (scenes=[] was given)")
     for scene in selected:
-        if not SAFE_NAME.fullmatch(scene.name):
+        if not is_safe_name(scene.name):
             raise UnsafeNameError(reader.root, f"scene name {scene.name!r} is not a safe folder name")
     summary = NativeWriteSummary(out, [s.name for s in selected])
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
