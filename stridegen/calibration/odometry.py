@@ -45,6 +45,12 @@ ABOVE_GROUND_M = 0.3  # points this far above the sweep's ground plane are "stru
 DEFAULT_LEVER_M = 10.0  # rotation scale of the degeneracy test: radians x 10 m
 DEFAULT_MIN_EIGENVALUE = 20.0  # directions with less information than 20 aligned unit normals are weak
 DIRECTION_NAMES = ("roll", "pitch", "yaw", "x", "y", "z")  # order of the twist (omega, v), ego frame
+# Eigenvalues within this fraction of the largest one are zero: ``eigh`` of a rank-deficient matrix returns its
+# zero eigenvalues as rounding noise of either sign, about 1e-16 x the largest (LAPACK's backward error, a small
+# multiple of machine epsilon times the matrix norm; numpy.linalg.matrix_rank draws the same line at
+# n x eps x the largest singular value). 1e-10 sits far above that noise and far below any real constraint: with
+# the largest direction at 1e5 unit normals, it is 1e-5 of one normal.
+EIGENVALUE_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class OdometryConfig:
     start_window: int = 12
     score_voxel_m: float = 0.5
     seed: int = 0  # RANSAC draws of the ground planes
-    min_eigenvalue: float = DEFAULT_MIN_EIGENVALUE  # 0: no degeneracy handling
+    min_eigenvalue: float = DEFAULT_MIN_EIGENVALUE  # 0: no degeneracy handling (``weak_directions``)
     lever_m: float = DEFAULT_LEVER_M
 
 
@@ -65,8 +71,8 @@ class OdometryConfig:
 class OdometryResult:
     """``T_world_from_ego`` [F, 4, 4] (world: ego frame of sweep 0); per sweep ``fitness`` [F] and ``rmse_m`` [F]
     of its registration (NaN for sweep 0), ``eigenvalues`` [F, 6] of its scaled information matrix (ascending;
-    NaN for sweep 0) and ``weak`` [F] the names (``DIRECTION_NAMES``, the dominant axis of each weak
-    eigenvector) of the directions taken from the prediction; ``start_speed_mps``: the start speed chosen (NaN
+    NaN for sweep 0) and ``weak`` [F] the names (``weak_axis_names``) of the directions taken from the
+    prediction; ``start_speed_mps``: the start speed chosen (NaN
     with a speed prior); ``start_scores``: start speed -> score."""
 
     T_world_from_ego: np.ndarray
@@ -88,18 +94,34 @@ class Remapped:
     weak: tuple[str, ...]
 
 
+def weak_directions(eigenvalues: np.ndarray, min_eigenvalue: float) -> tuple[np.ndarray, np.ndarray]:
+    """The degeneracy rule: ``(values, weak)`` for the ascending ``eigenvalues`` of a symmetric positive
+    semi-definite matrix. ``values`` has every eigenvalue within ``EIGENVALUE_RTOL`` of the largest one's magnitude
+    set to exactly 0 (rounding noise, whose sign differs between LAPACK builds); ``weak`` marks the values below
+    ``min_eigenvalue``. So ``min_eigenvalue=0`` means "never weak" on every machine, and a direction is weak
+    only when it carries less than ``min_eigenvalue`` of information. A negative or non-finite
+    ``min_eigenvalue`` is an error (it would silently mean the same as 0)."""
+    if not np.isfinite(min_eigenvalue) or min_eigenvalue < 0:
+        raise ValueError(f"min_eigenvalue must be a finite number >= 0, got {min_eigenvalue}")
+    values = np.asarray(eigenvalues, dtype=np.float64)
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    values = np.where(np.abs(values) <= EIGENVALUE_RTOL * largest, 0.0, values)
+    return values, values < min_eigenvalue
+
+
 def remap_degenerate(
     T_pred: np.ndarray, T_icp: np.ndarray, information: np.ndarray, min_eigenvalue: float, lever_m: float
 ) -> Remapped:
     """``T_icp`` with its component along the weak eigen-directions of ``information`` (6x6, ``icp`` order, at
-    ``T_icp``) replaced by the prediction ``T_pred`` (module docstring, step 3). The correction
+    ``T_icp``) replaced by the prediction ``T_pred`` (module docstring, step 3; the rule: ``weak_directions``).
+    The correction
     ``xi = (rotvec, translation)`` of ``T_pred^-1 T_icp`` (ego frame) is projected onto the strong directions."""
     from scipy.spatial.transform import Rotation
 
     scale = np.array([1.0 / lever_m] * 3 + [1.0] * 3)  # twist -> metres-like coordinates: xi' = xi / scale
     scaled = np.asarray(information, dtype=np.float64) * scale[:, None] * scale[None, :]
-    values, vectors = np.linalg.eigh(scaled)
-    weak_mask = values < min_eigenvalue
+    raw_values, vectors = np.linalg.eigh(scaled)
+    values, weak_mask = weak_directions(raw_values, min_eigenvalue)
     if not weak_mask.any():
         return Remapped(np.asarray(T_icp, dtype=np.float64), values, ())
     delta = invert_transform(T_pred) @ T_icp
@@ -109,8 +131,18 @@ def remap_degenerate(
     step = np.eye(4)
     step[:3, :3] = Rotation.from_rotvec(kept[:3]).as_matrix()
     step[:3, 3] = kept[3:]
-    names = tuple(DIRECTION_NAMES[int(np.argmax(np.abs(vectors[:, i])))] for i in np.flatnonzero(weak_mask))
-    return Remapped(T_pred @ step, values, names)
+    return Remapped(T_pred @ step, values, weak_axis_names(vectors[:, weak_mask]))
+
+
+def weak_axis_names(weak_vectors: np.ndarray) -> tuple[str, ...]:
+    """Names (``DIRECTION_NAMES`` order) of the k twist axes that lie most in the span of the k orthonormal
+    columns of ``weak_vectors`` [6, k]: the k largest diagonal entries of the projector onto that span. Inside a
+    repeated eigenvalue (a flat ground leaves x, y and yaw all at 0) ``eigh`` may return any rotation of the
+    eigenvectors, so naming each eigenvector by its own largest entry would depend on the LAPACK build; the
+    projector does not."""
+    share = np.einsum("ik,ik->i", weak_vectors, weak_vectors)  # diag(W W^T): each axis's squared length in the span
+    chosen = np.sort(np.argsort(-share, kind="stable")[: weak_vectors.shape[1]])
+    return tuple(DIRECTION_NAMES[int(i)] for i in chosen)
 
 
 def scale_motion(delta: np.ndarray, ratio: float) -> np.ndarray:
