@@ -58,8 +58,9 @@ def bench_detector(frames: list, args: argparse.Namespace, work: Path) -> dict[s
     from bench_mmdet3d import save_random_checkpoint
 
     from stridegen.pipeline.detect import mmdet3d_backend as mb
+    from stridegen.pipeline.detect import mmdet3d_model as mm
 
-    config, _ = mb.resolve_config_path(args.detector, args.repo)
+    config, _ = mm.resolve_config_path(args.detector, args.repo)
     checkpoint = work / f"{args.detector}.pth"
     save_random_checkpoint(config, args.repo, checkpoint)
     det = mb.Mmdet3dDetector(

@@ -31,12 +31,12 @@ def save_random_checkpoint(config: Path, repo: str, out: Path, seed: int = 0) ->
     from mmdet3d.registry import MODELS
     from mmengine.registry import init_default_scope
 
-    from stridegen.pipeline.detect import mmdet3d_backend as mb
+    from stridegen.pipeline.detect import mmdet3d_model as mm
 
-    mb._prepare_repo(Path(repo).expanduser().resolve() if repo else None)
-    cfg = mb.load_config(config)
+    mm.prepare_repo(Path(repo).expanduser().resolve() if repo else None)
+    cfg = mm.load_config(config)
     init_default_scope(cfg.get("default_scope", "mmdet3d"))
-    mb._drop_pretrained_init(cfg.model)  # BEVFusion's Swin names a URL; random weights need no download
+    mm.drop_pretrained_init(cfg.model)  # BEVFusion's Swin names a URL; random weights need no download
     torch.manual_seed(seed)
     model = MODELS.build(cfg.model)
     classes = list(cfg.get("class_names") or cfg.metainfo.classes)
@@ -48,8 +48,9 @@ def bench_model(name: str, frames: list, args: argparse.Namespace, work: Path) -
     import torch
 
     from stridegen.pipeline.detect import mmdet3d_backend as mb
+    from stridegen.pipeline.detect import mmdet3d_model as mm
 
-    config, _ = mb.resolve_config_path(name, args.repo)
+    config, _ = mm.resolve_config_path(name, args.repo)
     checkpoint = work / f"{name}.pth"
     save_random_checkpoint(config, args.repo, checkpoint)
     start = time.perf_counter()

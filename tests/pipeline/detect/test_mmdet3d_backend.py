@@ -1,4 +1,4 @@
-"""The ``mmdet3d`` detector backend (stridegen/pipeline/detect/mmdet3d_backend.py) and its op fallbacks.
+"""The ``mmdet3d`` detector backend (stridegen/pipeline/detect/mmdet3d_*.py) and its op fallbacks.
 
 Without the extra: the input shaping (multi-sweep points, camera matrices), the class mapping, the box frame change,
 the errors and the pure-PyTorch stand-ins for BEVFusion's ops are checked against known answers (torch only).
@@ -32,13 +32,11 @@ from stridegen.logs import open_log
 from stridegen.logs.base import Frame, SensorCalibration, SensorSample
 from stridegen.logs.synthetic.generator import generate_dataset
 from stridegen.pipeline.detect import mmdet3d_backend as mb
-from stridegen.pipeline.detect.mmdet3d_backend import (
-    DEFAULT_CLASS_MAP,
-    MissingSweepsError,
-    Mmdet3dDetector,
-    ModelCheckpointError,
-    PointsSpec,
-)
+from stridegen.pipeline.detect import mmdet3d_inputs as mi
+from stridegen.pipeline.detect import mmdet3d_model as mm
+from stridegen.pipeline.detect.mmdet3d_backend import DEFAULT_CLASS_MAP, Mmdet3dDetector
+from stridegen.pipeline.detect.mmdet3d_inputs import MissingSweepsError, PointsSpec
+from stridegen.pipeline.detect.mmdet3d_model import ModelCheckpointError
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_MMDET3D = all(importlib.util.find_spec(m) is not None for m in ("mmdet3d", "mmcv", "mmengine", "mmdet"))
@@ -105,23 +103,23 @@ def test_points_spec_and_inference_pipeline_of_a_nuscenes_config() -> None:
         {"type": "PointsRangeFilter", "point_cloud_range": [-54, -54, -5, 54, 54, 3]},
         {"type": "Pack3DDetInputs", "keys": ["points", "img"]},
     ]
-    spec = mb.points_spec(pipeline)
+    spec = mi.points_spec(pipeline)
     assert spec == PointsSpec("LIDAR", 5, (0, 1, 2, 3, 4), 9, 5, (0, 1, 2, 3, 4), True, True)
-    assert mb.image_loader(pipeline) is not None
-    out = mb.inference_pipeline(pipeline, spec)
+    assert mi.image_loader(pipeline) is not None
+    out = mi.inference_pipeline(pipeline, spec)
     assert [s["type"] for s in out] == [
         "LoadPointsFromDict",
-        mb.IMAGE_TRANSFORM,
+        mi.IMAGE_TRANSFORM,
         "PointsRangeFilter",
         "Pack3DDetInputs",
     ]
-    assert out[0]["use_dim"] == 5 and out[1] == {"type": mb.IMAGE_TRANSFORM, "to_float32": True, "color_type": "color"}
+    assert out[0]["use_dim"] == 5 and out[1] == {"type": mi.IMAGE_TRANSFORM, "to_float32": True, "color_type": "color"}
     lidar_only = [pipeline[0], pipeline[3]]
-    assert mb.points_spec(lidar_only).sweeps_num == 0 and mb.image_loader(lidar_only) is None
+    assert mi.points_spec(lidar_only).sweeps_num == 0 and mi.image_loader(lidar_only) is None
     with pytest.raises(ConfigError, match="no LoadPointsFromFile"):
-        mb.points_spec(pipeline[3:])
+        mi.points_spec(pipeline[3:])
     with pytest.raises(ConfigError, match=r"\['norm_intensity'\] are not supported"):
-        mb.points_spec([{**pipeline[0], "norm_intensity": True}])
+        mi.points_spec([{**pipeline[0], "norm_intensity": True}])
 
 
 def test_sweep_transform_known_answer() -> None:
@@ -130,10 +128,10 @@ def test_sweep_transform_known_answer() -> None:
     key = _sample("key", 1_000_000, np.eye(4))
     sweep = _sample("sweep", 950_000, _rz(math.pi / 2, (1.0, 0.0, 0.0)))
     p = np.array([2.0, 0.0, 0.0, 1.0])
-    np.testing.assert_allclose(mb.sweep_transform_matrix(key, sweep, "exact") @ p, [1.0, 2.0, 0.0, 1.0], atol=1e-12)
-    np.testing.assert_allclose(mb.sweep_transform_matrix(key, sweep, "mmdet3d") @ p, [0.0, 1.0, 0.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(mi.sweep_transform_matrix(key, sweep, "exact") @ p, [1.0, 2.0, 0.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(mi.sweep_transform_matrix(key, sweep, "mmdet3d") @ p, [0.0, 1.0, 0.0, 1.0], atol=1e-12)
     with pytest.raises(ConfigError, match="sweep_transform"):
-        mb.sweep_transform_matrix(key, sweep, "nearest")
+        mi.sweep_transform_matrix(key, sweep, "nearest")
 
 
 def test_multi_sweep_points_known_answer() -> None:
@@ -141,27 +139,27 @@ def test_multi_sweep_points_known_answer() -> None:
     sweep = _sample("sweep", 1_950_000, _rz(0.0, (9.0, 0.0, 0.0)))
     key_pts = np.array([[1.0, 2.0, 0.5, 7.0, 31.0]], dtype=np.float32)  # column 4: the ring index in nuScenes
     sweep_pts = np.array([[0.5, 0.5, 0.0, 3.0, 2.0], [5.0, 0.0, 1.0, 4.0, 9.0]], dtype=np.float32)
-    out = mb.multi_sweep_points([(key_pts, key), (sweep_pts, sweep)], NUSCENES_SWEEPS)
+    out = mi.multi_sweep_points([(key_pts, key), (sweep_pts, sweep)], NUSCENES_SWEEPS)
     # The close point (|x|, |y| < 1 m) goes; the other moves 1 m back (the sweep LiDAR was 1 m behind) with lag 0.05 s.
     np.testing.assert_allclose(out, [[1.0, 2.0, 0.5, 7.0, 0.0], [4.0, 0.0, 1.0, 4.0, 0.05]], atol=1e-6)
     assert out.dtype == np.float32
-    single = mb.multi_sweep_points([(key_pts, key)], PointsSpec(load_dim=5, use_dim=(0, 1, 2, 3)))
+    single = mi.multi_sweep_points([(key_pts, key)], PointsSpec(load_dim=5, use_dim=(0, 1, 2, 3)))
     np.testing.assert_array_equal(single, key_pts[:, :4])
     with pytest.raises(LogFormatError, match="newer than its key sample"):
-        mb.multi_sweep_points([(key_pts, key), (sweep_pts, _sample("late", 2_050_000, np.eye(4)))], NUSCENES_SWEEPS)
+        mi.multi_sweep_points([(key_pts, key), (sweep_pts, _sample("late", 2_050_000, np.eye(4)))], NUSCENES_SWEEPS)
     with pytest.raises(LogFormatError, match="3 values per point"):
-        mb.multi_sweep_points([(key_pts[:, :3], key)], NUSCENES_SWEEPS)
+        mi.multi_sweep_points([(key_pts[:, :3], key)], NUSCENES_SWEEPS)
 
 
 def test_multi_sweep_points_of_a_log_agree_through_the_global_frame(frames: list[Frame]) -> None:
     frame = frames[2]
     sweeps = frame.lidar_sweeps(10)
     assert len(sweeps) == 10
-    out = mb.multi_sweep_points(sweeps, NUSCENES_SWEEPS)
+    out = mi.multi_sweep_points(sweeps, NUSCENES_SWEEPS)
     key = sweeps[0][1]
     start = 0
     for j, (points, sample) in enumerate(sweeps):
-        kept = points if j == 0 else mb.remove_close(points)
+        kept = points if j == 0 else mi.remove_close(points)
         block = out[start : start + len(kept)]
         start += len(kept)
         # The same world points, whichever LiDAR pose they are read from.
@@ -178,17 +176,17 @@ def test_multi_sweep_points_of_a_log_agree_through_the_global_frame(frames: list
 def test_missing_sweeps_is_an_error_past_the_first_frame(frames: list[Frame]) -> None:
     one = frames[2].lidar_sweeps(1)
     with pytest.raises(MissingSweepsError, match=r"no LiDAR sweeps before its key sample.*require_sweeps=false"):
-        mb.check_sweeps(frames[2], one, NUSCENES_SWEEPS)
-    mb.check_sweeps(frames[2], one, NUSCENES_SWEEPS, require=False)
-    mb.check_sweeps(frames[0], frames[0].lidar_sweeps(10), NUSCENES_SWEEPS)  # a scene's first frame has none
-    mb.check_sweeps(frames[2], one, PointsSpec())  # a single-sweep model needs none
+        mi.check_sweeps(frames[2], one, NUSCENES_SWEEPS)
+    mi.check_sweeps(frames[2], one, NUSCENES_SWEEPS, require=False)
+    mi.check_sweeps(frames[0], frames[0].lidar_sweeps(10), NUSCENES_SWEEPS)  # a scene's first frame has none
+    mi.check_sweeps(frames[2], one, PointsSpec())  # a single-sweep model needs none
 
 
 def test_camera_matrices_map_lidar_points_into_each_camera(frames: list[Frame]) -> None:
     frame = frames[1]
     key = frame.sensor("LIDAR_TOP")
-    cams = mb.camera_matrices(frame, key, mb.NUSCENES_CAMERAS)
-    assert [c["channel"] for c in cams] == list(mb.NUSCENES_CAMERAS)
+    cams = mi.camera_matrices(frame, key, mi.NUSCENES_CAMERAS)
+    assert [c["channel"] for c in cams] == list(mi.NUSCENES_CAMERAS)
     p_lidar = np.array([[5.0, 1.0, 0.5]])
     for cam in cams:
         sample = frame.sensors[cam["channel"]]
@@ -198,7 +196,7 @@ def test_camera_matrices_map_lidar_points_into_each_camera(frames: list[Frame]) 
         np.testing.assert_allclose(geo.transform_points(cam["lidar2cam"], p_lidar), direct, atol=1e-9)
         np.testing.assert_array_equal(cam["cam2img"], sample.calibration.intrinsic)
     with pytest.raises(LogFormatError, match="no camera"):
-        mb.camera_matrices(frame, key, ["CAM_FRONT", "CAM_ROOF"])
+        mi.camera_matrices(frame, key, ["CAM_FRONT", "CAM_ROOF"])
 
 
 # ------------------------------------------------------------------------------------------------- classes
@@ -272,31 +270,31 @@ def test_option_errors_before_any_model_is_built(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ConfigError, match="sweep_transform"):
         Mmdet3dDetector(checkpoint="/x.pth", sweep_transform="lerp")
     with pytest.raises(ConfigError, match="neither a built-in model"):
-        mb.resolve_config_path(str(tmp_path / "nope.py"))
-    monkeypatch.delenv(mb.REPO_ENV, raising=False)
+        mm.resolve_config_path(str(tmp_path / "nope.py"))
+    monkeypatch.delenv(mm.REPO_ENV, raising=False)
     with pytest.raises(ConfigError, match="mmdet3d_repo"):
-        mb.resolve_config_path("bevfusion")
+        mm.resolve_config_path("bevfusion")
     with pytest.raises(ConfigError, match=r"mmdetection3d v1\.4\.0 checkout"):
-        mb.resolve_config_path("bevfusion", str(tmp_path))
+        mm.resolve_config_path("bevfusion", str(tmp_path))
 
 
 def test_checkpoint_file_errors(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     with pytest.raises(ModelCheckpointError, match="does not exist"):
-        mb.load_checkpoint_state(tmp_path / "none.pth")
+        mm.load_checkpoint_state(tmp_path / "none.pth")
     junk = tmp_path / "junk.pth"
     junk.write_bytes(b"not a checkpoint")
     with pytest.raises(ModelCheckpointError, match="not a readable PyTorch checkpoint"):
-        mb.load_checkpoint_state(junk)
+        mm.load_checkpoint_state(junk)
     import torch
 
     listed = tmp_path / "list.pth"
     torch.save([1, 2], listed)
     with pytest.raises(ModelCheckpointError, match="holds a list"):
-        mb.load_checkpoint_state(listed)
+        mm.load_checkpoint_state(listed)
     wrapped = tmp_path / "wrapped.pth"
     torch.save({"state_dict": {"module.w": torch.ones(2)}, "meta": {"dataset_meta": {"classes": ["car"]}}}, wrapped)
-    state, meta = mb.load_checkpoint_state(wrapped)
+    state, meta = mm.load_checkpoint_state(wrapped)
     assert list(state) == ["w"] and meta["dataset_meta"]["classes"] == ["car"]
 
 
@@ -518,10 +516,10 @@ def test_points_equal_mmdet3d_multi_sweep_loading(
     tiny_centerpoint: tuple[Path, Path], frames: list[Frame], mode: str
 ) -> None:
     config, _ = tiny_centerpoint
-    spec = mb.points_spec(mb.config_test_pipeline(mb.load_config(config)))
+    spec = mi.points_spec(mm.config_test_pipeline(mm.load_config(config)))
     assert spec.sweeps_num == 9 and spec.remove_close
     for frame in frames[:3]:
-        ours = mb.multi_sweep_points(frame.lidar_sweeps(spec.sweeps_num + 1), spec, mode)
+        ours = mi.multi_sweep_points(frame.lidar_sweeps(spec.sweeps_num + 1), spec, mode)
         ref = _mmdet3d_sweep_points(frame, config, mode)
         assert ours.shape == ref.shape
         np.testing.assert_allclose(ours, ref, rtol=0, atol=2e-5)
@@ -698,9 +696,9 @@ def test_cpu_seconds_per_frame_of_the_small_model(tiny_centerpoint: tuple[Path, 
 
 # ------------------------------------------------------------------------- a small BEVFusion (needs a checkout)
 BEVFUSION = "projects/BEVFusion/configs/bevfusion_lidar-cam_voxel0075_second_secfpn_8xb4-cyclic-20e_nus-3d.py"
-CHECKOUT = os.environ.get(mb.REPO_ENV, "")
+CHECKOUT = os.environ.get(mm.REPO_ENV, "")
 NEEDS_CHECKOUT = (
-    f"needs the mmdet3d extra and ${mb.REPO_ENV} = an open-mmlab/mmdetection3d v1.4.0 checkout (BEVFusion is in its "
+    f"needs the mmdet3d extra and ${mm.REPO_ENV} = an open-mmlab/mmdetection3d v1.4.0 checkout (BEVFusion is in its "
     "projects/, not in the pip package)"
 )
 
@@ -754,7 +752,7 @@ val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 def tiny_bevfusion(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if not (HAS_MMDET3D and CHECKOUT and (Path(CHECKOUT) / BEVFUSION).is_file()):
         pytest.skip(NEEDS_CHECKOUT)
-    mb._prepare_repo(Path(CHECKOUT).resolve())
+    mm.prepare_repo(Path(CHECKOUT).resolve())
     folder = tmp_path_factory.mktemp("bevfusion")
     config = folder / "tiny_bevfusion.py"
     config.write_text(TINY_BEVFUSION.format(base=str(Path(CHECKOUT) / BEVFUSION)))
@@ -790,7 +788,7 @@ def test_bevfusion_boxes_equal_the_projects_own_pipeline(
             "cam2img": cam["cam2img"].tolist(),
             "lidar2cam": cam["lidar2cam"].tolist(),
         }
-        for cam in mb.camera_matrices(frame, key, mb.NUSCENES_CAMERAS)
+        for cam in mi.camera_matrices(frame, key, mi.NUSCENES_CAMERAS)
     }
     data = pipeline(
         {
