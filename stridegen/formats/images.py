@@ -5,6 +5,7 @@ integrity checks every reader of camera files shares, and the pixel size of JPEG
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -68,10 +69,28 @@ def image_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def _png_size(data: bytes) -> tuple[int, int] | None:
-    if len(data) < 33 or data[12:16] != b"IHDR":
+def stored_image_size(data: bytes) -> tuple[int, int] | None:
+    """(height, width) as the header of JPEG or PNG ``data`` stores them (JPEG: the frame header; PNG: IHDR), the
+    pixel grid before any EXIF orientation, a side of 0 included (a JPEG height defined by a later DNL marker, an
+    invalid PNG). None for other data or a header cut short. ``image_size`` is the size ``decode_image`` makes."""
+    if data[:8] == _PNG_SIGNATURE:
+        return _png_ihdr(data)
+    frame = jpeg_frame(data)
+    return None if frame is None else (frame.height, frame.width)
+
+
+def _png_ihdr(data: bytes) -> tuple[int, int] | None:
+    """(height, width) of the IHDR chunk, a PNG's first (PNG spec sec. 11.2.2: width, height, big-endian)."""
+    if len(data) < 24 or data[12:16] != b"IHDR":
         return None
-    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return int.from_bytes(data[20:24], "big"), int.from_bytes(data[16:20], "big")
+
+
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    ihdr = _png_ihdr(data) if len(data) >= 33 else None
+    if ihdr is None:
+        return None
+    height, width = ihdr
     pos = 8
     while pos + 8 <= len(data):  # chunks: length (4), type (4), data, CRC (4); eXIf must precede IDAT
         length = int.from_bytes(data[pos : pos + 4], "big")
@@ -91,7 +110,29 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
 
 def _jpeg_frame(data: bytes) -> tuple[int, int, int] | None:
     """(height, width, colour components) from the JPEG frame header; None as for ``image_size``."""
+    frame = jpeg_frame(data)
+    if frame is None or frame.exif or not (frame.height and frame.width):
+        return None
+    return frame.height, frame.width, frame.components
+
+
+class JpegFrame(NamedTuple):
+    """What a JPEG's frame header says (ITU-T T.81 sec. B.2.2), and whether EXIF metadata (an APP1 "Exif"
+    segment, whose orientation tag OpenCV applies when decoding) comes before it."""
+
+    height: int  # 0: defined by a DNL marker after the first scan
+    width: int
+    components: int  # colour components: 1 grey, 3 YCbCr / RGB, 4 CMYK / YCCK
+    exif: bool
+
+
+def jpeg_frame(data: bytes) -> JpegFrame | None:
+    """The frame header of JPEG ``data``, found by walking the marker segments from the start of image; None for
+    data that is not JPEG, malformed segments before the frame header, or data that ends before it."""
+    if data[:2] != b"\xff\xd8":
+        return None
     pos, n = 2, len(data)
+    exif = False
     while pos + 4 <= n:
         if data[pos] != 0xFF:
             return None
@@ -108,16 +149,15 @@ def _jpeg_frame(data: bytes) -> tuple[int, int, int] | None:
         if length < 2:
             return None
         if marker == 0xE1 and data[pos + 4 : pos + 10] == b"Exif\x00\x00":
-            return None
-        if marker in _JPEG_SOF:
+            exif = True
+        if marker in _JPEG_SOF:  # segment: length (2), precision (1), height (2), width (2), components (1)
             if pos + 10 > n:
                 return None
             height, width = (
                 int.from_bytes(data[pos + 5 : pos + 7], "big"),
                 int.from_bytes(data[pos + 7 : pos + 9], "big"),
             )
-            # height 0: defined by a DNL marker later
-            return (height, width, data[pos + 9]) if width and height else None
+            return JpegFrame(height, width, data[pos + 9], exif)
         pos += 2 + length
     return None
 
