@@ -57,6 +57,22 @@ def test_clock_direction_known(x, y, hour):
     assert int(geo.clock_direction(x, y)) == hour
 
 
+@pytest.mark.parametrize(("boundary_deg", "hour"), [(-45.0, 2), (45.0, 11), (-135.0, 5), (135.0, 8)])
+@pytest.mark.parametrize("noise_deg", [-1e-12, 0.0, 1e-12])
+def test_half_hour_does_not_depend_on_the_rounding_of_the_angle(boundary_deg, noise_deg, hour):
+    """A point on a half hour (x = |y|) comes out of arctan2 a few ulp either side of it, the side depending on the
+    build (cos/sin of -45 degrees give an angle 0.43 ulp from the midpoint of two doubles: a correctly rounded
+    arctan2 says 2 o'clock, one ulp less says 1). Here that noise is pinned, 1e-12 degrees (~100 ulp, far above
+    any arctan2 error) either side: every point gets the half hour's rounded-up hour. The bare
+    ``floor(clockwise / 30 + 0.5)`` gives the hour below for the points on the counter-clockwise side."""
+    rad = np.radians(boundary_deg + noise_deg)
+    assert int(geo.clock_direction(np.cos(rad), np.sin(rad))) == hour
+    # Beyond the tie width (1e-7 degrees) the angle decides again: a microdegree counter-clockwise of the boundary
+    # is the hour below.
+    rad = np.radians(boundary_deg + 1e-6)
+    assert int(geo.clock_direction(np.cos(rad), np.sin(rad))) == (hour - 2) % 12 + 1
+
+
 @given(angles)
 def test_wrap_angle_range_and_equivalence(a):
     w = float(geo.wrap_angle(a))

@@ -40,14 +40,24 @@ def polar_angle_deg(x_ego: np.ndarray | float, y_ego: np.ndarray | float) -> np.
     return wrap_angle_deg(np.degrees(np.arctan2(y_ego, x_ego)))
 
 
+# A heading within this of a half hour (clockwise 15 + 30 k degrees) is on it. A point on such a boundary (x = |y|:
+# 45 degrees) comes out of arctan2 a few ulp (~1e-14 degrees) either side of it, and on which side depends on the
+# build (numpy's AVX-512 arctan2 is not correctly rounded); without the tie width that noise would pick the hour.
+# 1e-7 degrees (1.7e-9 rad, 0.2 um at 100 m) lies far above the noise of ego-frame coordinates (1e-12 m from global
+# coordinates of 1e4 m) and far below anything a heading is measured to.
+CLOCK_TIE_DEG = 1e-7
+
+
 def clock_direction(x_ego: np.ndarray | float, y_ego: np.ndarray | float) -> np.ndarray:
     """Clock direction of a point in the ego frame: 12 = ahead, 3 = right, 9 = left, nearest hour.
 
-    Half hours round up (e.g. 45 degrees to the right, 1.5 h, becomes 2 o'clock), so the rule is
-    ``floor(clockwise_hours + 0.5)`` rather than numpy's round-half-to-even.
+    Half hours round up (e.g. 45 degrees to the right, 1.5 h, becomes 2 o'clock; 45 degrees to the left, 10.5 h,
+    becomes 11), so the rule is ``floor(clockwise_hours + 0.5)`` rather than numpy's round-half-to-even; a heading
+    within ``CLOCK_TIE_DEG`` below a half hour counts as the half hour, so that the rounding of arctan2 does not
+    decide the hour of a point on the boundary.
     """
     clockwise_deg = -polar_angle_deg(x_ego, y_ego)  # clockwise from ahead, [-180, 180)
-    hours = np.floor(clockwise_deg / 30.0 + 0.5).astype(np.int64) % 12
+    hours = np.floor((clockwise_deg + CLOCK_TIE_DEG) / 30.0 + 0.5).astype(np.int64) % 12
     return np.where(hours == 0, 12, hours)
 
 
