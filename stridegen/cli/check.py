@@ -1,4 +1,4 @@
-"""`stridegen check LOG`: the log doctor (``stridegen.run.check``) on the command line.
+"""`stridegen check LOG`: the log doctor (``stridegen.logs.check``) on the command line.
 
 ``check LOG [key=value ...] [--config FILE] [--format NAME] [--version NAME] [--json]``: one row per scene with
 what a build would produce (frames, duration, frame rate, keyframes of the configured schedule, cameras, LiDAR,
@@ -21,7 +21,7 @@ from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from stridegen.run.check import CheckReport
+    from stridegen.logs.check import CheckReport
 
 
 @guarded
@@ -44,7 +44,7 @@ def check(
     likely causes. Reads metadata, file sizes and image headers only."""
     from rich.console import Console
 
-    from stridegen.run.check import check_log
+    from stridegen.logs.check import check_log
     from stridegen.run.config import load_build_config
 
     console = Console()
@@ -54,7 +54,7 @@ def check(
     if version is not None:
         extra.append(f"log.version={version}")
     cfg = load_build_config(config, extra)
-    report = check_log(log_root, cfg)
+    report = check_log(log_root, cfg.check_settings())
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -72,7 +72,7 @@ class UnknownChannelError(LogFormatError, KeyError):
 class LogCheckError(StrideGenError):
     """The log check (``stridegen check``, run before a build) found errors that concern the whole log.
 
-    ``findings`` are the error findings (``stridegen.run.check.Finding``); the message lists them with their
+    ``findings`` are the error findings (``stridegen.logs.check.Finding``); the message lists them with their
     likely causes.
     """
 

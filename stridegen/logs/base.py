@@ -259,7 +259,7 @@ class LogReader(ABC):
         """modality -> channels of the log's sensors whose modality is not in ``KNOWN_MODALITIES``, found without
         building a scene; {} where the reader's scenes cannot hold such a sensor (it refuses them, or its rig is
         fixed). None where it cannot tell without building every scene (the default): a build then checks every
-        scene before it starts, instead of each scene in its worker (``stridegen.run.check.check_log_wide``)."""
+        scene before it starts, instead of each scene in its worker (``stridegen.logs.check.check_log_wide``)."""
         return None
 
     def metadata_path(self, table: str) -> Path | None:

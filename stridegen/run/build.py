@@ -44,15 +44,7 @@ from stridegen.core.seeding import rng_for
 from stridegen.formats.images import decode_image, image_size
 from stridegen.logs import open_log
 from stridegen.logs.base import Frame, LogReader, Scene, SensorSample
-from stridegen.pipeline.attributes import SceneAttributes, SceneTracks, dense_tracks, extract_attributes
-from stridegen.pipeline.detect.base import Detector
-from stridegen.pipeline.keyframes import sample_keyframes
-from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
-from stridegen.pipeline.segment.base import Segmenter
-from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
-from stridegen.pipeline.visibility import min_region_area_px
-from stridegen.run.anonymize import anonymize_stage, resolve_build_config, write_anonymization_sidecar
-from stridegen.run.check import (
+from stridegen.logs.check import (
     ERROR,
     WARNING,
     CheckReport,
@@ -63,6 +55,14 @@ from stridegen.run.check import (
     failure_reason,
     summarize_errors,
 )
+from stridegen.pipeline.attributes import SceneAttributes, SceneTracks, dense_tracks, extract_attributes
+from stridegen.pipeline.detect.base import Detector
+from stridegen.pipeline.keyframes import sample_keyframes
+from stridegen.pipeline.qa.stage import QARow, generate_scene_qa
+from stridegen.pipeline.segment.base import Segmenter
+from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions, assign_regions, context_frames, segment_images
+from stridegen.pipeline.visibility import min_region_area_px
+from stridegen.run.anonymize import anonymize_stage, resolve_build_config, write_anonymization_sidecar
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.detect import make_detector_backend
 from stridegen.run.executors import make_executor
@@ -436,7 +436,7 @@ def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str | None]
         t0 = time.perf_counter()
         try:
             reader = open_log_cached(log_root, config.log.format, config.log.version)
-            findings = check_scene(reader, config, scene_name)
+            findings = check_scene(reader, config.check_settings(), scene_name)
         except Exception as exc:  # the check never raises for a bad log; anything else fails this scene alone
             return failed_scene(scene_name, exc, {})
         errors = [f for f in findings if f.severity == ERROR]
@@ -483,8 +483,9 @@ def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[
     """The log check before any stage (metadata only): LogCheckError for errors of the whole log. Returns the
     report and, where every scene had to be checked here, the failure reason of each scene with an error finding
     (None where each scene is checked in its worker: ``check_log_wide``)."""
-    wide = check_log_wide(reader, config)  # the names are select_scenes', checked there
-    report = wide if wide is not None else check_log(reader, config, scenes=names, deep=False)
+    settings = config.check_settings()
+    wide = check_log_wide(reader, settings)  # the names are select_scenes', checked there
+    report = wide if wide is not None else check_log(reader, settings, scenes=names, deep=False)
     if report.log_errors:
         raise LogCheckError(
             f"{reader.root}: the log check found {len(report.log_errors)} error(s) that concern the whole log; "
@@ -534,7 +535,7 @@ def run_build(
     if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
         for r in results:
             if r.status == "resumed":
-                r.warnings = scene_warnings(check_scene(reader, config, r.scene))
+                r.warnings = scene_warnings(check_scene(reader, config.check_settings(), r.scene))
     source = {
         "root": str(log_root.resolve()),
         "format": reader.format_name,

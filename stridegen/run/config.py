@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,7 +29,8 @@ from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import NUSCENES_EGO_SIZE_LWH
-from stridegen.pipeline.keyframes import KeyframeConfig
+from stridegen.logs.check import CheckSettings
+from stridegen.pipeline.keyframes import KeyframeConfig, sample_keyframes
 from stridegen.pipeline.qa.spatial import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
 from stridegen.pipeline.track import TrackerConfig
@@ -299,6 +301,29 @@ class BuildConfig(_Section):
     def hashed_dict(self) -> dict[str, Any]:
         """The fields that can change the output, as plain JSON data."""
         return self.model_dump(mode="json", exclude=_UNHASHED_FIELDS)
+
+    def check_settings(self) -> CheckSettings:
+        """What the log check reads of this config (``stridegen.logs.check``), the backends' capabilities read
+        from their registered factories (nothing is built)."""
+        segmenter = self.segmenter.name
+        return CheckSettings(
+            keyframes=self.keyframes,
+            select_keyframes=functools.partial(sample_keyframes, config=self.keyframes),
+            log_format=self.log.format,
+            log_version=self.log.version,
+            scenes=None if self.log.scenes is None else tuple(self.log.scenes),
+            cameras=None if self.cameras.channels is None else tuple(self.cameras.channels),
+            segmenter=segmenter,
+            segmenter_needs_lidar=segmenter != "none" and _backend_flag("segmenter", segmenter, "needs_lidar"),
+            detector=self.detector.name,
+            detector_uses_ground_truth=_backend_flag("detector", self.detector.name, "uses_ground_truth"),
+            tracker_provides_detections=_backend_flag("tracker", self.tracker.name, "provides_detections"),
+        )
+
+
+def _backend_flag(kind: str, name: str, attribute: str) -> bool:
+    """A capability of a backend: the boolean class attribute ``attribute`` of its factory (absent: False)."""
+    return bool(getattr(registry.resolve(kind, name), attribute, False))
 
 
 def config_hash(config: BuildConfig) -> str:

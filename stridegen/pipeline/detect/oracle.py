@@ -23,6 +23,7 @@ def gt_detections(annotations: Annotations, min_lidar_points: int = 0) -> Boxes:
 
 class OracleDetector:
     name = "oracle"
+    uses_ground_truth = True  # its boxes are the log's annotations
 
     def __init__(self, min_lidar_points: int = 0) -> None:
         self.min_lidar_points = min_lidar_points

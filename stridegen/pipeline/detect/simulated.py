@@ -171,6 +171,7 @@ def perturb(
 
 class SimulatedDetector:
     name = "simulated"
+    uses_ground_truth = True  # its boxes are the log's annotations passed through an error model
 
     def __init__(
         self,

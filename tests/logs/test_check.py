@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from stridegen.core import geometry as geo
 from stridegen.core.errors import LogCheckError, StrideGenError
+from stridegen.logs.check import CODES, CheckReport, check_log, image_header_size
 from stridegen.run.build import BuildResult, run_build
-from stridegen.run.check import CODES, CheckReport, check_log, image_header_size
 from stridegen.run.config import load_build_config
 
 SYNTH: dict[str, Any] = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
@@ -262,7 +262,7 @@ class Corpus:
         shutil.copytree(self.base, log, ignore=shutil.ignore_patterns("instance_ids", "maps"))
         case.mistake(log)
         config = load_build_config(None, list(case.overrides))
-        report = check_log(log, config)
+        report = check_log(log, config.check_settings())
         try:
             result = run_build(log, self.tmp / name / "ds", config)
         except StrideGenError as exc:
@@ -278,7 +278,7 @@ def corpus(base_log: Path, tmp_path_factory) -> Corpus:
 
 # ------------------------------------------------------------------------------------------------------ the cases
 def test_the_clean_log_has_no_finding(base_log: Path) -> None:
-    report = check_log(base_log, load_build_config(None))
+    report = check_log(base_log, load_build_config(None).check_settings())
     assert report.findings == [] and report.ok
     scene = report.scenes[0]
     assert (scene.name, scene.frames, scene.duration_s, scene.frame_rate_hz) == ("scene-0000", 16, 7.5, 2.0)
@@ -512,7 +512,11 @@ def test_timestamp_unit_names_milliseconds(base_log: Path, tmp_path: Path) -> No
     shutil.copytree(base_log, log, ignore=shutil.ignore_patterns("instance_ids", "maps"))
     for table in ("sample", "sample_data", "ego_pose"):
         _edit(log, table, lambda r: r.__setitem__("timestamp", r["timestamp"] // 1000))
-    [finding] = [f for f in check_log(log, load_build_config(None), deep=False).findings if f.scene == "scene-0000"]
+    [finding] = [
+        f
+        for f in check_log(log, load_build_config(None).check_settings(), deep=False).findings
+        if f.scene == "scene-0000"
+    ]
     assert finding.code == "timestamp_unit" and "look like ms" in finding.likely_cause
 
 
@@ -529,15 +533,15 @@ def test_image_header_size_and_mismatch(base_log: Path, tmp_path: Path) -> None:
     shutil.copytree(base_log, log, ignore=shutil.ignore_patterns("instance_ids", "maps"))
     _edit(log, "sample_data", lambda r: r.update(width=1600, height=900) if r["width"] else None)
     config = load_build_config(None, ONE)
-    codes = {f.code for f in check_log(log, config).findings}
+    codes = {f.code for f in check_log(log, config.check_settings()).findings}
     assert codes == {"image_size_mismatch"}
-    assert not check_log(log, config, deep=False).findings  # header reads are the deep part
+    assert not check_log(log, config.check_settings(), deep=False).findings  # header reads are the deep part
 
 
 def test_check_is_fast(base_log: Path, nuscenes_demo: Path) -> None:
     """Metadata and file sizes only: well under a second per scene on both logs (measured: tens of ms)."""
     for root in (base_log, nuscenes_demo):
-        report = check_log(root, load_build_config(None))
+        report = check_log(root, load_build_config(None).check_settings())
         assert report.scenes and max(s.check_s for s in report.scenes) < 1.0
 
 
@@ -558,7 +562,7 @@ def test_a_reader_that_raises_gives_a_finding(base_log: Path) -> None:
                 raise KeyError("ego_pose")
             return super().scene(name_or_token)
 
-    report = check_log(Broken(base_log), load_build_config(None))
+    report = check_log(Broken(base_log), load_build_config(None).check_settings())
     [finding] = report.errors
     assert (finding.code, finding.scene) == ("log_format", "scene-0001") and "KeyError" in finding.message
     assert [s.frames for s in report.scenes] == [16, 0]
