@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from stridegen.eval.lsr import bench as sb
-    from stridegen.eval.lsr.algo import evaluate
+    from stridegen.eval.lsr.evaluate import evaluate
     from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
     from tests.reference import lsr_official as ref
 

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stridegen.eval.lsr.algo import evaluate, items_from_records
 from stridegen.eval.lsr.dataset import records_from_dataset
+from stridegen.eval.lsr.evaluate import evaluate
+from stridegen.eval.lsr.items import items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
 from stridegen.pipeline.qa.base import fmt_metres, fmt_mps
 from stridegen.run.build import run_build

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from stridegen.eval.lsr import bench as sb
-from stridegen.eval.lsr.algo import DIMENSIONS, evaluate
+from stridegen.eval.lsr.data import DIMENSIONS
+from stridegen.eval.lsr.evaluate import evaluate
 from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
 
 # ============================================================================================ reference

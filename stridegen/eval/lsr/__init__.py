@@ -1,4 +1,5 @@
 """STRIDE-QA localization evaluation: ``answer_parser`` (answer grammars), ``tolerance`` (success rules and
-profiles), ``algo`` (LSR, MLSR, TLC over item arrays), ``dataset`` (items of a stridegen dataset), ``bench``
-(items of official STRIDE-QA-Bench responses), ``report`` (JSON, Markdown, plots) and ``cli``
-(``stridegen eval lsr``)."""
+profiles), ``data`` (item and result arrays, JSONL readers), ``algo`` (LSR, MLSR, TLC over item arrays),
+``evaluate`` (judge and aggregate), ``items`` (items from records and predictions), ``dataset`` (records of a
+stridegen dataset), ``bench`` (items of official STRIDE-QA-Bench responses) and ``report`` (JSON, Markdown,
+plots). The command ``stridegen eval lsr`` is ``stridegen.cli.eval_lsr``."""

@@ -21,7 +21,8 @@ import numpy as np
 
 from stridegen.core.gc_pause import gc_paused
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.eval.lsr.algo import ItemBuilder, LsrItems, finite_number
+from stridegen.eval.lsr.data import DIMENSION_CODE, LsrItems, finite_number
+from stridegen.eval.lsr.items import ItemBuilder
 from stridegen.eval.lsr.tolerance import ToleranceProfile
 from stridegen.formats.strideqa_bench import (
     PANDAS_NA_STRINGS,
@@ -43,12 +44,12 @@ __all__ = [
     "response_files",
 ]
 
-# (subject, qa_type) -> our dimension code (index into algo.DIMENSIONS).
+# (subject, qa_type) -> our dimension code (index into data.DIMENSIONS).
 _DIMENSION_OF: dict[tuple[str, str], int] = {
-    ("target", "distance"): 0,
-    ("target", "direction"): 1,
-    ("target", "velocity"): 2,
-    ("ego", "velocity"): 3,
+    ("target", "distance"): DIMENSION_CODE["target_distance"],
+    ("target", "direction"): DIMENSION_CODE["target_direction"],
+    ("target", "velocity"): DIMENSION_CODE["target_velocity"],
+    ("ego", "velocity"): DIMENSION_CODE["ego_velocity"],
 }
 # Tables for the column-wise fast path: qa_category -> code; per category code its horizon and subject code;
 # qa_type -> code; [subject code, qa_type code] -> dimension code (-1: no such dimension).

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.eval.lsr.algo import REPORT_ORDER, LsrResult
+from stridegen.eval.lsr.data import REPORT_ORDER, LsrResult
 
 
 def round_half_up(value: float, ndigits: int = 0) -> float:

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.eval.lsr.algo import evaluate, items_from_records
 from stridegen.eval.lsr.answer_parser import Parsed, parse_answer
+from stridegen.eval.lsr.evaluate import evaluate
+from stridegen.eval.lsr.items import items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
 from stridegen.pipeline.attributes import SceneTracks, extract_attributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, Phrasebook
@@ -186,7 +187,7 @@ def test_partial_groups_are_scored_per_horizon_and_left_out_of_tlc_and_mlsr():
 
 def test_partial_group_flag_in_records_jsonl(tmp_path):
     from stridegen.core.errors import PredictionFormatError
-    from stridegen.eval.lsr.algo import read_records_jsonl
+    from stridegen.eval.lsr.data import read_records_jsonl
 
     path = tmp_path / "records.jsonl"
     base = '{"question_id": "q", "group_id": "g", "horizon_s": 0, "dimension": "target_distance", "gt_value": 5'
