@@ -61,9 +61,9 @@ def test_clock_direction_known(x, y, hour):
 @pytest.mark.parametrize("noise_deg", [-1e-12, 0.0, 1e-12])
 def test_half_hour_does_not_depend_on_the_rounding_of_the_angle(boundary_deg, noise_deg, hour):
     """A point on a half hour (x = |y|) comes out of arctan2 a few ulp either side of it, the side depending on the
-    build (cos/sin of -45 degrees give an angle 0.43 ulp from the midpoint of two doubles: a correctly rounded
-    arctan2 says 2 o'clock, one ulp less says 1). Here that noise is pinned, 1e-12 degrees (~100 ulp, far above
-    any arctan2 error) either side: every point gets the half hour's rounded-up hour. The bare
+    build (the point cos/sin(-45 deg) has an exact angle 0.07 ulp from the midpoint of two doubles: a correctly
+    rounded arctan2 says 2 o'clock, one ulp less says 1). Here that noise is pinned, 1e-12 degrees (~150 ulp, far
+    above any arctan2 error) either side: every point gets the half hour's rounded-up hour. The bare
     ``floor(clockwise / 30 + 0.5)`` gives the hour below for the points on the counter-clockwise side."""
     rad = np.radians(boundary_deg + noise_deg)
     assert int(geo.clock_direction(np.cos(rad), np.sin(rad))) == hour
