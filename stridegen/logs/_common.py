@@ -1,17 +1,15 @@
-"""Helpers shared by the log readers: pose validation, the annotation velocity rule, full-rotation corners, the
-bounded cache of built scenes."""
+"""Helpers shared by the log readers: pose validation, the annotation velocity rule, full-rotation corners, how
+many built scenes a reader keeps."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Generic, TypeVar
 
 import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
+from stridegen.core.cache import LruCache  # noqa: F401  (the readers' scene cache; moved to core)
 from stridegen.core.errors import GeometryError, InvalidPoseError
 
 # Extra of ``Boxes`` that readers fill with each annotation's full rotation ([N, 4] quaternion [w, x, y, z]) in
@@ -24,34 +22,6 @@ ROTATION_GLOBAL = "rotation_global"
 MAX_TIME_DIFF_S = 1.5
 
 SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a time: its check, then its stages)
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class LruCache(Generic[K, V]):
-    """The ``limit`` most recently used values by key, each made on first use: what a reader keeps of what it
-    built (scenes), so that its memory does not grow with the number of scenes it has read."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = int(limit)
-        self._items: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K, make: Callable[[], V]) -> V:
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
-        value = make()
-        self._items[key] = value
-        while len(self._items) > self.limit:
-            self._items.popitem(last=False)
-        return value
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        self._items.clear()
 
 
 def validate_pose(rotation: object, translation: object, path: str | Path, what: str) -> tuple[np.ndarray, np.ndarray]:

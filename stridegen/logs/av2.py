@@ -33,12 +33,12 @@ import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
+from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs._common import (
     ROTATION_GLOBAL,
     SCENE_CACHE,
-    LruCache,
     neighbour_velocity,
     validate_pose_table,
 )

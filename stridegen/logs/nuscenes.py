@@ -16,6 +16,7 @@ import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
+from stridegen.core.cache import LruCache
 from stridegen.core.errors import (
     InvalidCalibrationError,
     LogFormatError,
@@ -26,7 +27,6 @@ from stridegen.core.vocabulary import detection_class
 from stridegen.logs._common import (
     ROTATION_GLOBAL,
     SCENE_CACHE,
-    LruCache,
     neighbour_velocity,
     valid_poses,
     validate_pose,

@@ -30,6 +30,8 @@ from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import NUSCENES_EGO_SIZE_LWH
 from stridegen.logs.check import CheckSettings
+from stridegen.pipeline.anonymize.faces import check_face_detector
+from stridegen.pipeline.anonymize.image import AnonymizeOptions
 from stridegen.pipeline.keyframes import KeyframeConfig, sample_keyframes
 from stridegen.pipeline.qa.spatial import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
@@ -109,23 +111,44 @@ class ExecutorSection(_Section):
 
 
 class TrackerSection(TrackerConfig):
-    """The tracker backend and the center tracker's parameters (fields of ``TrackerConfig``)."""
+    """The tracker backend: ``name`` (a tracker of the registry), the center tracker's parameters (fields of
+    ``TrackerConfig``), and ``options``, the keyword options of the backend's factory (for ``center``: fields of
+    ``TrackerConfig`` that override the section's; empty, the default, is left out of every dump)."""
 
     name: str = "center"  # a tracker name of the registry: center | precomputed | a plugin
     path: str | None = None  # nuScenes tracking-results JSON, for name: precomputed
+    options: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda options: not options)
 
     @model_validator(mode="after")
     def _known_backend(self) -> TrackerSection:
         _registered("tracker", self.name)
-        if self.name == "precomputed" and not self.path:
+        if self.name == "precomputed" and not (self.path or self.options.get("path")):
             raise ValueError("tracker.name=precomputed needs tracker.path (a nuScenes tracking-results JSON)")
+        if self.name == "center":
+            unknown = sorted(set(self.options) - set(TrackerConfig.model_fields))
+            if unknown:
+                raise ValueError(
+                    f"tracker 'center': unknown option(s) {unknown}; it takes {sorted(TrackerConfig.model_fields)}"
+                )
+            self.center_config()  # the options' values, checked
+        else:
+            _checked_options("tracker", self.name, self.factory_options())
         return self
 
-    def tracker_options(self) -> dict[str, Any]:
+    def center_config(self) -> TrackerConfig:
+        """The center tracker's parameters: the section's fields with ``options`` over them."""
+        fields = self.model_dump(include=set(TrackerConfig.model_fields))
+        try:
+            return TrackerConfig(**{**fields, **self.options})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f"tracker 'center': bad option(s): {problems}") from None
+
+    def factory_options(self) -> dict[str, Any]:
         """The keyword options of the backend's factory."""
         if self.name == "center":
-            return {"config": TrackerConfig(**self.model_dump(include=set(TrackerConfig.model_fields)))}
-        return {"path": self.path} if self.path else {}
+            return {"config": self.center_config()}
+        return {**({"path": self.path} if self.path else {}), **self.options}
 
 
 class CameraSection(_Section):
@@ -196,9 +219,9 @@ class QASection(_Section):
 class AnonymizeSection(_Section):
     """Privacy pass over the stored camera images (stridegen/pipeline/anonymize/; docs/anonymize.md).
 
-    ``faces`` / ``plates`` None (auto): on for a real log, off for a synthetic one (``stridegen.run.anonymize.
-    is_synthetic_source``); the build resolves them before hashing. Left at its defaults, the section is left out
-    of every dump (same config hash as before it existed)."""
+    ``faces`` / ``plates`` None (auto): on for a real log, off for a synthetic one (``is_synthetic_source``); the
+    build resolves them before hashing (``resolved``). Left at its defaults, the section is left out of every dump
+    (same config hash as before it existed)."""
 
     faces: bool | None = None
     plates: bool | None = None
@@ -211,6 +234,30 @@ class AnonymizeSection(_Section):
     def active(self) -> bool:
         """Whether the pass runs (faces or plates explicitly on)."""
         return bool(self.faces or self.plates)
+
+    def resolved(self, synthetic: bool) -> AnonymizeSection:
+        """The section with auto (None) ``faces`` / ``plates`` made explicit: on for a real log. A synthetic log's
+        auto values stay None (off), so its config dumps and hashes as before the section existed."""
+        if synthetic:
+            return self
+        return self.model_copy(
+            update={"faces": True if self.faces is None else self.faces, "plates": self.plates is not False}
+        )
+
+    def image_options(self) -> AnonymizeOptions:
+        """The per-image options of the pass (``stridegen.pipeline.anonymize.image``)."""
+        return AnonymizeOptions(
+            faces=bool(self.faces),
+            plates=bool(self.plates),
+            plate_detector=self.plate_detector,
+            method=self.method,
+            jpeg_quality=self.jpeg_quality,
+        )
+
+
+def is_synthetic_source(source_format: str, source_version: str) -> bool:
+    """Whether a log is ``stridegen synth`` output (nuScenes layout, table folder ``v1.0-synthetic``)."""
+    return source_format == "nuscenes" and str(source_version).endswith("synthetic")
 
 
 _T = TypeVar("_T")
@@ -294,6 +341,14 @@ class BuildConfig(_Section):
             )
         return self
 
+    def for_log(self, source_format: str, source_version: str) -> BuildConfig:
+        """The config with its ``anonymize`` section resolved for the log (``AnonymizeSection.resolved``); a face
+        detector that this environment cannot make is a ConfigError now, before any scene runs."""
+        section = self.anonymize.resolved(is_synthetic_source(source_format, source_version))
+        if section.active() and section.faces:
+            check_face_detector(section.face_detector)
+        return self if section == self.anonymize else self.model_copy(update={"anonymize": section})
+
     def context_offsets_s(self) -> tuple[float, ...]:
         """Times of the context frames relative to the keyframe: derived once from the temporal QA config."""
         return tuple(self.qa.temporal_config().context_offsets_s)
@@ -330,7 +385,8 @@ def config_hash(config: BuildConfig) -> str:
     return sha256_canonical(config.hashed_dict())
 
 
-def _validation_message(exc: ValidationError) -> str:
+def validation_message(exc: ValidationError) -> str:
+    """A pydantic error as one line: ``location: message`` of each problem."""
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -400,7 +456,7 @@ def build_config_from_dict(data: dict[str, Any], source: str = "config") -> Buil
     try:
         return BuildConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {_validation_message(exc)}") from None
+        raise ConfigError(f"{source}: {validation_message(exc)}") from None
 
 
 def load_build_config(path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> BuildConfig:

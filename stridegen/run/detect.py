@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from stridegen.core import registry
 from stridegen.core.boxes import Boxes
-from stridegen.core.errors import ConfigError, StrideGenError
+from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.formats.detection_boxes import to_detection_boxes
 from stridegen.formats.nuscenes_results import MAX_BOXES_PER_SAMPLE, write_results
@@ -32,7 +31,11 @@ from stridegen.formats.tracking_results import write_tracking_results
 from stridegen.logs import open_log
 from stridegen.logs.base import LogReader, Scene
 from stridegen.pipeline.detect.base import Detector
-from stridegen.pipeline.track import TrackerConfig
+from stridegen.pipeline.track_base import DetectingTracker, Tracker, detect_global, provides_detections
+from stridegen.run import backends
+from stridegen.run.config import DetectorSection, TrackerSection, validation_message
+
+_S = TypeVar("_S", bound=BaseModel)
 
 # (frames done, frames in all): called after each frame, and once with 0 before the first.
 Progress = Callable[[int, int], None]
@@ -71,32 +74,23 @@ class ResultsSummary:
 
 
 # ------------------------------------------------------------------------------------------------------ backends
-def make_detector_backend(name: str, options: Mapping[str, Any] | None = None, seed: int | None = None) -> Detector:
-    """The ``detector`` backend ``name`` built with ``options`` (checked against its factory); ``seed`` is passed
-    when the factory takes one and ``options`` set none."""
-    options = dict(options or {})
-    if seed is not None and "seed" not in options and registry.accepts("detector", name, "seed"):
-        options["seed"] = seed
-    detector: Detector = registry.make("detector", name, options)
-    return detector
+def _section(model: type[_S], where: str, **fields: Any) -> _S:
+    """A config section made from command-line values; its validation errors as one ConfigError."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {validation_message(exc)}") from None
 
 
-def make_tracker_backend(name: str = "center", options: Mapping[str, Any] | None = None) -> Any:
-    """The ``tracker`` backend ``name``. For ``center`` the options are ``TrackerConfig`` fields (``max_age``,
-    ``matching``, ``distance_gates_m``), passed as its ``config``; other backends take their factory's options."""
-    options = dict(options or {})
-    if name == "center" and "config" not in options:
-        unknown = sorted(set(options) - set(TrackerConfig.model_fields))
-        if unknown:
-            raise ConfigError(
-                f"tracker 'center': unknown option(s) {unknown}; it takes {sorted(TrackerConfig.model_fields)}"
-            )
-        try:
-            options = {"config": TrackerConfig(**options)}
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"tracker 'center': bad option(s): {problems}") from None
-    return registry.make("tracker", name, options)
+def detector_section(name: str, options: Mapping[str, Any] | None = None) -> DetectorSection:
+    """The ``detector`` section of ``stridegen detect`` / ``track`` (checked as the build config's is)."""
+    return _section(DetectorSection, "detector", name=name, options=dict(options or {}))
+
+
+def tracker_section(name: str = "center", options: Mapping[str, Any] | None = None) -> TrackerSection:
+    """The ``tracker`` section of ``stridegen track``: for ``center`` the options are ``TrackerConfig`` fields
+    (``max_age``, ``matching``, ``distance_gates_m``), for other backends their factory's options."""
+    return _section(TrackerSection, "tracker", name=name, options=dict(options or {}))
 
 
 # -------------------------------------------------------------------------------------------------------- detect
@@ -121,7 +115,7 @@ def _top_boxes(boxes: Boxes, limit: int) -> tuple[Boxes, int]:
 
 def detect_log(
     reader: LogReader,
-    detector: Detector,
+    detector: Detector | DetectingTracker,
     scenes: Sequence[str] | None = None,
     progress: Progress | None = None,
     name: str = "detector",
@@ -138,9 +132,7 @@ def detect_log(
         progress(0, total)
     for scene in chosen:
         for frame in scene.frames:
-            boxes = detector.detect(frame)
-            if boxes.frame != "global":
-                raise StrideGenError(f"{name} returned boxes in the {boxes.frame!r} frame, expected 'global'")
+            boxes = detect_global(detector, frame, name)
             samples[frame.token], dropped = _top_boxes(boxes, max_boxes_per_sample)
             truncated += dropped
             if progress is not None:
@@ -169,7 +161,7 @@ def run_detect(
 ) -> ResultsSummary:
     """Detect over a log and write a nuScenes detection-results file to ``out`` (backend errors come before the
     log is read)."""
-    backend = make_detector_backend(detector, options, seed)
+    backend = backends.detector(detector_section(detector, options), seed)
     reader = open_log(log_root, log_format, version)
     run = detect_log(reader, backend, scenes, progress, f"detector {detector!r}")
     boxes = to_detection_boxes(list(run.samples.items()))
@@ -208,7 +200,7 @@ def tracking_rows(scene_name: str, sample_token: str, boxes: Boxes) -> list[dict
     return rows
 
 
-def track_scene_rows(scene: Scene, detections: Sequence[Boxes], tracker: Any) -> dict[str, list[dict]]:
+def track_scene_rows(scene: Scene, detections: Sequence[Boxes], tracker: Tracker) -> dict[str, list[dict]]:
     """Track one scene's per-frame detections with ``tracker`` (a tracker backend); its frames' results rows."""
     tracked = tracker.track(list(detections), cast("Sequence[float]", scene.timestamps_s))
     return {
@@ -233,15 +225,15 @@ def run_track(
     """Detect over a log, track each scene with a fresh ``tracker`` backend, write a nuScenes tracking-results
     file to ``out``: an entry for every sample of the selected scenes (the tracking evaluator scores the scenes a
     file covers, so the other scenes are left out rather than scored as all missed)."""
-    first = make_tracker_backend(tracker, tracker_options)
-    provides = bool(getattr(first, "provides_detections", False))
-    source = first if provides else make_detector_backend(detector, options, seed)
-    name = f"tracker {tracker!r}" if provides else f"detector {detector!r}"
+    detector_config, tracker_config = detector_section(detector, options), tracker_section(tracker, tracker_options)
+    first = backends.tracker(tracker_config)
+    provides = provides_detections(first)
+    source, name = backends.detection_source(first, detector_config, tracker_config, seed)
     reader = open_log(log_root, log_format, version)
     run = detect_log(reader, source, scenes, progress, name)
     results: dict[str, list[dict]] = {}
     for index, scene in enumerate(run.scenes):
-        backend = first if index == 0 else make_tracker_backend(tracker, tracker_options)  # fresh per scene
+        backend = first if index == 0 else backends.tracker(tracker_config)  # fresh per scene
         results.update(track_scene_rows(scene, [run.samples[f.token] for f in scene.frames], backend))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_tracking_results(out, results)

@@ -17,11 +17,13 @@ from stridegen.core.boxes import Boxes
 from stridegen.core.errors import UnknownChannelError
 from stridegen.formats.images import check_image_bytes
 from stridegen.logs.base import Scene
+from stridegen.pipeline.anonymize.scene import SceneAnonymization
 from stridegen.pipeline.attributes import SceneAttributes, SceneTracks
 from stridegen.pipeline.keyframes import KeyframeSelection
 from stridegen.pipeline.qa.base import QAItem
 from stridegen.pipeline.qa.stage import QARow
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions
+from stridegen.shards.anonymization import IMAGES_TABLE, REGIONS_TABLE
 from stridegen.shards.schema import (
     QA_FRAME_SLOTS,
     QA_REGION_SLOTS,
@@ -242,3 +244,26 @@ def items_from_table(table: QATable) -> list[tuple[str, QAItem]]:
             )
         )
     return out
+
+
+def anonymized_tables(
+    frames: FramesTable, images: ImagesTable, out: SceneAnonymization
+) -> tuple[FramesTable, ImagesTable, dict[str, dict[str, np.ndarray]]]:
+    """The frames and images tables after the privacy pass ``out`` (new image bytes, times relative to the scene's
+    first frame), and the two tables it adds (``stridegen.shards.anonymization``)."""
+    new_frames = dataclasses.replace(frames, timestamp_us=out.frame_timestamp_us)
+    new_images = dataclasses.replace(images, data=bytes_array(out.data), timestamp_us=out.image_timestamp_us)
+    regions = {
+        "image_index": np.array([i for i, _ in out.regions], dtype=np.int32),
+        "kind": str_array(r.kind for _, r in out.regions),
+        "source": str_array(r.source for _, r in out.regions),
+        "box_xyxy": np.array([r.box_xyxy for _, r in out.regions], dtype=np.float64).reshape(-1, 4),
+        "score": np.array([r.score for _, r in out.regions], dtype=np.float64),
+    }
+    per_image: dict[str, np.ndarray] = {
+        "blurred_px": np.array(out.blurred_px, dtype=np.int64),
+        "regions": np.array(out.region_counts, dtype=np.int32),
+        "metadata_removed": np.array(out.metadata_removed, dtype=bool),
+        "reencoded": np.array(out.reencoded, dtype=bool),
+    }
+    return new_frames, new_images, {REGIONS_TABLE: regions, IMAGES_TABLE: per_image}

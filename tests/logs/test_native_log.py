@@ -21,14 +21,13 @@ from stridegen.core.errors import (
     UnknownChannelError,
 )
 from stridegen.logs import open_log
-from stridegen.logs.native import (
+from stridegen.logs.native import is_native_log, open_native
+from stridegen.logs.native_json import (
     InvalidValueError,
     TimestampError,
     UnknownModalityError,
     UnsafeNameError,
     UnsupportedVersionError,
-    is_native_log,
-    open_native,
 )
 from stridegen.logs.native_writer import write_native_log
 
@@ -341,7 +340,7 @@ def test_sweeps_inline_boxes_and_explicit_values(tmp_path: Path) -> None:
 def test_checked_and_fast_box_parsing_agree(tiny: Path, monkeypatch) -> None:
     """A key the fast pass does not expect (an x_ key inside size_m) sends a frame through the checked, box-by-box
     pass: the same boxes come out."""
-    import stridegen.logs.native as native
+    import stridegen.logs.native_boxes as native
 
     checked_calls = []
     checked_pass = native._box_columns_checked
@@ -610,7 +609,8 @@ def test_readers_keep_the_last_scenes_only(synthetic_pair, av2_logs: Path) -> No
     """A worker that builds scene after scene holds at most ``SCENE_CACHE`` built scenes (memory flat in the log's
     length); a scene asked for again while kept is the same object. The modality answer the build asks first is
     {} for both formats (native: opening refuses an unknown modality; AV2: a fixed rig)."""
-    from stridegen.logs._common import SCENE_CACHE, LruCache
+    from stridegen.core.cache import LruCache
+    from stridegen.logs._common import SCENE_CACHE
 
     for root in (synthetic_pair[1], av2_logs):
         reader = open_log(root)

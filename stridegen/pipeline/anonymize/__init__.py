@@ -7,8 +7,11 @@
 - ``image``: region rasterising, Gaussian blur or pixelation, JPEG metadata (EXIF, XMP, IPTC, comments) removal and
   the per-image pass ``anonymize_image_bytes``.
 
-Every function takes arrays and returns arrays or small dataclasses; the storage tables are the run layer's
-(``stridegen.run.anonymize``). onnxruntime and onnx are imported only when a CenterFace detector is made.
+- ``scene``: the pass over one scene's images and times (the build's anonymize stage, ``stridegen anonymize``).
+
+Every function takes arrays and returns arrays or small dataclasses; the storage tables are made by
+``stridegen.shards.adapters.anonymized_tables``. onnxruntime and onnx are imported only when a CenterFace detector
+is made.
 """
 
 from stridegen.pipeline.anonymize.image import (

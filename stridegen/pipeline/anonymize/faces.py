@@ -220,3 +220,21 @@ def make_face_detector(name: str, threshold: float = 0.2) -> FaceDetector | None
     if name == "none":
         return None
     raise ConfigError(f"unknown face detector {name!r} (centerface, haar, none)")
+
+
+def check_face_detector(name: str) -> None:
+    """ConfigError (with the install line) when the face detector ``name`` could not be made in this environment:
+    its model files and packages are looked up, nothing is loaded (a worker makes the detector)."""
+    if name == "centerface":
+        centerface_model_path()
+        for package in ("onnxruntime", "onnx"):
+            if importlib.util.find_spec(package) is None:
+                raise ConfigError(f"anonymize.face_detector=centerface needs {package}: {INSTALL_HINT}")
+    elif name == "haar":
+        import cv2
+
+        path = Path(cv2.data.haarcascades) / HAAR_FACE_CASCADE  # type: ignore[attr-defined]
+        if not path.is_file():
+            raise ConfigError(f"{path}: OpenCV's Haar cascade is missing from this OpenCV install")
+    elif name != "none":
+        raise ConfigError(f"unknown face detector {name!r} (centerface, haar, none)")

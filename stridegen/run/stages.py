@@ -1,0 +1,260 @@
+"""The stages of one scene, in order (``SCENE_STAGES``): read (frames, calibration, ground truth), keyframes,
+detect, track, attributes, images, segment (with visibility, timed apart), qa, anonymize. Each is a thin step over
+one ``SceneState``: it calls the pipeline's functions over arrays, with the backends of ``stridegen.run.backends``,
+and stores what they return through ``stridegen.shards.adapters`` (the storage tables). ``build_scene_record``
+runs them and gathers the ``SceneRecord`` that ``write`` stores.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from stridegen.core import geometry as geo
+from stridegen.core.errors import LogFormatError
+from stridegen.core.seeding import rng_for
+from stridegen.formats.images import decode_image, image_size
+from stridegen.logs.base import Frame, Scene, SensorSample
+from stridegen.pipeline.anonymize.scene import anonymize_scene
+from stridegen.pipeline.attributes import dense_tracks, extract_attributes
+from stridegen.pipeline.keyframes import sample_keyframes
+from stridegen.pipeline.qa.stage import generate_scene_qa
+from stridegen.pipeline.segment.stage import assign_regions, context_frames, segment_images
+from stridegen.pipeline.track_base import detect_global
+from stridegen.pipeline.visibility import min_region_area_px
+from stridegen.run import backends
+from stridegen.run.config import BuildConfig, is_synthetic_source
+from stridegen.run.runner import StageCallback, run_stages
+from stridegen.run.state import SceneState
+from stridegen.shards import adapters
+from stridegen.shards.schema import KeyframesTable, SceneMeta, SceneRecord
+
+# Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
+STAGES = (
+    "read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "anonymize", "write"
+)  # fmt: skip
+SUB_STAGES: dict[str, Sequence[str]] = {"segment": ("visibility",)}
+
+
+def image_frame_indices(keyframes: KeyframesTable, n_frames: int, mode: str) -> list[int]:
+    """Which frames' images to store: "windows" (union of the keyframes' windows), "keyframes", "all", "none"."""
+    if mode == "all":
+        return list(range(n_frames))
+    if mode == "none":
+        return []
+    if mode == "keyframes":
+        return sorted({int(i) for i in keyframes.frame_index})
+    window = np.asarray(keyframes.window)
+    return sorted({int(i) for i in window[window >= 0]} | {int(i) for i in keyframes.frame_index})
+
+
+def read_stage(st: SceneState) -> None:
+    scene, config = st.scene, st.config
+    if not scene.frames:
+        raise LogFormatError(scene.name, "scene has no frames")
+    st.frames = adapters.frames_table(scene)
+    channels = list(config.cameras.channels) if config.cameras.channels is not None else scene.frames[0].camera_channels
+    st.cameras = adapters.cameras_table(scene, channels)
+    st.ground_truth = adapters.ground_truth_table(scene) if config.output.ground_truth else None
+    st.times_s = st.frames.timestamp_us.astype(np.float64) * 1e-6
+
+
+def keyframes_stage(st: SceneState) -> None:
+    selection = sample_keyframes(st.times_s, st.config.keyframes)
+    st.keyframes, st.skipped = adapters.keyframe_tables(selection, selection.window_offsets_s)
+
+
+def detect_stage(st: SceneState) -> None:
+    config = st.config
+    st.tracker = backends.tracker(config.tracker)  # one per scene: it starts fresh, and track_stage uses it
+    source, name = backends.detection_source(st.tracker, config.detector, config.tracker, config.seed)
+    st.detections = []
+    for frame in st.scene.frames:
+        boxes = detect_global(source, frame, name)
+        st.detections.append(boxes.replace(extras={**boxes.extras, "_row": np.arange(len(boxes))}))
+
+
+def track_stage(st: SceneState) -> None:
+    st.tracked = st.need("tracker").track(st.detections, st.times_s.tolist())
+    st.track_ids = []
+    for det, trk in zip(st.detections, st.tracked, strict=True):
+        ids = np.full(len(det), "", dtype=object)
+        if len(trk):
+            ids[np.asarray(trk.extras["_row"], dtype=np.int64)] = trk.track_id
+        st.track_ids.append(ids)
+
+
+def attributes_stage(st: SceneState) -> None:
+    st.scene_tracks = dense_tracks(st.tracked, st.times_s.tolist(), st.need("frames").T_global_from_ego)
+    st.attributes = extract_attributes(st.scene_tracks)
+
+
+def images_stage(st: SceneState) -> None:
+    keyframes = st.need("keyframes")
+    frames = image_frame_indices(keyframes, len(st.scene.frames), st.config.output.images)
+    st.images = adapters.images_table(st.scene, [str(c) for c in st.need("cameras").channel], frames)
+
+
+def segment_stage(st: SceneState) -> None:
+    """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions (visible
+    masks of keyframe images of at least ``visibility.min_region_area_frac`` of the image area)."""
+    segmenter = backends.segmenter(st.config)
+    if segmenter is None:
+        return
+    scene, keyframes, images, cameras = st.scene, st.need("keyframes"), st.need("images"), st.need("cameras")
+    ctx = context_frames(keyframes.window, keyframes.offsets_s, st.config.context_offsets_s())
+    wanted = {int(f) for f in np.asarray(keyframes.frame_index)} | {int(f) for f in ctx.ravel() if f >= 0}
+    rows = [i for i, f in enumerate(np.asarray(images.frame_index).tolist()) if f in wanted]
+    tracked_ok = [b[np.flatnonzero(np.asarray(b.track_id, dtype=object) != "")] if len(b) else b for b in st.tracked]
+
+    def decode(row: int) -> np.ndarray:
+        channel = str(cameras.channel[int(images.channel_index[row])])
+        return decode_image(images.data[row].tobytes(), f"{scene.name}:{channel}/frame {images.frame_index[row]}")
+
+    def size(row: int) -> tuple[int, int] | None:  # from the header: an image is decoded only if its pixels are used
+        return image_size(images.data[row][:65536].tobytes())
+
+    lidar: Callable[[int], np.ndarray | None] | None = None
+    lidar_origin: Callable[[int], np.ndarray | None] | None = None
+    if getattr(segmenter, "needs_lidar", False):
+        # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
+        # instead of once per camera.
+        def lidar_sample(frame_index: int) -> tuple[Frame, SensorSample] | None:
+            frame = scene.frames[frame_index]
+            return (frame, frame.sensor(frame.lidar_channels[0])) if frame.lidar_channels else None
+
+        @functools.lru_cache(maxsize=1)
+        def lidar(frame_index: int) -> np.ndarray | None:
+            found = lidar_sample(frame_index)
+            if found is None:
+                return None
+            frame, sample = found
+            return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
+
+        def lidar_origin(frame_index: int) -> np.ndarray | None:
+            found = lidar_sample(frame_index)
+            return None if found is None else found[1].ray_origin_global
+
+    st.masks = segment_images(
+        rows,
+        images,
+        cameras,
+        tracked_ok,
+        st.need("scene_tracks").track_id,
+        segmenter,
+        st.config.visibility,
+        decode,
+        lidar,
+        st.timings,
+        size,
+        lidar_origin,
+    )
+    min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
+    st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)
+
+
+def qa_stage(st: SceneState) -> None:
+    if st.regions is None:  # no segmenter: no regions, no QA
+        return
+    rng = rng_for(st.config.seed, st.scene.token, "qa")
+    result = generate_scene_qa(
+        st.scene.name,
+        st.need("keyframes"),
+        st.need("cameras"),
+        st.times_s,
+        st.need("attributes"),
+        st.need("scene_tracks").label,
+        st.regions,
+        st.config.qa,
+        rng,
+    )
+    st.qa_rows, st.qa_skipped = result.rows, dict(result.skipped)
+
+
+def scene_record(st: SceneState) -> SceneRecord:
+    """The storage form of a scene whose stages all ran."""
+    scene = st.scene
+    meta = SceneMeta(
+        token=scene.token,
+        name=scene.name,
+        description=scene.description,
+        log_name=scene.log_name,
+        source_format=st.source_format,
+        source_version=st.source_version,
+    )
+    segmented = st.masks is not None and st.regions is not None
+    return SceneRecord(
+        meta,
+        st.need("frames"),
+        st.need("cameras"),
+        st.need("images"),
+        st.need("keyframes"),
+        st.need("skipped"),
+        st.detections_table(),
+        adapters.tracks_table(st.need("scene_tracks")),
+        adapters.attributes_table(st.need("attributes")),
+        st.ground_truth,
+        adapters.masks_table(st.need("masks")) if segmented else None,
+        adapters.regions_table(st.need("regions")) if segmented else None,
+        adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None,
+        st.qa_skipped,
+        extra=st.extra_tables,
+    )
+
+
+def anonymize_stage(st: SceneState) -> None:
+    """The privacy pass over the scene's stored images and times (``stridegen.pipeline.anonymize.scene``), after
+    the QA, so masks and QA see the raw pixels; when the config's (resolved) section is active."""
+    section = st.config.anonymize.resolved(is_synthetic_source(st.source_format, st.source_version))
+    if not section.active():
+        return
+    frames, cameras, images = st.need("frames"), st.need("cameras"), st.need("images")
+    out = anonymize_scene(
+        st.scene.name,
+        st.scene.log_name,
+        frames.timestamp_us,
+        cameras,
+        images,
+        [st.detections_table(), st.ground_truth],
+        section.image_options(),
+        backends.face_detector(section),
+    )
+    st.frames, st.images, extra = adapters.anonymized_tables(frames, images, out)
+    st.scene = replace(st.scene, log_name=out.log_name)
+    st.extra_tables.update(extra)
+
+
+# The stages of a scene, in order (``write`` follows them in ``process_scene``).
+SCENE_STAGES: tuple[tuple[str, Callable[[SceneState], None]], ...] = (
+    ("read", read_stage),
+    ("keyframes", keyframes_stage),
+    ("detect", detect_stage),
+    ("track", track_stage),
+    ("attributes", attributes_stage),
+    ("images", images_stage),
+    ("segment", segment_stage),
+    ("qa", qa_stage),
+    ("anonymize", anonymize_stage),  # after the QA, so masks and QA see the raw pixels
+)
+
+
+def build_scene_record(
+    scene: Scene,
+    config: BuildConfig,
+    source_format: str = "",
+    source_version: str = "",
+    on_stage: StageCallback | None = None,
+    timings: dict[str, float] | None = None,
+) -> SceneRecord:
+    """Run every stage on one scene and gather the SceneRecord (no file is written)."""
+    state = SceneState(scene, config, source_format, source_version, timings if timings is not None else {})
+    report = on_stage or (lambda scene_name, stage: None)
+    steps = [(name, functools.partial(stage, state)) for name, stage in SCENE_STAGES]
+    segmented = backends.segmenter(config) is not None
+    if not segmented:  # no masks: neither segment, visibility nor qa runs
+        steps = [(name, step) for name, step in steps if name not in ("segment", "qa")]
+    run_stages(scene.name, steps, state.timings, report, SUB_STAGES if segmented else {})
+    return scene_record(state)

@@ -1,0 +1,96 @@
+"""What the privacy pass leaves in a dataset (``stridegen.pipeline.anonymize.scene``; docs/anonymize.md): two extra
+shard tables per scene, ``anonymization`` (one row per region: ``image_index``, ``kind``, ``source``,
+``box_xyxy``, ``score``) and ``anonymization_images`` (per image: ``blurred_px``, ``regions``,
+``metadata_removed``, ``reencoded``), and ``anonymization.json`` beside the manifest, which lists them per image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stridegen.shards.manifest import manifest_bytes
+from stridegen.shards.reader import open_dataset
+from stridegen.shards.writer import atomic_write_bytes
+
+REGIONS_TABLE = "anonymization"
+IMAGES_TABLE = "anonymization_images"
+SIDECAR_NAME = "anonymization.json"
+SIDECAR_FORMAT = "stridegen-anonymization"
+SIDECAR_VERSION = 1
+
+
+def _score(value: float) -> float | None:
+    return None if not np.isfinite(value) else round(float(value), 6)
+
+
+def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``anonymization.json``: the settings (the build config's ``anonymize`` section as JSON data), the totals
+    and, per image with regions, its regions (read back from the shards of ``out_dir``; deterministic)."""
+    import cv2
+
+    images_out: list[dict[str, Any]] = []
+    totals = {"images": 0, "images_blurred": 0, "faces": 0, "plates": 0, "blurred_px": 0, "image_px": 0}
+    with open_dataset(out_dir) as dataset:
+        for name in dataset.scenes:
+            view = dataset.scene(name)
+            if REGIONS_TABLE not in view.table_names:
+                continue
+            regions = view.table(REGIONS_TABLE)
+            per_image = view.table(IMAGES_TABLE)
+            images: Any = view.table("images")
+            cameras: Any = view.table("cameras")
+            assert isinstance(regions, dict) and isinstance(per_image, dict)
+            channel = [str(c) for c in cameras.channel]
+            area = np.asarray(cameras.width, dtype=np.int64) * np.asarray(cameras.height, dtype=np.int64)
+            image_of = np.asarray(regions["image_index"], dtype=np.int64)
+            for i in range(len(per_image["blurred_px"])):
+                c = int(images.channel_index[i])
+                totals["images"] += 1
+                totals["image_px"] += int(area[c])
+                totals["blurred_px"] += int(per_image["blurred_px"][i])
+                rows = np.flatnonzero(image_of == i)
+                if not rows.size:
+                    continue
+                totals["images_blurred"] += 1
+                entry = []
+                for r in rows.tolist():
+                    kind = str(regions["kind"][r])
+                    totals["faces" if kind == "face" else "plates"] += 1
+                    box = [round(float(v), 3) for v in regions["box_xyxy"][r]]
+                    entry.append({"kind": kind, "source": str(regions["source"][r]), "box_xyxy": box,
+                                  "score": _score(float(regions["score"][r]))})  # fmt: skip
+                images_out.append(
+                    {
+                        "scene": name,
+                        "image_index": i,
+                        "channel": channel[c],
+                        "frame_index": int(images.frame_index[i]),
+                        "blurred_px": int(per_image["blurred_px"][i]),
+                        "regions": entry,
+                    }
+                )
+    versions = {"opencv": cv2.__version__}
+    if settings.get("faces") and settings.get("face_detector") == "centerface":
+        import onnxruntime
+
+        versions["onnxruntime"] = onnxruntime.__version__
+    totals["blurred_fraction"] = round(totals["blurred_px"] / totals["image_px"], 8) if totals["image_px"] else 0.0  # type: ignore[assignment]
+    return {
+        "format": SIDECAR_FORMAT,
+        "version": SIDECAR_VERSION,
+        "settings": dict(settings),
+        "versions": versions,
+        "totals": totals,
+        "images": images_out,
+    }
+
+
+def write_anonymization_sidecar(out_dir: str | Path, settings: Mapping[str, Any]) -> Path:
+    """Write ``anonymization.json`` beside the manifest (``settings``: the active ``anonymize`` section as JSON)."""
+    path = Path(out_dir) / SIDECAR_NAME
+    atomic_write_bytes(path, manifest_bytes(anonymization_summary(out_dir, settings)))
+    return path
