@@ -1,4 +1,4 @@
-"""PyTorch datasets over a built stridegen dataset: the QA samples (stridegen.run.samples) with their images.
+"""PyTorch datasets over a built stridegen dataset: the QA samples (stridegen.shards.samples) with their images.
 
     from torch.utils.data import DataLoader
     from stridegen.data import QASampleDataset, collate_samples
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import ConfigError
-from stridegen.run.samples import SceneIndex, frame_image, frame_marks, scene_samples
 from stridegen.shards.reader import Dataset, open_dataset
+from stridegen.shards.samples import SceneIndex, frame_image, frame_marks, scene_samples
 
 IMAGE_TOKEN = "<image>"
 KINDS = ("all", "spatial", "spatiotemporal")

@@ -8,8 +8,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="stridegen.data needs PyTorch (pip install 'stridegen[torch]')")
 
 from stridegen.data import IterableQASamples, QASampleDataset, collate_samples  # noqa: E402
-from stridegen.run.samples import SceneIndex, frame_image, som_image  # noqa: E402
 from stridegen.shards.reader import open_dataset  # noqa: E402
+from stridegen.shards.samples import SceneIndex, frame_image, som_image  # noqa: E402
 
 
 def test_samples_hold_every_question_with_its_images_and_masks(dataset):

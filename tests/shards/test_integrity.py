@@ -425,7 +425,7 @@ def _image_rows_of_question(work: Path, qid: str) -> list[int]:
 
 def _image_rows_of_first_sample(work: Path) -> list[int]:
     """Rows of images/data that the PyTorch dataset's first spatial sample shows."""
-    from stridegen.run.samples import SceneIndex, scene_samples
+    from stridegen.shards.samples import SceneIndex, scene_samples
 
     with open_dataset(work) as ds:
         view = ds.scene(SCENE)

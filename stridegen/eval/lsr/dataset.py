@@ -49,8 +49,8 @@ def scenarios_from_sheet(path: str | Path) -> dict[str, str | None]:
 
 def scenarios_from_dataset(dataset_dir: str | Path) -> dict[str, str | None]:
     """group_id -> scenario relation of every spatiotemporal group of a dataset (``scene_relations``)."""
-    from stridegen.run.scenarios import scene_relations
     from stridegen.shards.reader import open_dataset
+    from stridegen.shards.scenarios import scene_relations
 
     out: dict[str, str | None] = {}
     with open_dataset(dataset_dir) as ds:

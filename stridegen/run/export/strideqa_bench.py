@@ -20,7 +20,7 @@ One record per spatiotemporal question of the dataset:
 - ``token_info``: the link back to the source: scene, camera, keyframe sample token, the tokens of the four frames,
   the track id and stridegen's own question id.
 
-The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.run.scenarios;
+The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.shards.scenarios;
 docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
 
 Partial groups (a clip that ends before some horizon: ``gt_extra["missing_horizons"]``) are left out, and their
@@ -55,9 +55,9 @@ from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.rle import encode_rle
 from stridegen.pipeline.qa.spatiotemporal import MISSING_HORIZONS_KEY
 from stridegen.pipeline.scenario import RELATIONS
-from stridegen.run.samples import SceneIndex
-from stridegen.run.scenarios import scene_relations
 from stridegen.shards.reader import SceneView
+from stridegen.shards.samples import SceneIndex
+from stridegen.shards.scenarios import scene_relations
 from stridegen.shards.writer import atomic_write_bytes
 
 BUCKETS = ("prev_3", "prev_2", "prev_1", "current")

@@ -1,6 +1,6 @@
 """The report's sample gallery: a seeded sample of QA samples drawn with their Set-of-Mark marks.
 
-Samples are those of ``stridegen.run.samples`` (one per keyframe image for spatial QA, one per group for
+Samples are those of ``stridegen.shards.samples`` (one per keyframe image for spatial QA, one per group for
 spatiotemporal QA). Only a few scenes are read: ``ceil(n / 2)`` of them (all when the dataset has fewer), chosen
 with the report's seed; their samples are shuffled per scene and taken round-robin across the scenes, half
 spatial and half spatiotemporal (a kind that runs short leaves its places to the other). Only the chosen samples'
@@ -22,8 +22,8 @@ import numpy as np
 
 from stridegen.core.seeding import rng_for
 from stridegen.formats.images import encode_jpeg
-from stridegen.run.samples import SceneIndex, scene_samples, som_image
 from stridegen.shards.reader import Dataset
+from stridegen.shards.samples import SceneIndex, scene_samples, som_image
 
 JPEG_QUALITY = 80
 KINDS = ("spatial", "spatiotemporal")
