@@ -2,27 +2,13 @@
 
 ``build_robustness_split(src_dir, out_dir, corruptions, severities)`` writes, for each pair,
 ``out_dir/<corruption>/s<severity>/`` as a complete stridegen dataset (manifest.json, shards/, journal.jsonl, read by
-``open_dataset``) and ``out_dir/index.json`` listing them. Each scene's tables are copied from the source except:
-
-- **images**: decoded, corrupted, re-encoded as JPEG at ``jpeg_quality`` (OpenCV, deterministic). Image row ``i``
-  of scene ``s`` draws from ``rng_for(seed, corruption, severity, s, i)``, so every image has its own stream,
-  independent of the executor and of the other images.
-- **masks** of corruptions that move pixels (``Corruption.moves_pixels``: lens distortion, elastic): each mask of
-  an image is decoded, sampled through the very ``PixelMap`` the image went through, re-encoded, and its
-  ``area_px`` and ``mask_box_xyxy`` recomputed. The other mask columns (projected box, visibility measurements
-  and flags) stay those of the clean image: the visibility filter and the QA were decided on it.
-- **camera-set corruptions** (camera crash, frame lost): a dropped camera's image becomes a black JPEG of the same
-  size (nuScenes-C convention), kept images keep their bytes unchanged, and every QA row that shows a dropped image
-  gets ``visual_evidence = False``. Camera crash draws the failed cameras once per scene (they stay down for the
-  clip: ``rng_for(seed, corruption, severity, scene, "cameras")``); frame lost draws each frame's lost cameras
-  independently (``rng_for(seed, corruption, severity, scene, "frame", frame_index)``).
-- an extra table ``augmentation`` with ``image_dropped`` ([I] bool) records which images were blacked out.
-
-Everything else (frames, cameras, keyframes, detections, tracks, attributes, ground truth, regions, the QA text and
-ground truth) is identical to the source. Each sub-dataset's manifest keeps the source's build ``config`` and log
-``source``; its ``config_hash`` is the hash of the split (source config hash and shard digests, corruption,
-severity, its parameters, seed, JPEG quality), and ``augmentation`` records the source dataset (path, config hash),
-the corruption, severity and its parameters at that severity (``level(severity)``).
+``open_dataset``) and ``out_dir/index.json`` listing them. Each scene is the source's with corrupted images
+(``stridegen.augment.scene``: the draws, the black images of dropped cameras, the warped masks) and the tables that
+follow from them (``stridegen.shards.augmented``: masks, QA visual evidence, the ``augmentation`` table). Each
+sub-dataset's manifest keeps the source's build ``config`` and log ``source``; its ``config_hash`` is the hash of the
+split (source config hash and shard digests, corruption, severity, its parameters, seed, JPEG quality), and
+``augmentation`` records the source dataset (path, config hash), the corruption, severity and its parameters at that
+severity (``level(severity)``).
 
 Resume and determinism follow the build (stridegen.run.build): one journal per sub-dataset, a finished scene (``done``
 with its shard intact) is skipped on a rerun, shards are written atomically, manifests and index have no times. The
@@ -34,15 +20,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
+from stridegen.augment.scene import SceneCorruption
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError
-from stridegen.formats.images import encode_jpeg
 from stridegen.run.config import ExecutorSection
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
@@ -54,14 +40,12 @@ from stridegen.run.runner import (
     failed_scene,
     run_jobs,
 )
+from stridegen.shards.augmented import augmentation_totals, corrupt_record
 
 SPLIT_FORMAT = "stridegen-robustness-split"
 SPLIT_VERSION = 1
 INDEX_NAME = "index.json"
 INDEX_FORMAT = "stridegen-robustness-index"
-AUGMENTATION_TABLE = "augmentation"
-# Draw scope of the camera-set corruptions (module docstring); unknown ones draw per frame.
-CAMERA_SCOPE: dict[str, str] = {"camera_crash": "scene", "frame_lost": "frame"}
 
 
 # ---------------------------------------------------------------------------------------------------------- specs
@@ -106,24 +90,8 @@ class SourceInfo:
 
 
 @dataclass(frozen=True)
-class SplitSpec:
+class SplitSpec(SceneCorruption):
     """One (corruption, severity) sub-dataset and the arguments that shape its bytes."""
-
-    corruption: str  # canonical name
-    severity: int
-    seed: int = 0
-    jpeg_quality: int = 95
-
-    @property
-    def camera_set(self) -> bool:
-        from stridegen.augment.corruptions import CameraSetCorruption
-
-        return isinstance(self.corruption_object(), CameraSetCorruption)
-
-    def corruption_object(self) -> Any:
-        from stridegen.augment.corruptions import lookup
-
-        return lookup(self.corruption)
 
     @property
     def rel_path(self) -> str:
@@ -135,7 +103,7 @@ class SplitSpec:
     def describe(self) -> dict[str, Any]:
         """What the manifest and the index record about the corruption."""
         c = self.corruption_object()
-        kind = "camera_set" if self.camera_set else ("warp" if c.moves_pixels else "image")
+        kind = "camera_set" if self.camera_set else ("warp" if self.moves_pixels else "image")
         out = {
             "corruption": self.corruption,
             "severity": self.severity,
@@ -147,7 +115,7 @@ class SplitSpec:
             "sources": list(c.sources),
         }
         if self.camera_set:
-            out["draw_scope"] = CAMERA_SCOPE.get(self.corruption, "frame")
+            out["draw_scope"] = self.draw_scope
         return out
 
     def split_hash(self, source: SourceInfo) -> str:
@@ -198,136 +166,6 @@ def resolve_levels(severities: str | int | Sequence[int]) -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------------------------- one scene
-def dropped_images(record, spec: SplitSpec) -> np.ndarray:
-    """[I] bool: the images a camera-set corruption removes (all False for image corruptions)."""
-    from stridegen.core.seeding import rng_for
-
-    images = record.images
-    n = len(images)
-    if not spec.camera_set or n == 0:
-        return np.zeros(n, dtype=bool)
-    corruption = spec.corruption_object()
-    channels = [str(c) for c in record.cameras.channel]
-    channel_of_row = np.asarray(images.channel_index, dtype=np.int64)
-    frame_of_row = np.asarray(images.frame_index, dtype=np.int64)
-    name, sev, scene = spec.corruption, spec.severity, record.meta.name
-    if CAMERA_SCOPE.get(name, "frame") == "scene":
-        gone = set(corruption.dropped(channels, sev, rng_for(spec.seed, name, sev, scene, "cameras")))
-        return np.array([channels[c] in gone for c in channel_of_row], dtype=bool)
-    out = np.zeros(n, dtype=bool)
-    for frame in np.unique(frame_of_row):
-        gone = set(corruption.dropped(channels, sev, rng_for(spec.seed, name, sev, scene, "frame", int(frame))))
-        rows = np.flatnonzero(frame_of_row == frame)
-        out[rows] = [channels[channel_of_row[r]] in gone for r in rows]
-    return out
-
-
-def qa_visual_evidence(record, dropped: np.ndarray) -> np.ndarray | None:
-    """The QA table's ``visual_evidence`` once ``dropped`` images are gone: False for every question that shows
-    at least one dropped image (its ``frame_indices`` of its camera, or its keyframe image when it has none)."""
-    qa = record.qa
-    if qa is None:
-        return None
-    evidence = np.asarray(qa.visual_evidence, dtype=bool).copy()
-    if not dropped.any():
-        return evidence
-    gone = {
-        (int(f), int(c))
-        for f, c, d in zip(record.images.frame_index, record.images.channel_index, dropped, strict=True)
-        if d
-    }
-    keyframe_frames = np.asarray(record.keyframes.frame_index, dtype=np.int64)
-    for q in range(len(qa)):
-        channel = int(qa.channel_index[q])
-        frames = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
-        frames = frames or [int(keyframe_frames[int(qa.keyframe_index[q])])]
-        if any((f, channel) in gone for f in frames):
-            evidence[q] = False
-    return evidence
-
-
-def _warp_masks(masks, rows: np.ndarray, pixel_map, shape_hw: tuple[int, int], columns: dict[str, np.ndarray]) -> None:
-    """Sample the masks ``rows`` through ``pixel_map``; write counts, area and box into ``columns`` in place."""
-    from stridegen.formats.rle import decode_rle, encode_rle
-    from stridegen.pipeline.visibility import mask_boxes
-
-    h, w = shape_hw
-    warped = np.stack([pixel_map.apply_mask(decode_rle(str(masks.rle_counts[m]), h, w)) for m in rows])
-    boxes, area = mask_boxes(warped)
-    for k, m in enumerate(rows):
-        columns["rle_counts"][m] = encode_rle(warped[k])
-        columns["area_px"][m] = area[k]
-        columns["mask_box_xyxy"][m] = boxes[k]
-
-
-def corrupt_record(record, spec: SplitSpec):
-    """The scene ``record`` (a SceneRecord with image bytes) as the split stores it (module docstring)."""
-    from stridegen.core.seeding import rng_for
-    from stridegen.formats.images import decode_image
-    from stridegen.shards.schema import bytes_array
-
-    images, masks = record.images, record.masks
-    dropped = dropped_images(record, spec)
-    corruption = spec.corruption_object()
-    moves = not spec.camera_set and corruption.moves_pixels
-    mask_rows: dict[int, list[int]] = {}
-    if moves and masks is not None:
-        for m, i in enumerate(np.asarray(masks.image_index, dtype=np.int64)):
-            mask_rows.setdefault(int(i), []).append(m)
-    columns = (
-        {
-            "rle_counts": np.array(masks.rle_counts, dtype=object, copy=True),
-            "area_px": np.array(masks.area_px, dtype=np.int64, copy=True),
-            "mask_box_xyxy": np.array(masks.mask_box_xyxy, dtype=np.float64, copy=True),
-        }
-        if masks is not None
-        else {}
-    )
-    data = []
-    for i in range(len(images)):
-        raw = np.asarray(images.data[i], dtype=np.uint8)
-        if spec.camera_set and not dropped[i]:
-            data.append(raw.copy())  # a camera that still delivers keeps its bytes
-            continue
-        rgb = decode_image(raw.tobytes(), f"{record.meta.name}:images/{i}")
-        if spec.camera_set:
-            data.append(encode_jpeg(np.zeros_like(rgb), spec.jpeg_quality))
-            continue
-        rng = rng_for(spec.seed, spec.corruption, spec.severity, record.meta.name, i)
-        if moves:
-            pixel_map = corruption.warp(rgb.shape[:2], spec.severity, rng)
-            out = pixel_map.apply_image(rgb)
-            if i in mask_rows:
-                _check_mask_size(record, i, rgb.shape[:2])
-                _warp_masks(masks, np.array(mask_rows[i]), pixel_map, rgb.shape[:2], columns)
-        else:
-            out = corruption.apply(rgb, spec.severity, rng)
-        data.append(encode_jpeg(out, spec.jpeg_quality))
-    new_images = replace(images, data=bytes_array(data))
-    new_masks = replace(masks, **columns) if masks is not None and moves else masks
-    evidence = qa_visual_evidence(record, dropped)
-    new_qa = replace(record.qa, visual_evidence=evidence) if record.qa is not None else None
-    extra = {k: dict(v) for k, v in record.extra.items()}
-    previous = extra.get(AUGMENTATION_TABLE, {}).get("image_dropped")
-    if previous is not None and np.shape(previous) == dropped.shape:
-        dropped = dropped | np.asarray(previous, dtype=bool)  # a split of a split keeps the earlier drops
-    extra[AUGMENTATION_TABLE] = {"image_dropped": dropped}
-    return replace(record, images=new_images, masks=new_masks, qa=new_qa, extra=extra)
-
-
-def _check_mask_size(record, image_row: int, shape_hw: tuple[int, int]) -> None:
-    """Masks are stored at the camera's size; refuse to warp them through a map of another size."""
-    from stridegen.shards.schema import ShardError
-
-    c = int(record.images.channel_index[image_row])
-    h, w = int(record.cameras.height[c]), int(record.cameras.width[c])
-    if (h, w) != (0, 0) and (h, w) != tuple(shape_hw):
-        raise ShardError(
-            record.meta.name,
-            f"image {image_row} is {shape_hw[1]}x{shape_hw[0]} but its camera {record.cameras.channel[c]} says {w}x{h}",
-        )
-
-
 def _compression(source_manifest: dict[str, Any]) -> tuple[str, int]:
     output = source_manifest.get("config", {}).get("output", {})
     return str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
@@ -433,22 +271,6 @@ def _check_index(out: Path, source: SourceInfo, overwrite: bool) -> list[dict[st
     return entries
 
 
-def _augmentation_totals(sub_dir: Path, shards) -> dict[str, int]:
-    """Images blacked out and QA rows without visual evidence, read back from the written shards."""
-    import h5py
-
-    dropped = no_evidence = 0
-    for shard in shards:
-        with h5py.File(sub_dir / shard.file, "r") as f:
-            for name in shard.scenes:
-                group = f["scenes"][name]
-                if AUGMENTATION_TABLE in group:
-                    dropped += int(np.count_nonzero(group[AUGMENTATION_TABLE]["image_dropped"][()]))
-                if "qa" in group:
-                    no_evidence += int(np.count_nonzero(~group["qa"]["visual_evidence"][()].astype(bool)))
-    return {"images_dropped": dropped, "qa_without_visual_evidence": no_evidence}
-
-
 def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, config) -> Path:
     import cv2
 
@@ -466,7 +288,7 @@ def _write_split_manifest(split: SplitOutcome, source_ds, source: SourceInfo, co
         **split.spec.describe(),
         "source_dataset": source.to_json(),
         "versions": {"opencv": cv2.__version__},
-        "totals": _augmentation_totals(split.path, shards),
+        "totals": augmentation_totals(split.path, shards),
     }
     return write_manifest(split.path, manifest)
 

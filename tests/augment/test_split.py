@@ -21,10 +21,9 @@ from stridegen.run.augment import (
     INDEX_NAME,
     SplitSpec,
     build_robustness_split,
-    corrupt_record,
-    dropped_images,
     resolve_levels,
 )
+from stridegen.shards.augmented import corrupt_record, dropped_images
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
     DetectionsTable,
