@@ -24,7 +24,7 @@ import typer
 from typer.testing import CliRunner
 
 from stridegen.cli import app
-from stridegen.core import cli_errors
+from stridegen.cli import errors as cli_errors
 from stridegen.core.errors import DataFormatError, StrideGenError
 from stridegen.formats import textfile
 

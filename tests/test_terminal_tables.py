@@ -1,5 +1,5 @@
 """Terminal tables on an 80-column terminal keep their label column and every number whole
-(stridegen.core.terminal_tables; `inspect`, the build summary and `eval detection` use it)."""
+(stridegen.cli.terminal_tables; `inspect`, the build summary and `eval detection` use it)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from stridegen.cli import app
 from stridegen.cli.build import summary_table
-from stridegen.core.terminal_tables import _CLOSING, _PER_COLUMN, column_groups, fitted_tables
+from stridegen.cli.terminal_tables import _CLOSING, _PER_COLUMN, column_groups, fitted_tables
 
 WIDTH = 80
 

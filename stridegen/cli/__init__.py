@@ -1,6 +1,6 @@
 """The `stridegen` command line. Thin: parse arguments, call library functions, print results.
 
-Every command registered here is wrapped by ``stridegen.core.cli_errors.guarded`` (one-line errors on stderr,
+Every command registered here is wrapped by ``stridegen.cli.errors.guarded`` (one-line errors on stderr,
 the exit codes of docs/cli.md); command modules apply it where they define a command, and registration applies it
 again, a no-op then, so that a command that forgot it is covered all the same.
 """
@@ -13,7 +13,7 @@ import importlib
 import typer
 
 from stridegen import __version__
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 
 app = typer.Typer(
     name="stridegen",
@@ -23,8 +23,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-# Each entry: (module, attribute, command name). Commands live next to the code they drive; importing them is
-# cheap (heavy dependencies are imported inside the command functions).
+# Each entry: (module, attribute, command name). Every command lives in this package and calls the library
+# functions of its layer; importing them is cheap (heavy dependencies are imported inside the command functions).
 _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.synth", "synth", "synth"),
     ("stridegen.cli.convert", "convert", "convert"),
@@ -34,7 +34,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.detect", "detect", "detect"),
     ("stridegen.cli.detect", "track", "track"),
     ("stridegen.cli.augment", "augment", "augment"),
-    ("stridegen.eval.validate.cli", "validate", "validate"),
+    ("stridegen.cli.validate", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),
     ("stridegen.cli.export", "export", "export"),
     ("stridegen.cli.report", "report", "report"),
@@ -43,7 +43,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
 
 # Sub-apps (command groups): (module, attribute, group name).
 _GROUPS: list[tuple[str, str, str]] = [
-    ("stridegen.eval.judges.cli", "judge_app", "judge"),
+    ("stridegen.cli.judge", "judge_app", "judge"),
     ("stridegen.cli.calibrate", "calibrate_app", "calibrate"),
 ]
 
@@ -52,9 +52,9 @@ eval_app = typer.Typer(
     help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).", no_args_is_help=True
 )
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
-    ("stridegen.eval.detection.cli", "eval_detection", "detection"),
-    ("stridegen.eval.tracking.cli", "eval_tracking", "tracking"),
-    ("stridegen.eval.lsr.cli", "eval_lsr", "lsr"),
+    ("stridegen.cli.eval_detection", "eval_detection", "detection"),
+    ("stridegen.cli.eval_tracking", "eval_tracking", "tracking"),
+    ("stridegen.cli.eval_lsr", "eval_lsr", "lsr"),
 ]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from stridegen.cli import executor_options
-from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
 
 
 def _swap_in(src: Path, tmp: Path) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from stridegen.cli import executor_options
-from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
 
 if TYPE_CHECKING:
     from stridegen.run.augment import RobustnessResult

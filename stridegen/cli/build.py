@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from stridegen.core.cli_errors import EXIT_EMPTY, EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import EXIT_EMPTY, EXIT_FAILED, guarded, one_line
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
 if TYPE_CHECKING:
@@ -134,11 +134,11 @@ def empty_reason(result: BuildResult) -> str:
 
 def summary_table(result: BuildResult) -> Any:
     """One row per scene with its status and counts (failure reasons: ``BuildResult.failed``): a rich Group of
-    tables led by the scene column, split to fit the terminal (``stridegen.core.terminal_tables``)."""
+    tables led by the scene column, split to fit the terminal (``stridegen.cli.terminal_tables``)."""
     from rich.console import Group
     from rich.markup import escape
 
-    from stridegen.core.terminal_tables import fitted_tables
+    from stridegen.cli.terminal_tables import fitted_tables
 
     columns = (
         ("frames", "frames"),
@@ -178,7 +178,7 @@ def inspect(
     from rich.console import Console
     from rich.markup import escape
 
-    from stridegen.core.terminal_tables import fitted_tables
+    from stridegen.cli.terminal_tables import fitted_tables
     from stridegen.shards.reader import open_dataset
 
     console = Console()
@@ -225,7 +225,7 @@ def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
     """The visibility filter's rule counts and QA per category and class (schema v2 manifests)."""
     from rich.markup import escape
 
-    from stridegen.core.terminal_tables import fitted_tables
+    from stridegen.cli.terminal_tables import fitted_tables
 
     vis = manifest.get("visibility")
     if vis and vis.get("candidates"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 
 calibrate_app = typer.Typer(
     help="Calibrate a log's rig: ego poses by LiDAR odometry, ground plane, trajectory alignment, LiDAR-camera "

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console

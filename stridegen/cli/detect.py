@@ -6,7 +6,7 @@
 [--tracker-option key=value ...]``
 
 Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log
-(stridegen.core.cli_errors, docs/cli.md).
+(stridegen.cli.errors, docs/cli.md).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from stridegen.cli import executor_options
-from stridegen.core.cli_errors import EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
 
 _COUNT = re.compile(r"[0-9]+")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 from stridegen.viz.render_qa import render_qa
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 
 
 @guarded

@@ -654,7 +654,7 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from stridegen.eval.detection.cli import eval_detection
+    from stridegen.cli.eval_detection import eval_detection
     from stridegen.eval.detection.gt import load_detection_gt
     from stridegen.formats.nuscenes_results import write_results
     from stridegen.formats.results_json import LIDAR_ONLY_META

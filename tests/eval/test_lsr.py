@@ -481,7 +481,7 @@ def _cli() -> Any:
     import typer
     from typer.testing import CliRunner
 
-    from stridegen.eval.lsr.cli import eval_lsr
+    from stridegen.cli.eval_lsr import eval_lsr
 
     app = typer.Typer()
     app.command("lsr")(eval_lsr)

@@ -335,8 +335,8 @@ def test_a_100_mb_meta_key_stays_out_of_the_summary(tmp_path: Path, huge_meta_re
     import typer
     from typer.testing import CliRunner
 
-    from stridegen.eval.detection.cli import eval_detection
-    from stridegen.eval.tracking.cli import eval_tracking
+    from stridegen.cli.eval_detection import eval_detection
+    from stridegen.cli.eval_tracking import eval_tracking
 
     app = typer.Typer()
     app.command(kind)(eval_detection if kind == "detection" else eval_tracking)

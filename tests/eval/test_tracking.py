@@ -577,7 +577,7 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     from nuscenes.eval.tracking.evaluate import TrackingEval
     from typer.testing import CliRunner
 
-    from stridegen.eval.tracking.cli import eval_tracking
+    from stridegen.cli.eval_tracking import eval_tracking
     from stridegen.eval.tracking.evaluate import evaluate_log
 
     data = bench.make_synthetic(11, 2, 8, 8)

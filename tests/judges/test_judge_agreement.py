@@ -173,7 +173,7 @@ def _write(path, rows):
 def _agreement_cli(tmp_path, judge_rows, human_rows, *extra):
     from typer.testing import CliRunner
 
-    from stridegen.eval.judges.cli import judge_app
+    from stridegen.cli.judge import judge_app
 
     args = ["agreement", "--judge", str(_write(tmp_path / "v.jsonl", judge_rows))]
     args += ["--human", str(_write(tmp_path / "h.jsonl", human_rows)), "--n-boot", "20", *extra]

@@ -127,7 +127,7 @@ def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
     cmd = [
         sys.executable,
         "-c",
-        "from stridegen.eval.judges.cli import judge_app; judge_app()",
+        "from stridegen.cli.judge import judge_app; judge_app()",
         "run",
         "--method",
         "general",

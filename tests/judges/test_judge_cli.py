@@ -11,7 +11,7 @@ import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body, quoting_reply, verdict_for
 from typer.testing import CliRunner
 
-from stridegen.eval.judges.cli import judge_app
+from stridegen.cli.judge import judge_app
 
 runner = CliRunner()
 

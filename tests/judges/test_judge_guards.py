@@ -10,8 +10,8 @@ import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body, last_user_text
 from typer.testing import CliRunner
 
+from stridegen.cli.judge import judge_app
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.cli import judge_app
 from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.config import load_method_config
 from stridegen.eval.judges.methods import DEFAULT_MAX_ANSWER_CHARS, METHOD_NAMES, JudgeContext, get_method

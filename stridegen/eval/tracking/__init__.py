@@ -1,3 +1,4 @@
 """nuScenes tracking evaluation, split as nuscenes-devkit's ``nuscenes/eval/tracking``: ``data`` (config, inputs,
 result classes), ``algo`` (filtering, interpolation, association, per-threshold metrics), ``gt`` (ground truth from
-a log), ``evaluate`` (load, filter, run) and ``cli`` (``stridegen eval tracking``)."""
+a log) and ``evaluate`` (load, filter, run); the command ``stridegen eval tracking`` is
+stridegen/cli/eval_tracking.py."""

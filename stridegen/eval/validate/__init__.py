@@ -1,2 +1,2 @@
-"""Detector and tracker validation on a log with ground truth: ``scoring`` (the library functions) and ``cli``
-(``stridegen validate``)."""
+"""Detector and tracker validation on a log with ground truth: ``scoring`` (the library functions; the command
+``stridegen validate`` is stridegen/cli/validate.py)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,17 @@ def score_detections(
         values = [metrics.label_tp_errors[c][metric] for c in present]
         row[key] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
     return metrics, row
+
+
+def detector_options(detector: str, profile: str, seed: int) -> dict[str, Any]:
+    """The options a validation gives the detector backend ``detector`` before the user's: the simulated
+    detector's error profile and seed; the oracle's minimum of one LiDAR point, so that it emits what the
+    evaluation keeps of the ground truth (and scores perfectly); none for any other backend."""
+    if detector == "simulated":
+        return {"profile": profile, "seed": seed}
+    if detector == "oracle":
+        return {"min_lidar_points": 1}
+    return {}
 
 
 @dataclass

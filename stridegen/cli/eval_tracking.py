@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 from stridegen.eval.tracking.data import TrackingConfig
 from stridegen.eval.tracking.evaluate import TrackingReport, evaluate_log
 

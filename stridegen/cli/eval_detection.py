@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 from stridegen.eval.detection.data import TP_METRIC_SHORT, TP_METRICS, DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.evaluate import DetectionReport, evaluate_log
 
@@ -28,7 +28,7 @@ def print_report(report: DetectionReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from stridegen.core.terminal_tables import fitted_tables
+    from stridegen.cli.terminal_tables import fitted_tables
 
     console = Console()
     m = report.metrics

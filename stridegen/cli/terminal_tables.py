@@ -7,7 +7,7 @@ is printed whole: a wide table becomes two or three narrow ones, in column order
 
 Widths are measured the way rich draws a table with its default box and padding: each column takes its widest cell
 (or header) plus two padding characters and one border, and the table one closing border. rich is imported inside
-the function (core imports no third-party display library at module level).
+the functions, so that importing the CLI stays cheap.
 """
 
 from __future__ import annotations

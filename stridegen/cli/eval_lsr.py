@@ -1,18 +1,21 @@
-"""`stridegen eval lsr`: STRIDE-QA localization metrics from official bench files or stridegen records."""
+"""`stridegen eval lsr`: STRIDE-QA localization metrics from official bench files or stridegen records.
+
+The options say which inputs go together; the items come from ``stridegen.eval.lsr.inputs``, the metrics from
+``stridegen.eval.lsr.evaluate`` and the reports from ``stridegen.eval.lsr.report``.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import typer
 
-from stridegen.core.cli_errors import guarded
+from stridegen.cli.errors import guarded
 
 if TYPE_CHECKING:
     from stridegen.eval.lsr.answer_parser import ParserMode
-    from stridegen.eval.lsr.tolerance import ToleranceProfile
 
 
 def _usage(message: str, option: str | None = None) -> Exception:
@@ -20,41 +23,6 @@ def _usage(message: str, option: str | None = None) -> Exception:
     from stridegen.core.errors import UsageError
 
     return typer.BadParameter(message, param_hint=f"'{option}'") if option else UsageError(message)
-
-
-def _official_inputs(
-    bench_dir: Path | None, responses: Path | None, pred: Path | None, profile: Any, on_invalid: str, missing: str
-) -> tuple[Any, dict[str, Any]]:
-    from stridegen.core.errors import PredictionFormatError
-    from stridegen.eval.lsr import bench as sb
-    from stridegen.eval.lsr.algo import read_predictions
-    from stridegen.formats.textfile import shown
-
-    sheet = None
-    annotations = None
-    if bench_dir is not None:
-        sheet_path = bench_dir / "annotation_sheet.csv"
-        sheet = sb.read_annotation_sheet(sheet_path) if sheet_path.is_file() else None
-        annotations = sb.load_annotation_questions(bench_dir)
-    if responses is not None:
-        loaded = sb.load_responses(responses)
-        return sb.build_items(loaded, profile, sheet, annotations, on_invalid, missing)
-    # --bench-dir + --pred: join a predictions JSONL onto the bench questions.
-    assert annotations is not None and pred is not None
-    read = read_predictions(str(pred), on_invalid)
-    merged = [dict(annotations[q], pred=p) for q, p in read.values.items() if q in annotations]
-    unknown = [q for q in read.values if q not in annotations]
-    if unknown and on_invalid == "error":
-        raise PredictionFormatError(
-            pred,
-            f"line {read.lines[unknown[0]]}: question {shown(unknown[0])} is not a question of the bench "
-            f"({len(unknown)} such prediction(s))",
-        )
-    items, report = sb.build_items([(pred, merged)], profile, sheet, annotations, on_invalid, missing)
-    report["skipped"]["unknown_question_id"] = len(unknown) + report["skipped"].get("unknown_question_id", 0)
-    report["skipped"] = {k: v for k, v in sorted(report["skipped"].items()) if v}
-    report["dropped_prediction_lines"] = read.dropped
-    return items, report
 
 
 def _check_options(
@@ -77,43 +45,6 @@ def _check_options(
         raise _usage("--pred is required with --dataset, --records and --bench-dir alone")
     if responses is not None and pred is not None:
         raise _usage("--pred cannot be combined with --responses (responses already hold the answers)")
-
-
-def _record_inputs(
-    dataset: Path | None,
-    records: Path | None,
-    sheet: Path | None,
-    pred: Path,
-    prof: ToleranceProfile,
-    on_invalid: str,
-    missing: str,
-) -> tuple[Any, dict[str, Any]]:
-    """LSR items from a stridegen dataset or an LsrRecord JSONL, joined with a predictions JSONL."""
-    from stridegen.core.errors import DataFormatError
-    from stridegen.eval.lsr.algo import items_from_records, read_predictions, read_records_jsonl
-
-    read = read_predictions(str(pred), on_invalid)
-    others: dict[str, str] = {}
-    if dataset is not None:
-        from stridegen.eval.lsr.dataset import (
-            other_questions,
-            records_from_dataset,
-            scenarios_from_dataset,
-            scenarios_from_sheet,
-        )
-
-        # --sheet wins; without it the groups' relations come from the rule-based classifier.
-        scen = scenarios_from_sheet(sheet) if sheet is not None else scenarios_from_dataset(dataset)
-        recs = records_from_dataset(dataset, scen)
-        if not recs:
-            raise DataFormatError(dataset, "the dataset has no spatiotemporal QA to score")
-        others = other_questions(dataset)
-    else:
-        assert records is not None
-        recs = read_records_jsonl(str(records))
-    items, report = items_from_records(recs, read.values, prof, on_invalid, missing, str(pred), read.lines, others)
-    report["dropped_prediction_lines"] = read.dropped
-    return items, report
 
 
 @guarded
@@ -150,7 +81,8 @@ def eval_lsr(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
-    from stridegen.eval.lsr.algo import evaluate
+    from stridegen.eval.lsr.evaluate import evaluate
+    from stridegen.eval.lsr.inputs import official_items, record_items
     from stridegen.eval.lsr.report import write_reports
     from stridegen.eval.lsr.tolerance import load_profile
 
@@ -165,10 +97,10 @@ def eval_lsr(
     prof = load_profile(profile or ("strideqa-bench" if official else "paper"))
     prof = prof.with_parser(cast("ParserMode | None", parser))
     if official:
-        items, report = _official_inputs(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
+        items, report = official_items(bench_dir, responses, pred, prof, on_invalid, missing or "exclude")
     else:
         assert pred is not None
-        items, report = _record_inputs(dataset, records, sheet, pred, prof, on_invalid, missing or "fail")
+        items, report = record_items(dataset, records, sheet, pred, prof, on_invalid, missing or "fail")
     result = evaluate(items, prof)
     paths = write_reports(result, out, report, plots=plots)
     summary = {name: rows[-1]["success_rate"] for name, rows in result.success_rates.items() if rows}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from stridegen.core.cli_errors import guarded
-from stridegen.eval.validate.scoring import validate_log
+from stridegen.cli.errors import guarded
+from stridegen.eval.validate.scoring import detector_options, validate_log
 from stridegen.pipeline.track import TrackerConfig
 
 
@@ -43,14 +43,7 @@ def validate(
         from stridegen.logs.synthetic.default import ensure_default_log
 
         log_root = ensure_default_log()
-    # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point.
-    options = (
-        {"profile": profile, "seed": seed}
-        if detector == "simulated"
-        else {"min_lidar_points": 1}
-        if detector == "oracle"
-        else {}
-    )
+    options = detector_options(detector, profile, seed)
     options.update(parse_override(item) for item in option or [])
     report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
     table = Table(
