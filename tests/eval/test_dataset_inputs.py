@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from stridegen.eval.lsr.cli import eval_lsr
+from stridegen.cli.eval_lsr import eval_lsr
 from stridegen.logs.synthetic import generate_dataset
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
@@ -144,7 +144,7 @@ def test_judge_items_from_dataset_carry_question_reference_truth_and_marked_imag
 
 def test_judge_run_dry_run_on_a_dataset(dataset, tmp_path):
     pytest.importorskip("openai")
-    from stridegen.eval.judges.cli import judge_app
+    from stridegen.cli.judge import judge_app
 
     rows = _qa_rows(dataset)[:3]
     pred = tmp_path / "pred.jsonl"

@@ -550,7 +550,7 @@ def test_cli_writes_the_report_and_says_what_is_in_it(built, evals, tmp_path):
     bad = runner.invoke(
         cli, ["report", str(built[1]), "--eval", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.html")]
     )
-    assert bad.exit_code == 2  # bad input (stridegen.core.cli_errors)
+    assert bad.exit_code == 2  # bad input (stridegen.cli.errors)
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "missing.json: no such file" in lines[0]
     assert not (tmp_path / "x.html").exists()
