@@ -13,6 +13,12 @@ import typer
 
 from stridegen.cli import executor_options
 from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
+from stridegen.run.config import AnonymizeSection
+
+# The options' defaults are the build config's anonymize section's (one source of each default), except --faces /
+# --plates: the section's None means auto (on for a real log, off for a synthetic one), while this command, asked
+# for explicitly, blurs both unless told not to.
+_SECTION = AnonymizeSection()
 
 
 def _swap_in(src: Path, tmp: Path) -> None:
@@ -32,11 +38,17 @@ def anonymize(
     in_place: bool = typer.Option(False, "--in-place", help="Replace DATASET by its anonymized copy."),
     faces: bool = typer.Option(True, "--faces/--no-faces", help="Blur faces."),
     plates: bool = typer.Option(True, "--plates/--no-plates", help="Blur licence plates."),
-    face_detector: str = typer.Option("centerface", "--face-detector", help="centerface | haar."),
-    face_threshold: float = typer.Option(0.2, "--face-threshold", help="CenterFace score threshold."),
-    plate_detector: str = typer.Option("haar", "--plate-detector", help="haar | none (besides the geometric bands)."),
-    method: str = typer.Option("blur", "--method", help="blur | pixelate."),
-    jpeg_quality: int = typer.Option(90, "--jpeg-quality", min=1, max=100, help="Quality of re-encoded JPEGs."),
+    face_detector: str = typer.Option(_SECTION.face_detector, "--face-detector", help="centerface | haar."),
+    face_threshold: float = typer.Option(
+        _SECTION.face_threshold, "--face-threshold", help="CenterFace score threshold."
+    ),
+    plate_detector: str = typer.Option(
+        _SECTION.plate_detector, "--plate-detector", help="haar | none (besides the geometric bands)."
+    ),
+    method: str = typer.Option(_SECTION.method, "--method", help="blur | pixelate."),
+    jpeg_quality: int = typer.Option(
+        _SECTION.jpeg_quality, "--jpeg-quality", min=1, max=100, help="Quality of re-encoded JPEGs."
+    ),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene each)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an --out folder made with other settings."),
     executor: str = executor_options.EXECUTOR,
@@ -48,7 +60,6 @@ def anonymize(
     from pydantic import ValidationError
 
     from stridegen.run.anonymize import anonymize_dataset
-    from stridegen.run.config import AnonymizeSection
 
     if (out is None) == (not in_place):
         raise typer.BadParameter("give either --out DIR2 or --in-place")
