@@ -81,12 +81,12 @@ BUILTIN: dict[str, dict[str, str]] = {
         "pairwise": "stridegen.eval.judges.methods.general:PairwiseJudge",
     },
     "exporter": {
-        "strideqa": "stridegen.run.export.strideqa:StrideQAExporter",
-        "strideqa-bench": "stridegen.run.export.strideqa_bench:StrideQABenchExporter",
-        "llava": "stridegen.run.export.chat:LlavaExporter",
-        "messages": "stridegen.run.export.chat:MessagesExporter",
-        "answers": "stridegen.run.export.answers:AnswersExporter",
-        "hf": "stridegen.run.export.hf:HFExporter",
+        "strideqa": "stridegen.shards.export.strideqa:StrideQAExporter",
+        "strideqa-bench": "stridegen.shards.export.strideqa_bench:StrideQABenchExporter",
+        "llava": "stridegen.shards.export.chat:LlavaExporter",
+        "messages": "stridegen.shards.export.chat:MessagesExporter",
+        "answers": "stridegen.shards.export.answers:AnswersExporter",
+        "hf": "stridegen.shards.export.hf:HFExporter",
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",

@@ -193,7 +193,7 @@ def test_options_are_checked(monkeypatch):
 
 
 def test_row_groups_split_a_shard_without_changing_the_rows(dataset, hf, tmp_path, monkeypatch):
-    from stridegen.run.export import hf as hf_module
+    from stridegen.shards.export import hf as hf_module
 
     monkeypatch.setattr(hf_module, "ROW_GROUP_ROWS", 5)
     small = _export(dataset, tmp_path / "small-groups", "hf")

@@ -2,7 +2,7 @@
 plus a dataset card, loadable with ``datasets.load_dataset("parquet", data_dir=OUT)`` or, uploaded, from the Hub.
 
 The samples, the Set-of-Mark images and ``qa_info`` / ``meta`` are those of the ``llava`` exporter
-(stridegen.run.export.chat, reused by subclassing); the images are rendered per scene into ``images/`` as there
+(stridegen.shards.export.chat, reused by subclassing); the images are rendered per scene into ``images/`` as there
 and read back into the shards when the export is finalized.
 
 Layout (``OUT``)::
@@ -32,7 +32,7 @@ from typing import Any
 
 from stridegen import __version__
 from stridegen.core.errors import ConfigError, StrideGenError, require
-from stridegen.run.export.chat import IMAGE_TOKEN, LlavaExporter
+from stridegen.shards.export.chat import IMAGE_TOKEN, LlavaExporter
 from stridegen.shards.writer import TMP_MARKER, atomic_write_bytes
 
 DATA = "data"

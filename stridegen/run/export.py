@@ -1,11 +1,12 @@
 """``stridegen export``: a built dataset rewritten in another tool's format, scene by scene, resumable.
 
-An exporter is an ``exporter`` backend of the registry (``strideqa-bench`` built in). The run has the shape of a
-build (stridegen.run.runner): every scene of the source becomes one *part* (``parts/<scene>.jsonl``, the scene's
-records, plus whatever files the format keeps per scene, e.g. images), written by a worker and recorded in the
-journal with its sha256; a rerun skips the scenes whose part is intact. When every scene is done the exporter's
-``finalize`` turns the parts, in scene order, into the format's own files, and ``export.json`` records the source,
-the format and the sha256 of every file. Same source and arguments give the same bytes, with any number of workers.
+An exporter is an ``exporter`` backend of the registry (the formats and their protocol: stridegen.shards.export).
+This module is the export job, with the shape of a build (stridegen.run.runner): every scene of the source becomes
+one *part* (``parts/<scene>.jsonl``, the scene's records, plus whatever files the format keeps per scene, e.g.
+images), written by a worker and recorded in the journal with its sha256; a rerun skips the scenes whose part is
+intact. When every scene is done the exporter's ``finalize`` turns the parts, in scene order, into the format's
+own files, and ``export.json`` records the source, the format and the sha256 of every file. Same source and
+arguments give the same bytes, with any number of workers.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
@@ -31,25 +32,14 @@ from stridegen.run.runner import (
     failed_scene,
     run_jobs,
 )
+from stridegen.shards.export.base import Exporter
 from stridegen.shards.manifest import manifest_bytes
-from stridegen.shards.reader import SceneView, open_dataset
+from stridegen.shards.reader import open_dataset
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes, sha256_file
 
 EXPORT_MANIFEST = "export.json"
 EXPORT_FORMAT_VERSION = 1
 PARTS = "parts"
-
-
-class Exporter(Protocol):
-    """One output format. ``export_scene`` writes what belongs to one scene (images, masks) under ``out_dir`` and
-    returns the scene's records (plain JSON data) and counts; ``finalize`` gets every scene's records in scene
-    order and writes the format's files, returning their paths relative to ``out_dir``."""
-
-    name: str
-
-    def export_scene(self, scene: SceneView, out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, int]]: ...
-
-    def finalize(self, out_dir: Path, records: list[list[dict[str, Any]]], source: dict[str, Any]) -> list[str]: ...
 
 
 @dataclass

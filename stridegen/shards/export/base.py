@@ -1,0 +1,21 @@
+"""The ``Exporter`` protocol: what an ``exporter`` backend of the registry provides to the export job
+(stridegen.run.export)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from stridegen.shards.reader import SceneView
+
+
+class Exporter(Protocol):
+    """One output format. ``export_scene`` writes what belongs to one scene (images, masks) under ``out_dir`` and
+    returns the scene's records (plain JSON data) and counts; ``finalize`` gets every scene's records in scene
+    order and writes the format's files, returning their paths relative to ``out_dir``."""
+
+    name: str
+
+    def export_scene(self, scene: SceneView, out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, int]]: ...
+
+    def finalize(self, out_dir: Path, records: list[list[dict[str, Any]]], source: dict[str, Any]) -> list[str]: ...
