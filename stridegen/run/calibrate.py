@@ -2,10 +2,10 @@
 algorithms of ``stridegen.calibration``, write the log with new poses, reports, rig files).
 
 - ``calibrate_poses``: LiDAR odometry per scene (``calibration.odometry``), the poses anchored at the log's first
-  pose of the scene; the log is written by ``write_native_log`` through ``PosedReader``, which serves the source
-  log with its frame and sample poses replaced (sample poses interpolated at the sample's own time) and each box
-  moved with its frame's ego (a box keeps its place relative to the sensors that saw it); a report of the
-  registration quality and of the drift against the log's own poses (when it has any) goes next to it.
+  pose of the scene; the log is written by ``write_native_log`` through ``stridegen.logs.posed.PosedReader``,
+  which serves the source log with its frame and sample poses replaced (sample poses interpolated at the sample's
+  own time) and each box moved with its frame's ego (a box keeps its place relative to the sensors that saw it); a
+  report of the registration quality and of the drift against the log's own poses (when it has any) goes next to it.
 - ``ground_report``: RANSAC ground plane of every key sweep in the ego frame: sensor height, pitch, roll.
 - ``align_logs``: Umeyama alignment of one log's ego positions onto another's at the same times.
 - ``lidar_camera_report``: edge misalignment of each camera, refined extrinsics, and a rig YAML.
@@ -30,7 +30,8 @@ from stridegen.calibration.umeyama import umeyama
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.core.geometry import invert_transform, transform_points
 from stridegen.logs import open_log
-from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorSample
+from stridegen.logs.base import Frame, Scene
+from stridegen.logs.posed import PosedReader
 
 REPORT_FILE = "calibrate_poses_report.json"
 DESKEW_MODES = ("auto", "none", "times", "azimuth")
@@ -109,72 +110,6 @@ def lidar_frames(scene: Scene, channel: str) -> list[Frame]:
 
 
 # ---------------------------------------------------------------------------------------------- poses
-
-
-class PosedReader(LogReader):
-    """``reader``'s log with new ego poses: ``poses[scene token]`` = (times [F] s, T_global_from_ego [F, 4, 4]).
-
-    Frame poses are the new poses at the frame times, sample poses the new trajectory interpolated at each
-    sample's time; boxes move with the ego of their frame (``T_new @ T_old^-1``), velocities rotate with it.
-    Sensor data and everything else comes from ``reader`` unchanged.
-    """
-
-    def __init__(self, reader: LogReader, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        self.root = reader.root
-        self.format_name = reader.format_name
-        self.source = reader
-        self.poses = poses
-        self._origin: dict[int, Frame] = {}
-        self._scenes: list[Scene] | None = None
-
-    def scenes(self) -> list[Scene]:
-        if self._scenes is None:
-            self._scenes = [self._scene(s) for s in self.source.scenes() if s.token in self.poses]
-        return self._scenes
-
-    def _scene(self, scene: Scene) -> Scene:
-        times, new = self.poses[scene.token]
-        out = dataclasses.replace(scene, reader=self, frames=[])
-
-        def at(timestamp_us: int) -> np.ndarray:
-            return interpolate_poses(times, new, np.array([timestamp_us * 1e-6]))[0]
-
-        for frame in scene.frames:
-            sensors = {
-                c: dataclasses.replace(s, T_global_from_ego=at(s.timestamp_us)) for c, s in frame.sensors.items()
-            }
-            sweeps = {
-                c: [dataclasses.replace(s, T_global_from_ego=at(s.timestamp_us)) for s in lst]
-                for c, lst in frame.sweeps.items()
-            }
-            copy = dataclasses.replace(
-                frame, reader=self, T_global_from_ego=at(frame.timestamp_us), sensors=sensors, sweeps=sweeps
-            )
-            self._origin[id(copy)] = frame
-            out.frames.append(copy)
-        return out
-
-    def load_points(self, sample: SensorSample) -> np.ndarray:
-        return self.source.load_points(sample)
-
-    def load_bytes(self, sample: SensorSample) -> bytes:
-        return self.source.load_bytes(sample)
-
-    def load_annotations(self, frame: Frame) -> Annotations:
-        original = self._origin[id(frame)]
-        ann = original.annotations()
-        if not len(ann):
-            return ann
-        move = frame.T_global_from_ego @ invert_transform(original.T_global_from_ego)
-        boxes = ann.boxes.transform(move, "global")
-        from stridegen.logs._common import ROTATION_GLOBAL  # the full box rotation, when the reader keeps one
-
-        if ROTATION_GLOBAL in boxes.extras:
-            from stridegen.core.geometry import quat_to_rotmat, rotmat_to_quat
-
-            rot = move[:3, :3] @ quat_to_rotmat(np.asarray(boxes.extras[ROTATION_GLOBAL]))
-            boxes.extras[ROTATION_GLOBAL] = np.stack([rotmat_to_quat(r) for r in rot]).reshape(-1, 4)
-        return dataclasses.replace(ann, boxes=boxes)
 
 
 @dataclasses.dataclass(frozen=True)

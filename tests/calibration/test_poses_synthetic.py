@@ -32,8 +32,8 @@ def recovered(tmp_path_factory):
     from stridegen.cli.calibrate import calibrate_app
     from stridegen.logs import open_log
     from stridegen.logs.native_writer import write_native_log
+    from stridegen.logs.posed import PosedReader
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.calibrate import PosedReader
 
     root = tmp_path_factory.mktemp("poses_synthetic")
     syn, bare, out = root / "syn", root / "bare", root / "out"
