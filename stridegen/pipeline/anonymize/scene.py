@@ -8,8 +8,8 @@ ego pose and camera calibration, plus the image plate detector; regions blurred,
 (``image.anonymize_image_bytes``). Times become microseconds since the scene's first frame, and date-times in the
 log name (``2018-07-24-11-22-45`` in nuScenes log names) are replaced by ``REDACTED``.
 
-The inputs are read by attribute (``ImageRows``, ``CameraRows``, ``BoxRows``): the stored tables have them, and
-this layer does not know the storage.
+The inputs are read by attribute (``ImageRows``, ``CameraRows``, ``BoxRows`` of ``stridegen.pipeline.tables``): the
+stored tables have them, and this layer does not know the storage.
 """
 
 from __future__ import annotations
@@ -17,51 +17,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import numpy as np
 
 from stridegen.pipeline.anonymize.faces import FaceDetector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions, Region, anonymize_image_bytes
 from stridegen.pipeline.anonymize.plates import plate_regions_2d
+from stridegen.pipeline.tables import BoxRows, CameraRows, ImageRows
 
 REDACTED = "REDACTED"
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[-_T ]\d{2}[-:]\d{2}[-:]\d{2}")
-
-
-class ImageRows(Protocol):
-    """Stored camera images, one row each: encoded bytes, frame and camera index, sample time (us), ego pose."""
-
-    data: Any
-    frame_index: Any
-    channel_index: Any
-    timestamp_us: Any
-    T_global_from_ego: Any
-
-    def __len__(self) -> int: ...
-
-
-class CameraRows(Protocol):
-    """Cameras, one row each: channel name, extrinsics (ego from sensor), intrinsics, image size."""
-
-    channel: Any
-    T_ego_from_sensor: Any
-    intrinsic: Any
-    width: Any
-    height: Any
-
-
-class BoxRows(Protocol):
-    """Boxes of every frame of a scene (detections or ground truth), global frame."""
-
-    frame_index: Any
-    center_global: Any
-    size_lwh: Any
-    yaw_global: Any
-    velocity_global: Any
-    label: Any
-
-    def __len__(self) -> int: ...
 
 
 @dataclass
