@@ -61,7 +61,7 @@ def load_images(root: Path) -> tuple[list[Image], float]:
     import cv2
 
     from stridegen.logs import open_log
-    from stridegen.pipeline.segment.request import frame_request
+    from stridegen.pipeline.segment.request import camera_view, frame_lidar, frame_requests
 
     instances = json.loads((root / "instance_ids" / "instances.json").read_text())["scenes"]
     images: list[Image] = []
@@ -70,10 +70,11 @@ def load_images(root: Path) -> tuple[list[Image], float]:
         id_of = {v["instance_token"]: int(k) for k, v in instances[scene.name].items() if v["instance_token"]}
         for frame in scene.frames:
             boxes = frame.annotations().boxes
-            for channel in frame.camera_channels:
-                t0 = time.perf_counter()
-                request, keep = frame_request(frame, channel, boxes)
-                request_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            views = [camera_view(frame, channel) for channel in frame.camera_channels]
+            requests = list(frame_requests(views, boxes, frame_lidar(frame)))
+            request_s += time.perf_counter() - t0
+            for channel, (request, keep) in zip(frame.camera_channels, requests, strict=True):
                 if len(request) == 0:
                     continue
                 stem = Path(frame.sensor(channel).path).stem
@@ -169,12 +170,13 @@ def nuscenes_recall_leak(backends: list[str], options: dict) -> None:
     from stridegen.logs import open_log
     from stridegen.pipeline.segment import make_segmenter
     from stridegen.pipeline.segment.lidar import point_pixels
-    from stridegen.pipeline.segment.request import frame_request, hull_masks
+    from stridegen.pipeline.segment.request import camera_view, frame_lidar, frame_requests, hull_masks
     from tests.shared_data import NUSCENES_DEMO
 
     frame = open_log(NUSCENES_DEMO).scenes()[0].frames[0]
     boxes = frame.annotations().boxes
-    requests = [r for r in (frame_request(frame, ch, boxes)[0] for ch in frame.camera_channels) if len(r)]
+    views = [camera_view(frame, channel) for channel in frame.camera_channels]
+    requests = [r for r, _ in frame_requests(views, boxes, frame_lidar(frame)) if len(r)]
     print("| backend | objects | recall | leak | ms / image |")
     print("|---|---:|---:|---:|---:|")
     for name in backends:

@@ -13,16 +13,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError
 from stridegen.core.seeding import rng_for
-from stridegen.formats.images import decode_image, image_size
-from stridegen.logs.base import Frame, Scene, SensorSample
+from stridegen.logs.base import Scene
 from stridegen.pipeline.anonymize.scene import anonymize_scene
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
 from stridegen.pipeline.keyframes import sample_keyframes
 from stridegen.pipeline.qa.stage import generate_scene_qa
-from stridegen.pipeline.segment.stage import assign_regions, context_frames, segment_images
+from stridegen.pipeline.segment.stage import SegmentScene, assign_regions, context_frames, segment_images
 from stridegen.pipeline.track_base import detect_global
 from stridegen.pipeline.visibility import min_region_area_px
 from stridegen.run import backends
@@ -109,49 +107,16 @@ def segment_stage(st: SceneState) -> None:
     wanted = {int(f) for f in np.asarray(keyframes.frame_index)} | {int(f) for f in ctx.ravel() if f >= 0}
     rows = [i for i, f in enumerate(np.asarray(images.frame_index).tolist()) if f in wanted]
     tracked_ok = [b[np.flatnonzero(np.asarray(b.track_id, dtype=object) != "")] if len(b) else b for b in st.tracked]
-
-    def decode(row: int) -> np.ndarray:
-        channel = str(cameras.channel[int(images.channel_index[row])])
-        return decode_image(images.data[row].tobytes(), f"{scene.name}:{channel}/frame {images.frame_index[row]}")
-
-    def size(row: int) -> tuple[int, int] | None:  # from the header: an image is decoded only if its pixels are used
-        return image_size(images.data[row][:65536].tobytes())
-
-    lidar: Callable[[int], np.ndarray | None] | None = None
-    lidar_origin: Callable[[int], np.ndarray | None] | None = None
-    if getattr(segmenter, "needs_lidar", False):
-        # Image rows are ordered by frame, then camera: keeping the last frame's sweep reads each sweep once
-        # instead of once per camera.
-        def lidar_sample(frame_index: int) -> tuple[Frame, SensorSample] | None:
-            frame = scene.frames[frame_index]
-            return (frame, frame.sensor(frame.lidar_channels[0])) if frame.lidar_channels else None
-
-        @functools.lru_cache(maxsize=1)
-        def lidar(frame_index: int) -> np.ndarray | None:
-            found = lidar_sample(frame_index)
-            if found is None:
-                return None
-            frame, sample = found
-            return geo.transform_points(sample.T_global_from_sensor, frame.lidar()[:, :3].astype(np.float64))
-
-        def lidar_origin(frame_index: int) -> np.ndarray | None:
-            found = lidar_sample(frame_index)
-            return None if found is None else found[1].ray_origin_global
-
-    st.masks = segment_images(
-        rows,
-        images,
-        cameras,
-        tracked_ok,
-        st.need("scene_tracks").track_id,
-        segmenter,
-        st.config.visibility,
-        decode,
-        lidar,
-        st.timings,
-        size,
-        lidar_origin,
+    inputs = SegmentScene(
+        name=scene.name,
+        images=images,
+        cameras=cameras,
+        rows=rows,
+        tracked=tracked_ok,
+        track_ids=st.need("scene_tracks").track_id,
+        frames=scene.frames,
     )
+    st.masks = segment_images(inputs, segmenter, st.config.visibility, st.timings)
     min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
     st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)
 

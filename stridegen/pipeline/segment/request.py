@@ -1,5 +1,9 @@
 """Build a ``SegmentRequest`` from 3D boxes, rasterise projected hulls, and apply the depth-order occlusion rule.
 
+``frame_requests`` makes the requests of one frame's camera images (``CameraView``: the build's stored images, or a
+log frame's through ``camera_view``) with the frame's LiDAR sweep (``frame_lidar``): the build's segment stage, the
+tests and the benchmarks all make their requests there.
+
 Pixel convention: see ``stridegen.pipeline.segment.raster`` (pixel centres at integer coordinates; a polygon's
 raster holds the pixels whose centre lies in the closed polygon). Per-object arrays are crops (``MaskCrop``).
 
@@ -11,7 +15,8 @@ Either way masks never overlap. ``"none"`` switches the rule off (masks may over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
@@ -19,6 +24,7 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
+from stridegen.logs.base import Frame
 from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage, SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.raster import MaskCrop, image_part, polygon_crop
 
@@ -263,28 +269,91 @@ def _lidar_evidence(
     return pts_global, uv, z, owner
 
 
-def frame_request(
-    frame,
-    channel: str,
-    boxes_global: Boxes,
-    lidar_channel: str | None = "auto",
+# ---------------------------------------------------------------------------------------------- one frame
+
+
+@dataclass(frozen=True, eq=False)
+class CameraView:
+    """One camera image of a frame, as a segment request is built on it."""
+
+    image: np.ndarray | LazyImage  # [H, W, 3] uint8 RGB, or its size now and its pixels when a backend reads them
+    intrinsic: np.ndarray  # [3, 3] pinhole matrix of the undistorted image, pixels
+    T_cam_from_global: np.ndarray  # [4, 4] global -> camera frame (x right, y down, z forward), metres
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(height, width) in pixels, without decoding."""
+        if isinstance(self.image, LazyImage):
+            return self.image.height, self.image.width
+        return int(self.image.shape[0]), int(self.image.shape[1])
+
+
+def camera_view(frame: Frame, channel: str) -> CameraView:
+    """Camera ``channel`` of a log frame (``stridegen.logs.Frame``): its image, decoded now, its calibration and its
+    pose."""
+    image = frame.image(channel)  # a channel that is no camera is an error here
+    sample = frame.sensor(channel)
+    if sample.calibration.intrinsic is None:
+        raise GeometryError(f"camera {channel!r} of frame {frame.token} has no intrinsics")
+    T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
+    return CameraView(image, sample.calibration.intrinsic, T_cam_from_global)
+
+
+class FrameLidar:
+    """A log frame's key LiDAR sweep (its first LiDAR channel): ``points_global()`` [P, 3] float64, read on the first
+    call and kept, and ``origin_global`` [3], where the sensor's rays start (None when the reader does not know)."""
+
+    def __init__(self, frame: Frame, channel: str) -> None:
+        self._frame, self._channel = frame, channel
+        self._T_global_from_sensor = frame.sensor(channel).T_global_from_sensor
+        self._points: np.ndarray | None = None
+        self.origin_global = frame.sensor(channel).ray_origin_global
+
+    def points_global(self) -> np.ndarray:
+        if self._points is None:
+            points = self._frame.lidar(self._channel)[:, :3].astype(np.float64)
+            self._points = geo.transform_points(self._T_global_from_sensor, points)
+        return self._points
+
+
+def frame_lidar(frame: Frame) -> FrameLidar | None:
+    """The frame's key LiDAR sweep (``FrameLidar``); None when the frame has no LiDAR."""
+    channels = frame.lidar_channels
+    return FrameLidar(frame, channels[0]) if channels else None
+
+
+def frame_requests(
+    views: Sequence[CameraView],
+    boxes: Boxes,
+    lidar: FrameLidar | None = None,
     near_m: float = 0.1,
     ground_margin_m: float = 0.2,
-) -> tuple[SegmentRequest, np.ndarray]:
-    """``make_request`` for one camera of a ``stridegen.logs.Frame`` (reads the image and, unless
-    ``lidar_channel`` is None, the frame's key LiDAR sweep, moved into the global frame with its own pose)."""
-    sample = frame.sensor(channel)
-    calib = sample.calibration
-    T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
-    points = origin = None
-    if lidar_channel is not None and frame.lidar_channels:
-        lidar_sample = frame.sensor(frame.lidar_channels[0] if lidar_channel == "auto" else lidar_channel)
-        points_lidar = frame.reader.load_points(lidar_sample)[:, :3]
-        points = geo.transform_points(lidar_sample.T_global_from_sensor, points_lidar)
-        origin = lidar_sample.ray_origin_global
-    return make_request(
-        frame.image(channel), calib.intrinsic, T_cam_from_global, boxes_global, points, near_m, ground_margin_m, origin
-    )
+) -> Iterator[tuple[SegmentRequest, np.ndarray]]:
+    """``make_request`` of each camera view of one frame, in view order: the build's segment stage and the tests
+    make a frame's requests here. ``boxes`` are the frame's boxes (global frame); ``lidar`` its sweep, read only
+    when an image holds an object, whose sensor position gives the requests' ``lidar_through``.
+
+    The hulls of every view are computed in one batch (``projected_hulls_batch``) at the first request; each
+    request is made when it is asked for, so a caller that handles them one by one holds one decoded image at a
+    time.
+    """
+    rects = [image_rect(*view.size) for view in views]
+    if len(boxes):
+        corners = boxes.corners()
+        hulls = projected_hulls_batch(
+            [
+                (geo.transform_points(view.T_cam_from_global, corners), view.intrinsic, rect)
+                for view, rect in zip(views, rects, strict=True)
+            ],
+            near_m,
+        )
+    else:
+        hulls = [[] for _ in views]
+    points = None if lidar is None else lidar.points_global
+    origin = None if lidar is None else lidar.origin_global
+    for view, view_hulls in zip(views, hulls, strict=True):
+        T = view.T_cam_from_global
+        yield make_request(view.image, view.intrinsic, T, boxes, points, near_m, ground_margin_m, origin, view_hulls)
 
 
 # ---------------------------------------------------------------------------------------------- occlusion

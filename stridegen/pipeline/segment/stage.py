@@ -13,14 +13,20 @@ left edge, then track index), and questions about that image call them ``Region 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
-from stridegen.pipeline.segment.base import Segmenter
+from stridegen.formats.images import decode_image, image_size
+from stridegen.formats.rle import encode_rle_crops
+from stridegen.logs.base import Frame
+from stridegen.pipeline.segment.base import LazyImage, Segmenter, SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.request import CameraView, frame_lidar, frame_requests
+from stridegen.pipeline.tables import CameraRows, ImageRows
 from stridegen.pipeline.visibility import VisibilityThresholds, measure_visibility
 
 
@@ -118,99 +124,82 @@ class SceneRegions:
     mask_index: np.ndarray  # [R] int32
 
 
-LidarSource = Callable[[int], np.ndarray | None]  # frame index -> LiDAR points [P, 3] in the global frame
-LidarOrigin = Callable[[int], np.ndarray | None]  # frame index -> the LiDAR's position [3] in the global frame
+@dataclass(frozen=True, eq=False)
+class SegmentScene:
+    """What the segment stage reads of one scene."""
+
+    name: str  # the scene's name (in decoding errors)
+    images: ImageRows  # the stored camera images
+    cameras: CameraRows
+    rows: Sequence[int]  # the image rows to segment, in table order (grouped by frame)
+    tracked: Sequence[Boxes]  # per frame, the tracker's boxes (global frame, ``track_id`` set)
+    track_ids: np.ndarray  # [T] the scene's tracks table ids (sorted, as ``dense_tracks`` makes them)
+    frames: Sequence[Frame]  # the log's frames: their LiDAR sweeps, for a segmenter that ``needs_lidar``
 
 
 def segment_images(
-    image_rows: Sequence[int],
-    images,
-    cameras,
-    tracked: Sequence[Boxes],
-    track_ids: np.ndarray,
+    scene: SegmentScene,
     segmenter: Segmenter,
     thresholds: VisibilityThresholds,
-    decode: Callable[[int], np.ndarray],
-    lidar_global: LidarSource | None = None,
     timings: dict[str, float] | None = None,
-    image_size: Callable[[int], tuple[int, int] | None] | None = None,
-    lidar_origin: LidarOrigin | None = None,
-):
-    """Segment the objects of the given rows of the images table; returns their masks.
+) -> SceneMasks:
+    """Segment the objects of ``scene.rows`` of the images table; returns their masks.
 
-    ``tracked[f]`` are the tracker's boxes of frame f (global frame, ``track_id`` set); ``track_ids`` the scene's
-    tracks table ids (sorted, as ``dense_tracks`` makes them); ``decode(row)`` gives an image's RGB pixels.
-
-    Each row's image is decoded at most once, and only when the segmenter reads its pixels: where
-    ``image_size(row)`` gives (height, width) without decoding (e.g. from the file header), the request is built
-    on that size and decodes on demand (``DeferredImageRequest``); an image without objects, or one whose objects
-    the backend shapes from geometry alone, is never decoded. Likewise frame f's LiDAR sweep is asked for only
-    when one of its images holds an object. ``lidar_origin(f)``, where given, is the sensor's position for the
-    request's ``lidar_through`` evidence.
+    Frame by frame, the requests of the frame's images are made by ``request.frame_requests`` on the stored image
+    files: each image is decoded at most once, and only when the segmenter reads its pixels (where its header gives
+    the size), so an image without objects, or one whose objects the backend shapes from geometry alone, is never
+    decoded. Likewise a frame's LiDAR sweep (``request.frame_lidar``, for a segmenter with ``needs_lidar``) is read
+    only when one of its images holds an object. ``timings`` gains the seconds of ``segment`` (requests and
+    segmenter) and ``visibility`` (the filter's measurements).
     """
-    import functools
-    import time
-
-    from stridegen.pipeline.segment.base import LazyImage
-    from stridegen.pipeline.segment.request import image_rect, make_request, projected_hulls_batch
-
     timings = timings if timings is not None else {}
     timings.setdefault("segment", 0.0)
     timings.setdefault("visibility", 0.0)
     rows = MaskRows.empty()
-    track_ids = np.asarray(track_ids, dtype=object)
-    for f, frame_rows in _by_frame(image_rows, images):
-        boxes = tracked[f]
+    track_ids = np.asarray(scene.track_ids, dtype=object)
+    needs_lidar = bool(getattr(segmenter, "needs_lidar", False))
+    for f, frame_rows in _by_frame(scene.rows, scene.images):
+        boxes = scene.tracked[f]
         if len(boxes) == 0:
             continue
         t0 = time.perf_counter()
-        views: list[tuple[int, int, np.ndarray | LazyImage, np.ndarray]] = []  # (row, camera, image, T_cam_from_global)
-        rects = []
-        for row in frame_rows:
-            c = int(images.channel_index[row])
-            T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
-            size = image_size(row) if image_size is not None else None
-            image: np.ndarray | LazyImage
-            if size is None:
-                image = decode(row)
-                size = (int(image.shape[0]), int(image.shape[1]))
-            else:
-                image = LazyImage(size[0], size[1], functools.partial(decode, row))
-            views.append((row, c, image, geo.invert_transform(T_global_from_cam)))
-            rects.append(image_rect(*size))
-        corners = boxes.corners()
-        hulls = projected_hulls_batch(  # every camera of the frame in one batch
-            [
-                (geo.transform_points(T, corners), cameras.intrinsic[c], rect)
-                for (_, c, _, T), rect in zip(views, rects, strict=True)
-            ]
-        )
-        points = functools.partial(lidar_global, f) if lidar_global is not None else None
-        origin = lidar_origin(f) if lidar_origin is not None and points is not None else None
-        timings["segment"] += time.perf_counter() - t0
-        for (row, c, image, T_cam_from_global), row_hulls in zip(views, hulls, strict=True):
-            t0 = time.perf_counter()
-            request, keep = make_request(
-                image,
-                cameras.intrinsic[c],
-                T_cam_from_global,
-                boxes,
-                points,
-                lidar_origin_global=origin,
-                hulls=row_hulls,
-            )
+        views = [_stored_view(scene, row) for row in frame_rows]
+        lidar = frame_lidar(scene.frames[f]) if needs_lidar else None
+        for row, (request, keep) in zip(frame_rows, frame_requests(views, boxes, lidar), strict=True):
             if len(request) == 0:
-                timings["segment"] += time.perf_counter() - t0
                 continue
             result = segmenter.segment(request)
-            timings["segment"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
+            t1 = time.perf_counter()
+            timings["segment"] += t1 - t0
             _add_rows(rows, row, request, result, keep, boxes, track_ids, thresholds)
-            timings["visibility"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            timings["visibility"] += t0 - t1
+        timings["segment"] += time.perf_counter() - t0
     return rows.concat()
 
 
-def _by_frame(image_rows: Sequence[int], images) -> list[tuple[int, list[int]]]:
+def _stored_view(scene: SegmentScene, row: int) -> CameraView:
+    """Image ``row`` of the scene's images table as a request's camera view (pose: the image's ego pose and the
+    camera's extrinsics)."""
+    images, cameras = scene.images, scene.cameras
+    c = int(images.channel_index[row])
+    T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
+    where = f"{scene.name}:{cameras.channel[c]}/frame {images.frame_index[row]}"
+    image = _stored_image(images.data[row], where)
+    return CameraView(image, cameras.intrinsic[c], geo.invert_transform(T_global_from_cam))
+
+
+def _stored_image(data: np.ndarray, where: str) -> np.ndarray | LazyImage:
+    """A stored image file's bytes (uint8) as a request's image: a ``LazyImage`` where the header gives the size
+    (``image_size``: the pixels are decoded when a backend first reads them), else decoded now. ``where`` names the
+    image in a decoding error."""
+    size = image_size(data[:65536].tobytes())
+    if size is None:
+        return decode_image(data.tobytes(), where)
+    return LazyImage(size[0], size[1], lambda: decode_image(data.tobytes(), where))
+
+
+def _by_frame(image_rows: Sequence[int], images: ImageRows) -> list[tuple[int, list[int]]]:
     """The rows grouped by frame, in order: (frame index, the consecutive rows of that frame)."""
     groups: list[tuple[int, list[int]]] = []
     for row in image_rows:
@@ -222,10 +211,17 @@ def _by_frame(image_rows: Sequence[int], images) -> list[tuple[int, list[int]]]:
     return groups
 
 
-def _add_rows(rows: MaskRows, row: int, request, result, keep, boxes: Boxes, track_ids, thresholds) -> None:
+def _add_rows(
+    rows: MaskRows,
+    row: int,
+    request: SegmentRequest,
+    result: SegmentResult,
+    keep: np.ndarray,
+    boxes: Boxes,
+    track_ids: np.ndarray,
+    thresholds: VisibilityThresholds,
+) -> None:
     """Measure visibility of one image's masks and append them (sorted by track) to ``rows``."""
-    from stridegen.formats.rle import encode_rle_crops
-
     vis = measure_visibility(request, result, thresholds)
     tracks_of_boxes = np.searchsorted(track_ids, np.asarray(boxes.track_id, dtype=object)[keep])
     order = np.argsort(tracks_of_boxes, kind="stable")
@@ -245,7 +241,7 @@ def _add_rows(rows: MaskRows, row: int, request, result, keep, boxes: Boxes, tra
     rows.pass_quality.append(vis.pass_quality[order])
 
 
-def region_candidates(images, masks: SceneMasks, min_area_px: np.ndarray | int = 0) -> np.ndarray:
+def region_candidates(images: ImageRows, masks: SceneMasks, min_area_px: np.ndarray | int = 0) -> np.ndarray:
     """[M] bool: the masks that may become regions, visible and ``area_px >= min_area_px`` of their image's camera
     (``min_area_px`` per camera row [C], or one value for all; 0 admits every visible mask)."""
     visible = np.asarray(masks.visible, dtype=bool)
@@ -257,7 +253,7 @@ def region_candidates(images, masks: SceneMasks, min_area_px: np.ndarray | int =
 
 
 def assign_regions(
-    keyframe_frames: np.ndarray, images, masks: SceneMasks, min_area_px: np.ndarray | int = 0
+    keyframe_frames: np.ndarray, images: ImageRows, masks: SceneMasks, min_area_px: np.ndarray | int = 0
 ) -> SceneRegions:
     """The regions: visible objects of each keyframe image at least ``min_area_px`` large (``region_candidates``),
     numbered left to right. A smaller visible mask is no region, so no question names it (the shard counts it as

@@ -27,7 +27,7 @@ def score_against_instance_ids(
     """Run ``segmenter`` on every camera image of a synthetic log (ground-truth boxes, key LiDAR sweep) and score
     each mask against the generator's instance-id PNG (docs/synthetic.md: OUT/instance_ids/<CHANNEL>/<stem>.png)."""
     from stridegen.logs import open_log
-    from stridegen.pipeline.segment.request import frame_request, mask_iou
+    from stridegen.pipeline.segment.request import camera_view, frame_lidar, frame_requests, mask_iou
 
     root = Path(root)
     instances = json.loads((root / "instance_ids" / "instances.json").read_text())["scenes"]
@@ -36,8 +36,9 @@ def score_against_instance_ids(
         id_of = {v["instance_token"]: int(k) for k, v in instances[scene.name].items() if v["instance_token"]}
         for frame in scene.frames:
             boxes = frame.annotations().boxes
-            for channel in frame.camera_channels:
-                request, keep = frame_request(frame, channel, boxes)
+            views = [camera_view(frame, channel) for channel in frame.camera_channels]
+            requests = frame_requests(views, boxes, frame_lidar(frame))
+            for channel, (request, keep) in zip(frame.camera_channels, requests, strict=True):
                 if len(request) == 0:
                     continue
                 stem = Path(frame.sensor(channel).path).stem

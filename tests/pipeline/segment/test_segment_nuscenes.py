@@ -19,7 +19,7 @@ import pytest
 
 from stridegen.pipeline.segment import make_segmenter
 from stridegen.pipeline.segment.lidar import point_pixels
-from stridegen.pipeline.segment.request import frame_request, hull_masks, nearest_first
+from stridegen.pipeline.segment.request import camera_view, frame_lidar, frame_requests, hull_masks, nearest_first
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import needs_nuscenes_demo
 
@@ -48,7 +48,7 @@ def front_request():
 
     frame = open_log(DEMO).scenes()[0].frames[0]
     annotations = frame.annotations()
-    request, keep = frame_request(frame, "CAM_FRONT", annotations.boxes)
+    [(request, keep)] = frame_requests([camera_view(frame, "CAM_FRONT")], annotations.boxes, frame_lidar(frame))
     return request, keep, annotations
 
 
