@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
@@ -185,17 +194,23 @@ class QASection(_Section):
     object_spatial: bool = True
     ego_spatial: bool = True
     spatiotemporal: bool = True
-    spatial_options: dict[str, Any] = Field(default_factory=dict)  # fields of SpatialQAConfig
-    temporal_options: dict[str, Any] = Field(default_factory=dict)  # fields of TemporalQAConfig
+    # Fields of SpatialQAConfig / TemporalQAConfig as given (so dumped and hashed); typed once, when the section is
+    # loaded: ``spatial_config`` / ``temporal_config``.
+    spatial_options: dict[str, Any] = Field(default_factory=dict)
+    temporal_options: dict[str, Any] = Field(default_factory=dict)
     # Ego vehicle size (length, width, height) for "bigger than us" questions; nuScenes' Renault Zoe by default.
     ego_size_lwh: tuple[float, float, float] = NUSCENES_EGO_SIZE_LWH
     # More qa_family backends (plugins, by registry name), run after the built-in ones on each keyframe image.
     families: list[str] = Field(default_factory=list)
 
+    _spatial: SpatialQAConfig = PrivateAttr(default_factory=SpatialQAConfig)
+    _temporal: TemporalQAConfig = PrivateAttr(default_factory=TemporalQAConfig)
+
     @model_validator(mode="after")
     def _typed_options(self) -> QASection:
-        self.spatial_config()
-        self.temporal_config()
+        # a typo or a bad value is a ValueError
+        self._spatial = _dataclass_options(SpatialQAConfig, self.spatial_options, "qa.spatial_options")
+        self._temporal = _dataclass_options(TemporalQAConfig, self.temporal_options, "qa.temporal_options")
         for name in self.families:
             _registered("qa_family", name)
         return self
@@ -208,12 +223,15 @@ class QASection(_Section):
             data.pop("families", None)
         return data
 
+    @property
     def spatial_config(self) -> SpatialQAConfig:
-        """``spatial_options`` as the generator's config (a typo or a bad value is a ValueError)."""
-        return _dataclass_options(SpatialQAConfig, self.spatial_options, "qa.spatial_options")
+        """``spatial_options`` as the spatial generator's config (made when the section was loaded)."""
+        return self._spatial
 
+    @property
     def temporal_config(self) -> TemporalQAConfig:
-        return _dataclass_options(TemporalQAConfig, self.temporal_options, "qa.temporal_options")
+        """``temporal_options`` as the spatiotemporal generator's config (made when the section was loaded)."""
+        return self._temporal
 
 
 class AnonymizeSection(_Section):
@@ -351,7 +369,7 @@ class BuildConfig(_Section):
 
     def context_offsets_s(self) -> tuple[float, ...]:
         """Times of the context frames relative to the keyframe: derived once from the temporal QA config."""
-        return tuple(self.qa.temporal_config().context_offsets_s)
+        return tuple(self.qa.temporal_config.context_offsets_s)
 
     def hashed_dict(self) -> dict[str, Any]:
         """The fields that can change the output, as plain JSON data."""

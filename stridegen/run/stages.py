@@ -19,7 +19,7 @@ from stridegen.logs.base import Scene
 from stridegen.pipeline.anonymize.scene import anonymize_scene
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
 from stridegen.pipeline.keyframes import sample_keyframes
-from stridegen.pipeline.qa.stage import generate_scene_qa
+from stridegen.pipeline.qa.stage import QAScene, generate_scene_qa
 from stridegen.pipeline.segment.stage import SegmentScene, assign_regions, context_frames, segment_images
 from stridegen.pipeline.track_base import detect_global
 from stridegen.pipeline.visibility import min_region_area_px
@@ -125,17 +125,15 @@ def qa_stage(st: SceneState) -> None:
     if st.regions is None:  # no segmenter: no regions, no QA
         return
     rng = rng_for(st.config.seed, st.scene.token, "qa")
-    result = generate_scene_qa(
-        st.scene.name,
-        st.need("keyframes"),
-        st.need("cameras"),
-        st.times_s,
-        st.need("attributes"),
-        st.need("scene_tracks").label,
-        st.regions,
-        st.config.qa,
-        rng,
+    scene = QAScene(
+        name=st.scene.name,
+        keyframes=st.need("keyframes"),
+        cameras=st.need("cameras"),
+        times_s=st.times_s,
+        attrs=st.need("attributes"),
+        regions=st.regions,
     )
+    result = generate_scene_qa(scene, st.config.qa, rng)
     st.qa_rows, st.qa_skipped = result.rows, dict(result.skipped)
 
 
@@ -152,20 +150,20 @@ def scene_record(st: SceneState) -> SceneRecord:
     )
     segmented = st.masks is not None and st.regions is not None
     return SceneRecord(
-        meta,
-        st.need("frames"),
-        st.need("cameras"),
-        st.need("images"),
-        st.need("keyframes"),
-        st.need("skipped"),
-        st.detections_table(),
-        adapters.tracks_table(st.need("scene_tracks")),
-        adapters.attributes_table(st.need("attributes")),
-        st.ground_truth,
-        adapters.masks_table(st.need("masks")) if segmented else None,
-        adapters.regions_table(st.need("regions")) if segmented else None,
-        adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None,
-        st.qa_skipped,
+        meta=meta,
+        frames=st.need("frames"),
+        cameras=st.need("cameras"),
+        images=st.need("images"),
+        keyframes=st.need("keyframes"),
+        skipped_keyframes=st.need("skipped"),
+        detections=st.detections_table(),
+        tracks=adapters.tracks_table(st.need("scene_tracks")),
+        attributes=adapters.attributes_table(st.need("attributes")),
+        ground_truth=st.ground_truth,
+        masks=adapters.masks_table(st.need("masks")) if segmented else None,
+        regions=adapters.regions_table(st.need("regions")) if segmented else None,
+        qa=adapters.qa_table(st.qa_rows) if segmented and st.qa_rows is not None else None,
+        qa_skipped=st.qa_skipped,
         extra=st.extra_tables,
     )
 

@@ -9,9 +9,9 @@ and order choice in a fixed order (keyframes, then cameras), so the table is rep
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from stridegen.core import geometry as geo
 from stridegen.core.vocabulary import stride_class
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAContext, QAItem
+from stridegen.pipeline.qa.spatial import SpatialQAConfig
+from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
+from stridegen.pipeline.tables import CameraRows, KeyframeRows, RegionRows
 
 QARow = tuple[str, int, int, QAItem]  # (question id, keyframe index, channel index, item)
 
@@ -63,7 +66,45 @@ class QAFamily(Protocol):
 SceneGenerate = Callable[[int, np.random.Generator], tuple[list[QAItem], dict[str, int]]]
 
 
-def qa_families(config: Any) -> list[QAFamily]:
+class QASettings(Protocol):
+    """What the QA stage reads of its settings (the build config's ``qa`` section: ``QASection``): which families run
+    and the generators' configs, typed when the config was loaded."""
+
+    @property
+    def object_spatial(self) -> bool: ...
+
+    @property
+    def ego_spatial(self) -> bool: ...
+
+    @property
+    def spatiotemporal(self) -> bool: ...
+
+    @property
+    def spatial_config(self) -> SpatialQAConfig: ...
+
+    @property
+    def temporal_config(self) -> TemporalQAConfig: ...
+
+    @property
+    def ego_size_lwh(self) -> tuple[float, float, float]: ...
+
+    @property
+    def families(self) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True, eq=False)
+class QAScene:
+    """What the QA stage reads of one scene."""
+
+    name: str
+    keyframes: KeyframeRows
+    cameras: CameraRows
+    times_s: np.ndarray  # [F] seconds of each frame since the scene's first
+    attrs: SceneAttributes  # the scene's tracks (labels, sizes) and their attributes
+    regions: RegionRows  # the marked regions of each keyframe image
+
+
+def qa_families(config: QASettings) -> list[QAFamily]:
     """The families the build's QA section asks for, in order: spatial (object- and ego-centric predicates share
     one generator call and its per-image cap), spatiotemporal, then ``config.families`` (plugins)."""
     from stridegen.core import registry
@@ -74,7 +115,7 @@ def qa_families(config: Any) -> list[QAFamily]:
             "qa_family",
             "spatial",
             {
-                "config": config.spatial_config(),
+                "config": config.spatial_config,
                 "object_centric": config.object_spatial,
                 "ego_centric": config.ego_spatial,
             },
@@ -82,7 +123,7 @@ def qa_families(config: Any) -> list[QAFamily]:
         if family.predicates:
             families.append(family)
     if config.spatiotemporal:
-        families.append(registry.make("qa_family", "spatiotemporal", {"config": config.temporal_config()}))
+        families.append(registry.make("qa_family", "spatiotemporal", {"config": config.temporal_config}))
     families += [registry.make("qa_family", name) for name in config.families]
     return families
 
@@ -95,23 +136,15 @@ def _scene_generate(family: QAFamily, images: list[QAImage]) -> SceneGenerate:
     return lambda i, rng: family.generate(images[i], rng)
 
 
-def scene_images(
-    scene_name: str,
-    keyframes: Any,
-    cameras: Any,
-    times_s: np.ndarray,
-    attrs: SceneAttributes,
-    tracks_label: np.ndarray,
-    regions: Any,
-    ego_size_lwh: tuple[float, float, float],
-) -> list[tuple[int, QAImage]]:
+def scene_images(scene: QAScene, ego_size_lwh: tuple[float, float, float]) -> list[tuple[int, QAImage]]:
     """(camera index, QAImage) of every keyframe image with regions, keyframes then cameras in table order.
 
     Lookups are made once per scene: the STRIDE-QA class of every track, each camera's ego-from-camera inverse,
     the regions grouped by image (one stable sort; a group keeps the regions' table order)."""
+    scene_name, cameras, attrs, regions = scene.name, scene.cameras, scene.attrs, scene.regions
     n_cam = len(cameras.channel)
     channels = [str(c) for c in cameras.channel.tolist()]
-    track_class = np.array([stride_class(str(label)) or str(label) for label in tracks_label], dtype=object)
+    track_class = np.array([stride_class(str(label)) or str(label) for label in attrs.tracks.label], dtype=object)
     T_ego_from_cam = [np.asarray(cameras.T_ego_from_sensor[c]) for c in range(n_cam)]
     T_cam_from_ego = [geo.invert_transform(t) for t in T_ego_from_cam]
     region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(n_cam, 1) + np.asarray(
@@ -124,7 +157,7 @@ def scene_images(
     groups = dict(zip(keys.tolist(), np.split(order, starts[1:]), strict=True)) if keys.size else {}
     tracks_size = attrs.tracks.size_lwh
     out: list[tuple[int, QAImage]] = []
-    for k, kf_frame in enumerate(np.asarray(keyframes.frame_index).tolist()):
+    for k, kf_frame in enumerate(np.asarray(scene.keyframes.frame_index).tolist()):
         if not any(k * n_cam + c in groups for c in range(n_cam)):
             continue
         attrs_kf = attrs.in_keyframe(int(kf_frame))
@@ -155,7 +188,7 @@ def scene_images(
                 channel,
                 ctx,
                 attrs,
-                times_s,
+                scene.times_s,
                 T_ego_from_cam[c],
                 np.asarray(cameras.intrinsic[c]),
                 int(cameras.width[c]),
@@ -165,23 +198,11 @@ def scene_images(
     return out
 
 
-def generate_scene_qa(
-    scene_name: str,
-    keyframes: Any,
-    cameras: Any,
-    times_s: np.ndarray,
-    attrs: SceneAttributes,
-    tracks_label: np.ndarray,
-    regions: Any,
-    config: Any,
-    rng: np.random.Generator,
-) -> QAStageResult:
-    """QA rows of one scene. ``config`` is the build's QASection; ``regions`` the scene's regions. The images are
-    visited keyframe by keyframe, camera by camera, and each runs the families in order on ``rng``."""
+def generate_scene_qa(scene: QAScene, config: QASettings, rng: np.random.Generator) -> QAStageResult:
+    """QA rows of one scene. The images are visited keyframe by keyframe, camera by camera, and each runs the
+    families in order on ``rng``."""
     families = qa_families(config)
-    located = scene_images(
-        scene_name, keyframes, cameras, times_s, attrs, tracks_label, regions, tuple(config.ego_size_lwh)
-    )
+    located = scene_images(scene, config.ego_size_lwh)
     images = [image for _, image in located]
     generate = [_scene_generate(family, images) for family in families]
     rows: list[QARow] = []
@@ -193,7 +214,7 @@ def generate_scene_qa(
             items += made
             skipped.update(skips)
         k = image.keyframe_index
-        prefix = f"{scene_name}/k{k:03d}/{image.channel}/"
+        prefix = f"{scene.name}/k{k:03d}/{image.channel}/"
         rows += [(f"{prefix}{n:04d}", k, c, it) for n, it in enumerate(items)]
     return QAStageResult(rows, skipped)
 
@@ -203,6 +224,8 @@ __all__ = [
     "QAFamily",
     "QAImage",
     "QARow",
+    "QAScene",
+    "QASettings",
     "QAStageResult",
     "SceneGenerate",
     "generate_scene_qa",
