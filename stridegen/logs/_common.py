@@ -1,5 +1,5 @@
-"""Helpers shared by the log readers: pose validation, the annotation velocity rule, full-rotation corners, how
-many built scenes a reader keeps."""
+"""Helpers shared by the log readers: pose validation, the annotation velocity rule, how many built scenes a reader
+keeps."""
 
 from __future__ import annotations
 
@@ -8,15 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from stridegen.core import geometry as geo
-from stridegen.core.boxes import Boxes
 from stridegen.core.cache import LruCache  # noqa: F401  (the readers' scene cache; moved to core)
 from stridegen.core.errors import GeometryError, InvalidPoseError
-
-# Extra of ``Boxes`` that readers fill with each annotation's full rotation ([N, 4] quaternion [w, x, y, z]) in
-# the global frame. Boxes are yaw-only, but logged cuboids can carry a small pitch/roll (every nuScenes
-# annotation of the demo log is tilted by ~2 degrees); exact corners need the full rotation.
-# ``Boxes.transform`` does not update extras: the key names the frame its values are in.
-ROTATION_GLOBAL = "rotation_global"
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
 MAX_TIME_DIFF_S = 1.5
@@ -97,21 +90,3 @@ def neighbour_velocity(
     velocity = np.full(position.shape, np.nan)
     velocity[ok] = (position[last[ok]] - position[first[ok]]) / time_diff[ok, None]
     return velocity
-
-
-def box_corners_quat(center: np.ndarray, size_lwh: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-    """Corners [N, 8, 3] of boxes with a full rotation ([N, 4] quaternions), in the devkit corner order."""
-    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
-    n = center.shape[0]
-    local = geo.box_corners(np.zeros((n, 3)), size_lwh, np.zeros(n))  # [N, 8, 3] axis-aligned at the origin
-    rot = geo.quat_to_rotmat(np.asarray(rotation, dtype=np.float64).reshape(-1, 4))
-    return np.einsum("nij,nkj->nki", rot, local) + center[:, None, :]
-
-
-def corners_global(boxes: Boxes) -> np.ndarray:
-    """Corners [N, 8, 3] of global-frame boxes, using the full logged rotation when the reader kept it."""
-    if boxes.frame != "global":
-        raise GeometryError(f"corners_global needs boxes in the global frame, got {boxes.frame!r}")
-    if ROTATION_GLOBAL in boxes.extras:
-        return box_corners_quat(boxes.center, boxes.size_lwh, boxes.extras[ROTATION_GLOBAL])
-    return boxes.corners()

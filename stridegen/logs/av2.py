@@ -37,12 +37,12 @@ from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs._common import (
-    ROTATION_GLOBAL,
     SCENE_CACHE,
     neighbour_velocity,
     validate_pose_table,
 )
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 
 # AV2 category -> nuScenes detection class, "" where no nuScenes detection class fits. Class definitions:
 # AV2 sensor-dataset taxonomy (argoverse/av2-api, src/av2/datasets/sensor/constants.py AnnotationCategories and

@@ -27,21 +27,12 @@ import numpy as np
 from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, LogFormatError
 from stridegen.formats.images import check_image_bytes
-from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.names import is_safe_name
-from stridegen.logs.native import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    FRAMES_FILE,
-    MANIFEST,
-    MODALITIES,
-    SCENES_DIR,
-    NativeReader,
-    TimestampError,
-    UnknownModalityError,
-    UnsafeNameError,
-)
+from stridegen.logs.native import NativeReader
+from stridegen.logs.native_json import TimestampError, UnknownModalityError, UnsafeNameError
+from stridegen.logs.native_records import FORMAT_NAME, FORMAT_VERSION, FRAMES_FILE, MANIFEST, MODALITIES, SCENES_DIR
 
 JPEG_MAGIC = b"\xff\xd8"  # JPEG start-of-image marker (ITU-T T.81, B.1.1.3)
 # progress(scene name, frames written, frames of the scene), called after every frame.

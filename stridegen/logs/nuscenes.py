@@ -25,7 +25,6 @@ from stridegen.core.errors import (
 )
 from stridegen.core.vocabulary import detection_class
 from stridegen.logs._common import (
-    ROTATION_GLOBAL,
     SCENE_CACHE,
     neighbour_velocity,
     valid_poses,
@@ -40,6 +39,7 @@ from stridegen.logs.base import (
     SensorCalibration,
     SensorSample,
 )
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.nuscenes_tables import TableStore, open_tables
 
 # (table, token) -> record: the lookups of one load_annotations call (a frame's annotations share a few samples,

@@ -9,8 +9,8 @@ import cv2
 import numpy as np
 
 from stridegen.core import geometry as geo
-from stridegen.logs._common import corners_global
 from stridegen.logs.base import Annotations, Frame, SensorSample
+from stridegen.logs.box_rotation import corners_global
 
 # RGB colour of each nuScenes detection class (chosen to be distinct on street scenes).
 CLASS_COLORS: dict[str, tuple[int, int, int]] = {

@@ -15,7 +15,6 @@ from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs import open_log
-from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.av2 import (
     AV2_TO_DETECTION,
     NOMINAL_CAMERA_PERIOD_NS,
@@ -26,6 +25,7 @@ from stridegen.logs.av2 import (
     undistort_image,
     undistort_jpeg,
 )
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.synthetic.av2_writer import (
     DETECTION_TO_AV2,
     NUSCENES_TO_AV2_CAMERA,

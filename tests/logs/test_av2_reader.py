@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from stridegen.core import geometry as geo
 from stridegen.core.errors import InvalidPoseError
 from stridegen.logs import detect_format, open_log
-from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.av2 import AV2_TO_DETECTION, AV2Reader, slerp
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from tests.shared_data import AV2_LOGS, needs_av2
 
 pd = pytest.importorskip("pandas")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core import geometry as geo
-from stridegen.logs._common import box_corners_quat
+from stridegen.logs.box_rotation import box_corners_quat
 from stridegen.viz.boxes3d import CLASS_COLORS, DEFAULT_COLOR, boxes_in_image, color_for_label, draw_boxes3d
 
 K = np.array([[100.0, 0.0, 50.0], [0.0, 100.0, 50.0], [0.0, 0.0, 1.0]])

@@ -30,7 +30,7 @@ from stridegen.logs.base import LogReader
 BIKE_RACK_CATEGORY = "static_object.bicycle_rack"
 CYCLE_CLASSES: tuple[str, ...] = ("bicycle", "motorcycle")
 # Boxes.extras key under which the log readers keep the annotation's full global rotation [w, x, y, z]
-# (stridegen.logs._common.ROTATION_GLOBAL); the bike-rack test uses the full rotation, as the devkit does.
+# (stridegen.logs.box_rotation.ROTATION_GLOBAL); the bike-rack test uses the full rotation, as the devkit does.
 ROTATION_EXTRA = "rotation_global"
 
 

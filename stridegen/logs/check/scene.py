@@ -13,8 +13,8 @@ from collections import Counter
 
 import numpy as np
 
-from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.base import KNOWN_MODALITIES, Frame, Scene
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.check.files import file_findings, image_header_findings
 from stridegen.logs.check.findings import ERROR, INVALID_INTRINSICS_CAUSE, WARNING, Finding, SceneSummary, error_finding
 from stridegen.logs.check.poses import box_orientation_findings, camera_orientation_findings, ego_findings

@@ -37,9 +37,9 @@ import numpy as np
 
 from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError, require
-from stridegen.logs._common import ROTATION_GLOBAL
 from stridegen.logs.av2 import AV2_CAMERAS, AV2_TO_DETECTION, IMAGE_SUFFIX
 from stridegen.logs.base import Frame, LogReader, Scene, SensorCalibration
+from stridegen.logs.box_rotation import ROTATION_GLOBAL
 
 # nuScenes detection class -> AV2 category: for each class, the AV2 category whose definition is the class's
 # general case (argoverse/av2-api src/av2/datasets/sensor/README.md taxonomy). TRUCK (not BOX_TRUCK or TRUCK_CAB)
