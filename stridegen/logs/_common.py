@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from stridegen.core import geometry as geo
-from stridegen.core.cache import LruCache  # noqa: F401  (the readers' scene cache; moved to core)
 from stridegen.core.errors import GeometryError, InvalidPoseError
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).

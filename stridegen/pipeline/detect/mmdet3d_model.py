@@ -2,8 +2,9 @@
 mmdetection3d checkout for ``projects/``), the config's test pipeline, the checkpoint, and the model built with
 mmdet3d's own builders, on its device in eval mode.
 
-Models are built and loaded once per process (``_MODELS``, keyed by config, checkpoint and device), so every
-detector of a worker, and every scene it runs, shares one model: the shape a Ray GPU actor needs. Imports of
+Models are built and loaded once per process (``MODELS``, the house's bounded LRU, keyed by config, checkpoint and
+device), so every detector of a worker, and every scene it runs, shares one model: the shape a Ray GPU actor
+needs. Imports of
 torch / mmengine / mmdet3d / mmcv happen only inside the functions that need them: without them,
 ``MissingExtraError`` names ``stridegen[mmdet3d]``. BEVFusion's two compiled ops (``bev_pool`` and its
 voxelization) fall back to the pure-PyTorch versions of ``stridegen.pipeline.detect.mmdet3d_ops`` when the
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, MissingExtraError, StrideGenError
 from stridegen.pipeline.detect.mmdet3d_inputs import PointsSpec, image_loader, inference_pipeline, points_spec
 
@@ -224,7 +226,8 @@ class LoadedModel:
     box_mode_3d: Any
 
 
-_MODELS: dict[tuple[str, str, int, int, str, str], LoadedModel] = {}
+MODEL_CACHE = 2  # models a process keeps (a worker runs one configuration; a second covers a comparison)
+MODELS: LruCache[tuple[str, str, int, int, str, str], LoadedModel] = LruCache(MODEL_CACHE)
 _MODELS_LOCK = threading.Lock()
 
 
@@ -245,9 +248,7 @@ def load_model(
         repr(sorted((cfg_options or {}).items())),
     )
     with _MODELS_LOCK:
-        if key not in _MODELS:
-            _MODELS[key] = _build(config_path, checkpoint, device, cfg_options)
-        return _MODELS[key]
+        return MODELS.get(key, lambda: _build(config_path, checkpoint, device, cfg_options))
 
 
 def _build(config_path: Path, checkpoint: Path, device: str, cfg_options: dict[str, Any] | None) -> LoadedModel:
