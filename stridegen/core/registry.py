@@ -45,11 +45,12 @@ KINDS: tuple[str, ...] = (
 
 # Built-in backends: kind -> name -> "module:attribute". The built-in corruptions stay in their own tables
 # (stridegen.augment.corruptions: instances with severity tables, aliases and suites); this kind holds plugins.
+# The log readers are listed in the order stridegen.logs.detect_format asks them whether a folder is theirs.
 BUILTIN: dict[str, dict[str, str]] = {
     "log_reader": {
+        "stridegen-log": "stridegen.logs.native:open_native",
         "nuscenes": "stridegen.logs.nuscenes:open_nuscenes",
         "av2": "stridegen.logs.av2:open_av2",
-        "stridegen-log": "stridegen.logs.native:open_native",
     },
     "detector": {
         "oracle": "stridegen.pipeline.detect.oracle:OracleDetector",

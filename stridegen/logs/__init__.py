@@ -8,10 +8,7 @@ from stridegen.core import registry
 from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
-FORMATS = ("nuscenes", "av2", "stridegen-log")
-
 __all__ = [
-    "FORMATS",
     "Annotations",
     "Frame",
     "LogReader",
@@ -26,44 +23,48 @@ __all__ = [
 def detect_format(path: str | Path) -> str:
     """The ``log_reader`` name for a folder, from its layout; LogFormatError saying what was looked for otherwise.
 
-    Built-ins first: ``stridegen-log`` (``stridegen-log.json`` in the folder), nuScenes (a version folder
-    ``v1.0-mini``, ... with ``scene.json``, or such a folder itself), AV2 (a log folder with ``annotations.feather``,
-    or a folder of such). Then every other registered reader whose factory has a ``detect(path) -> bool``
-    attribute (plugins, docs/own-logs.md), in name order; the first that says yes names the format.
+    Each registered reader whose factory has a ``detect(path) -> bool`` attribute is asked, in a fixed order: the
+    built-ins first, in the order of ``registry.BUILTIN["log_reader"]`` (stridegen-log, nuscenes, av2: each one's
+    check sits next to its reader), then every other reader (plugins, docs/own-logs.md) in name order. The first
+    that says yes names the format. The error names what the readers looked for (a factory's ``looks_for``
+    phrase) and the plugin readers asked.
     """
-    from stridegen.logs.av2 import find_av2_logs
-    from stridegen.logs.native import is_native_log
-    from stridegen.logs.nuscenes import find_version_dirs
-
     root = Path(path)
     if not root.exists():
         raise MissingFileError(root, "log root does not exist")
-    if is_native_log(root):
-        return "stridegen-log"
-    if find_version_dirs(root) or (root / "scene.json").is_file():
-        return "nuscenes"
-    if find_av2_logs(root):
-        return "av2"
-    tried = []
-    for name in registry.names("log_reader"):
-        if name in FORMATS:
-            continue
+    builtins = list(registry.BUILTIN["log_reader"])
+    looked_for: list[str] = []
+    plugins_asked: list[str] = []
+    for name in [*builtins, *(name for name in registry.names("log_reader") if name not in builtins)]:
+        plugin = name not in builtins
         try:
-            detect = getattr(registry.resolve("log_reader", name), "detect", None)
+            factory = registry.resolve("log_reader", name)
         except ConfigError as exc:  # a broken plugin does not hide the others; its error goes into the message
-            tried.append(f"{name} (cannot load: {exc})")
+            if not plugin:
+                raise
+            plugins_asked.append(f"{name} (cannot load: {exc})")
             continue
-        if callable(detect):
-            tried.append(name)
-            if detect(root):
-                return name
-    plugins = f"; plugin readers asked: {', '.join(tried)}" if tried else ""
+        detect = getattr(factory, "detect", None)
+        if not callable(detect):
+            continue
+        if plugin:
+            plugins_asked.append(name)
+        looks_for = getattr(factory, "looks_for", "")
+        if looks_for:
+            looked_for.append(str(looks_for))
+        if detect(root):
+            return name
+    plugins = f"; plugin readers asked: {', '.join(plugins_asked)}" if plugins_asked else ""
     raise LogFormatError(
         root,
-        "unknown log format: looked for stridegen-log.json (docs/log-format.md), a nuScenes version folder "
-        "(<root>/<version>/scene.json) and AV2 logs (<root>/annotations.feather or <root>/<log_id>/"
-        f"annotations.feather){plugins}; pass --format / log.format to name the reader",
+        f"unknown log format: looked for {_and_list(looked_for)}{plugins}; pass --format / log.format to name the "
+        "reader",
     )
+
+
+def _and_list(phrases: list[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join([", ".join(phrases[:-1]), phrases[-1]]) if len(phrases) > 1 else "".join(phrases)
 
 
 def open_log(path: str | Path, format: str | None = None, version: str | None = None) -> LogReader:

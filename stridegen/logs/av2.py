@@ -128,6 +128,12 @@ def find_av2_logs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and is_av2_log(p))
 
 
+def is_av2_layout(root: Path) -> bool:
+    """Whether ``root`` is an AV2 log folder (``annotations.feather``) or a folder of such (the ``av2`` reader's
+    answer to ``stridegen.logs.detect_format``)."""
+    return bool(find_av2_logs(root))
+
+
 def read_feather(path: Path, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
     """Columns of a feather file as numpy arrays; MissingFileError / LogFormatError naming the file."""
     feather = require("pyarrow.feather", "av2")
@@ -601,6 +607,13 @@ def open_av2(root: Path, version: str | None = None) -> AV2Reader:
     if version is not None:
         raise ConfigError(f"version={version!r} applies to nuScenes logs only")
     return AV2Reader(root)
+
+
+# What stridegen.logs.detect_format asks of this reader, and names in its error when no reader knows a folder.
+open_av2.detect = is_av2_layout  # type: ignore[attr-defined]
+open_av2.looks_for = (  # type: ignore[attr-defined]
+    "AV2 logs (<root>/annotations.feather or <root>/<log_id>/annotations.feather)"
+)
 
 
 def open_av2_undistorted(root: Path, version: str | None = None) -> AV2Reader:

@@ -231,3 +231,8 @@ def open_native(root: Path, version: str | None = None) -> NativeReader:
             f"version={version!r} asked for, but {reader.manifest_path} is {FORMAT_NAME} version {reader.version}"
         )
     return reader
+
+
+# What stridegen.logs.detect_format asks of this reader, and names in its error when no reader knows a folder.
+open_native.detect = is_native_log  # type: ignore[attr-defined]
+open_native.looks_for = "stridegen-log.json (docs/log-format.md)"  # type: ignore[attr-defined]

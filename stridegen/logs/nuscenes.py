@@ -60,6 +60,12 @@ def find_version_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "scene.json").is_file())
 
 
+def is_nuscenes_layout(root: Path) -> bool:
+    """Whether ``root`` holds nuScenes tables: version folders (``v1.0-mini``, ... with ``scene.json``), or is one
+    such folder itself (the ``nuscenes`` reader's answer to ``stridegen.logs.detect_format``)."""
+    return bool(find_version_dirs(root)) or (root / "scene.json").is_file()
+
+
 class NuScenesReader(LogReader):
     """nuScenes tables -> Scene / Frame objects.
 
@@ -469,3 +475,8 @@ def open_nuscenes(root: Path, version: str | None = None) -> NuScenesReader:
     if version is None and (root / "scene.json").is_file():  # the version folder itself
         return NuScenesReader(root.parent, version=root.name)
     return NuScenesReader(root, version=version)
+
+
+# What stridegen.logs.detect_format asks of this reader, and names in its error when no reader knows a folder.
+open_nuscenes.detect = is_nuscenes_layout  # type: ignore[attr-defined]
+open_nuscenes.looks_for = "a nuScenes version folder (<root>/<version>/scene.json)"  # type: ignore[attr-defined]
