@@ -11,10 +11,11 @@ from judge_fake_server import Reply, ScriptedServer, completion_body, last_user_
 from typer.testing import CliRunner
 
 from stridegen.cli.judge import judge_app
+from stridegen.core import registry
 from stridegen.eval.judges.cache import VerdictCache
 from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.config import load_method_config
-from stridegen.eval.judges.methods import DEFAULT_MAX_ANSWER_CHARS, METHOD_NAMES, JudgeContext, get_method
+from stridegen.eval.judges.methods import DEFAULT_MAX_ANSWER_CHARS, JudgeContext, get_method
 from stridegen.eval.judges.records import JudgeAuthError, JudgeItem
 from stridegen.eval.judges.redact import REDACTED, forget_secrets, redact, redact_obj, register_secret
 from stridegen.eval.judges.runner import prepare_answer, run_judge, write_outputs
@@ -41,7 +42,7 @@ def _all_stored_text(directory: Path) -> str:
 
 
 def test_robust_is_the_default_mode_of_every_method():
-    for method in METHOD_NAMES:
+    for method in registry.BUILTIN["judge"]:
         assert load_method_config(method).get("mode") == "robust", method
 
 

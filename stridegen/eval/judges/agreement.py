@@ -160,9 +160,9 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
-# Score scales. A judge's scale comes from its method (verdicts.jsonl names it); a file without one, and the
-# human file, are classified by their values (infer_scale).
-METHOD_SCALES = {"cee": "binary", "pairwise": "pairwise", "codalm": "1-10", "general": "1-10", "intellicockpit": "1-10"}
+# Score scales. A judge's scale comes from its method (verdicts.jsonl names it; the method's ``scale``,
+# stridegen.eval.judges.methods.method_scale); a file without one, and the human file, are classified by their
+# values (infer_scale).
 SCALE_NAMES = {"binary": "binary (0/1)", "pairwise": "pairwise (0 / 0.5 / 1)", "1-10": "1-10"}
 
 # Why a metric has no value (its entry is null with this reason).

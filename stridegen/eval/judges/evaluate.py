@@ -22,7 +22,7 @@ from stridegen.eval.judges.records import JudgeError
 if TYPE_CHECKING:
     from stridegen.eval.judges.cache import VerdictCache
     from stridegen.eval.judges.client import ClientSettings
-    from stridegen.eval.judges.methods import JudgeContext, JudgeMethod
+    from stridegen.eval.judges.methods import Judge, JudgeContext
     from stridegen.eval.judges.records import JudgeItem
     from stridegen.eval.judges.runner import RunResult
 
@@ -118,7 +118,7 @@ class JudgeRunOptions:
 class JudgeRun:
     """A run ready to go: the method in its mode, the items, and what every request shares."""
 
-    judge: JudgeMethod
+    judge: Judge
     mode: str
     items: list[JudgeItem]
     ctx: JudgeContext
@@ -234,13 +234,8 @@ def agreement_from_files(
     ``agreement.agreement_report`` with a header (matched count, scales, bootstrap settings). Scores on different
     scales are refused unless ``allow_scale_mismatch``."""
     from stridegen.core.errors import PredictionFormatError
-    from stridegen.eval.judges.agreement import (
-        METHOD_SCALES,
-        agreement_report,
-        describe_scale,
-        infer_scale,
-        scales_compatible,
-    )
+    from stridegen.eval.judges.agreement import agreement_report, describe_scale, infer_scale, scales_compatible
+    from stridegen.eval.judges.methods import method_scale
 
     judged: dict[str, tuple[int, dict[str, Any]]] = {}
     for lineno, r in _read_jsonl(judge_path):
@@ -268,11 +263,12 @@ def agreement_from_files(
             f"only {len(a)} id(s) with a score match a verdict of {judge_path} ({len(judged)} judged); need at least 2",
         )
     method = next(iter(methods)) if len(methods) == 1 else ""
-    judge_scale = METHOD_SCALES.get(method) or infer_scale(a)
+    declared_scale = method_scale(method)
+    judge_scale = declared_scale or infer_scale(a)
     human_scale = infer_scale(b)
     compatible = scales_compatible(judge_scale, human_scale)
     if not compatible and not allow_scale_mismatch:
-        source = f"method {method}" if method in METHOD_SCALES else "from its values"
+        source = f"method {method}" if declared_scale else "from its values"
         raise PredictionFormatError(
             human_path,
             f"scale mismatch: judge scores are {describe_scale(judge_scale)} ({source}) but human scores are "

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.cache import VerdictCache
 from stridegen.eval.judges.client import ChatClient, CostMeter, estimate_prompt_tokens
-from stridegen.eval.judges.methods import FAITHFUL_WARNING, JudgeContext, JudgeMethod
+from stridegen.eval.judges.methods import FAITHFUL_WARNING, Judge, JudgeContext
 from stridegen.eval.judges.records import (
     JudgeAuthError,
     JudgeError,
@@ -154,7 +154,7 @@ def prepare_item(item: JudgeItem, mode: str, cap: int | None) -> tuple[JudgeItem
     return (item.model_copy(update=updates) if updates else item), handling
 
 
-def plan(items: list[JudgeItem], method: JudgeMethod, mode: str, ctx: JudgeContext) -> list[_Planned]:
+def plan(items: list[JudgeItem], method: Judge, mode: str, ctx: JudgeContext) -> list[_Planned]:
     planned = []
     for item in items:
         shown, handling = prepare_item(item, mode, ctx.max_answer_chars)
@@ -230,7 +230,7 @@ def dry_run(
 
 def run_judge(
     items: list[JudgeItem],
-    method: JudgeMethod,
+    method: Judge,
     mode: str,
     ctx: JudgeContext,
     cache: VerdictCache,
@@ -322,7 +322,7 @@ def run_judge(
     return RunResult(verdicts, redact_obj(summary), sent=len(todo), cached=n_cached)
 
 
-def _item_groups(method: JudgeMethod, item: JudgeItem) -> list[str]:
+def _item_groups(method: Judge, item: JudgeItem) -> list[str]:
     """The method's groups of an item (``category:<c>`` for a plugin without ``groups`` or that fails on it)."""
     groups = getattr(method, "groups", None)
     try:
@@ -333,7 +333,7 @@ def _item_groups(method: JudgeMethod, item: JudgeItem) -> list[str]:
 
 def _verdict(
     p: _Planned,
-    method: JudgeMethod,
+    method: Judge,
     mode: str,
     ctx: JudgeContext,
     cache: VerdictCache,

@@ -7,15 +7,17 @@ from stridegen.eval.judges.methods.base import (
     DEFAULT_MODE,
     FAITHFUL_WARNING,
     MODES,
+    Judge,
     JudgeContext,
     JudgeMethod,
 )
 from stridegen.eval.judges.records import JudgeError
 
 
-def get_method(name: str) -> JudgeMethod:
-    """The ``judge`` backend ``name`` of stridegen.core.registry: intellicockpit, codalm, cee, general, pairwise,
-    or a plugin (entry point ``stridegen.judge``, a run-time registration, or ``"package.module:Judge"``)."""
+def get_method(name: str) -> Judge:
+    """The ``judge`` backend ``name`` of stridegen.core.registry: a built-in one (intellicockpit, codalm, cee,
+    general, pairwise) or a plugin (entry point ``stridegen.judge``, a run-time registration, or
+    ``"package.module:Judge"``)."""
     from stridegen.core import registry
     from stridegen.core.errors import ConfigError
 
@@ -23,21 +25,35 @@ def get_method(name: str) -> JudgeMethod:
     if name not in known and ":" not in name:
         raise JudgeError(f"unknown judge method '{name}' (known: {', '.join(known)})")
     try:
-        method: JudgeMethod = registry.make("judge", name)
+        method: Judge = registry.make("judge", name)
     except ConfigError as exc:
         raise JudgeError(str(exc)) from None
     return method
 
 
-METHOD_NAMES = ("intellicockpit", "codalm", "cee", "general", "pairwise")  # the built-in ones
+def method_scale(name: str) -> str:
+    """The score scale the judge backend ``name`` declares (its ``scale``: ``1-10``, ``binary``, ``pairwise``), read
+    from its registered factory without building it; "" for a name the registry does not list, a factory that
+    cannot be loaded, or one that declares none."""
+    from stridegen.core import registry
+    from stridegen.core.errors import ConfigError
+
+    if name not in registry.names("judge"):
+        return ""
+    try:
+        return str(getattr(registry.resolve("judge", name), "scale", "") or "")
+    except ConfigError:
+        return ""
+
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MODE",
     "FAITHFUL_WARNING",
-    "METHOD_NAMES",
     "MODES",
+    "Judge",
     "JudgeContext",
     "JudgeMethod",
     "get_method",
+    "method_scale",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
 from stridegen.eval.judges.safety import make_nonce
@@ -42,12 +42,32 @@ class JudgeContext:
     max_answer_chars: int | None = DEFAULT_MAX_ANSWER_CHARS
 
 
+class Judge(Protocol):
+    """A ``judge`` backend (stridegen.core.registry): the chat requests of an item, and its verdict from their
+    parsed replies. ``JudgeMethod`` implements the shared helpers; a plugin need not derive from it.
+
+    Optional: ``groups(item)`` (the item's summary groups; absent: ``category:<c>``) and ``scale``, the scale of its
+    ``score`` (``1-10``, ``binary``, ``pairwise``; absent or empty: ``judge agreement`` infers it from the scores).
+    """
+
+    name: str
+    template_version: str
+    uses_images: bool
+
+    def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]: ...
+
+    def aggregate(
+        self, item: JudgeItem, parsed: dict[str, dict[str, Any]], failed: dict[str, str], ctx: JudgeContext
+    ) -> dict[str, Any]: ...
+
+
 class JudgeMethod:
     """A judge method: builds the chat requests for an item and combines their parsed replies."""
 
     name: str = ""
     template_version: str = ""
     uses_images: bool = False
+    scale: str = ""  # the scale of ``score`` (1-10, binary, pairwise); empty: inferred from the scores
 
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
         raise NotImplementedError

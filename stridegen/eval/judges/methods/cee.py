@@ -36,6 +36,7 @@ def majority_vote(votes: list[int]) -> tuple[int, bool]:
 class CEEJudge(JudgeMethod):
     name = "cee"
     template_version = P.TEMPLATE_VERSION
+    scale = "binary"
 
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
         self.check_mode(mode)

@@ -33,6 +33,7 @@ def _parse(text: str, nonce: str | None) -> dict[str, Any]:
 class CodaLMJudge(JudgeMethod):
     name = "codalm"
     template_version = P.TEMPLATE_VERSION
+    scale = "1-10"
 
     def task(self, item: JudgeItem) -> str:
         task = TASK_ALIASES.get(item.category.strip().lower())

@@ -33,6 +33,7 @@ def _block(label: str, text: str, nonce: str | None, faithful_open: str, faithfu
 class SingleAnswerJudge(JudgeMethod):
     name = "general"
     template_version = P.TEMPLATE_VERSION
+    scale = "1-10"
     uses_images = True
 
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:
@@ -93,6 +94,7 @@ def combine_orderings(first: str, second: str) -> str:
 class PairwiseJudge(JudgeMethod):
     name = "pairwise"
     template_version = P.TEMPLATE_VERSION
+    scale = "pairwise"
     uses_images = True
 
     def requests(self, item: JudgeItem, mode: str, ctx: JudgeContext) -> list[RequestSpec]:

@@ -46,6 +46,7 @@ def weighted_overall(scores: dict[str, float], weights: dict[str, float]) -> flo
 class IntelliCockpitJudge(JudgeMethod):
     name = "intellicockpit"
     template_version = P.TEMPLATE_VERSION
+    scale = "1-10"
     uses_images = True
 
     def dimensions(self, item: JudgeItem, ctx: JudgeContext) -> Dimensions:
