@@ -48,7 +48,7 @@ def validate(
     report = validate_log(open_log(log_root), make_detector(detector, **options), TrackerConfig(max_age=max_age))
     table = Table(
         title=escape(
-            f"{detector}{' (' + str(options['profile']) + ')' if detector == 'simulated' else ''} on {log_root} "
+            f"{detector}{' (' + str(options['profile']) + ')' if 'profile' in options else ''} on {log_root} "
             f"({report.n_frames} frames)"
         )
     )

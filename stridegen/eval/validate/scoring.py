@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from stridegen.core import registry
 from stridegen.core.boxes import Boxes
 from stridegen.eval.detection.data import DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.evaluate import evaluate_detection
@@ -55,14 +56,15 @@ def score_detections(
 
 
 def detector_options(detector: str, profile: str, seed: int) -> dict[str, Any]:
-    """The options a validation gives the detector backend ``detector`` before the user's: the simulated
-    detector's error profile and seed; the oracle's minimum of one LiDAR point, so that it emits what the
-    evaluation keeps of the ground truth (and scores perfectly); none for any other backend."""
-    if detector == "simulated":
-        return {"profile": profile, "seed": seed}
-    if detector == "oracle":
-        return {"min_lidar_points": 1}
-    return {}
+    """The options a validation gives the detector backend ``detector`` before the user's, read from its registered
+    factory (nothing is built): the backend's own ``validation_options`` (the oracle's minimum of one LiDAR point,
+    so that it emits what the evaluation keeps of the ground truth and scores perfectly), and ``profile`` and
+    ``seed`` when the factory takes them (the simulated detector's error profile and seed)."""
+    options = dict(getattr(registry.resolve("detector", detector), "validation_options", {}))
+    for key, value in (("profile", profile), ("seed", seed)):
+        if registry.accepts("detector", detector, key):
+            options[key] = value
+    return options
 
 
 @dataclass

@@ -12,7 +12,8 @@ from stridegen.logs.base import Frame
 class Detector(Protocol):
     """Turns one frame into boxes in the global frame. A backend that makes its boxes from the log's annotations
     says so with the class attribute ``uses_ground_truth = True`` (absent: False); the log check then reports a
-    scene without annotations as one without detections."""
+    scene without annotations as one without detections. ``validation_options`` (optional, a class attribute) are
+    the options ``stridegen validate`` gives the backend before the user's."""
 
     name: str
 
