@@ -158,6 +158,7 @@ class SceneTracker:
     """The ``center`` tracker backend: a fresh ``CenterTracker`` per scene (``track_scene``)."""
 
     provides_detections = False  # it tracks the configured detector's boxes
+    takes_section_config = True  # its factory takes ``config``: the build's tracker section as a TrackerConfig
 
     def __init__(self, config: TrackerConfig | None = None) -> None:
         self.config = config or TrackerConfig()

@@ -18,7 +18,11 @@ from stridegen.pipeline.detect.base import Detector
 
 class Tracker(Protocol):
     """Tracks one scene: per-frame detections (global frame) -> the active tracks of each frame, ``track_id`` set.
-    ``provides_detections`` is optional (absent: False)."""
+
+    Optional class attributes (capabilities the build reads from the registered factory, nothing built):
+    ``provides_detections`` (absent: False); ``takes_section_config`` (absent: False): the factory takes
+    ``config``, the build config's tracker section as a ``TrackerConfig`` (``center``); ``needs_path`` (absent:
+    none): the file the factory's ``path`` names, which the tracker section must then give (``precomputed``)."""
 
     def track(self, detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float]) -> list[Boxes]: ...
 

@@ -23,6 +23,7 @@ class PrecomputedTracks:
     detections and its active tracks, so the build's detect stage reads them here and ``track`` keeps them."""
 
     provides_detections = True
+    needs_path = "a nuScenes tracking-results JSON"  # what the tracker section's ``path`` names (required)
 
     def __init__(self, path: str | Path) -> None:
         from stridegen.formats.tracking_results import load_tracking_results

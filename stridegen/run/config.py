@@ -121,8 +121,9 @@ class ExecutorSection(_Section):
 
 class TrackerSection(TrackerConfig):
     """The tracker backend: ``name`` (a tracker of the registry), the center tracker's parameters (fields of
-    ``TrackerConfig``), and ``options``, the keyword options of the backend's factory (for ``center``: fields of
-    ``TrackerConfig`` that override the section's; empty, the default, is left out of every dump)."""
+    ``TrackerConfig``), and ``options``, the keyword options of the backend's factory (for a tracker that
+    ``takes_section_config``, e.g. ``center``: fields of ``TrackerConfig`` that override the section's; empty, the
+    default, is left out of every dump). A tracker whose class names ``needs_path`` needs ``path``."""
 
     name: str = "center"  # a tracker name of the registry: center | precomputed | a plugin
     path: str | None = None  # nuScenes tracking-results JSON, for name: precomputed
@@ -131,32 +132,38 @@ class TrackerSection(TrackerConfig):
     @model_validator(mode="after")
     def _known_backend(self) -> TrackerSection:
         _registered("tracker", self.name)
-        if self.name == "precomputed" and not (self.path or self.options.get("path")):
-            raise ValueError("tracker.name=precomputed needs tracker.path (a nuScenes tracking-results JSON)")
-        if self.name == "center":
+        needs_path = getattr(registry.resolve("tracker", self.name), "needs_path", "")
+        if needs_path and not (self.path or self.options.get("path")):
+            raise ValueError(f"tracker.name={self.name} needs tracker.path ({needs_path})")
+        if self._takes_section_config():
             unknown = sorted(set(self.options) - set(TrackerConfig.model_fields))
             if unknown:
                 raise ValueError(
-                    f"tracker 'center': unknown option(s) {unknown}; it takes {sorted(TrackerConfig.model_fields)}"
+                    f"tracker {self.name!r}: unknown option(s) {unknown}; it takes {sorted(TrackerConfig.model_fields)}"
                 )
-            self.center_config()  # the options' values, checked
+            self.tracker_config()  # the options' values, checked
         else:
             _checked_options("tracker", self.name, self.factory_options())
         return self
 
-    def center_config(self) -> TrackerConfig:
-        """The center tracker's parameters: the section's fields with ``options`` over them."""
+    def _takes_section_config(self) -> bool:
+        """Whether the backend's factory takes ``config``: the section's ``TrackerConfig`` (``center``)."""
+        return _backend_flag("tracker", self.name, "takes_section_config")
+
+    def tracker_config(self) -> TrackerConfig:
+        """The parameters of a tracker that ``takes_section_config``: the section's fields with ``options`` over
+        them."""
         fields = self.model_dump(include=set(TrackerConfig.model_fields))
         try:
             return TrackerConfig(**{**fields, **self.options})
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f"tracker 'center': bad option(s): {problems}") from None
+            raise ValueError(f"tracker {self.name!r}: bad option(s): {problems}") from None
 
     def factory_options(self) -> dict[str, Any]:
         """The keyword options of the backend's factory."""
-        if self.name == "center":
-            return {"config": self.center_config()}
+        if self._takes_section_config():
+            return {"config": self.tracker_config()}
         return {**({"path": self.path} if self.path else {}), **self.options}
 
 
