@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from stridegen.core import registry
 from stridegen.core.errors import ConfigError
-from stridegen.run.runner import EventCallback, SceneResult, StageEvent, Worker
+from stridegen.run.runner import EventCallback, Executor, SceneResult, StageEvent, Worker
 
 if TYPE_CHECKING:
     from stridegen.run.config import ExecutorSection
@@ -190,10 +190,11 @@ class LocalExecutor:
             drain()
 
 
-def make_executor(section: ExecutorSection | str, workers: int) -> Any:
+def make_executor(section: ExecutorSection | str, workers: int) -> Executor:
     """The executor of ``section`` (a name, or the config's ``executor`` section), built for ``workers`` workers."""
     from stridegen.run.config import ExecutorSection
 
     if isinstance(section, str):
         section = ExecutorSection(name=section)
-    return registry.make("executor", section.name, section.factory_options(workers))
+    executor: Executor = registry.make("executor", section.name, section.factory_options(workers))
+    return executor
