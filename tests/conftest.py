@@ -7,6 +7,9 @@
   (tests/shared_data.py); a test asking for one is skipped, saying which folder is missing, where it is absent.
 - ``$STRIDEGEN_CACHE`` points at a folder of this test session (created here, removed at exit), so that the log
   indexes of read-only copies (stridegen/logs/index.py) never land in the user's ~/.cache.
+- ``two_scene_log`` / ``one_scene_log`` / ``two_scene_dataset``: the small synthetic logs that several modules read,
+  generated once per test session (per xdist worker) instead of once per module, and the two-scene log built. No
+  test writes into them: one that damages or extends a log copies it first (``shutil.copytree``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +74,44 @@ def nuscenes_demo() -> Path:
 def av2_logs() -> Path:
     """The folder of Argoverse 2 logs of the shared data; skips the test where it is absent."""
     return _existing(AV2_LOGS)
+
+
+# The synthetic logs shared by several modules (stridegen.logs.synthetic.generate_dataset arguments).
+TWO_SCENES = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
+ONE_SCENE = {"scenes": 1, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
+# The small build of the two-scene log: projected-box masks (no LiDAR read), keyframes at 2, 3 and 4 s.
+SMALL_BUILD = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"]
+
+
+def _synthetic_log(tmp_path_factory: pytest.TempPathFactory, name: str, arguments: dict[str, Any]) -> Path:
+    """A synthetic nuScenes-format log generated into ``<a new session folder named name>/log``."""
+    from stridegen.logs.synthetic.generator import generate_dataset
+
+    root = tmp_path_factory.mktemp(name) / "log"
+    generate_dataset(root, progress=False, overwrite=True, **arguments)
+    return root
+
+
+@pytest.fixture(scope="session")
+def two_scene_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two synthetic scenes of 8 s (seed 5, 320 x 180 cameras), 16 frames each; never written into."""
+    return _synthetic_log(tmp_path_factory, "two-scene", TWO_SCENES)
+
+
+@pytest.fixture(scope="session")
+def one_scene_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One synthetic scene of 8 s (seed 5, 320 x 180 cameras), 16 frames; never written into."""
+    return _synthetic_log(tmp_path_factory, "one-scene", ONE_SCENE)
+
+
+@pytest.fixture(scope="session")
+def two_scene_dataset(two_scene_log: Path) -> Path:
+    """``two_scene_log`` built with ``SMALL_BUILD``, into the folder beside the log (``two_scene_log.parent / "ds"``);
+    never written into."""
+    from stridegen.run.build import run_build
+    from stridegen.run.config import load_build_config
+
+    out = two_scene_log.parent / "ds"
+    result = run_build(two_scene_log, out, load_build_config(None, SMALL_BUILD))
+    assert result.ok and result.qa > 0, [r.reason for r in result.failed]
+    return out

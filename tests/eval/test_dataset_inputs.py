@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from stridegen.cli.eval_lsr import eval_lsr
-from stridegen.logs.synthetic import generate_dataset
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
@@ -18,11 +17,11 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
+def dataset(one_scene_log: Path, tmp_path_factory) -> Path:
+    """The session's one-scene synthetic log (tests/conftest.py) built with projected-box masks."""
     root = tmp_path_factory.mktemp("dsin")
-    generate_dataset(root / "log", scenes=1, seconds=8.0, seed=5, width=320, height=180)
     config = load_build_config(None, ["segmenter.name=projected_box"])
-    result = run_build(root / "log", root / "ds", config)
+    result = run_build(one_scene_log, root / "ds", config)
     assert result.ok
     return root / "ds"
 

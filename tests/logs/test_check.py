@@ -26,7 +26,6 @@ from stridegen.logs.check import CODES, CheckReport, check_log, image_header_siz
 from stridegen.run.build import BuildResult, run_build
 from stridegen.run.config import load_build_config
 
-SYNTH: dict[str, Any] = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
 VERSION = "v1.0-synthetic"
 REPO = Path(__file__).resolve().parents[2]
 # Small builds: projected-box masks (no LiDAR read), three keyframes at 2, 3, 4 s.
@@ -35,12 +34,9 @@ ONE = ["log.scenes=[scene-0000]"]
 
 
 @pytest.fixture(scope="module")
-def base_log(tmp_path_factory) -> Path:
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("check-base") / "log"
-    generate_dataset(root, progress=False, overwrite=True, **SYNTH)
-    return root
+def base_log(two_scene_log: Path) -> Path:
+    """The session's two-scene synthetic log (tests/conftest.py); a case copies it before its mistake."""
+    return two_scene_log
 
 
 # ------------------------------------------------------------------------------------------------------ tables

@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +29,6 @@ from tests.logs.kitti_layout import DETECTION_TO_KITTI, WrittenSequence, write_k
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kitti_tracking_reader"
 TARGET = "stridegen_kitti.reader:open_kitti_tracking"
 NAME = "kitti-tracking"
-SYNTH: dict[str, Any] = {"scenes": 1, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
 BUILD = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"]
 
 
@@ -47,12 +45,9 @@ def plugin():
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory) -> Path:
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("kitti-source") / "log"
-    generate_dataset(root, progress=False, overwrite=True, **SYNTH)
-    return root
+def source(one_scene_log: Path) -> Path:
+    """The session's one-scene synthetic log (tests/conftest.py)."""
+    return one_scene_log
 
 
 @pytest.fixture(scope="module")

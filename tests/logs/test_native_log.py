@@ -31,7 +31,6 @@ from stridegen.logs.native_json import (
 )
 from stridegen.logs.native_writer import write_native_log
 
-SYNTH = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
 BUILD_OVERRIDES = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"]
 # A quaternion -> rotation matrix -> quaternion -> matrix round trip moves entries by at most a few float64 ulps.
 POSE_ATOL = 1e-15
@@ -41,16 +40,14 @@ POSE_ATOL = 1e-15
 
 
 @pytest.fixture(scope="module")
-def synthetic_pair(tmp_path_factory) -> tuple[Path, Path]:
-    from stridegen.logs.synthetic.generator import generate_dataset
-
+def synthetic_pair(two_scene_log: Path, tmp_path_factory) -> tuple[Path, Path]:
+    """(the session's two-scene synthetic log (tests/conftest.py), its copy in the native format)."""
     root = tmp_path_factory.mktemp("native")
-    generate_dataset(root / "log", progress=False, overwrite=True, **SYNTH)
     calls: list[tuple[str, int, int]] = []
-    summary = write_native_log(open_log(root / "log"), root / "native", progress=lambda *a: calls.append(a))
+    summary = write_native_log(open_log(two_scene_log), root / "native", progress=lambda *a: calls.append(a))
     assert summary.scenes == ["scene-0000", "scene-0001"] and summary.frames == 32
     assert calls[-1] == ("scene-0001", 16, 16) and len(calls) == 32
-    return root / "log", root / "native"
+    return two_scene_log, root / "native"
 
 
 def _assert_same_annotations(a, b) -> None:

@@ -52,17 +52,19 @@ def _spatiotemporal(ds_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Built:
+def built(one_scene_log: Path, tmp_path_factory) -> Built:
+    """The 3.5 s clip (SYNTH) built with the auto and the fixed schedule, and the same scene's 8 s clip (the
+    session's one-scene log, tests/conftest.py: SYNTH at 8 s) built once."""
     from stridegen.logs import open_log
     from stridegen.logs.synthetic.generator import generate_dataset
 
     base = tmp_path_factory.mktemp("short_clips")
     generate_dataset(base / "log3", progress=False, overwrite=True, seconds=3.5, **SYNTH)
-    generate_dataset(base / "log8", progress=False, overwrite=True, seconds=8.0, **SYNTH)
+    logs = {"log3": base / "log3", "log8": one_scene_log}
     # The generator is deterministic per seed: the 3.5 s clip is the first 3.5 s of the 8 s one (same frames,
     # poses, boxes and images; only the ground-truth velocity of the short clip's last frame, a one-sided
     # difference there, differs). Checked here, since the comparison below relies on it.
-    short, long = open_log(base / "log3").scenes()[0], open_log(base / "log8").scenes()[0]
+    short, long = open_log(logs["log3"]).scenes()[0], open_log(logs["log8"]).scenes()[0]
     assert (short.name, len(short.frames), len(long.frames)) == (long.name, 7, 16)
     for a, b in zip(short.frames, long.frames, strict=False):
         assert a.timestamp_us == b.timestamp_us and np.array_equal(a.T_global_from_ego, b.T_global_from_ego)
@@ -76,7 +78,7 @@ def built(tmp_path_factory) -> Built:
         # the longer clip's keyframe at the same time (1.5 s) with a window that holds the context frames
         ("log8", out.long, ["keyframes.start_s=1.5", "keyframes.end_s=2", "keyframes.window_before_s=1.5"]),
     ):
-        result = run_build(base / log, ds, load_build_config(None, BASE + extra))
+        result = run_build(logs[log], ds, load_build_config(None, BASE + extra))
         assert result.ok, [r.reason for r in result.failed]
     return out
 

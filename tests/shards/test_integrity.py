@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 import h5py
@@ -38,26 +37,16 @@ from stridegen.shards.integrity import CHECKSUM_ATTRS, PATHS_ATTR, ROW_CHECKSUM_
 from stridegen.shards.reader import UncheckedShardWarning, open_dataset
 from stridegen.shards.schema import ShardError
 
-# The small synthetic log of tests/run/conftest.py.
-SYNTH: dict[str, Any] = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
 SCENE = "scene-0000"
 Span = tuple[int, int]  # (file offset, length)
 
 
 # ---------------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """A small built dataset (2 synthetic scenes, projected-box masks, QA), never modified."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.build import run_build
-    from stridegen.run.config import load_build_config
-
-    root = tmp_path_factory.mktemp("integrity")
-    generate_dataset(root / "log", progress=False, overwrite=True, **SYNTH)
-    cfg = load_build_config(None, ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"])
-    result = run_build(root / "log", root / "ds", cfg)
-    assert result.ok, [r.reason for r in result.failed]
-    return root / "ds"
+def built(two_scene_dataset: Path) -> Path:
+    """A small built dataset (2 synthetic scenes, projected-box masks, QA), never modified: the session's
+    (tests/conftest.py)."""
+    return two_scene_dataset
 
 
 @pytest.fixture(scope="module")

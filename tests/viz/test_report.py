@@ -38,7 +38,6 @@ from stridegen.viz.report.svg import nice_ticks, polar_histogram
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_OUTPUT = REPO / "test-output"
-SYNTH = {"scenes": 2, "seconds": 8.0, "seed": 5, "width": 320, "height": 180}
 SAMPLES = 6
 runner = CliRunner()
 
@@ -123,18 +122,10 @@ def number(text: str) -> int:
 
 # ---------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> tuple[Path, Path]:
-    """(log root, dataset): a two-scene synthetic log built with projected-box masks."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.build import run_build
-    from stridegen.run.config import load_build_config
-
-    root = tmp_path_factory.mktemp("report")
-    generate_dataset(root / "log", progress=False, overwrite=True, **SYNTH)
-    cfg = load_build_config(None, ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"])
-    result = run_build(root / "log", root / "ds", cfg)
-    assert result.ok and result.qa > 0, [r.reason for r in result.failed]
-    return root / "log", root / "ds"
+def built(two_scene_log: Path, two_scene_dataset: Path) -> tuple[Path, Path]:
+    """(log root, dataset): a two-scene synthetic log built with projected-box masks (the session's, in
+    tests/conftest.py, which asserts the build ok with QA)."""
+    return two_scene_log, two_scene_dataset
 
 
 def _lsr_predictions(dataset: Path, path: Path) -> None:
