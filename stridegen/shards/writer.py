@@ -5,7 +5,7 @@ Determinism: HDF5 stores access/modification times in object headers unless told
 ``H5Pset_obj_track_times(0)`` via h5py's low-level API, since ``create_group`` has no such option. The library
 version bounds are fixed (v1.10 format objects) so the on-disk encoding does not depend on the library's default,
 groups track creation order, and tables, datasets and attributes are always written in one fixed order. Writing
-the same record twice gives the same bytes (tested with a pause between the writes).
+the same record twice gives the same bytes (tested, with a check that no object of the file keeps a time).
 
 Integrity: the scene group lists the CRC-32 of every dataset's values (``checksum_paths``, ``checksum_crc32``), and a
 variable-length bytes dataset carries one per row (``row_crc32``); the reader checks them on every read

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -108,21 +109,23 @@ def test_summary_ignores_errors():
     assert s["flags"] == {"f": 1}
 
 
-def _count_lines(path: Path) -> int:
-    if not path.exists():
-        return 0
-    return sum(1 for line in path.read_bytes().splitlines() if line.strip())
-
-
 def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
     n_items = 10
     items_path = tmp_path / "items.jsonl"
     items_path.write_text("".join(json.dumps(i.model_dump()) + "\n" for i in _items(n_items)))
     out = tmp_path / "out"
 
+    # The first run's fourth request is held until that run is killed: with one request at a time, each verdict is
+    # cached before the next request is sent, so three are cached by then.
+    held, release = threading.Event(), threading.Event()
+    arrivals = itertools.count()
+
     def script(body, seen):
         q = int(QUESTION_ID.search(last_user_text(body)).group(1))
-        return Reply(200, completion_body(f"Rating: [[{1 + q % 10}]]"), delay_s=0.15)
+        if next(arrivals) == 3:
+            held.set()
+            release.wait(60)
+        return Reply(200, completion_body(f"Rating: [[{1 + q % 10}]]"))
 
     cmd = [
         sys.executable,
@@ -149,12 +152,11 @@ def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
         cmd += ["--base-url", server.base_url]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         cache_file = out / "cache" / "cache.jsonl"
-        deadline = time.monotonic() + 30
-        while _count_lines(cache_file) < 3 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+        held.wait(30)
         assert proc.poll() is None, proc.stderr.read().decode()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        release.set()
         proc.stderr.close()
         cached_ids = {json.loads(line)["item_id"] for line in cache_file.read_text().splitlines() if line.strip()}
         assert 3 <= len(cached_ids) < n_items

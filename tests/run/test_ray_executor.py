@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from stridegen.run.build import run_build
 from stridegen.run.config import config_hash, load_build_config
 from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.journal import Journal
+from tests.processes import pause_marker, wait_for_exit, wait_for_pause
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
 pytestmark = [
@@ -79,14 +79,14 @@ def _build_subprocess(log: Path, out: Path, *overrides: str, env: dict[str, str]
     )
 
 
-def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 180) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if not path.exists():
+def _wait_for(marker: Path, proc: subprocess.Popen, seconds: float = 180) -> str:
+    """The text ("<pid> <scene>") the paused worker wrote into ``marker`` (a FIFO: tests.processes)."""
+    paused = wait_for_pause(marker, proc, seconds)
+    if paused is None:
         proc.kill()
         out, err = proc.communicate()
         pytest.fail(f"the pause point was never reached (exit {proc.returncode}): {out[-2000:]} {err[-2000:]}")
+    return paused
 
 
 def _free_port() -> int:
@@ -126,17 +126,14 @@ def test_local_ray_build_equals_the_local_executor(
 def test_driver_killed_then_rerun_resumes_byte_identical(
     log: Path, reference: dict[str, bytes], tmp_path: Path
 ) -> None:
-    out, marker = tmp_path / "ds", tmp_path / "paused"
+    out, marker = tmp_path / "ds", pause_marker(tmp_path / "paused")
     overrides = ["executor.name=ray", "workers=2"]
     proc = _build_subprocess(log, out, *overrides, env={PAUSE_ENV: f"scene-0002:detect:{marker}"})
-    _wait_for(marker, proc)
-    worker_pid = int(marker.read_text().split()[0])
+    worker_pid = int(_wait_for(marker, proc).split()[0])
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    deadline = time.monotonic() + 30  # the local Ray this driver started goes with it, paused worker included
-    while _alive(worker_pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for_exit([worker_pid], 30)  # the local Ray this driver started goes with it, paused worker included
     assert not _alive(worker_pid), "the driver's local Ray outlived it"
     assert "scene-0002" not in Journal(out).completed()  # it starts once one of the first two is done
 
@@ -226,7 +223,7 @@ class TwoNodes:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[TwoNodes, Path]]:
-    marker = tmp_path / "paused-on-node2"
+    marker = pause_marker(tmp_path / "paused-on-node2")
     nodes = TwoNodes(marker)
     try:
         yield nodes, marker
@@ -241,8 +238,7 @@ def test_a_node_killed_mid_build_is_retried_and_the_build_is_byte_identical(
     assert nodes.alive_nodes() == 2
     out = tmp_path / "ds"
     proc = _build_subprocess(log, out, "executor.name=ray", f"executor.address={nodes.address}", "workers=2")
-    _wait_for(marker, proc)
-    paused_pid, paused_scene = marker.read_text().split()
+    paused_pid, paused_scene = _wait_for(marker, proc).split()
     nodes.kill_node2()
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-3000:]

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.reader import open_dataset
+from tests.processes import pause_marker, wait_for_exit, wait_for_pause
 
 REPO = Path(__file__).resolve().parents[2]
 SYNTH = {"scenes": 2, "seconds": 6.0, "seed": 3, "width": 320, "height": 180}
@@ -166,7 +166,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process tables from /proc (Linux)")
 def test_kill_9_of_the_parent_leaves_no_worker_behind(small_log, tmp_path):
-    marker = tmp_path / "paused"
+    marker = pause_marker(tmp_path / "paused")
     env = {**os.environ, PAUSE_ENV: f"scene-0001:read:{marker}"}
     cmd = [
         sys.executable,
@@ -181,16 +181,12 @@ def test_kill_9_of_the_parent_leaves_no_worker_behind(small_log, tmp_path):
     ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert marker.exists(), "the worker never reached the pause point"
+        paused = wait_for_pause(marker, proc, 120)  # "<pid> <scene>" of the paused worker
+        assert paused is not None, "the worker never reached the pause point"
         workers = _children(proc.pid)
-        assert int(marker.read_text().split()[0]) in workers
+        assert int(paused.split()[0]) in workers
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    deadline = time.monotonic() + 5
-    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_exit(workers, 5)
     assert not [p for p in workers if _alive(p)], "worker processes outlived their parent"

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +19,13 @@ from stridegen.core.errors import ConfigError, LogFormatError
 from stridegen.formats.images import check_image_bytes
 from stridegen.logs.synthetic.default import synthetic_cache_dir
 from stridegen.run.build import run_build
-from stridegen.run.stages import image_frame_indices
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import PAUSE_ENV
+from stridegen.run.stages import image_frame_indices
 from stridegen.shards.journal import Journal
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import KeyframesTable
+from tests.processes import pause_marker, wait_for_pause
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import needs_nuscenes_demo
 
@@ -157,14 +157,12 @@ def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_pa
     cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(synth_log), "--out", str(out)]
     # Kill once the first shard is finished and the second scene is under way: the runner's pause hook stops the
     # build right after scene-0001's detect stage and says so in the marker file.
-    marker = tmp_path / "paused"
+    marker = pause_marker(tmp_path / "paused")
     env = {**os.environ, PAUSE_ENV: f"scene-0001:detect:{marker}"}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     journal = Journal(out)
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline and proc.poll() is None and not marker.exists():
-            time.sleep(0.05)
+        wait_for_pause(marker, proc, 120)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=30)

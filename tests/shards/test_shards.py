@@ -161,10 +161,29 @@ def _dataset_from(tmp_path: Path, records: list[SceneRecord], cfg: BuildConfig |
 
 
 # ------------------------------------------------------------------------------------------------------ writer
-def test_same_record_written_twice_with_a_pause_gives_identical_bytes(tmp_path):
+def _stored_times(path: Path) -> dict[str, tuple[int, int, int, int]]:
+    """The access, modification, change and birth times (whole seconds) that each object of an HDF5 file keeps in
+    its header, by path ("/": the root group); (0, 0, 0, 0) for an object that keeps none."""
+    import h5py
+
+    times: dict[str, tuple[int, int, int, int]] = {}
+
+    def visit(name: str, obj: h5py.HLObject) -> None:
+        info = h5py.h5o.get_info(obj.id)
+        times[name] = (info.atime, info.mtime, info.ctime, info.btime)
+
+    with h5py.File(path, "r") as f:
+        visit("/", f)
+        f.visititems(visit)
+    return times
+
+
+def test_same_record_written_twice_gives_identical_bytes_at_any_time(tmp_path):
+    """No object of the shard keeps a time (HDF5 object times, of one-second resolution, would make a later write
+    differ; the control test below shows that the check sees them), and two writes give the same bytes."""
     record = make_record(seed=3)
     a = write_shard(record, tmp_path / "a", "h")
-    time.sleep(1.1)  # HDF5 object times have one-second resolution
+    assert set(_stored_times(tmp_path / "a" / a.file).values()) == {(0, 0, 0, 0)}
     b = write_shard(record, tmp_path / "b", "h")
     bytes_a = (tmp_path / "a" / a.file).read_bytes()
     assert bytes_a == (tmp_path / "b" / b.file).read_bytes()
@@ -174,7 +193,8 @@ def test_same_record_written_twice_with_a_pause_gives_identical_bytes(tmp_path):
 
 
 def test_control_group_times_would_break_determinism(tmp_path, monkeypatch):
-    """The pause test can see timestamps: with object times left on, the same groups differ after a pause."""
+    """The time check above can see timestamps: with object times left on, a group keeps the second it was written
+    in, so that the same group written in another second differs."""
     import h5py
 
     from stridegen.shards import writer
@@ -192,13 +212,13 @@ def test_control_group_times_would_break_determinism(tmp_path, monkeypatch):
         return path.read_bytes()
 
     first = write(tmp_path / "p1.h5")
-    time.sleep(1.1)
     assert write(tmp_path / "p2.h5") == first  # as shipped: no times
+    assert _stored_times(tmp_path / "p2.h5")["g"] == (0, 0, 0, 0)
     monkeypatch.setattr(writer, "_group_plist", with_times)
-    first = write(tmp_path / "p3.h5")
-    time.sleep(1.1)
-    assert write(tmp_path / "p4.h5") != first
-    with h5py.File(tmp_path / "p4.h5") as f:
+    start = int(time.time())
+    assert write(tmp_path / "p3.h5") != first  # the times are in the file
+    assert start <= _stored_times(tmp_path / "p3.h5")["g"][1] <= time.time()  # the second of the write
+    with h5py.File(tmp_path / "p3.h5") as f:
         assert "g" in f
 
 
