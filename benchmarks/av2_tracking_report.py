@@ -3,24 +3,21 @@
     .venv/bin/python benchmarks/av2_tracking_report.py [AV2_ROOT] [--max-age 3]
 
 For each AV2 log (default ../shared/data/av2/logs): every annotated box (city frame, velocity from its track's
-neighbouring annotations) becomes a detection of score 1; the tracker assigns ids; stridegen's nuScenes tracking
-evaluation (devkit-identical) scores the result against the same annotations. Perfect detections isolate the
+neighbouring annotations) becomes a detection of score 1 (the ``oracle`` detector); the tracker assigns ids
+(``stridegen track``'s ``run_track``); stridegen's nuScenes tracking evaluation (devkit-identical) scores the result
+against the same annotations. Perfect detections isolate the
 association: every ID switch and fragmentation is the tracker's. Prints IDS, FRAG, MOTA, recall per log.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests
-
 from stridegen.eval.tracking.evaluate import evaluate_log
 from stridegen.logs import open_log
-from tests.tracking_on_truth import tracking_results  # shared with tests/pipeline/test_track.py
+from stridegen.run.detect import run_track
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "av2" / "logs"
 
@@ -33,10 +30,9 @@ def main() -> None:
     print(f"{'log':38s} {'frames':>6s} {'gt tracks':>9s} {'IDS':>5s} {'FRAG':>5s} {'MOTA':>7s} {'recall':>7s}")
     for log_dir in sorted(p for p in args.root.iterdir() if (p / "annotations.feather").is_file()):
         reader = open_log(log_dir)
-        results = tracking_results(reader, args.max_age)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "tracks.json"
-            path.write_text(json.dumps({"meta": {}, "results": results}))
+            run_track(log_dir, path, "oracle", tracker_options={"max_age": args.max_age})
             report = evaluate_log(log_dir, path)
         r = report.result
         n_tracks = len({str(t) for s in reader.scenes() for f in s.frames for t in f.annotations().boxes.track_id})

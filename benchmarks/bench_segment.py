@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "segmenters.md"
+NUSCENES_DEMO = REPO.parent / "shared" / "data" / "nuscenes-demo"  # the --nuscenes keyframe's log
 BEGIN, END = "<!-- bench_segment:begin -->", "<!-- bench_segment:end -->"
 
 
@@ -166,12 +167,10 @@ MIN_OWN_POINTS = 5  # objects with fewer own returns are not scored by --nuscene
 
 def nuscenes_recall_leak(backends: list[str], options: dict) -> None:
     """Print recall / leak (module docstring) of each backend on the nuScenes demo keyframe's camera images."""
-    sys.path.insert(0, str(REPO))
     from stridegen.logs import open_log
     from stridegen.pipeline.segment import make_segmenter
     from stridegen.pipeline.segment.lidar import point_pixels
     from stridegen.pipeline.segment.request import camera_view, frame_lidar, frame_requests, hull_masks
-    from tests.shared_data import NUSCENES_DEMO
 
     frame = open_log(NUSCENES_DEMO).scenes()[0].frames[0]
     boxes = frame.annotations().boxes

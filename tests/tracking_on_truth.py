@@ -1,6 +1,6 @@
 """The tracker on perfect detections: a log's ground-truth boxes fed to stridegen's tracker, so that every ID
-switch and fragmentation is the tracker's. Shared by tests/pipeline/test_track.py and
-benchmarks/av2_tracking_report.py."""
+switch and fragmentation is the tracker's. For tests/pipeline/test_track.py (benchmarks/av2_tracking_report.py
+gets the same results from ``run_track`` with the ``oracle`` detector)."""
 
 from __future__ import annotations
 
