@@ -11,7 +11,6 @@ arguments give the same bytes, with any number of workers.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,9 @@ from stridegen.run.runner import (
     SceneRunSummary,
     StageCallback,
     failed_scene,
+    read_part,
     run_jobs,
+    write_part,
 )
 from stridegen.shards.export.base import Exporter
 from stridegen.shards.manifest import manifest_bytes
@@ -39,7 +40,6 @@ from stridegen.shards.writer import ShardInfo, atomic_write_bytes, sha256_file
 
 EXPORT_MANIFEST = "export.json"
 EXPORT_FORMAT_VERSION = 1
-PARTS = "parts"
 
 
 @dataclass
@@ -56,24 +56,15 @@ def make_exporter(name: str, options: dict[str, Any] | None = None) -> Exporter:
     return exporter
 
 
-def _part_path(out_dir: Path, scene: str) -> Path:
-    return out_dir / PARTS / f"{scene}.jsonl"
-
-
 def export_scene_part(
     src_dir: str, format_name: str, options: dict[str, Any], scene_name: str, out_dir: str
 ) -> ShardInfo:
     """Export one scene and write its part file (atomically); the part's ShardInfo for the journal."""
-    out = Path(out_dir)
     exporter = make_exporter(format_name, options)
     with open_dataset(src_dir) as source:
         source.verify([scene_name])  # never export a shard that no longer matches its manifest
-        records, counts = exporter.export_scene(source.scene(scene_name), out)
-    part = _part_path(out, scene_name)
-    part.parent.mkdir(parents=True, exist_ok=True)
-    data = b"".join(json.dumps(r, sort_keys=True, ensure_ascii=True).encode() + b"\n" for r in records)
-    atomic_write_bytes(part, data)
-    return ShardInfo(part.relative_to(out).as_posix(), [scene_name], dict(counts), sha256_file(part), len(data))
+        records, counts = exporter.export_scene(source.scene(scene_name), Path(out_dir))
+    return write_part(out_dir, scene_name, records, counts)
 
 
 def _export_worker(payload: tuple[str, str, dict[str, Any], str, str], report: StageCallback) -> SceneResult:
@@ -87,10 +78,6 @@ def _export_worker(payload: tuple[str, str, dict[str, Any], str, str], report: S
         return SceneResult(scene_name, "built", info, timings_s=timings)
     except Exception as exc:  # one scene's failure is recorded; the others go on
         return failed_scene(scene_name, exc, timings)
-
-
-def _read_part(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
 def run_export(
@@ -138,7 +125,7 @@ def run_export(
     )
     result = ExportResult(out, format_name, None, outcome.results)
     if result.ok:
-        records = [_read_part(_part_path(out, scene)) for scene in scenes]
+        records = [read_part(out, scene) for scene in scenes]
         files = make_exporter(format_name, options).finalize(out, records, source_info)
         result.manifest_path = _write_export_manifest(
             out, format_name, options, export_hash, source_info, result.results, files

@@ -1,4 +1,4 @@
-"""The scene-job runner shared by build and augment (and export next): output folders, journal, resume, failures.
+"""The scene-job runner of every command that processes scenes: output folders, journal, resume, failures.
 
 A *job* writes one dataset folder (``JobTarget``: its path, config hash and scene names); a run has one job
 (``build``) or several (``augment``: one per corruption and severity). For every job the runner checks the folder
@@ -9,26 +9,34 @@ alone writes the journal. A scene that fails is a failed ``SceneResult`` (never 
 
 Stage events (``StageEvent``: a scene started, or finished a stage) flow from the workers to the ``on_event``
 callback of the caller (the CLI's progress bars); the runner itself prints nothing.
+
+A job whose output is one file made from every scene (export, detect, track, calibrate poses) has its workers write
+a *part* per scene (``write_part``: the scene's records as JSON lines in ``parts/`` of the job folder, recorded in
+the journal with its sha256 like a shard), and its caller joins the parts in scene order once every scene is done.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from stridegen.core.errors import StrideGenError
+from stridegen.logs.names import is_safe_name
 from stridegen.shards.journal import Journal, check_output_folder
 from stridegen.shards.schema import SCHEMA_VERSION
-from stridegen.shards.writer import ShardInfo, remove_stale_temporaries
+from stridegen.shards.writer import ShardInfo, atomic_write_bytes, remove_stale_temporaries, sha256_file
 
 # Test hook: "<scene>:<stage>:<marker path>" makes the process that runs <scene> ("*": any scene) write the marker
 # file once <stage> is finished, then wait until it is killed (a kill -9 test knows exactly where the run stands).
 PAUSE_ENV = "STRIDEGEN_TEST_PAUSE"
+PARTS = "parts"  # the folder of a job's per-scene parts, inside the job folder
 
 
 @dataclass
@@ -167,8 +175,8 @@ def prepare_folder(target: JobTarget, overwrite: bool) -> tuple[Journal, dict[st
     """Check and tidy ``target.path`` and open its journal; returns it and the scenes already done."""
     target.path.mkdir(parents=True, exist_ok=True)
     check_output_folder(target.path, target.config_hash, overwrite)
-    remove_stale_temporaries(target.path / "shards")
-    remove_stale_temporaries(target.path)
+    for folder in (target.path / "shards", target.path / PARTS, target.path):
+        remove_stale_temporaries(folder)
     journal = Journal(target.path)
     journal.build_started(target.config_hash, SCHEMA_VERSION, list(target.scenes))
     return journal, journal.completed()
@@ -224,3 +232,35 @@ def run_jobs(
         )
         for k, target in enumerate(targets)
     ]
+
+
+# ------------------------------------------------------------------------------------------------------------ parts
+def part_path(root: str | Path, scene: str) -> Path:
+    """Where the part of ``scene`` lies in the job folder ``root``: ``parts/<scene>.jsonl``, or for a scene name
+    that is no safe file name (``stridegen.logs.names``) ``parts/scene-<sha256 of the name, 16 hex>.jsonl``."""
+    name = scene if is_safe_name(scene) else "scene-" + hashlib.sha256(scene.encode()).hexdigest()[:16]
+    return Path(root) / PARTS / f"{name}.jsonl"
+
+
+def write_part(
+    root: str | Path,
+    scene: str,
+    records: Iterable[Any],
+    counts: Mapping[str, int] | None = None,
+    *,
+    sort_keys: bool = True,
+) -> ShardInfo:
+    """Write the part of ``scene`` (``part_path``): ``records`` as JSON lines (ASCII; keys sorted unless
+    ``sort_keys`` is False, for records whose key order is their output's), atomically. Returns its ShardInfo
+    (path relative to ``root``, ``counts``, sha256) for the journal: a rerun skips the scene while the part is
+    intact."""
+    path = part_path(root, scene)
+    data = b"".join(json.dumps(r, sort_keys=sort_keys, ensure_ascii=True).encode() + b"\n" for r in records)
+    atomic_write_bytes(path, data)
+    relative = path.relative_to(Path(root)).as_posix()
+    return ShardInfo(relative, [scene], dict(counts or {}), sha256_file(path), len(data))
+
+
+def read_part(root: str | Path, scene: str) -> list[Any]:
+    """The records of the part of ``scene`` in the job folder ``root``, in the order written."""
+    return [json.loads(line) for line in part_path(root, scene).read_bytes().splitlines() if line.strip()]
