@@ -1,29 +1,30 @@
 """`stridegen detect` and `stridegen track`: nuScenes detection / tracking results files of a log, the inputs of
 `stridegen eval detection` and `stridegen eval tracking`.
 
-``detect LOG --out results.json [--detector NAME] [--option key=value ...] [--seed N] [--scenes a,b]``
+``detect LOG --out results.json [--detector NAME] [--option key=value ...] [--seed N] [--scenes a,b]
+[--workers N] [--executor local|ray] [--overwrite]``
 ``track LOG --out tracking.json [detect's options] [--tracker center] [--max-age N] [--matching greedy|hungarian]
 [--tracker-option key=value ...]``
 
-Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log
-(stridegen.cli.errors, docs/cli.md).
+Scene by scene on the scene runner (stridegen.run.detect): the parts are kept in ``OUT.parts/`` and a rerun
+resumes. Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log,
+1 when some scenes failed (stridegen.cli.errors, docs/cli.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from stridegen.cli.errors import guarded
+from stridegen.cli import executor_options
+from stridegen.cli.errors import exit_failed_scenes, guarded
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from stridegen.run.detect import ResultsSummary
+    from stridegen.run.runner import RunObserver
 
 _LOG = typer.Argument(..., help="Log folder (nuScenes or AV2 layout; e.g. one written by `stridegen synth`).")
 _DETECTOR = typer.Option(
@@ -39,6 +40,10 @@ _SEED = typer.Option(0, "--seed", help="Seed, for detectors whose factory takes 
 _SCENES = typer.Option(None, "--scenes", help="Comma-separated scene names or tokens (default: every scene).")
 _FORMAT = typer.Option(None, "--format", help="Log format (default: detected from the folder).")
 _VERSION = typer.Option(None, "--version", help="nuScenes version folder, e.g. v1.0-mini (when the root has several).")
+_WORKERS = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene each).")
+_OVERWRITE = typer.Option(
+    False, "--overwrite", help="Replace the parts in OUT.parts/ of a run with other arguments (else resumed)."
+)
 
 
 def parse_options(items: list[str] | None) -> dict[str, Any]:
@@ -52,32 +57,17 @@ def _scene_list(text: str | None) -> list[str] | None:
     return None if text is None else [s.strip() for s in text.split(",") if s.strip()]
 
 
-@contextmanager
-def _frame_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A rich bar over frames, shown from the first report on (an error before it prints no empty bar)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
-    task = progress.add_task(label, total=None)
-
-    def report(done: int, total: int) -> None:
-        if not progress.live.is_started:
-            progress.start()
-        progress.update(task, completed=done, total=total)
-
-    try:
-        yield report
-    finally:
-        if progress.live.is_started:  # stop() on a bar never shown would still print a newline
-            progress.stop()
-
-
-def _run(label: str, call: Callable[[Callable[[int, int], None]], ResultsSummary]) -> ResultsSummary:
+def _run(stages: tuple[str, ...], call: Callable[[RunObserver], ResultsSummary]) -> ResultsSummary:
+    """``call`` with the CLI's scene progress (stderr) as its observer; the summary on stdout, or one error line
+    per failed scene and exit code 1."""
     from rich.console import Console
 
-    console = Console()
-    with _frame_progress(console, label) as progress:
+    from stridegen.cli.progress import SceneProgress
+
+    with SceneProgress(console=Console(stderr=True), stages=stages) as progress:
         summary = call(progress)
+    exit_failed_scenes(summary.failed)
+    console = Console()
     classes = ", ".join(f"{name} {count}" for name, count in summary.class_counts.items()) or "none"
     tracks = f", {summary.n_tracks} tracks" if summary.n_tracks else ""
     console.print(
@@ -101,17 +91,36 @@ def detect(
     scenes: str | None = _SCENES,
     log_format: str | None = _FORMAT,
     version: str | None = _VERSION,
+    workers: int = _WORKERS,
+    overwrite: bool = _OVERWRITE,
+    executor: str = executor_options.EXECUTOR,
+    executor_address: str = executor_options.ADDRESS,
+    executor_option: list[str] | None = executor_options.OPTION,
 ) -> None:
     """Run a detector over every frame of a log; write a nuScenes detection-results file (an entry for every
-    sample) for `stridegen eval detection --gt LOG --pred OUT`."""
+    sample) for `stridegen eval detection --gt LOG --pred OUT`. Scene by scene: a rerun resumes."""
     from stridegen.run.detect import run_detect
 
-    def call(progress: Callable[[int, int], None]) -> ResultsSummary:
+    options = parse_options(option)
+    section = executor_options.executor_section(executor, executor_address, executor_option)
+
+    def call(observer: RunObserver) -> ResultsSummary:
         return run_detect(
-            log_root, out, detector, parse_options(option), seed, _scene_list(scenes), log_format, version, progress
+            log_root,
+            out,
+            detector,
+            options,
+            seed,
+            _scene_list(scenes),
+            log_format,
+            version,
+            workers=workers,
+            executor=section,
+            overwrite=overwrite,
+            observer=observer,
         )
 
-    _run("detect", call)
+    _run(("detect",), call)
 
 
 @guarded
@@ -135,29 +144,40 @@ def track(
     scenes: str | None = _SCENES,
     log_format: str | None = _FORMAT,
     version: str | None = _VERSION,
+    workers: int = _WORKERS,
+    overwrite: bool = _OVERWRITE,
+    executor: str = executor_options.EXECUTOR,
+    executor_address: str = executor_options.ADDRESS,
+    executor_option: list[str] | None = executor_options.OPTION,
 ) -> None:
     """Detect, then track each scene; write a nuScenes tracking-results file (tracking classes only) for
-    `stridegen eval tracking --gt LOG --pred OUT`."""
+    `stridegen eval tracking --gt LOG --pred OUT`. Scene by scene: a rerun resumes."""
     from stridegen.run.detect import run_track
 
-    def call(progress: Callable[[int, int], None]) -> ResultsSummary:
-        tracker_options = parse_options(tracker_option)
-        if max_age is not None:
-            tracker_options["max_age"] = max_age
-        if matching is not None:
-            tracker_options["matching"] = matching
+    options = parse_options(option)
+    tracker_options = parse_options(tracker_option)
+    if max_age is not None:
+        tracker_options["max_age"] = max_age
+    if matching is not None:
+        tracker_options["matching"] = matching
+    section = executor_options.executor_section(executor, executor_address, executor_option)
+
+    def call(observer: RunObserver) -> ResultsSummary:
         return run_track(
             log_root,
             out,
             detector,
-            parse_options(option),
+            options,
             seed,
             tracker,
             tracker_options,
             _scene_list(scenes),
             log_format,
             version,
-            progress,
+            workers=workers,
+            executor=section,
+            overwrite=overwrite,
+            observer=observer,
         )
 
-    _run("track", call)
+    _run(("detect", "track"), call)

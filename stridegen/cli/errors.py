@@ -22,10 +22,13 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from stridegen.core.errors import StrideGenError
+
+if TYPE_CHECKING:
+    from stridegen.run.runner import SceneResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # some scenes / items failed; the others are done (rerun to retry)
@@ -135,6 +138,19 @@ def report(exc: BaseException, clean: Callable[[str], str] | None = None) -> NoR
     sys.stderr.write("".join(f"{line}\n" for line in error_lines(exc, clean)))
     sys.stderr.flush()
     raise typer.Exit(exit_code(exc))
+
+
+def exit_failed_scenes(failed: Sequence[SceneResult]) -> None:
+    """End a scene run's command with ``EXIT_FAILED`` when scenes failed: one ``error: <scene>: <reason>`` line
+    each on stderr, then their count; return when none did."""
+    import typer
+
+    if not failed:
+        return
+    for r in failed:
+        typer.echo(f"error: {one_line(f'{r.scene}: {r.reason}')}", err=True)
+    typer.echo(f"{len(failed)} scene(s) failed; rerun to retry them", err=True)
+    raise typer.Exit(EXIT_FAILED)
 
 
 def guarded(command: F | None = None, *, clean: Callable[[str], str] | None = None) -> Any:

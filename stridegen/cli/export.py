@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from stridegen.cli import executor_options
-from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
+from stridegen.cli.errors import exit_failed_scenes, guarded
 
 _COUNT = re.compile(r"[0-9]+")
 
@@ -92,11 +92,7 @@ def export(
             observer=progress,
             executor=section,
         )
-    if not result.ok:
-        for r in result.failed:
-            typer.echo(f"error: {one_line(f'{r.scene}: {r.reason}')}", err=True)
-        typer.echo(f"{len(result.failed)} scene(s) failed; rerun to retry them", err=True)
-        raise typer.Exit(EXIT_FAILED)
+    exit_failed_scenes(result.failed)
     typer.echo(
         f"{format_name} export of {len(result.results)} scenes in {out} ({result.wall_s:.1f} s): {result.manifest_path}"
     )

@@ -52,6 +52,7 @@ __all__ = [
     "load_results",
     "results_dict",
     "write_results",
+    "write_results_dict",
 ]
 
 DETECTION_SPEC = BoxSpec("detection_name", "detection_score", frozenset(DETECTION_NAMES), ("attribute_name",))
@@ -201,9 +202,14 @@ def write_results(
 ) -> Path:
     """Write a results file the devkit and ``load_results`` read back unchanged (NaN velocities stay NaN);
     ``meta`` defaults to a LiDAR-only method's flags and must hold the five flags (PredictionFormatError)."""
+    return write_results_dict(path, results_dict(boxes, sample_tokens), meta)
+
+
+def write_results_dict(path: str | Path, results: dict[str, list[dict]], meta: dict | None = None) -> Path:
+    """``write_results`` of rows made already (``results_dict``'s form: sample token -> box dicts, in order)."""
     path = Path(path)
     meta = meta if meta is not None else dict(LIDAR_ONLY_META)
     check_meta(path, meta)  # never write a file load_results would reject
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"meta": meta, "results": results_dict(boxes, sample_tokens)}))
+    path.write_text(json.dumps({"meta": meta, "results": results}))
     return path

@@ -10,6 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from stridegen.cli import app
+from stridegen.core import registry
+from stridegen.core.errors import ConfigError, StrideGenError
 from stridegen.eval.detection.evaluate import evaluate_log as evaluate_detection_log
 from stridegen.eval.detection.gt import filter_eval_boxes, load_detection_gt
 from stridegen.eval.tracking.evaluate import evaluate_log as evaluate_tracking_log
@@ -132,3 +134,90 @@ def test_cli_errors_are_one_line_with_exit_code_2(log, tmp_path, command, extra,
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+# ------------------------------------------------------------------------------------------- on the scene runner
+@pytest.fixture(scope="module")
+def two_scenes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("detect_track_runner") / "log"
+    generate_dataset(root, progress=False, overwrite=True, scenes=2, seconds=2.0, seed=4, width=160, height=90)
+    return root
+
+
+SIMULATED = {"profile": "bevfusion"}
+
+
+def test_two_workers_and_a_resumed_run_write_the_same_bytes(two_scenes, tmp_path):
+    one = run_track(two_scenes, tmp_path / "one.json", "simulated", SIMULATED, seed=2)
+    two = run_track(two_scenes, tmp_path / "two.json", "simulated", SIMULATED, seed=2, workers=2)
+    assert one.ok and two.ok and one.n_scenes == 2 and one.n_boxes > 0
+    assert (tmp_path / "two.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+    assert (one.n_frames, one.n_tracks, one.class_counts) == (two.n_frames, two.n_tracks, two.class_counts)
+    det_one = run_detect(two_scenes, tmp_path / "d1.json", "simulated", SIMULATED, seed=2)
+    det_two = run_detect(two_scenes, tmp_path / "d2.json", "simulated", SIMULATED, seed=2, workers=2)
+    assert det_one.ok and det_two.ok and det_one.class_counts == det_two.class_counts
+    assert (tmp_path / "d2.json").read_bytes() == (tmp_path / "d1.json").read_bytes()
+
+    # the parts in <out>.parts/ are reused: one intact part is resumed, a damaged one is made again
+    parts = sorted((tmp_path / "one.json.parts" / "parts").glob("*.jsonl"))
+    assert [p.stem for p in parts] == [r.scene for r in one.results]
+    parts[1].write_bytes(parts[1].read_bytes().replace(b"sample_token", b"sample_tokeN", 1))
+    (tmp_path / "one.json").unlink()
+    calls: list[tuple[int, int]] = []
+    again = run_track(
+        two_scenes, tmp_path / "one.json", "simulated", SIMULATED, seed=2, progress=lambda d, t: calls.append((d, t))
+    )
+    assert [r.status for r in again.results] == ["resumed", "built"]
+    assert calls[0][0] == len(open_log(two_scenes).scenes()[0].frames) and calls[-1] == (again.n_frames,) * 2
+    assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
+    assert again.n_tracks == one.n_tracks and again.truncated == one.truncated
+
+
+def test_other_arguments_need_overwrite(two_scenes, tmp_path):
+    out = tmp_path / "det.json"
+    run_detect(two_scenes, out, "simulated", SIMULATED, seed=1)
+    with pytest.raises(ConfigError, match="--overwrite"):
+        run_detect(two_scenes, out, "simulated", SIMULATED, seed=2)
+    other = run_detect(two_scenes, out, "simulated", SIMULATED, seed=2, overwrite=True)
+    assert [r.status for r in other.results] == ["built", "built"]
+    run_detect(two_scenes, tmp_path / "fresh.json", "simulated", SIMULATED, seed=2)
+    assert out.read_bytes() == (tmp_path / "fresh.json").read_bytes()
+
+
+FRAMES_OF_SCENE: dict[str, set[str]] = {}  # scene name -> its frame tokens, for _FailingDetector
+
+
+class _FailingDetector:
+    """The oracle, but failing on every frame of the scene named ``fail`` (in this process: ``workers=1``)."""
+
+    def __init__(self, fail: str) -> None:
+        self.fail = fail
+        self.oracle = make_detector("oracle")
+
+    def detect(self, frame):
+        if frame.token in FRAMES_OF_SCENE.get(self.fail, ()):
+            raise StrideGenError(f"no boxes for {self.fail}")
+        return self.oracle.detect(frame)
+
+
+def test_a_failed_scene_writes_no_file_and_exits_1(two_scenes, tmp_path):
+    scenes = open_log(two_scenes).scenes()
+    FRAMES_OF_SCENE.update({s.name: {f.token for f in s.frames} for s in scenes})
+    registry.register("detector", "fails_on", _FailingDetector)
+    try:
+        summary = run_detect(two_scenes, tmp_path / "d.json", "fails_on", {"fail": scenes[1].name})
+        assert [r.status for r in summary.failed] == ["failed"] and summary.failed[0].scene == scenes[1].name
+        assert "no boxes for" in summary.failed[0].reason and not (tmp_path / "d.json").exists()
+        argv = ["detect", str(two_scenes), "--out", str(tmp_path / "c.json"), "-d", "fails_on"]
+        result = CliRunner().invoke(app, [*argv, "--option", f"fail={scenes[0].name}", "--workers", "1"])
+        assert result.exit_code == 1, result.output
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert errors == [f"error: {scenes[0].name}: no boxes for {scenes[0].name}"], result.stderr
+        # other options replace the parts of the failed run (--overwrite)
+        result = CliRunner().invoke(app, [*argv, "--option", "fail=none", "--executor", "local", "--overwrite"])
+        assert result.exit_code == 0, result.output
+        assert json.loads((tmp_path / "c.json").read_text())["results"].keys() == {
+            f.token for s in scenes for f in s.frames
+        }
+    finally:
+        registry.unregister("detector", "fails_on")
