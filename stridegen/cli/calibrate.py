@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from stridegen.cli.errors import guarded
+from stridegen.cli import executor_options
+from stridegen.cli.errors import exit_failed_scenes, guarded
 
 calibrate_app = typer.Typer(
     help="Calibrate a log's rig: ego poses by LiDAR odometry, ground plane, trajectory alignment, LiDAR-camera "
@@ -53,23 +54,43 @@ def poses(
     static_speed: float = typer.Option(
         0.5, "--static-speed", help="Boxes slower than this (m/s) are kept as static structure."
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output folder."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace a non-empty output folder (and parts in OUT.parts/ of other options)."
+    ),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene each)."),
+    executor: str = executor_options.EXECUTOR,
+    executor_address: str = executor_options.ADDRESS,
+    executor_option: list[str] | None = executor_options.OPTION,
 ) -> None:
-    """Ego poses by LiDAR odometry (open3d point-to-plane ICP); writes the log with them and a quality report."""
-    from stridegen.run.calibrate import BoxRemoval, DeskewOptions, calibrate_poses
+    """Ego poses by LiDAR odometry (open3d point-to-plane ICP); writes the log with them and a quality report.
+    Scene by scene: the odometry of each scene is kept in OUT.parts/, and a rerun resumes."""
+    from rich.console import Console
 
-    report = calibrate_poses(
-        log,
-        out,
-        format_name=format_name,
-        version=version,
-        scenes=scene or None,
-        channel=lidar,
-        deskew=DeskewOptions(deskew, time_column, time_unit, sweep_period),
+    from stridegen.cli.progress import SceneProgress
+    from stridegen.run.calibrate import BoxRemoval, DeskewOptions, PosesOptions, run_calibrate_poses
+
+    options = PosesOptions(
+        format_name,
+        version,
+        scene or None,
+        lidar,
+        DeskewOptions(deskew, time_column, time_unit, sweep_period),
         removal=BoxRemoval(detector, box_margin, static_speed),
-        overwrite=overwrite,
     )
-    _print(report, None)
+    section = executor_options.executor_section(executor, executor_address, executor_option)
+    with SceneProgress(console=Console(stderr=True), stages=("odometry",)) as progress:
+        result = run_calibrate_poses(
+            log,
+            out,
+            options,
+            overwrite=overwrite,
+            workers=workers,
+            executor=section,
+            observer=progress,
+        )
+    exit_failed_scenes(result.failed)
+    assert result.report is not None  # every scene is done
+    _print(result.report, None)
 
 
 @calibrate_app.command("ground")

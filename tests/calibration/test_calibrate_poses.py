@@ -4,6 +4,7 @@ boxes keep their place relative to the ego, a report per scene."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -44,3 +45,29 @@ def test_poses_cli_writes_a_native_log_with_new_poses(tmp_path):
         np.testing.assert_allclose(rel_new, b.boxes.center, atol=1e-9)  # bare poses are identity: ego == global
         for channel, sample in f_new.sensors.items():
             np.testing.assert_allclose(sample.T_global_from_ego, f_new.T_global_from_ego, atol=1e-12, err_msg=channel)
+
+
+def _tree(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_rerun_reuses_the_scene_parts_and_writes_the_same_bytes(tmp_path):
+    from stridegen.core.errors import ConfigError
+    from stridegen.logs.synthetic import OutputExistsError
+    from stridegen.logs.synthetic.generator import generate_dataset
+    from stridegen.run.calibrate import BoxRemoval, PosesOptions, calibrate_poses, run_calibrate_poses
+
+    log, out = tmp_path / "syn", tmp_path / "out"
+    generate_dataset(log, scenes=1, seconds=2, seed=2, width=160, height=90, progress=False)
+    calibrate_poses(log, out)
+    first = _tree(out)
+    assert [p.name for p in (tmp_path / "out.parts" / "parts").iterdir()] == ["scene-0000.jsonl"]
+    with pytest.raises(OutputExistsError):  # a non-empty output is refused without overwrite, as before
+        calibrate_poses(log, out)
+
+    # the odometry (parts in out.parts/) is not run again: the log and the report come from the parts
+    shutil.rmtree(out)
+    again = run_calibrate_poses(log, out)
+    assert [r.status for r in again.results] == ["resumed"] and _tree(out) == first
+    with pytest.raises(ConfigError, match="--overwrite"):  # parts of other options are never mixed in
+        run_calibrate_poses(log, out, PosesOptions(removal=BoxRemoval("none")))
