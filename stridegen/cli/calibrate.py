@@ -67,7 +67,9 @@ def poses(
     from rich.console import Console
 
     from stridegen.cli.progress import SceneProgress
-    from stridegen.run.calibrate import BoxRemoval, DeskewOptions, PosesOptions, run_calibrate_poses
+    from stridegen.logs.calibrate.poses import BoxRemoval
+    from stridegen.logs.calibrate.sweeps import DeskewOptions
+    from stridegen.run.calibrate import PosesOptions, run_calibrate_poses
 
     options = PosesOptions(
         format_name,
@@ -104,7 +106,7 @@ def ground(
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
 ) -> None:
     """Ground plane per key sweep (RANSAC): sensor height, pitch, roll and their drift."""
-    from stridegen.run.calibrate import ground_report
+    from stridegen.logs.calibrate.ground import ground_report
 
     _print(ground_report(log, format_name=format_name, version=version, scenes=scene or None, channel=lidar), report)
 
@@ -118,7 +120,7 @@ def align(
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
 ) -> None:
     """Align A's ego trajectory onto B's (Umeyama 1991), with residuals."""
-    from stridegen.run.calibrate import align_logs
+    from stridegen.logs.calibrate.align import align_logs
 
     _print(align_logs(a, b, with_scale=scale), report)
 
@@ -144,7 +146,7 @@ def lidar_camera(
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
 ) -> None:
     """Edge misalignment (pixels) of each camera against the LiDAR, refined extrinsics, rig YAML."""
-    from stridegen.run.calibrate import lidar_camera_report
+    from stridegen.logs.calibrate.lidar_camera import lidar_camera_report
 
     result = lidar_camera_report(
         log,

@@ -14,7 +14,7 @@ from tests.shared_data import NUSCENES_DEMO, needs_nuscenes_demo
 
 def test_camera_spec_angles_round_trip():
     from stridegen.calibration import load_rig
-    from stridegen.run.calibrate import camera_spec_angles
+    from stridegen.logs.calibrate.lidar_camera import camera_spec_angles
 
     for cam in load_rig("nuscenes").cameras:
         spec = cam.model_copy(update={"pitch_deg": 3.0, "roll_deg": -2.0})
