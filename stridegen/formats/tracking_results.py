@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from stridegen.core.boxes import Boxes
 from stridegen.core.errors import PredictionFormatError
 from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.formats.results_json import (
@@ -185,3 +186,25 @@ def write_tracking_results(path: str | Path, results: dict[str, list[dict]], met
     meta = dict(LIDAR_ONLY_META) if meta is None else meta
     check_meta(Path(path), meta)
     Path(path).write_text(json.dumps({"meta": meta, "results": results}))
+
+
+def tracking_rows(scene_name: str, sample_token: str, boxes: Boxes) -> list[dict]:
+    """A sample's tracked boxes as nuScenes tracking-results rows: the tracking classes only, tracking id
+    ``scene/track``, tracking score = the box's score, velocity from the boxes (NaN -> 0)."""
+    quat = boxes.extras.get("rotation_global")  # the full rotation a log reader kept (logs.box_rotation)
+    rows = []
+    for i in np.flatnonzero(np.isin(boxes.label, TRACKING_CLASSES)):
+        rotation = quat[i] if quat is not None else np.r_[np.cos(boxes.yaw[i] / 2), 0, 0, np.sin(boxes.yaw[i] / 2)]
+        rows.append(
+            {
+                "sample_token": sample_token,
+                "translation": boxes.center[i].tolist(),
+                "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
+                "rotation": list(map(float, rotation)),
+                "velocity": np.nan_to_num(boxes.velocity[i, :2]).tolist(),
+                "tracking_id": f"{scene_name}/{boxes.track_id[i]}",
+                "tracking_name": str(boxes.label[i]),
+                "tracking_score": float(boxes.score[i]),
+            }
+        )
+    return rows

@@ -16,7 +16,8 @@ written from the parts, in log order. A rerun resumes from the intact parts; a w
 refused unless ``overwrite``. The file's bytes depend only on the log and the arguments, never on the executor or
 the number of workers.
 
-``tracking_rows`` / ``track_scene_rows`` turn tracked boxes into results rows; ``stridegen validate`` uses them too.
+What a worker does to a scene is ``stridegen.pipeline.results`` (``detect_scene``, ``track_scene_rows``; ``stridegen
+validate`` uses them too).
 """
 
 from __future__ import annotations
@@ -25,21 +26,19 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from stridegen.core.boxes import Boxes
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import ConfigError
-from stridegen.core.vocabulary import TRACKING_CLASSES
 from stridegen.formats.detection_boxes import to_detection_boxes
 from stridegen.formats.nuscenes_results import MAX_BOXES_PER_SAMPLE, results_dict, write_results_dict
 from stridegen.formats.tracking_results import write_tracking_results
 from stridegen.logs.base import Scene
 from stridegen.pipeline.detect.base import Detector
-from stridegen.pipeline.track_base import DetectingTracker, Tracker, detect_global, provides_detections
+from stridegen.pipeline.results import detect_scene, track_scene_rows
+from stridegen.pipeline.track_base import DetectingTracker, provides_detections
 from stridegen.run import backends
 from stridegen.run.config import DetectorSection, ExecutorSection, TrackerSection, validation_message
 from stridegen.run.executors import make_executor
@@ -118,68 +117,11 @@ def select_log_scenes(scenes: Sequence[Scene], wanted: Sequence[str] | None = No
     return [s for s in scenes if s.name in wanted or s.token in wanted]
 
 
-def _top_boxes(boxes: Boxes, limit: int) -> tuple[Boxes, int]:
-    if len(boxes) <= limit:
-        return boxes, 0
-    keep = np.sort(np.argsort(-boxes.score, kind="stable")[:limit])
-    return boxes[keep], len(boxes) - limit
-
-
-def detect_scene(
-    scene: Scene,
-    detector: Detector | DetectingTracker,
-    name: str = "detector",
-    max_boxes_per_sample: int = MAX_BOXES_PER_SAMPLE,
-) -> tuple[list[Boxes], int]:
-    """``detector`` on every frame of ``scene``: per frame its global-frame boxes (boxes in another frame are an
-    error naming the backend ``name``), and how many were dropped: a sample's boxes beyond
-    ``max_boxes_per_sample`` (the results format's limit), lowest scores first."""
-    out: list[Boxes] = []
-    truncated = 0
-    for frame in scene.frames:
-        boxes, dropped = _top_boxes(detect_global(detector, frame, name), max_boxes_per_sample)
-        out.append(boxes)
-        truncated += dropped
-    return out, truncated
-
-
 def _class_counts(labels: Iterable[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for label in labels:
         counts[label] = counts.get(label, 0) + 1
     return dict(sorted(counts.items()))
-
-
-# --------------------------------------------------------------------------------------------------------- track
-def tracking_rows(scene_name: str, sample_token: str, boxes: Boxes) -> list[dict]:
-    """A sample's tracked boxes as nuScenes tracking-results rows: the tracking classes only, tracking id
-    ``scene/track``, tracking score = the box's score, velocity from the boxes (NaN -> 0)."""
-    quat = boxes.extras.get("rotation_global")
-    rows = []
-    for i in np.flatnonzero(np.isin(boxes.label, TRACKING_CLASSES)):
-        rotation = quat[i] if quat is not None else np.r_[np.cos(boxes.yaw[i] / 2), 0, 0, np.sin(boxes.yaw[i] / 2)]
-        rows.append(
-            {
-                "sample_token": sample_token,
-                "translation": boxes.center[i].tolist(),
-                "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
-                "rotation": list(map(float, rotation)),
-                "velocity": np.nan_to_num(boxes.velocity[i, :2]).tolist(),
-                "tracking_id": f"{scene_name}/{boxes.track_id[i]}",
-                "tracking_name": str(boxes.label[i]),
-                "tracking_score": float(boxes.score[i]),
-            }
-        )
-    return rows
-
-
-def track_scene_rows(scene: Scene, detections: Sequence[Boxes], tracker: Tracker) -> dict[str, list[dict]]:
-    """Track one scene's per-frame detections with ``tracker`` (a tracker backend); its frames' results rows."""
-    tracked = tracker.track(list(detections), cast("Sequence[float]", scene.timestamps_s))
-    return {
-        frame.token: tracking_rows(scene.name, frame.token, boxes)
-        for frame, boxes in zip(scene.frames, tracked, strict=True)
-    }
 
 
 # ------------------------------------------------------------------------------------------------------- the job

@@ -21,8 +21,8 @@ from stridegen.eval.detection.gt import filter_eval_boxes, gather_detection_gt
 from stridegen.formats.detection_boxes import to_detection_boxes
 from stridegen.logs.base import LogReader
 from stridegen.pipeline.detect.base import Detector
+from stridegen.pipeline.results import track_scene_rows
 from stridegen.pipeline.track import SceneTracker, TrackerConfig
-from stridegen.run.detect import track_scene_rows
 
 
 def validate_detector(
