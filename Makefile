@@ -8,7 +8,7 @@ STAMP := $(VENV)/.stridegen-installed
 EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize
 DEMO_OUT ?= out/demo
 
-.PHONY: setup demo test lint bench clean wheel-check lock versions
+.PHONY: setup demo test test-fast lint bench clean wheel-check lock versions
 
 # Exact versions of every package the test suite last passed with (pip's constraints format): every install below
 # takes them, so a fresh machine installs what was tested, not whatever is newest that day. `make lock` refreshes
@@ -67,6 +67,11 @@ lint: setup
 
 test: setup lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+# The fast lane: every test but those marked slow (over ~2 s here, or reading a generated log or a built dataset
+# through a fixture), without setup and lint: about 1.5 minutes on 2 cores. `make test` runs them all.
+test-fast:
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not slow"
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

@@ -428,6 +428,7 @@ def _params() -> list:
     return params
 
 
+@pytest.mark.slow  # 386 commands run through the CLI
 @pytest.mark.parametrize(("command", "case", "variant"), _params())
 def test_bad_input_gives_one_error_line(command: str, case: Case, variant: str, inputs: Inputs, tmp_path: Path):
     argument = _place(case, variant, tmp_path, inputs)

@@ -12,6 +12,7 @@ import pytest
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 
+pytestmark = pytest.mark.slow  # every test reads a built 640 x 360 log (its fixture takes seconds)
 SYNTH = {"scenes": 1, "seconds": 6.0, "seed": 3, "width": 640, "height": 360}
 BASE = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=4"]
 # Plates only with the geometric bands: the Haar plate cascade and the face detector are tested on their own.

@@ -345,6 +345,7 @@ def test_rerun_skips_finished_scenes_and_keeps_the_bytes(source, tmp_path):
     assert _tree_bytes(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_same_arguments_give_identical_bytes(source, tmp_path):
     args = dict(corruptions="lens_distortion,gaussian_noise,frame_lost", severities=[2, 4], seed=11)
     build_robustness_split(source, tmp_path / "a", **args)
@@ -387,6 +388,7 @@ def test_killed_run_resumes_to_the_same_bytes(source, tmp_path, monkeypatch):
     assert _tree_bytes(tmp_path / "killed") == _tree_bytes(tmp_path / "clean")
 
 
+@pytest.mark.slow
 def test_workers_do_not_change_the_bytes(source, tmp_path):
     args = dict(corruptions="motion_blur", severities="1-2", seed=2)
     build_robustness_split(source, tmp_path / "one", **args, workers=1)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 pytest.importorskip("open3d")
+pytestmark = pytest.mark.slow  # odometry over whole logs
 
 
 def test_poses_cli_writes_a_native_log_with_new_poses(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from tests.shared_data import NUSCENES_DEMO, needs_nuscenes_demo
@@ -152,6 +153,7 @@ def test_edge_cost_known_distance_map():
     np.testing.assert_allclose(strength[20, col + np.array([3, 10])], (1 - ALPHA) * GAMMA ** np.array([3, 10]), 1e-5)
 
 
+@pytest.mark.slow
 def test_lidar_camera_restores_perturbed_extrinsics(tmp_path):
     """Issue 18's check: on a 20 s synthetic log with static scenery (800 x 450), extrinsics moved by 1 deg and 5 cm
     in random directions come back to < 0.2 deg and < 2 cm (measured: docs/calibrate.md), with the misalignment
@@ -181,6 +183,7 @@ def test_lidar_camera_restores_perturbed_extrinsics(tmp_path):
         assert json.loads((tmp_path / "lc.json").read_text())["warnings"] == []  # 40 frames
 
 
+@pytest.mark.slow
 @needs_nuscenes_demo
 def test_lidar_camera_warns_on_too_few_frames(tmp_path):
     """One real keyframe cannot pin the translation down (docs/calibrate.md): the command says so on stderr and in

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("open3d")
+pytestmark = pytest.mark.slow  # odometry over whole logs
 
 
 def _static_world_sweeps(seed: int):

@@ -8,6 +8,7 @@ import pytest
 from tests.shared_data import AV2_LOGS, needs_av2
 
 pytest.importorskip("open3d")
+pytestmark = pytest.mark.slow  # odometry over whole logs
 
 
 @needs_av2

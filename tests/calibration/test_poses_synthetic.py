@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 pytest.importorskip("open3d")
+pytestmark = pytest.mark.slow  # odometry over a 20 s log, made by the module's fixture
 
 SECONDS = 20.0
 STEP_S = 0.5  # synthetic key frames are at 2 Hz

@@ -13,6 +13,7 @@ from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
+pytestmark = pytest.mark.slow  # every test reads a dataset built by the module's fixture
 runner = CliRunner()
 
 

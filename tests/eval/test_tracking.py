@@ -297,6 +297,7 @@ def test_validation_rejects_duplicate_ids_and_unknown_classes():
 # ---------------------------------------------------------------------------------------------- parity
 
 
+@pytest.mark.slow
 @pytest.mark.devkit
 @pytest.mark.parametrize(
     "seed,scenes,frames,tracks,mode",
@@ -752,6 +753,7 @@ def _tiny_tracking_problem(draw):
     return tl, _boxes(gt_rows, gt=True), _boxes(pred_rows, gt=False)
 
 
+@pytest.mark.slow
 @pytest.mark.devkit
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_tiny_tracking_problem())

@@ -109,6 +109,7 @@ def test_summary_ignores_errors():
     assert s["flags"] == {"f": 1}
 
 
+@pytest.mark.slow
 def test_kill_dash_nine_then_resume_sends_no_cached_request(tmp_path: Path):
     n_items = 10
     items_path = tmp_path / "items.jsonl"

@@ -35,6 +35,8 @@ from stridegen.logs.synthetic.av2_writer import (
 )
 from tests.shared_data import AV2_LOGS, needs_av2
 
+pytestmark = pytest.mark.slow  # the tests read an AV2 copy of a generated log
+
 feather = pytest.importorskip("pyarrow.feather")
 
 # Seed 2 composes a scene whose boxes all have an AV2 category (no barrier / construction vehicle, which AV2 lacks:

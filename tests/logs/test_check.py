@@ -26,6 +26,8 @@ from stridegen.logs.check import CODES, CheckReport, check_log, image_header_siz
 from stridegen.run.build import BuildResult, run_build
 from stridegen.run.config import load_build_config
 
+pytestmark = pytest.mark.slow  # the tests check and build copies of the session's two-scene log
+
 VERSION = "v1.0-synthetic"
 REPO = Path(__file__).resolve().parents[2]
 # Small builds: projected-box masks (no LiDAR read), three keyframes at 2, 3, 4 s.

@@ -26,6 +26,8 @@ from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 from tests.logs.kitti_layout import DETECTION_TO_KITTI, WrittenSequence, write_kitti_tracking, write_oxts
 
+pytestmark = pytest.mark.slow  # the tests read a KITTI copy of the session's one-scene log
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kitti_tracking_reader"
 TARGET = "stridegen_kitti.reader:open_kitti_tracking"
 NAME = "kitti-tracking"

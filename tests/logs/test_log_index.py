@@ -32,6 +32,8 @@ from stridegen.logs.nuscenes import NuScenesReader
 from stridegen.logs.nuscenes_tables import IndexedTables, JsonTables, has_token, shape_reason
 from tests.logs.test_nuscenes_reader import _write_tiny_log
 
+pytestmark = pytest.mark.slow  # the tests index and replicate a generated log
+
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "v1.0-synthetic"
 

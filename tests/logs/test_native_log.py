@@ -65,6 +65,7 @@ def _assert_same_annotations(a, b) -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
+@pytest.mark.slow
 def test_round_trip_reads_the_same_log(synthetic_pair) -> None:
     src, dst = synthetic_pair
     assert is_native_log(dst) and is_native_log(dst / "stridegen-log.json") and not is_native_log(src)
@@ -124,6 +125,7 @@ def _qa_rows(dataset: Path) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_round_trip_builds_the_same_questions(synthetic_pair, tmp_path: Path) -> None:
     """Both logs give the same QA table, row for row (id, question, answer, value). Poses and calibrations come
     back within 2.2e-16 (quaternion round trip); in the shards that moves only the camera extrinsics and the mask
@@ -142,6 +144,7 @@ def test_round_trip_builds_the_same_questions(synthetic_pair, tmp_path: Path) ->
     assert built["native"] == built["nuscenes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["nuscenes", "av2"])
 def test_round_trip_of_real_logs(which: str, request, tmp_path: Path) -> None:
     """nuScenes demo (radar channels, sweeps) and AV2 logs (LiDAR in the ego frame, frames without a sweep)."""
@@ -170,6 +173,7 @@ def test_round_trip_of_real_logs(which: str, request, tmp_path: Path) -> None:
             _assert_same_annotations(fa.annotations(), fb.annotations())
 
 
+@pytest.mark.slow
 def test_writer_refuses_a_full_folder_and_picks_scenes(synthetic_pair, tmp_path: Path) -> None:
     from stridegen.logs.synthetic import OutputExistsError
 
@@ -200,6 +204,7 @@ def test_writer_refuses_what_the_format_refuses(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.tmp-*"))
 
 
+@pytest.mark.slow
 def test_convert_command(synthetic_pair, tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
@@ -602,6 +607,7 @@ def test_frame_tokens_are_unique_in_the_log(tiny: Path) -> None:
     _expect(InvalidValueError, _frames(tiny), "drive-1/frames.jsonl", "line 3, token", "also used on line 2")
 
 
+@pytest.mark.slow
 def test_readers_keep_the_last_scenes_only(synthetic_pair, av2_logs: Path) -> None:
     """A worker that builds scene after scene holds at most ``SCENE_CACHE`` built scenes (memory flat in the log's
     length); a scene asked for again while kept is the same object. The modality answer the build asks first is

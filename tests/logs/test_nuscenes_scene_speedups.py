@@ -31,6 +31,8 @@ from stridegen.logs.nuscenes_tables import _CODE, IndexedTables, _runs
 from tests.logs.test_log_index import VERSION, replicate_log, scene_signature
 from tests.shared_data import NUSCENES_DEMO
 
+pytestmark = pytest.mark.slow  # the tests read a generated log
+
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,8 @@ from stridegen.pipeline.attributes import dense_tracks, extract_attributes
 from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.track import track_scene
 
+pytestmark = pytest.mark.slow  # the tests run the pipeline on a generated log
+
 STEP_S = 0.5  # synthetic key frames are at 2 Hz
 
 

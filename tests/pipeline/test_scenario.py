@@ -191,6 +191,7 @@ def built(tmp_path_factory) -> Path:
     return base
 
 
+@pytest.mark.slow
 def test_group_relations_match_the_generators_scenarios(built: Path) -> None:
     """Every spatiotemporal group of the built dataset (oracle detector), labelled through the eval helper that
     ``stridegen eval lsr --dataset`` uses, against the scenario of the target's agent."""
@@ -223,6 +224,7 @@ def test_group_relations_match_the_generators_scenarios(built: Path) -> None:
     _check(confusion, GROUP_FLOORS, "spatiotemporal groups of the built dataset")
 
 
+@pytest.mark.slow
 def test_truth_track_relations_match_the_generators_scenarios() -> None:
     """Every agent at every keyframe window (t0 = 2 .. 16.5 s every 0.5 s) in which it stays within the
     annotation range, from the analytic positions and ego poses: covers Pulling_Away_from_Ego too."""

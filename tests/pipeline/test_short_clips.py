@@ -20,6 +20,8 @@ from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
+pytestmark = pytest.mark.slow  # the tests build three datasets from generated logs
+
 SYNTH = {"scenes": 1, "seed": 5, "width": 320, "height": 180}
 BASE = ["segmenter.name=projected_box"]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # the tests read the session's built dataset
+
 torch = pytest.importorskip("torch", reason="stridegen.data needs PyTorch (pip install 'stridegen[torch]')")
 
 from stridegen.data import IterableQASamples, QASampleDataset, collate_samples  # noqa: E402

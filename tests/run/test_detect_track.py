@@ -24,6 +24,8 @@ from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.track import TrackerConfig
 from stridegen.run.detect import run_detect, run_track
 
+pytestmark = pytest.mark.slow  # the tests detect and track over a generated log
+
 # The oracle emits what the evaluation keeps: ground truth with at least one LiDAR point (as `validate` runs it).
 ORACLE = {"min_lidar_points": 1}
 

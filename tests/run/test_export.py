@@ -21,6 +21,8 @@ from stridegen.formats.strideqa_bench import extract_group_id, load_annotation_q
 from stridegen.run.export import EXPORT_MANIFEST, run_export
 from stridegen.shards.reader import open_dataset
 
+pytestmark = pytest.mark.slow  # the tests export the session's built dataset
+
 
 @pytest.fixture(scope="module")
 def bench(dataset, tmp_path_factory) -> Path:

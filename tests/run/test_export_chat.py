@@ -15,6 +15,8 @@ from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
 from tests.run.schemas import jsonschema, validate
 
+pytestmark = pytest.mark.slow  # the tests export the session's built dataset
+
 
 def _check_llava_record(rec: dict) -> None:
     """The LLaVA conversation schema the exporter promises (docs/export.md, stridegen/resources/schemas)."""

@@ -20,6 +20,8 @@ from stridegen.formats.images import decode_image
 from stridegen.run.export import EXPORT_MANIFEST, make_exporter, run_export
 from stridegen.shards.reader import open_dataset
 
+pytestmark = pytest.mark.slow  # the tests export the session's built dataset
+
 datasets = pytest.importorskip("datasets", reason="the hf round trip needs `datasets` (pip install 'stridegen[hf]')")
 pq = pytest.importorskip("pyarrow.parquet", reason="the hf exporter needs pyarrow (pip install 'stridegen[hf]')")
 

@@ -18,6 +18,8 @@ from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
 from tests.run.schemas import jsonschema, validate
 
+pytestmark = pytest.mark.slow  # the tests export the session's built dataset
+
 FIELDS_SPATIAL = {
     "id",
     "image",

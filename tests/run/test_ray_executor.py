@@ -109,6 +109,7 @@ def test_executor_section_names_checks_and_stays_out_of_the_hash() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ a local Ray
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["tasks", "actors"])
 def test_local_ray_build_equals_the_local_executor(
     log: Path, reference: dict[str, bytes], tmp_path: Path, shape: str
@@ -123,6 +124,7 @@ def test_local_ray_build_equals_the_local_executor(
     assert not [p for p in (out / "shards").iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_driver_killed_then_rerun_resumes_byte_identical(
     log: Path, reference: dict[str, bytes], tmp_path: Path
 ) -> None:
@@ -153,6 +155,7 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
 
 
+@pytest.mark.slow
 def test_a_scene_that_fails_by_itself_is_recorded_once(log: Path, tmp_path: Path) -> None:
     broken = tmp_path / "log"
     shutil.copytree(log, broken)
@@ -231,6 +234,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[TwoNodes, Path]]:
         nodes.stop()
 
 
+@pytest.mark.slow
 def test_a_node_killed_mid_build_is_retried_and_the_build_is_byte_identical(
     cluster: tuple[TwoNodes, Path], log: Path, reference: dict[str, bytes], tmp_path: Path
 ) -> None:
@@ -251,6 +255,7 @@ def test_a_node_killed_mid_build_is_retried_and_the_build_is_byte_identical(
 
 
 # ------------------------------------------------------------------------------------- augment and export on Ray
+@pytest.mark.slow
 def test_augment_and_export_on_ray_equal_the_local_executor(dataset: Path, tmp_path: Path) -> None:
     """`stridegen augment` and `stridegen export` with --executor ray write the same bytes as with the local one."""
     from typer.testing import CliRunner

@@ -13,6 +13,8 @@ from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
+pytestmark = pytest.mark.slow  # the tests build the session's two-scene log again
+
 # The conftest build's overrides; 320 x 180 images.
 OVERRIDES = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"]
 # 1e-3 of 320 x 180 is 57.6 -> 58 px: on this log (seed 5) it leaves out 11 of the 40 visible keyframe masks

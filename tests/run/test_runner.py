@@ -74,6 +74,7 @@ def _scores(out: Path) -> set[float]:
         return {float(s) for name in ds.scenes for s in ds.scene(name).record().detections.score}
 
 
+@pytest.mark.slow
 def test_module_string_detector_builds_with_two_workers(small_log, plugin_module, tmp_path):
     cfg = load_build_config(
         None,
@@ -91,6 +92,7 @@ def test_module_string_detector_builds_with_two_workers(small_log, plugin_module
     assert _scores(tmp_path / "ds") == {0.5}
 
 
+@pytest.mark.slow
 def test_runtime_registration_reaches_spawned_workers(small_log, plugin_module, tmp_path):
     registry.register("detector", "half_score", plugin_module)
     try:
@@ -111,6 +113,7 @@ def test_runtime_registration_reaches_spawned_workers(small_log, plugin_module, 
     assert _scores(tmp_path / "ds") == {0.25}
 
 
+@pytest.mark.slow
 def test_qa_family_plugin_adds_its_items_after_the_built_in_ones(small_log, plugin_module, tmp_path):
     family = plugin_module.replace("HalfScoreDetector", "CountFamily")
     base = ["segmenter.name=projected_box", "keyframes.start_s=1", "keyframes.end_s=4", "workers=2"]
@@ -164,6 +167,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process tables from /proc (Linux)")
 def test_kill_9_of_the_parent_leaves_no_worker_behind(small_log, tmp_path):
     marker = pause_marker(tmp_path / "paused")

@@ -67,6 +67,7 @@ def _tree_bytes(out: Path) -> dict[str, bytes]:
 
 
 # ------------------------------------------------------------------------------------------------------ content
+@pytest.mark.slow
 def test_reference_build_content(reference_build, synth_log):
     from stridegen.logs import open_log
 
@@ -130,6 +131,7 @@ def test_demo_fixture_with_single_frame_overrides(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------------ determinism
+@pytest.mark.slow
 def test_one_and_two_workers_are_byte_identical(reference_build, synth_log, tmp_path):
     result = run_build(synth_log, tmp_path / "w2", load_build_config(None, ["workers=2"]))
     assert result.ok
@@ -138,6 +140,7 @@ def test_one_and_two_workers_are_byte_identical(reference_build, synth_log, tmp_
     assert report["workers"] == 2 and report["scenes"]["built"] == 2
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_scenes_and_keeps_bytes(reference_build, synth_log, tmp_path):
     out = tmp_path / "ds"
     shutil.copytree(reference_build, out)
@@ -152,6 +155,7 @@ def test_rerun_skips_finished_scenes_and_keeps_bytes(reference_build, synth_log,
     assert _tree_bytes(out) == before
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_path):
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(synth_log), "--out", str(out)]
@@ -177,6 +181,7 @@ def test_kill_9_then_resume_is_byte_identical(reference_build, synth_log, tmp_pa
 
 
 # ------------------------------------------------------------------------------------------------------ failures
+@pytest.mark.slow
 def test_a_failing_scene_is_recorded_and_the_others_complete(synth_log, tmp_path):
     log = tmp_path / "log"
     shutil.copytree(synth_log, log, ignore=shutil.ignore_patterns("instance_ids"))
@@ -216,6 +221,7 @@ def test_config_errors_exit_2(synth_log, tmp_path):
     assert res.exit_code == 2 and "manifest not found" in res.output
 
 
+@pytest.mark.slow
 def test_config_change_needs_overwrite(reference_build, synth_log, tmp_path):
     out = tmp_path / "ds"
     shutil.copytree(reference_build, out)

@@ -37,6 +37,8 @@ from stridegen.shards.integrity import CHECKSUM_ATTRS, PATHS_ATTR, ROW_CHECKSUM_
 from stridegen.shards.reader import UncheckedShardWarning, open_dataset
 from stridegen.shards.schema import ShardError
 
+pytestmark = pytest.mark.slow  # the tests read (and damage copies of) the session's built dataset
+
 SCENE = "scene-0000"
 Span = tuple[int, int]  # (file offset, length)
 

@@ -316,6 +316,7 @@ def test_rewriting_a_read_record_gives_the_same_bytes(tmp_path):
     assert info.sha256 == info2.sha256
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     n_frames=st.integers(1, 7),

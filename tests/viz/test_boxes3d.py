@@ -51,6 +51,7 @@ def test_box_behind_and_across_the_camera() -> None:
     assert np.array_equal(across[50, 45], [0, 0, 0])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_boxes_in_image_matches_devkit(seed: int) -> None:

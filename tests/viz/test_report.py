@@ -36,6 +36,9 @@ from stridegen.viz.report.results import classify
 from stridegen.viz.report.stats import DISTRIBUTIONS, Histogram
 from stridegen.viz.report.svg import nice_ticks, polar_histogram
 
+# The page tests read the session's built dataset and evaluations made by the real commands.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 TEST_OUTPUT = REPO / "test-output"
 SAMPLES = 6

@@ -560,6 +560,7 @@ def _by_place(boxes: Any) -> np.ndarray:
     return np.lexsort((-boxes.score, c[:, 2], c[:, 1], c[:, 0]))
 
 
+@pytest.mark.slow
 def test_boxes_equal_mmdet3d_inference_api(tiny_centerpoint: tuple[Path, Path], frames: list[Frame]) -> None:
     config, checkpoint = tiny_centerpoint
     det = Mmdet3dDetector(model=str(config), checkpoint=str(checkpoint), score_threshold=0.0)
@@ -580,6 +581,7 @@ def test_boxes_equal_mmdet3d_inference_api(tiny_centerpoint: tuple[Path, Path], 
         assert o.frame == "global"
 
 
+@pytest.mark.slow
 def test_detections_are_deterministic_and_batch_independent(
     tiny_centerpoint: tuple[Path, Path], frames: list[Frame]
 ) -> None:
@@ -615,6 +617,7 @@ def test_class_map_applies_to_the_model_classes(tiny_centerpoint: tuple[Path, Pa
     assert (boxes.label[moved] == "truck").all()
 
 
+@pytest.mark.slow
 def test_validate_scores_the_backend(tiny_centerpoint: tuple[Path, Path], log_root: Path) -> None:
     """`stridegen validate --detector mmdet3d --option ...` runs the backend on every frame and prints the same
     figures as scoring its detections directly."""

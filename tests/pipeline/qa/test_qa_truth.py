@@ -31,6 +31,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.slow  # the tests read a dataset built from a generated log
+
 SEED = 0  # seed 0, 10 s: every category and every default predicate occurs (asserted below)
 SECONDS = 10.0
 WIDTH, HEIGHT = 480, 270

@@ -179,6 +179,7 @@ def _assert_well_formed(result, n: int) -> None:
     assert np.isfinite(result.quality).all() and (result.quality >= 0).all() and (result.quality <= 1).all()
 
 
+@pytest.mark.slow
 def test_checkpoint_model_equals_official_predictor_and_is_deterministic(official, segmenter):
     request = _request()
     start = time.perf_counter()
