@@ -20,7 +20,7 @@ PIP_C := $(if $(CONSTRAINTS),-c $(abspath $(CONSTRAINTS)),)
 MMCV_SETUPTOOLS := setuptools==80.10.2
 
 # Debian packages the tests need: chromium, the headless browser that opens `stridegen report`'s page
-# (tests/viz/test_report.py, skipped without it; ~45 s and ~360 MB to install), and libusb, which open3d (the
+# (tests/viz/report/test_report.py, skipped without it; ~45 s and ~360 MB to install), and libusb, which open3d (the
 # `open3d` extra, `stridegen calibrate`) loads. None for the base install.
 APT_PACKAGES ?= chromium libusb-1.0-0
 

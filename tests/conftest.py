@@ -10,6 +10,8 @@
 - ``two_scene_log`` / ``one_scene_log`` / ``two_scene_dataset``: the small synthetic logs that several modules read,
   generated once per test session (per xdist worker) instead of once per module, and the two-scene log built. No
   test writes into them: one that damages or extends a log copies it first (``shutil.copytree``).
+- ``dataset``: ``two_scene_dataset`` under the name the run, export and data tests use (a module may define its
+  own ``dataset``, which takes precedence there).
 """
 
 from __future__ import annotations
@@ -115,3 +117,9 @@ def two_scene_dataset(two_scene_log: Path) -> Path:
     result = run_build(two_scene_log, out, load_build_config(None, SMALL_BUILD))
     assert result.ok and result.qa > 0, [r.reason for r in result.failed]
     return out
+
+
+@pytest.fixture(scope="session")
+def dataset(two_scene_dataset: Path) -> Path:
+    """The session's two-scene dataset, its log at ``dataset.parent / "log"``."""
+    return two_scene_dataset

@@ -5,7 +5,7 @@ bike racks) go through the devkit's own loaders (``add_center_dist``, ``filter_e
 and ``TrackingEval.evaluate`` (``run_devkit``) and through stridegen's evaluator (``run_stridegen``); ``compare``
 lists every metric that differs. The devkit needs a ``NuScenes`` object only to look up samples, scenes, ego poses
 and bike racks: a small stand-in (``FakeNuScenes``) serves those tables. The devkit is imported when called.
-Used by the tracking parity tests (tests/eval/test_tracking.py) and benchmarks/bench_tracking.py.
+Used by the tracking parity tests (tests/eval/tracking/test_tracking.py) and benchmarks/bench_tracking.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the toolkit runs it: a loop over response records, one parse per (record, qa_typ
 "<group>_<time>_<subject>" for the localization pairs, a counting loop for the success rates, and a pandas
 ``pivot_table`` for TLC / MLSR. It is written independently of stridegen.eval. ``make_bench`` draws random
 official-format response records and an annotation sheet; ``ours_official`` runs the same records through
-stridegen.eval, in the reference's output shape. Used by tests/eval/test_lsr.py (parity) and
+stridegen.eval, in the reference's output shape. Used by tests/eval/lsr/test_lsr.py (parity) and
 benchmarks/bench_lsr.py (the "official-style" side of the timing).
 """
 

@@ -1,4 +1,4 @@
-"""The minimum region size end to end (docs/visibility.md): on the synthetic build of tests/run/conftest.py, the
+"""The minimum region size end to end (docs/visibility.md): on the synthetic build of tests/conftest.py, the
 manifest counts the visible keyframe masks left out, and no question names a region smaller than the minimum."""
 
 from __future__ import annotations

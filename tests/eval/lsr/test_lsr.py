@@ -34,9 +34,9 @@ from tests.reference.lsr_official import (
     ref_parse,
     reference_evaluate,
 )
+from tests.shared_data import REPO
 
 FIXTURE = Path(__file__).parent / "fixtures" / "strideqa_bench_mini"
-REPO = Path(__file__).resolve().parents[2]
 
 # ============================================================================================ hand-computed
 

@@ -69,7 +69,7 @@ def test_integer_tracking_ids_become_strings_and_nan_velocity_is_counted():
 
 
 # The checks shared with detection results (numbers, size, rotation, score, class, meta, box count) are tested
-# for both readers in tests/eval/test_results_validation.py; these are tracking's own, and the class list.
+# for both readers in tests/formats/test_results_validation.py; these are tracking's own, and the class list.
 @pytest.mark.parametrize(
     "mutate,match",
     [

@@ -25,11 +25,11 @@ from stridegen.core.errors import LogCheckError, StrideGenError
 from stridegen.logs.check import CODES, CheckReport, check_log, image_header_size
 from stridegen.run.build import BuildResult, run_build
 from stridegen.run.config import load_build_config
+from tests.shared_data import REPO
 
 pytestmark = pytest.mark.slow  # the tests check and build copies of the session's two-scene log
 
 VERSION = "v1.0-synthetic"
-REPO = Path(__file__).resolve().parents[2]
 # Small builds: projected-box masks (no LiDAR read), three keyframes at 2, 3, 4 s.
 FAST = ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5"]
 ONE = ["log.scenes=[scene-0000]"]

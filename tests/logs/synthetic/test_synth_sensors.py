@@ -3,8 +3,6 @@ independent per-pixel / per-ray reference (brute-force slab tests in float64, no
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,8 +18,9 @@ from stridegen.logs.synthetic.lidar import (
     lidar_rays_sensor,
 )
 from stridegen.logs.synthetic.render import render_camera
+from tests.shared_data import REPO
 
-OUTPUT_DIR = Path(__file__).resolve().parents[2] / "test-output"
+OUTPUT_DIR = REPO / "test-output"
 
 # ---------------------------------------------------------------------------------------------- helpers
 

@@ -195,7 +195,7 @@ def quoting_reply(body: dict, verdict: str, raw_quotes: list[str] = (), quote_af
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Three hostile-minded fake judges for the hostile corpus (tests/judges/hostile_answers.jsonl). Each gives an
+# Three hostile-minded fake judges for the hostile corpus (tests/eval/judges/hostile_answers.jsonl). Each gives an
 # honest verdict (verdict_for) and then misbehaves in its own way with the answer *as the request shows it*:
 #
 # - echo: writes its verdict, then repeats the answer text it was shown, without any delimiter (a model that

@@ -22,7 +22,7 @@ from stridegen.eval.detection.gt import SampleContext, centers_in_boxes, filter_
 from stridegen.formats.detection_boxes import DetectionBoxes
 from tests.reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
 from tests.shared_data import NUSCENES_DEMO as DEMO
-from tests.shared_data import needs_nuscenes_demo
+from tests.shared_data import REPO, needs_nuscenes_demo
 
 try:  # nuscenes-devkit is the reference: the tests that use it are marked `devkit`, the others run without it
     from nuscenes.eval.common.data_classes import EvalBoxes
@@ -33,7 +33,6 @@ try:  # nuscenes-devkit is the reference: the tests that use it are marked `devk
 except ImportError:
     pass
 
-REPO = Path(__file__).resolve().parents[2]
 TOL = 1e-9
 
 ATTRS_OF_CLASS = {

@@ -20,8 +20,8 @@ from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import Completion, JudgeItem
 from stridegen.eval.judges.runner import run_judge, summarise
+from tests.shared_data import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 QUESTION_ID = re.compile(r"\[Question\]\nQ(\d+)\?")
 
 

@@ -13,7 +13,7 @@ from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
-from tests.run.schemas import jsonschema, validate
+from tests.shards.export.schemas import jsonschema, validate
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 

@@ -24,10 +24,7 @@ from stridegen.eval.tracking.evaluate import evaluate_tracking
 from stridegen.formats.results_json import LIDAR_ONLY_META
 from tests.reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
 from tests.shared_data import NUSCENES_DEMO as DEMO
-from tests.shared_data import needs_nuscenes_demo
-
-REPO = Path(__file__).resolve().parents[2]
-
+from tests.shared_data import REPO, needs_nuscenes_demo
 
 # ---------------------------------------------------------------------------------------------- helpers
 

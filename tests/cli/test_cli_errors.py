@@ -27,8 +27,8 @@ from stridegen.cli import app
 from stridegen.cli import errors as cli_errors
 from stridegen.core.errors import DataFormatError, StrideGenError
 from stridegen.formats import textfile
+from tests.shared_data import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HUGE_CHARS = 5_000_000
 MARKUP_DIR = "in [/red] a [bold]markup[/bold] folder"
 runner = CliRunner()

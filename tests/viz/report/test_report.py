@@ -35,11 +35,11 @@ from stridegen.viz.report.page import SECTIONS
 from stridegen.viz.report.results import classify
 from stridegen.viz.report.stats import DISTRIBUTIONS, Histogram
 from stridegen.viz.report.svg import nice_ticks, polar_histogram
+from tests.shared_data import REPO
 
 # The page tests read the session's built dataset and evaluations made by the real commands.
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 TEST_OUTPUT = REPO / "test-output"
 SAMPLES = 6
 runner = CliRunner()

@@ -23,10 +23,10 @@ from stridegen.logs.synthetic import world as W
 from stridegen.logs.synthetic.agents import AGENT_CLASSES, SCENARIOS, SpeedProfile, Trajectory
 from stridegen.logs.synthetic.agents import Path as RoadPath
 from stridegen.logs.synthetic.writer import VERSION, visibility_token
+from tests.shared_data import REPO
 
 pytestmark = pytest.mark.slow  # most tests generate a synthetic log
 
-REPO = Path(__file__).resolve().parents[2]
 CHANNELS = ("CAM_FRONT_LEFT", "CAM_FRONT", "CAM_FRONT_RIGHT", "CAM_BACK_LEFT", "CAM_BACK", "CAM_BACK_RIGHT")
 
 

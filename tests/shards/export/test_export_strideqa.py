@@ -16,7 +16,7 @@ from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_training import TASKS, iter_images, read_annotations
 from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
-from tests.run.schemas import jsonschema, validate
+from tests.shards.export.schemas import jsonschema, validate
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 

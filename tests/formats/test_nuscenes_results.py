@@ -84,7 +84,7 @@ def _set_box(**fields):
 
 
 # The checks shared with tracking results (numbers, size, rotation, score, class, meta, box count) are tested
-# for both readers in tests/eval/test_results_validation.py; these are detection's own.
+# for both readers in tests/formats/test_results_validation.py; these are detection's own.
 @pytest.mark.parametrize(
     "mutate, message",
     [
