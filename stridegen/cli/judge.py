@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from stridegen.cli.errors import guarded
-from stridegen.eval.judges.redact import redact
+from stridegen.llm.redact import redact
 
 judge_app = typer.Typer(
     name="judge",

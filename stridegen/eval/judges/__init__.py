@@ -7,13 +7,6 @@ and pairwise grading (``general``, ``pairwise``). See docs/judges.md.
 Importing this package is cheap: the ``openai`` SDK is imported only when a client is built.
 """
 
-from stridegen.eval.judges.records import (
-    Completion,
-    JudgeAuthError,
-    JudgeError,
-    JudgeItem,
-    RequestSpec,
-    VerdictParseError,
-)
+from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec, VerdictParseError
 
-__all__ = ["Completion", "JudgeAuthError", "JudgeError", "JudgeItem", "RequestSpec", "VerdictParseError"]
+__all__ = ["JudgeError", "JudgeItem", "RequestSpec", "VerdictParseError"]

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stridegen.eval.judges.records import Completion, canonical_json
-from stridegen.eval.judges.redact import redact_obj
+from stridegen.eval.judges.records import canonical_json
+from stridegen.llm.records import Completion
+from stridegen.llm.redact import redact_obj
 
 
 class _JsonlAppender:

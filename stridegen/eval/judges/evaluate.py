@@ -21,10 +21,10 @@ from stridegen.eval.judges.records import JudgeError
 
 if TYPE_CHECKING:
     from stridegen.eval.judges.cache import VerdictCache
-    from stridegen.eval.judges.client import ClientSettings
     from stridegen.eval.judges.methods import Judge, JudgeContext
     from stridegen.eval.judges.records import JudgeItem
     from stridegen.eval.judges.runner import RunResult
+    from stridegen.llm.client import ClientSettings
 
 
 class JudgeOptionError(JudgeError):
@@ -128,8 +128,8 @@ class JudgeRun:
 
     def dry_run(self, out: TextIO) -> dict[str, Any]:
         """Print to ``out`` every request that would be sent (cached ones skipped) and the estimated cost."""
-        from stridegen.eval.judges.client import CostMeter
         from stridegen.eval.judges.runner import dry_run, plan
+        from stridegen.llm.client import CostMeter
 
         meter = CostMeter(self.settings.price_input_per_mtok, self.settings.price_output_per_mtok)
         planned = plan(self.items, self.judge, self.mode, self.ctx)
@@ -138,8 +138,8 @@ class JudgeRun:
     def execute(self) -> tuple[RunResult, Path, Path]:
         """Judge every item (cached requests are not sent again); the result and the paths of verdicts.jsonl and
         summary.json, written under ``out_dir``."""
-        from stridegen.eval.judges.client import ChatClient
         from stridegen.eval.judges.runner import run_judge, write_outputs
+        from stridegen.llm.client import ChatClient
 
         client = ChatClient(self.settings)
         result = run_judge(
@@ -154,7 +154,6 @@ def prepare_run(options: JudgeRunOptions, warn: Callable[[str], None]) -> JudgeR
     injection), client settings (explicit > environment > config > defaults, prices from the pricing table), the
     items, the cache in ``cache_dir`` (default ``out_dir/cache``) and its nonce key."""
     from stridegen.eval.judges.cache import VerdictCache
-    from stridegen.eval.judges.client import apply_pricing, settings_from_sources
     from stridegen.eval.judges.config import load_method_config, load_pricing
     from stridegen.eval.judges.methods import (
         DEFAULT_MAX_ANSWER_CHARS,
@@ -165,6 +164,7 @@ def prepare_run(options: JudgeRunOptions, warn: Callable[[str], None]) -> JudgeR
         get_method,
     )
     from stridegen.eval.judges.safety import load_or_create_key
+    from stridegen.llm.client import apply_pricing, settings_from_sources
 
     try:
         judge = get_method(options.method)

@@ -5,7 +5,7 @@ cached key is never sent again, so a killed run restarted with the same cache di
 missing. Failed requests are logged as errors, never cached; items whose requests failed get status "error"
 and are left out of every mean, but counted in their groups. Before an item is planned its answer(s) are cut
 to ``ctx.max_answer_chars`` and, in robust mode, guarded (safety.guard); both are recorded in the verdict.
-An endpoint that refuses the credentials (HTTP 401/403) stops the run at once (JudgeAuthError). Everything
+An endpoint that refuses the credentials (HTTP 401/403) stops the run at once (ChatAuthError). Everything
 returned or written is redacted (redact.py).
 """
 
@@ -26,18 +26,12 @@ from pydantic import ValidationError
 
 from stridegen.core.errors import PredictionFormatError
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, CostMeter, estimate_prompt_tokens
 from stridegen.eval.judges.methods import FAITHFUL_WARNING, Judge, JudgeContext
-from stridegen.eval.judges.records import (
-    JudgeAuthError,
-    JudgeError,
-    JudgeItem,
-    JudgeRequestError,
-    RequestSpec,
-    VerdictParseError,
-)
-from stridegen.eval.judges.redact import redact_obj
+from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec, VerdictParseError
 from stridegen.eval.judges.safety import guard, looks_like_injection
+from stridegen.llm.client import ChatClient, CostMeter, estimate_prompt_tokens
+from stridegen.llm.records import ChatAuthError, ChatRequestError
+from stridegen.llm.redact import redact_obj
 
 # Summary confidence intervals of the mean 0-100 score: percentile bootstrap (Efron & Tibshirani 1993, "An
 # Introduction to the Bootstrap", ch. 13), seeded. Chosen over Student's t because judge scores are bounded and
@@ -242,7 +236,7 @@ def run_judge(
 ) -> RunResult:
     """Judge ``items``; returns one verdict per item (status ok / error) and the summary.
 
-    Raises JudgeAuthError, after the requests already in flight, when the endpoint answers 401 or 403: no
+    Raises ChatAuthError, after the requests already in flight, when the endpoint answers 401 or 403: no
     further request is sent. In faithful mode the summary's ``warnings`` say that it is open to injection.
     """
     model = client.settings.model
@@ -261,7 +255,7 @@ def run_judge(
 
     failures: dict[str, str] = {}
     stop = threading.Event()
-    refused: list[JudgeAuthError] = []
+    refused: list[ChatAuthError] = []
     attempted = [0]
     lock = threading.Lock()
 
@@ -281,13 +275,13 @@ def run_judge(
                 cache.record_error(key, "parse", str(exc), raw=completion.text, **context)
                 return
             cache.put(key, completion, parsed, **context)
-        except JudgeAuthError as exc:
+        except ChatAuthError as exc:
             stop.set()
             failures[key] = str(exc)
             cache.record_error(key, exc.kind, str(exc), status=exc.status, **context)
             with lock:
                 refused.append(exc)
-        except JudgeRequestError as exc:
+        except ChatRequestError as exc:
             failures[key] = str(exc)
             cache.record_error(key, exc.kind, str(exc), **context)
         except Exception as exc:  # an unexpected failure loses one request, never the whole run
@@ -299,7 +293,7 @@ def run_judge(
             list(pool.map(work, todo))
     if refused:
         first = refused[0]
-        raise JudgeAuthError(
+        raise ChatAuthError(
             first.status,
             f"{str(first).removeprefix('auth: ')}; run stopped after {attempted[0]} of {len(todo)} request(s)",
         )

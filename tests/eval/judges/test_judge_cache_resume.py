@@ -16,10 +16,11 @@ import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body, last_user_text
 
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.methods import JudgeContext, get_method
-from stridegen.eval.judges.records import Completion, JudgeItem
+from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import run_judge, summarise
+from stridegen.llm.client import ChatClient, ClientSettings
+from stridegen.llm.records import Completion
 from tests.shared_data import REPO
 
 QUESTION_ID = re.compile(r"\[Question\]\nQ(\d+)\?")

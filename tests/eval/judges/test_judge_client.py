@@ -8,7 +8,7 @@ import time
 import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body, last_user_text
 
-from stridegen.eval.judges.client import (
+from stridegen.llm.client import (
     ChatClient,
     ClientSettings,
     CostMeter,
@@ -17,8 +17,8 @@ from stridegen.eval.judges.client import (
     parse_retry_after,
     settings_from_sources,
 )
-from stridegen.eval.judges.ratelimit import RateLimiter
-from stridegen.eval.judges.records import BudgetExceededError, JudgeRequestError
+from stridegen.llm.ratelimit import RateLimiter
+from stridegen.llm.records import BudgetExceededError, ChatRequestError
 
 
 def _settings(server: ScriptedServer, **kw) -> ClientSettings:
@@ -85,7 +85,7 @@ def test_each_fault_is_retried_until_success():
 def test_retries_exhausted_raise_typed_error_with_kind():
     with ScriptedServer(lambda body, seen: Reply(500, {"error": {"message": "down"}})) as server:
         client = ChatClient(_settings(server, max_retries=2), sleep=lambda s: None)
-        with pytest.raises(JudgeRequestError) as info:
+        with pytest.raises(ChatRequestError) as info:
             client.complete(_msgs("x"), {"max_tokens": 8})
         assert info.value.kind == "server_error"
         assert info.value.attempts == 3
@@ -96,7 +96,7 @@ def test_retries_exhausted_raise_typed_error_with_kind():
 def test_client_errors_are_not_retried():
     with ScriptedServer(lambda body, seen: Reply(400, {"error": {"message": "bad request"}})) as server:
         client = ChatClient(_settings(server), sleep=lambda s: None)
-        with pytest.raises(JudgeRequestError) as info:
+        with pytest.raises(ChatRequestError) as info:
             client.complete(_msgs("x"), {"max_tokens": 8})
         assert info.value.kind == "client_error"
         assert len(server.requests) == 1
@@ -107,7 +107,7 @@ def test_timeout_is_enforced():
     with ScriptedServer(lambda body, seen: Reply(200, completion_body("late"), delay_s=1.0)) as server:
         client = ChatClient(_settings(server, timeout_s=0.2, max_retries=0), sleep=lambda s: None)
         t0 = time.monotonic()
-        with pytest.raises(JudgeRequestError) as info:
+        with pytest.raises(ChatRequestError) as info:
             client.complete(_msgs("x"), {"max_tokens": 8})
         assert info.value.kind == "timeout"
         assert time.monotonic() - t0 < 0.9

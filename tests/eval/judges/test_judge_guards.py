@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 from stridegen.cli.judge import judge_app
 from stridegen.core import registry
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.config import load_method_config
 from stridegen.eval.judges.methods import DEFAULT_MAX_ANSWER_CHARS, JudgeContext, get_method
-from stridegen.eval.judges.records import JudgeAuthError, JudgeItem
-from stridegen.eval.judges.redact import REDACTED, forget_secrets, redact, redact_obj, register_secret
+from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import prepare_answer, run_judge, write_outputs
+from stridegen.llm.client import ChatClient, ClientSettings
+from stridegen.llm.records import ChatAuthError
+from stridegen.llm.redact import REDACTED, forget_secrets, redact, redact_obj, register_secret
 
 runner = CliRunner()
 KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"  # key-shaped, and registered as the run's secret
@@ -173,7 +174,7 @@ def test_auth_failure_stops_the_run_at_once_and_stores_no_key(tmp_path: Path, ap
         }
     }
     with ScriptedServer(lambda b, seen: Reply(status, body)) as server:
-        with pytest.raises(JudgeAuthError) as info:
+        with pytest.raises(ChatAuthError) as info:
             run_judge(
                 _items(40),
                 get_method("general"),

@@ -27,7 +27,6 @@ from judge_fake_server import (
 )
 
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.config import load_method_config
 from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.parsing import (
@@ -39,6 +38,7 @@ from stridegen.eval.judges.parsing import (
 from stridegen.eval.judges.records import JudgeItem, VerdictParseError
 from stridegen.eval.judges.runner import run_judge
 from stridegen.eval.judges.safety import REMOVED, guard, looks_like_injection
+from stridegen.llm.client import ChatClient, ClientSettings
 
 CORPUS = Path(__file__).with_name("hostile_answers.jsonl")
 CLEAN = "The white car ahead is braking, so the ego vehicle should slow down and keep a safe gap."

@@ -9,10 +9,10 @@ import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body
 
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import load_items, run_judge
+from stridegen.llm.client import ChatClient, ClientSettings
 
 
 def _items(n: int) -> list[JudgeItem]:

@@ -11,10 +11,10 @@ import pytest
 from judge_fake_server import Reply, ScriptedServer, completion_body, last_user_text
 
 from stridegen.eval.judges.cache import VerdictCache
-from stridegen.eval.judges.client import ChatClient, ClientSettings
 from stridegen.eval.judges.methods import JudgeContext, get_method
 from stridegen.eval.judges.records import JudgeItem
 from stridegen.eval.judges.runner import bootstrap_mean_ci, run_judge, summarise
+from stridegen.llm.client import ChatClient, ClientSettings
 
 
 def test_bootstrap_interval_known_cases():

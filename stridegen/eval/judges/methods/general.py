@@ -5,12 +5,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from stridegen.eval.judges.client import user_message
 from stridegen.eval.judges.methods.base import JudgeContext, JudgeMethod
 from stridegen.eval.judges.parsing import parse_bracket_rating, parse_pairwise
 from stridegen.eval.judges.prompts import general as P
 from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
 from stridegen.eval.judges.safety import delimiter_instructions, wrap_untrusted
+from stridegen.llm.client import user_message
 
 # FastChat llm_judge: temperature 0, max_new_tokens 2048 for the judge.
 FAITHFUL_SAMPLING = {"temperature": 0.0, "max_tokens": 2048}

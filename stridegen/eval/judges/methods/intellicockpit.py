@@ -15,12 +15,12 @@ import json
 from functools import partial
 from typing import Any
 
-from stridegen.eval.judges.client import user_message
 from stridegen.eval.judges.methods.base import JudgeContext, JudgeMethod
 from stridegen.eval.judges.parsing import parse_dimension_json
 from stridegen.eval.judges.prompts import intellicockpit as P
 from stridegen.eval.judges.records import JudgeError, JudgeItem, RequestSpec
 from stridegen.eval.judges.safety import delimiter_instructions, wrap_untrusted
+from stridegen.llm.client import user_message
 
 # AlignBench (config/temperature.json) samples the judge at 0.1 for factual/reasoning categories and 0.7 for
 # open writing; driving questions are factual, so 0.1 unless the YAML sets a per-category temperature.

@@ -23,9 +23,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from stridegen.core.errors import require
-from stridegen.eval.judges.ratelimit import RateLimiter
-from stridegen.eval.judges.records import BudgetExceededError, Completion, JudgeAuthError, JudgeRequestError
-from stridegen.eval.judges.redact import redact, register_secret
+from stridegen.llm.ratelimit import RateLimiter
+from stridegen.llm.records import BudgetExceededError, ChatAuthError, ChatRequestError, Completion
+from stridegen.llm.redact import redact, register_secret
 
 # Rough text-token estimate for cost previews and the tokens-per-minute limiter: ~4 characters per token
 # for English text (OpenAI's rule of thumb, help.openai.com "What are tokens and how to count them").
@@ -303,7 +303,7 @@ class ChatClient:
             if reservation:
                 self.meter.release(reservation)
         assert last is not None
-        raise JudgeRequestError(last.kind, str(last), s.max_retries + 1)
+        raise ChatRequestError(last.kind, str(last), s.max_retries + 1)
 
     def _auth_message(self, status: int, detail: str) -> str:
         """One redacted line: which endpoint refused what, and where the key comes from."""
@@ -328,12 +328,12 @@ class ChatClient:
             raise _Retryable("connection", redact(str(exc))) from exc
         except oa.APIStatusError as exc:
             if exc.status_code in (401, 403):
-                raise JudgeAuthError(exc.status_code, self._auth_message(exc.status_code, str(exc))) from None
+                raise ChatAuthError(exc.status_code, self._auth_message(exc.status_code, str(exc))) from None
             if exc.status_code >= 500 or exc.status_code in (408, 409):
                 raise _Retryable(
                     "server_error", redact(f"HTTP {exc.status_code}: {exc}"), parse_retry_after(exc.response.headers)
                 ) from exc
-            raise JudgeRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
+            raise ChatRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
             raise _Retryable("malformed_response", redact(f"{type(exc).__name__}: {exc}")) from exc
         choices = getattr(response, "choices", None)
