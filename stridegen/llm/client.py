@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat client for judges: retries, Retry-After, timeouts, rate limits, cost accounting.
+"""OpenAI-compatible chat client (judges and predict): retries, Retry-After, timeouts, rate limits, cost accounting.
 
 Works with any server that speaks the chat-completions protocol (OpenAI and other hosted APIs, vLLM,
 llama.cpp server, ollama): set the base URL, the model and the name of the environment variable that holds
@@ -8,14 +8,16 @@ the key. The ``openai`` SDK is imported lazily (extra ``judges``); its own retry
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import email.utils
 import math
 import mimetypes
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,8 @@ TOKENS_PER_MESSAGE = 4
 
 
 class ClientSettings(BaseModel):
-    """Connection, retry, rate and cost settings of a judge client (stridegen/resources/judges/*.yaml ``client:``)."""
+    """Connection, retry, rate and cost settings of a chat client (a judge's stridegen/resources/judges/*.yaml
+    ``client:``, or ``stridegen predict``'s ``openai`` predictor options)."""
 
     base_url: str | None = None
     model: str = "gpt-4o-2024-08-06"
@@ -55,6 +58,9 @@ class ClientSettings(BaseModel):
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     budget_usd: float | None = None
+    token_budget: int | None = Field(
+        default=None, description="hard cap on prompt + completion tokens of the run (worst case reserved per request)"
+    )
     jitter_seed: int = 0
 
 
@@ -144,52 +150,69 @@ def estimate_prompt_tokens(messages: list[dict[str, Any]], image_tokens: int = 7
 
 
 class CostMeter:
-    """Thread-safe token and cost totals with an optional hard budget.
+    """Thread-safe token and cost totals with optional hard budgets (dollars and tokens).
 
-    Before a request is sent its worst-case cost (estimated prompt + ``max_tokens`` output) is reserved; a
-    reservation that would push spent + reserved above the budget is refused. After the reply the real cost
-    replaces the reservation.
+    Before a request is sent its worst case (estimated prompt + ``max_tokens`` output) is reserved; a reservation
+    that would push spent + reserved above a budget is refused. After the reply the real usage replaces the
+    reservation.
     """
 
     def __init__(
-        self, price_input_per_mtok: float, price_output_per_mtok: float, budget_usd: float | None = None
+        self,
+        price_input_per_mtok: float,
+        price_output_per_mtok: float,
+        budget_usd: float | None = None,
+        token_budget: int | None = None,
     ) -> None:
         self.price_in = price_input_per_mtok
         self.price_out = price_output_per_mtok
         self.budget_usd = budget_usd
+        self.token_budget = token_budget
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.requests = 0
         self.spent_usd = 0.0
         self._reserved = 0.0
+        self._reserved_tokens = 0
         self._lock = threading.Lock()
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
 
-    def reserve(self, usd: float) -> float:
+    def reserve(self, usd: float, tokens: int = 0) -> float:
+        """Reserve ``usd`` dollars and ``tokens`` tokens for a request; returns the dollar reservation."""
         with self._lock:
             if self.budget_usd is not None and self.spent_usd + self._reserved + usd > self.budget_usd:
                 raise BudgetExceededError(
                     f"request needs up to ${usd:.4f}; spent ${self.spent_usd:.4f}, reserved ${self._reserved:.4f},"
                     f" budget ${self.budget_usd:.4f}"
                 )
+            used = self.prompt_tokens + self.completion_tokens
+            if self.token_budget is not None and used + self._reserved_tokens + tokens > self.token_budget:
+                raise BudgetExceededError(
+                    f"request needs up to {tokens} tokens; used {used}, reserved {self._reserved_tokens},"
+                    f" token budget {self.token_budget}"
+                )
             self._reserved += usd
+            self._reserved_tokens += tokens
             return usd
 
-    def settle(self, reservation: float, prompt_tokens: int, completion_tokens: int) -> float:
+    def settle(self, reservation: float, prompt_tokens: int, completion_tokens: int, tokens: int = 0) -> float:
+        """Replace a reservation (``reservation`` dollars, ``tokens`` tokens) by the real usage."""
         usd = self.cost(prompt_tokens, completion_tokens)
         with self._lock:
             self._reserved -= reservation
+            self._reserved_tokens -= tokens
             self.spent_usd += usd
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
             self.requests += 1
         return usd
 
-    def release(self, reservation: float) -> None:
+    def release(self, reservation: float, tokens: int = 0) -> None:
         with self._lock:
             self._reserved -= reservation
+            self._reserved_tokens -= tokens
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -233,8 +256,58 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+class _Call:
+    """The bookkeeping of one request across its attempts: the cost reservation, the token estimate, the last
+    retryable failure and the wait before the next attempt. The sync and async paths of ``ChatClient`` share it,
+    so the retry policy is written once."""
+
+    def __init__(self, client: ChatClient, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> None:
+        s = client.settings
+        self.client = client
+        est_prompt = estimate_prompt_tokens(messages, s.image_tokens_estimate)
+        self.budget_tokens = est_prompt + int(sampling.get("max_tokens") or 1024)
+        self.reservation = client.meter.reserve(
+            client.meter.cost(est_prompt, self.budget_tokens - est_prompt), self.budget_tokens
+        )
+        self.reserved_tokens = self.budget_tokens
+        self.t0 = time.monotonic()
+
+    def attempts(self) -> range:
+        return range(self.client.settings.max_retries + 1)
+
+    def wait_after(self, exc: _Retryable, attempt: int) -> float:
+        """Seconds to wait before the next attempt; raises ChatRequestError after the last one."""
+        s = self.client.settings
+        if attempt == s.max_retries:
+            raise ChatRequestError(exc.kind, str(exc), s.max_retries + 1)
+        if exc.retry_after is not None:
+            wait = min(exc.retry_after, s.max_retry_after_s)
+            self.client.limiter.cool_down(wait)  # every worker holds, not only this one
+            return wait
+        return self.client.backoff_s(attempt)
+
+    def succeeded(self, completion: Completion, attempt: int) -> Completion:
+        completion.attempts = attempt + 1
+        completion.latency_s = time.monotonic() - self.t0
+        used = completion.prompt_tokens + completion.completion_tokens
+        self.client.limiter.refund_tokens(self.budget_tokens, used)
+        completion.cost_usd = self.client.meter.settle(
+            self.reservation, completion.prompt_tokens, completion.completion_tokens, self.reserved_tokens
+        )
+        self.reservation, self.reserved_tokens = 0.0, 0
+        return completion
+
+    def release(self) -> None:
+        if self.reservation or self.reserved_tokens:
+            self.client.meter.release(self.reservation, self.reserved_tokens)
+            self.reservation, self.reserved_tokens = 0.0, 0
+
+
 class ChatClient:
-    """One judge endpoint. ``complete`` is thread-safe; concurrency is bounded by the caller's pool."""
+    """One chat-completions endpoint. ``complete`` (blocking, thread-safe: the judges call it from a thread pool)
+    and ``acomplete`` (a coroutine: ``stridegen predict`` keeps N requests in flight on one event loop) share the
+    retry policy, the rate limiter, the cost meter and the error mapping; each uses the SDK's client of its kind,
+    made on first use (the async one per event loop)."""
 
     def __init__(
         self,
@@ -242,20 +315,27 @@ class ChatClient:
         limiter: RateLimiter | None = None,
         meter: CostMeter | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         openai = require("openai", "judges")
         self.settings = settings
         self._openai = openai
-        api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
+        self._api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
         register_secret(os.environ.get(settings.api_key_env))  # never stored: see redact.py
         self._sdk = openai.OpenAI(
-            base_url=settings.base_url, api_key=api_key, timeout=settings.timeout_s, max_retries=0
+            base_url=settings.base_url, api_key=self._api_key, timeout=settings.timeout_s, max_retries=0
         )
+        self._async_sdk: Any = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
         self.limiter = limiter or RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
         self.meter = meter or CostMeter(
-            settings.price_input_per_mtok, settings.price_output_per_mtok, settings.budget_usd
+            settings.price_input_per_mtok,
+            settings.price_output_per_mtok,
+            settings.budget_usd,
+            settings.token_budget,
         )
         self._sleep = sleep
+        self._async_sleep = async_sleep
         self._rng = np.random.default_rng(settings.jitter_seed)
         self._rng_lock = threading.Lock()
 
@@ -267,43 +347,58 @@ class ChatClient:
         return min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2.0**attempt) * (0.5 + 0.5 * u)
 
     def complete(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
-        s = self.settings
-        est_prompt = estimate_prompt_tokens(messages, s.image_tokens_estimate)
-        max_out = int(sampling.get("max_tokens") or 1024)
-        reservation = self.meter.reserve(self.meter.cost(est_prompt, max_out))
-        last: _Retryable | None = None
-        t0 = time.monotonic()
+        """The reply to ``messages``, retried as configured (blocking)."""
+        call = _Call(self, messages, sampling)
         try:
-            for attempt in range(s.max_retries + 1):
-                self.limiter.acquire(est_prompt + max_out)
+            for attempt in call.attempts():
+                self.limiter.acquire(call.budget_tokens)
                 try:
-                    completion = self._attempt(messages, sampling)
+                    with self._mapped_errors():
+                        response = self._sdk.chat.completions.create(
+                            model=self.settings.model, messages=messages, **sampling
+                        )
+                    return call.succeeded(self._completion_of(response, messages), attempt)
                 except _Retryable as exc:
-                    last = exc
-                    if attempt == s.max_retries:
-                        break
-                    if exc.retry_after is not None:
-                        wait = min(exc.retry_after, s.max_retry_after_s)
-                        self.limiter.cool_down(wait)  # every worker holds, not only this one
-                    else:
-                        wait = self.backoff_s(attempt)
-                    self._sleep(wait)
-                    continue
-                completion.attempts = attempt + 1
-                completion.latency_s = time.monotonic() - t0
-                self.limiter.refund_tokens(
-                    est_prompt + max_out, completion.prompt_tokens + completion.completion_tokens
-                )
-                completion.cost_usd = self.meter.settle(
-                    reservation, completion.prompt_tokens, completion.completion_tokens
-                )
-                reservation = 0.0
-                return completion
+                    self._sleep(call.wait_after(exc, attempt))
         finally:
-            if reservation:
-                self.meter.release(reservation)
-        assert last is not None
-        raise ChatRequestError(last.kind, str(last), s.max_retries + 1)
+            call.release()
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def acomplete(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
+        """``complete`` as a coroutine: waits (rate limits, backoff) without blocking the event loop."""
+        call = _Call(self, messages, sampling)
+        sdk = self._async_client()
+        try:
+            for attempt in call.attempts():
+                while (delay := self.limiter.try_acquire(call.budget_tokens)) > 0.0:
+                    await self._async_sleep(delay)
+                try:
+                    with self._mapped_errors():
+                        response = await sdk.chat.completions.create(
+                            model=self.settings.model, messages=messages, **sampling
+                        )
+                    return call.succeeded(self._completion_of(response, messages), attempt)
+                except _Retryable as exc:
+                    await self._async_sleep(call.wait_after(exc, attempt))
+        finally:
+            call.release()
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _async_client(self) -> Any:
+        """The SDK's async client of the running event loop (its connection pool belongs to that loop)."""
+        loop = asyncio.get_running_loop()
+        if self._async_sdk is None or self._async_loop is not loop:
+            self._async_sdk = self._openai.AsyncOpenAI(
+                base_url=self.settings.base_url, api_key=self._api_key, timeout=self.settings.timeout_s, max_retries=0
+            )
+            self._async_loop = loop
+        return self._async_sdk
+
+    async def aclose(self) -> None:
+        """Close the async client's connections (end of a predict run)."""
+        if self._async_sdk is not None:
+            await self._async_sdk.close()
+            self._async_sdk = None
 
     def _auth_message(self, status: int, detail: str) -> str:
         """One redacted line: which endpoint refused what, and where the key comes from."""
@@ -316,10 +411,13 @@ class ChatClient:
             f"check the key and its permissions. Server said: {detail}"
         )
 
-    def _attempt(self, messages: list[dict[str, Any]], sampling: dict[str, Any]) -> Completion:
+    @contextlib.contextmanager
+    def _mapped_errors(self) -> Iterator[None]:
+        """The SDK's exceptions as ours: retryable ones as ``_Retryable``, 401/403 as ``ChatAuthError``, other
+        client errors as ``ChatRequestError``; every message redacted."""
         oa = self._openai
         try:
-            response = self._sdk.chat.completions.create(model=self.settings.model, messages=messages, **sampling)
+            yield
         except oa.RateLimitError as exc:
             raise _Retryable("rate_limit", redact(str(exc)), parse_retry_after(exc.response.headers)) from exc
         except oa.APITimeoutError as exc:
@@ -336,6 +434,8 @@ class ChatClient:
             raise ChatRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
             raise _Retryable("malformed_response", redact(f"{type(exc).__name__}: {exc}")) from exc
+
+    def _completion_of(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
         choices = getattr(response, "choices", None)
         if not choices:
             raise _Retryable("empty_choices", "the reply has no choices")

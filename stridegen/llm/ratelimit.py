@@ -55,21 +55,27 @@ class RateLimiter:
         self._cooldown_until = 0.0
         self._lock = threading.Lock()
 
+    def try_acquire(self, tokens: float = 0.0) -> float:
+        """Take one request and ``tokens`` tokens if they fit now (returns 0), else take nothing and return the
+        seconds to wait before asking again (the async path awaits them; ``acquire`` sleeps them)."""
+        with self._lock:
+            now = self._clock()
+            self._requests.refill(now)
+            self._tokens.refill(now)
+            delay = max(self._cooldown_until - now, self._requests.wait_for(1.0), self._tokens.wait_for(tokens))
+            if delay <= 0.0:
+                self._requests.take(1.0)
+                self._tokens.take(tokens)
+                return 0.0
+            return delay
+
     def acquire(self, tokens: float = 0.0) -> float:
         """Wait until a request of ``tokens`` tokens may be sent; returns the seconds waited."""
         waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                self._requests.refill(now)
-                self._tokens.refill(now)
-                delay = max(self._cooldown_until - now, self._requests.wait_for(1.0), self._tokens.wait_for(tokens))
-                if delay <= 0.0:
-                    self._requests.take(1.0)
-                    self._tokens.take(tokens)
-                    return waited
+        while (delay := self.try_acquire(tokens)) > 0.0:
             self._sleep(delay)
             waited += delay
+        return waited
 
     def cool_down(self, seconds: float) -> None:
         """Hold every worker for ``seconds`` from now (a 429 with Retry-After)."""
