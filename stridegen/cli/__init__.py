@@ -49,12 +49,14 @@ _GROUPS: list[tuple[str, str, str]] = [
 
 # `stridegen eval ...`: evaluators. (module, attribute, command name).
 eval_app = typer.Typer(
-    help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR).", no_args_is_help=True
+    help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR, spatial QA).",
+    no_args_is_help=True,
 )
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.eval_detection", "eval_detection", "detection"),
     ("stridegen.cli.eval_tracking", "eval_tracking", "tracking"),
     ("stridegen.cli.eval_lsr", "eval_lsr", "lsr"),
+    ("stridegen.cli.eval_spatial", "eval_spatial", "spatial"),
 ]
 
 

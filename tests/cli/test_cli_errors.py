@@ -286,6 +286,21 @@ CASES: dict[str, list[Case]] = {
             suffix=".yaml",
         ),
     ],
+    "eval spatial": [
+        Case(
+            "--pred",
+            lambda bad, inp: [
+                *("eval", "spatial", "--dataset", str(inp.root / "no-dataset"), "--pred", str(bad)),
+                *("--out", _out(inp, "s")),
+            ],
+            suffix=".jsonl",
+        ),
+        Case(
+            "--dataset",
+            lambda bad, inp: ["eval", "spatial", "--dataset", str(bad), "--pred", str(inp.pred), "--out", _out(inp, "s")],
+            layout="dataset",
+        ),
+    ],
     "judge run": [
         Case(
             "--input",
