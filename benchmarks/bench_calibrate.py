@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     from stridegen.calibration.icp import point_to_plane_icp
-    from stridegen.core.geometry import transform_points
+    from stridegen.core.transforms import transform_points
     from stridegen.logs import open_log
     from stridegen.logs.synthetic.generator import generate_dataset
 

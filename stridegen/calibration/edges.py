@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen.core.geometry import make_transform, project_points, transform_points
+from stridegen.core.projection import project_points
+from stridegen.core.transforms import make_transform, transform_points
 
 TRUNCATE_PX = 10.0
 DEPTH_JUMP_M = 0.5

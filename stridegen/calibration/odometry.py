@@ -39,7 +39,7 @@ import numpy as np
 from stridegen.calibration.ground import fit_ground_plane
 from stridegen.calibration.icp import DEFAULT_LEVELS, IcpLevel, point_to_plane_icp
 from stridegen.core.errors import GeometryError
-from stridegen.core.geometry import invert_transform, transform_points
+from stridegen.core.transforms import invert_transform, transform_points
 
 ABOVE_GROUND_M = 0.3  # points this far above the sweep's ground plane are "structure" for the start score
 DEFAULT_LEVER_M = 10.0  # rotation scale of the degeneracy test: radians x 10 m
@@ -285,7 +285,7 @@ def points_outside_boxes(
 ) -> np.ndarray:
     """Boolean [N]: points [N, >=3] outside every yaw-only box (``center`` [B, 3], ``size_lwh`` [B, 3], ``yaw``
     [B]; same frame as the points) grown by ``margin_m`` on every side (box-edge and timing slack)."""
-    from stridegen.core.geometry import points_in_boxes
+    from stridegen.core.box_geometry import points_in_boxes
 
     keep = np.ones(len(points), dtype=bool)
     size = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3) + 2.0 * margin_m

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen.core.geometry import invert_transform
+from stridegen.core.transforms import invert_transform
 
 
 def yaw_rad(T: np.ndarray) -> np.ndarray:

@@ -13,8 +13,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stridegen.core.errors import ConfigError, MissingFileError
-from stridegen.core.geometry import make_transform
 from stridegen.core.resources import resource_path
+from stridegen.core.transforms import make_transform
 
 # Camera axes (x right, y down, z forward) expressed in a forward-looking ego frame (x forward, y left, z up).
 _R_EGO_FROM_CAM_FORWARD = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])

@@ -8,8 +8,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import ArrayLike
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
+from stridegen.core.box_geometry import box_corners
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import rotate_vectors, transform_points, yaw_to_quat
 
 FRAMES = ("global", "ego", "lidar", "cam")
 
@@ -141,7 +143,7 @@ class Boxes:
     # ------------------------------------------------------------------ geometry
     def corners(self) -> np.ndarray:
         """[N, 8, 3] corners in ``frame`` (nuScenes devkit corner order)."""
-        return geo.box_corners(self.center, self.size_lwh, self.yaw)
+        return box_corners(self.center, self.size_lwh, self.yaw)
 
     def transform(self, t_to_from: np.ndarray, to_frame: str) -> Boxes:
         """Express the boxes in another frame: ``t_to_from`` maps points of ``self.frame`` into ``to_frame``.
@@ -150,16 +152,16 @@ class Boxes:
         rotated box x axis projected onto the new xy plane (exact for rotations about z).
         """
         t = np.asarray(t_to_from, dtype=np.float64)
-        center = geo.transform_points(t, self.center)
+        center = transform_points(t, self.center)
         heading = np.stack([np.cos(self.yaw), np.sin(self.yaw), np.zeros_like(self.yaw)], axis=1)
-        heading_to = geo.rotate_vectors(t, heading)
-        yaw = geo.wrap_angle(np.arctan2(heading_to[:, 1], heading_to[:, 0]))
-        velocity = geo.rotate_vectors(t, self.velocity)
+        heading_to = rotate_vectors(t, heading)
+        yaw = wrap_angle(np.arctan2(heading_to[:, 1], heading_to[:, 0]))
+        velocity = rotate_vectors(t, self.velocity)
         return self.replace(center=center, yaw=yaw, velocity=velocity, frame=to_frame)
 
     def rotation_quat(self) -> np.ndarray:
         """[N, 4] quaternions [w, x, y, z] of the yaw rotations."""
-        return geo.yaw_to_quat(self.yaw)
+        return yaw_to_quat(self.yaw)
 
     def distance_xy(self) -> np.ndarray:
         """Bird's-eye-view distance of each centre from the frame origin."""

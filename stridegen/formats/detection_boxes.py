@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import quat_to_yaw, yaw_to_quat
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DEFAULT_ATTRIBUTE, DETECTION_NAMES
 
 
@@ -154,7 +154,7 @@ class DetectionBoxes:
     @property
     def yaw(self) -> np.ndarray:
         """Heading of the rotated x axis in the xy plane (devkit quaternion_yaw)."""
-        return geo.quat_to_yaw(self.rotation)
+        return quat_to_yaw(self.rotation)
 
 
 def factorize(tokens: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -187,9 +187,7 @@ def to_detection_boxes(samples: Sequence[tuple[str, Boxes]]) -> DetectionBoxes:
         tokens += [token] * n
         centers.append(boxes.center)
         sizes.append(boxes.size_lwh[:, [1, 0, 2]])
-        quats.append(
-            boxes.extras["rotation_global"] if "rotation_global" in boxes.extras else geo.yaw_to_quat(boxes.yaw)
-        )
+        quats.append(boxes.extras["rotation_global"] if "rotation_global" in boxes.extras else yaw_to_quat(boxes.yaw))
         vels.append(boxes.velocity[:, :2])
         names += boxes.label.tolist()
         scores.append(boxes.score)

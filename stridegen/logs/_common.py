@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import GeometryError, InvalidPoseError
+from stridegen.core.transforms import check_unit_quaternion
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
 MAX_TIME_DIFF_S = 1.5
@@ -29,7 +29,7 @@ def validate_pose(rotation: object, translation: object, path: str | Path, what:
     if q.shape != (4,):
         raise InvalidPoseError(path, f"{what}: rotation must have 4 values [w, x, y, z], got shape {q.shape}")
     try:
-        geo.check_unit_quaternion(q, atol=1e-3)
+        check_unit_quaternion(q, atol=1e-3)
     except GeometryError as exc:
         raise InvalidPoseError(path, f"{what}: rotation {q.tolist()} is invalid: {exc}") from None
     if t.shape != (3,):

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
+from stridegen.core.transforms import make_transform, quat_multiply, quat_normalize, quat_to_yaw, rotmat_to_quat
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs._common import (
     SCENE_CACHE,
@@ -156,8 +156,8 @@ def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
     Shortest arc (q1 negated when the dot product is negative); normalised linear interpolation when the two
     rotations are almost equal. Formula: Shoemake, "Animating rotation with quaternion curves", SIGGRAPH 1985.
     """
-    q0 = geo.quat_normalize(q0)
-    q1 = geo.quat_normalize(q1)
+    q0 = quat_normalize(q0)
+    q1 = quat_normalize(q1)
     t = np.asarray(t, dtype=np.float64)[..., None]
     dot = np.sum(q0 * q1, axis=-1, keepdims=True)
     q1 = np.where(dot < 0, -q1, q1)
@@ -168,7 +168,7 @@ def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
     safe = np.where(near, 1.0, sin_theta)
     w0 = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
     w1 = np.where(near, t, np.sin(t * theta) / safe)
-    return geo.quat_normalize(w0 * q0 + w1 * q1)
+    return quat_normalize(w0 * q0 + w1 * q1)
 
 
 # ---------------------------------------------------------------------------------------------- cameras
@@ -292,7 +292,7 @@ class _PoseTable:
         frac = np.where(exact, 0.0, (ts - self.timestamp_ns[lo]).astype(np.float64) / span)
         rotation = slerp(self.rotation[lo], self.rotation[hi], frac)
         translation = (1.0 - frac)[:, None] * self.translation[lo] + frac[:, None] * self.translation[hi]
-        return geo.make_transform(rotation, translation)
+        return make_transform(rotation, translation)
 
 
 @dataclass
@@ -361,7 +361,7 @@ class AV2Reader(LogReader):
         T_city_from_ego = poses.T_city_from_ego(frame_ts)
         T_rows = T_city_from_ego[row_frame]
         center_global = np.einsum("nij,nj->ni", T_rows[:, :3, :3], center_ego) + T_rows[:, :3, 3]
-        rotation_global = geo.quat_multiply(geo.rotmat_to_quat(T_rows[:, :3, :3]), quat_ego)
+        rotation_global = quat_multiply(rotmat_to_quat(T_rows[:, :3, :3]), quat_ego)
         velocity = self._velocities(cols["track_uuid"], ts, center_global)
         return _LogData(
             log_dir, frame_ts, frame_start, cols, T_city_from_ego, center_global, rotation_global, velocity, poses
@@ -539,7 +539,7 @@ class AV2Reader(LogReader):
             calibrations[name] = SensorCalibration(
                 name,
                 "camera",
-                geo.make_transform(rotation[j], translation[j]),
+                make_transform(rotation[j], translation[j]),
                 np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]], dtype=np.float64),
                 width,
                 height,
@@ -578,7 +578,7 @@ class AV2Reader(LogReader):
         boxes = Boxes(
             center=data.center_global[rows],
             size_lwh=np.stack([cols["length_m"], cols["width_m"], cols["height_m"]], axis=1),
-            yaw=geo.quat_to_yaw(rotation),
+            yaw=quat_to_yaw(rotation),
             velocity=data.velocity_global[rows],
             label=_str_array([av2_to_detection(c) for c in category]),
             track_id=_str_array([str(t) for t in cols["track_uuid"]]),

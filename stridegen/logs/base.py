@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChannelError
+from stridegen.core.transforms import transform_points
 from stridegen.formats.images import decode_image
 
 # The sensor modalities the pipeline knows (nuScenes ``sensor.modality`` values). A sensor of any other modality is
@@ -68,7 +68,7 @@ class SensorSample:
         origin = self.calibration.ray_origin_m
         if origin is None:
             return None
-        return geo.transform_points(self.T_global_from_sensor, np.asarray(origin, dtype=np.float64).reshape(1, 3))[0]
+        return transform_points(self.T_global_from_sensor, np.asarray(origin, dtype=np.float64).reshape(1, 3))[0]
 
 
 @dataclass

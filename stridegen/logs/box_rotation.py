@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import box_corners
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import quat_to_rotmat
 
 # Extra of ``Boxes`` that readers fill with each annotation's full rotation ([N, 4] quaternion [w, x, y, z]) in
 # the global frame. Boxes are yaw-only, but logged cuboids can carry a small pitch/roll (every nuScenes
@@ -20,8 +21,8 @@ def box_corners_quat(center: np.ndarray, size_lwh: np.ndarray, rotation: np.ndar
     """Corners [N, 8, 3] of boxes with a full rotation ([N, 4] quaternions), in the devkit corner order."""
     center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
     n = center.shape[0]
-    local = geo.box_corners(np.zeros((n, 3)), size_lwh, np.zeros(n))  # [N, 8, 3] axis-aligned at the origin
-    rot = geo.quat_to_rotmat(np.asarray(rotation, dtype=np.float64).reshape(-1, 4))
+    local = box_corners(np.zeros((n, 3)), size_lwh, np.zeros(n))  # [N, 8, 3] axis-aligned at the origin
+    rot = quat_to_rotmat(np.asarray(rotation, dtype=np.float64).reshape(-1, 4))
     return np.einsum("nij,nkj->nki", rot, local) + center[:, None, :]
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import check_unit_quaternion, quat_to_yaw
 from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
 from stridegen.logs._common import neighbour_velocity
 from stridegen.logs.base import Annotations
@@ -121,7 +121,7 @@ def parse_boxes(items: Any, at: At, frame_token: str) -> FrameBoxes:
     boxes = Boxes(
         center=np.array(cols.center, dtype=np.float64).reshape(-1, 3),
         size_lwh=np.array(cols.size, dtype=np.float64).reshape(-1, 3),
-        yaw=geo.quat_to_yaw(rotation),
+        yaw=quat_to_yaw(rotation),
         velocity=np.array(cols.velocity, dtype=np.float64).reshape(-1, 3),
         label=_str_array(cols.label),
         track_id=_str_array(cols.instance),
@@ -162,10 +162,10 @@ def _box_columns(items: list[Any], at: At, frame_token: str) -> _BoxColumns:
 
 def _check_unit_rotations(rotations: list[list[Any]], at: At) -> None:
     """The unit norm of box ``i``'s rotation ``rotations[i]`` (every box's rotation read so far), checked for all
-    at once (geo.check_unit_quaternion per box takes longer than reading the box): the first wrong one raises."""
+    at once (check_unit_quaternion per box takes longer than reading the box): the first wrong one raises."""
     q = np.array(rotations, dtype=np.float64).reshape(-1, 4)
     try:
-        geo.check_unit_quaternion(q, atol=QUATERNION_ATOL)
+        check_unit_quaternion(q, atol=QUATERNION_ATOL)
     except GeometryError:
         for i, value in enumerate(rotations):
             check_rotations(q[i], value, at.item(i, "box")["rotation_wxyz"])

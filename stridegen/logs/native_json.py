@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError, MissingFileError
+from stridegen.core.transforms import check_unit_quaternion, make_transform
 from stridegen.formats.textfile import read_text
 from stridegen.logs.names import SAFE_NAME_RULE, is_safe_name
 
@@ -207,10 +207,10 @@ def read_wxyz(value: Any, at: At) -> list[Any]:
 
 
 def check_rotations(q: np.ndarray, value: Any, at: At) -> None:
-    """``q`` ([4], or [N, 4] at once) finite and of unit norm within ``QUATERNION_ATOL`` (geo.check_unit_quaternion);
+    """``q`` ([4], or [N, 4] at once) finite and of unit norm within ``QUATERNION_ATOL`` (check_unit_quaternion);
     ``value`` is what ``q`` was read from, for the message."""
     try:
-        geo.check_unit_quaternion(q, atol=QUATERNION_ATOL)
+        check_unit_quaternion(q, atol=QUATERNION_ATOL)
     except GeometryError as exc:
         raise at.fail(InvalidPoseError, f"{value!r} is not a rotation [w, x, y, z]: {exc}") from None
 
@@ -223,7 +223,7 @@ def read_pose(value: Any, at: At) -> np.ndarray:
     rec = read_object(value, at, _POSE_KEYS)
     q = read_quaternion(rec["rotation_wxyz"], at["rotation_wxyz"])
     t = read_numbers(rec["translation_m"], at["translation_m"], 3, InvalidPoseError)
-    return geo.make_transform(q, t)
+    return make_transform(q, t)
 
 
 def read_name(value: Any, at: At, what: str) -> str:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, LogFormatError
+from stridegen.core.transforms import rotmat_to_quat, yaw_to_quat
 from stridegen.formats.images import check_image_bytes
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
@@ -53,7 +53,7 @@ def pose_json(transform: np.ndarray) -> dict[str, list[float]]:
     """A rigid 4x4 transform as ``{"rotation_wxyz", "translation_m"}`` (quaternion with w >= 0)."""
     t = np.asarray(transform, dtype=np.float64)
     return {
-        "rotation_wxyz": [float(x) for x in geo.rotmat_to_quat(t[:3, :3])],
+        "rotation_wxyz": [float(x) for x in rotmat_to_quat(t[:3, :3])],
         "translation_m": [float(x) for x in t[:3, 3]],
     }
 
@@ -84,7 +84,7 @@ def boxes_json(annotations: Annotations) -> list[dict[str, Any]]:
     if boxes.frame != "global":
         raise LogFormatError("annotations", f"boxes must be in the global frame, got {boxes.frame!r}")
     rotation = boxes.extras.get(ROTATION_GLOBAL)
-    rotation = geo.yaw_to_quat(boxes.yaw) if rotation is None else np.asarray(rotation, dtype=np.float64)
+    rotation = yaw_to_quat(boxes.yaw) if rotation is None else np.asarray(rotation, dtype=np.float64)
     out = []
     for i in range(len(boxes)):
         length, width, height = (float(x) for x in boxes.size_lwh[i])

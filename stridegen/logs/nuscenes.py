@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import (
@@ -23,6 +22,7 @@ from stridegen.core.errors import (
     MissingFileError,
     PointCloudSizeError,
 )
+from stridegen.core.transforms import pose_transform, quat_to_yaw
 from stridegen.core.vocabulary import detection_class
 from stridegen.logs._common import (
     SCENE_CACHE,
@@ -135,7 +135,7 @@ class NuScenesReader(LogReader):
         """``T_global_from_ego`` of an ego_pose record."""
         if token not in self._pose_cache:
             rec = self.get("ego_pose", token)
-            self._pose_cache[token] = geo.pose_transform(rec["rotation"], rec["translation"])
+            self._pose_cache[token] = pose_transform(rec["rotation"], rec["translation"])
         return self._pose_cache[token]
 
     def calibration(self, sample_data: dict[str, Any]) -> SensorCalibration:
@@ -151,7 +151,7 @@ class NuScenesReader(LogReader):
         return SensorCalibration(
             channel=sensor["channel"],
             modality=sensor["modality"],
-            T_ego_from_sensor=geo.pose_transform(cs["rotation"], cs["translation"]),
+            T_ego_from_sensor=pose_transform(cs["rotation"], cs["translation"]),
             intrinsic=intrinsic if intrinsic.size else None,
             width=width or None,
             height=height or None,
@@ -330,7 +330,7 @@ class NuScenesReader(LogReader):
         boxes = Boxes(
             center=center,
             size_lwh=size_wlh[:, [1, 0, 2]],  # tables store [w, l, h]
-            yaw=geo.quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
+            yaw=quat_to_yaw(rotation),  # devkit eval/common/utils.py quaternion_yaw
             velocity=self._velocities(records, center, frame.token, memo) if records else np.zeros((0, 3)),
             label=[detection_class(c) for c in category],
             track_id=[r.get("instance_token", "") for r in records],

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from stridegen.calibration.poses import interpolate_poses
-from stridegen.core.geometry import invert_transform, quat_to_rotmat, rotmat_to_quat
+from stridegen.core.transforms import invert_transform, quat_to_rotmat, rotmat_to_quat
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorSample
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import clock_direction, polar_angle_deg, wrap_angle
 from stridegen.core.boxes import Boxes
+from stridegen.core.transforms import invert_transform, rotate_vectors, rotmat_yaw, transform_points
 
 
 @dataclass
@@ -139,25 +140,25 @@ def attributes_in_frame(tracks: SceneTracks, T_ref_from_global: np.ndarray, velo
     """
     T = np.asarray(T_ref_from_global, dtype=np.float64)
     if T.ndim == 2:
-        pos = geo.transform_points(T, tracks.center_global)
-        vel = geo.rotate_vectors(T, velocity_global)
-        ref_yaw = geo.rotmat_yaw(T[:3, :3])  # heading of global x in the ego frame = -ego yaw
+        pos = transform_points(T, tracks.center_global)
+        vel = rotate_vectors(T, velocity_global)
+        ref_yaw = rotmat_yaw(T[:3, :3])  # heading of global x in the ego frame = -ego yaw
     else:
         pos = np.einsum("fij,tfj->tfi", T[:, :3, :3], tracks.center_global) + T[None, :, :3, 3]
         vel = np.einsum("fij,tfj->tfi", T[:, :3, :3], velocity_global)
-        ref_yaw = geo.rotmat_yaw(T[:, :3, :3])[None, :]
+        ref_yaw = rotmat_yaw(T[:, :3, :3])[None, :]
     x, y = pos[..., 0], pos[..., 1]
     present = tracks.present
-    clock = np.where(present, geo.clock_direction(np.nan_to_num(x, nan=1.0), np.nan_to_num(y)), 0)
+    clock = np.where(present, clock_direction(np.nan_to_num(x, nan=1.0), np.nan_to_num(y)), 0)
     return Attributes(
         position_ego=pos,
         distance_m=np.hypot(x, y),
         distance_3d_m=np.linalg.norm(pos, axis=-1),
-        heading_deg=geo.polar_angle_deg(x, y),
+        heading_deg=polar_angle_deg(x, y),
         clock=clock,
         is_left=present & (y > 0),
         is_front=present & (x > 0),
-        yaw_rel_ego=geo.wrap_angle(tracks.yaw_global + ref_yaw),
+        yaw_rel_ego=wrap_angle(tracks.yaw_global + ref_yaw),
         velocity_ego=vel,
         speed_mps=np.hypot(vel[..., 0], vel[..., 1]),
         size_lwh=tracks.size_lwh,
@@ -173,13 +174,13 @@ class SceneAttributes:
 
     def in_keyframe(self, frame_index: int) -> Attributes:
         """Every (track, frame) seen from the ego pose of ``frame_index``."""
-        T = geo.invert_transform(self.tracks.T_global_from_ego[frame_index])
+        T = invert_transform(self.tracks.T_global_from_ego[frame_index])
         return attributes_in_frame(self.tracks, T, self.velocity_global)
 
     def ego_velocity_in(self, frame_index: int) -> np.ndarray:
         """[F, 3] ego velocity of every frame expressed in the ego frame of ``frame_index``."""
-        T = geo.invert_transform(self.tracks.T_global_from_ego[frame_index])
-        return geo.rotate_vectors(T, self.ego_velocity_global)
+        T = invert_transform(self.tracks.T_global_from_ego[frame_index])
+        return rotate_vectors(T, self.ego_velocity_global)
 
     @property
     def ego_speed_mps(self) -> np.ndarray:
@@ -190,5 +191,5 @@ def extract_attributes(tracks: SceneTracks) -> SceneAttributes:
     velocity = finite_difference_velocity(tracks.center_global, tracks.times_s, tracks.present)
     ego_pos = tracks.T_global_from_ego[:, :3, 3]
     ego_vel = finite_difference_velocity(ego_pos, tracks.times_s, np.ones(len(tracks.times_s), dtype=bool))
-    T_now = geo.invert_transform(tracks.T_global_from_ego)
+    T_now = invert_transform(tracks.T_global_from_ego)
     return SceneAttributes(tracks, velocity, ego_vel, attributes_in_frame(tracks, T_now, velocity))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import PredictionFormatError
+from stridegen.core.transforms import quat_to_yaw
 from stridegen.logs.base import Frame
 
 
@@ -54,7 +54,7 @@ class PrecomputedTracks:
         return Boxes(
             r.translation[rows],
             r.size_wlh[rows][:, [1, 0, 2]],
-            geo.quat_to_yaw(r.rotation[rows]),
+            quat_to_yaw(r.rotation[rows]),
             np.c_[r.velocity[rows], np.zeros(rows.size)],
             label=r.tracking_name[rows],
             score=r.tracking_score[rows],

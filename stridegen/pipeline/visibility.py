@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from stridegen.core import geometry as geo
+from stridegen.core.iou import iou_2d_rowwise
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, inside_share
 
@@ -131,7 +131,7 @@ def measure_visibility(
     box_iou = np.zeros(n)
     nonempty = area > 0
     if nonempty.any():
-        box_iou[nonempty] = geo.iou_2d_rowwise(box[nonempty], projected[nonempty])
+        box_iou[nonempty] = iou_2d_rowwise(box[nonempty], projected[nonempty])
     inside = np.array([request.inside_share(i) for i in range(n)], dtype=np.float64)
     hulls = [request.hull_crop(i) for i in range(n)]
     coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)

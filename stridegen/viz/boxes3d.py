@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import BOX_EDGES
+from stridegen.core.projection import clip_segments_near, project_points
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs.base import Annotations, Frame, SensorSample
 from stridegen.logs.box_rotation import corners_global
 
@@ -43,11 +45,11 @@ def project_box_edges(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pixel end points [N, 12, 2, 2] of the 12 edges of each box, clipped at the near plane, and [N, 12] keep."""
     corners_cam = np.asarray(corners_cam, dtype=np.float64).reshape(-1, 8, 3)
-    p0 = corners_cam[:, geo.BOX_EDGES[:, 0]]
-    p1 = corners_cam[:, geo.BOX_EDGES[:, 1]]
-    q0, q1, keep = geo.clip_segments_near(p0, p1, near)
-    uv0, _, _ = geo.project_points(q0.reshape(-1, 3), intrinsic, near=near - 1e-9)
-    uv1, _, _ = geo.project_points(q1.reshape(-1, 3), intrinsic, near=near - 1e-9)
+    p0 = corners_cam[:, BOX_EDGES[:, 0]]
+    p1 = corners_cam[:, BOX_EDGES[:, 1]]
+    q0, q1, keep = clip_segments_near(p0, p1, near)
+    uv0, _, _ = project_points(q0.reshape(-1, 3), intrinsic, near=near - 1e-9)
+    uv1, _, _ = project_points(q1.reshape(-1, 3), intrinsic, near=near - 1e-9)
     edges = np.stack([uv0, uv1], axis=1).reshape(corners_cam.shape[0], 12, 2, 2)
     return edges, keep
 
@@ -106,7 +108,7 @@ def draw_boxes3d(
         color = color_for_label(labels[i])
         segments = [edges[i, e] for e in range(12) if keep[i, e]]
         if mark_front and np.all(corners_cam[i, :4, 2] >= near):
-            front, _, _ = geo.project_points(corners_cam[i, :4], intrinsic, near)
+            front, _, _ = project_points(corners_cam[i, :4], intrinsic, near)
             segments += [np.stack([front[0], front[2]]), np.stack([front[1], front[3]])]
         for seg in segments:
             _draw_segment(out, seg, color, thickness, rect, line_type)
@@ -138,8 +140,8 @@ def save_rgb(path: str, image_rgb: np.ndarray) -> None:
 
 def corners_in_camera(annotations: Annotations, sample: SensorSample) -> np.ndarray:
     """Camera-frame corners [N, 8, 3] of global-frame annotations, through the sample's own ego pose."""
-    T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
-    return geo.transform_points(T_cam_from_global, corners_global(annotations.boxes))
+    T_cam_from_global = invert_transform(sample.T_global_from_sensor)
+    return transform_points(T_cam_from_global, corners_global(annotations.boxes))
 
 
 def render_annotations(

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from stridegen.calibration.deskew import azimuth_times, deskew_points
-from stridegen.core.geometry import invert_transform, make_transform, transform_points
+from stridegen.core.transforms import invert_transform, make_transform, transform_points
 
 
 def test_constant_velocity_sweep_is_restored():

@@ -13,7 +13,7 @@ def _static_world_sweeps(seed: int):
     """Key sweeps (2 Hz, 20 s) of the synthetic ego drive of scene (0, 1) through a static roadside world (60
     boxes), cast with the synthetic LiDAR (stridegen.logs.synthetic.lidar); points in the ego frame."""
     from stridegen.calibration import load_rig
-    from stridegen.core.geometry import transform_points
+    from stridegen.core.transforms import transform_points
     from stridegen.logs.synthetic.lidar import cast_lidar
     from stridegen.logs.synthetic.scenario import compose_scene
 

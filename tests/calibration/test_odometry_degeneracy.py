@@ -9,7 +9,7 @@ from scipy.spatial.transform import Rotation
 
 from stridegen.calibration.icp import point_to_plane_information
 from stridegen.calibration.odometry import points_outside_boxes, remap_degenerate, weak_axis_names, weak_directions
-from stridegen.core.geometry import make_transform
+from stridegen.core.transforms import make_transform
 
 
 def _ground_information(n: int = 2000) -> np.ndarray:

@@ -7,9 +7,11 @@ import pytest
 
 from stridegen.calibration import load_rig, rig_names
 from stridegen.calibration.rig import calibration_dirs
-from stridegen.core import geometry as geo
+from stridegen.core.angles import polar_angle_deg, wrap_angle_deg
 from stridegen.core.errors import ConfigError, MissingFileError
+from stridegen.core.projection import project_points
 from stridegen.core.resources import resource_path
+from stridegen.core.transforms import invert_transform, rotate_vectors, transform_points
 
 
 def test_known_rigs():
@@ -32,15 +34,15 @@ def test_camera_extrinsics_look_where_they_say():
     rig = load_rig("nuscenes")
     for cam in rig.cameras:
         T = cam.T_ego_from_sensor
-        forward_ego = geo.rotate_vectors(T, [0, 0, 1])  # optical axis
-        assert float(geo.polar_angle_deg(forward_ego[0], forward_ego[1])) == pytest.approx(
-            float(geo.wrap_angle_deg(cam.yaw_deg)), abs=1e-9
+        forward_ego = rotate_vectors(T, [0, 0, 1])  # optical axis
+        assert float(polar_angle_deg(forward_ego[0], forward_ego[1])) == pytest.approx(
+            float(wrap_angle_deg(cam.yaw_deg)), abs=1e-9
         )
-        assert geo.rotate_vectors(T, [0, 1, 0])[2] == pytest.approx(-1.0)  # image y points down
+        assert rotate_vectors(T, [0, 1, 0])[2] == pytest.approx(-1.0)  # image y points down
         # a point 10 m along the optical axis projects to the principal point
-        p_ego = geo.transform_points(T, [0, 0, 10])
-        p_cam = geo.transform_points(geo.invert_transform(T), p_ego)
-        uv, _, _ = geo.project_points(p_cam, cam.intrinsic)
+        p_ego = transform_points(T, [0, 0, 10])
+        p_cam = transform_points(invert_transform(T), p_ego)
+        uv, _, _ = project_points(p_cam, cam.intrinsic)
         np.testing.assert_allclose(uv[0], [cam.cx, cam.cy], atol=1e-9)
     half = rig.camera("CAM_FRONT").scaled(800, 450)
     assert half.fx == pytest.approx(633.0) and half.horizontal_fov_deg == pytest.approx(

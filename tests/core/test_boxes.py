@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import invert_transform, make_transform, transform_points, yaw_to_quat
 
 
 def _boxes(n=3, seed=0):
@@ -28,8 +28,8 @@ def _boxes(n=3, seed=0):
 def test_transform_known():
     b = Boxes([[10, 0, 1]], [[4, 2, 1.5]], [0.0], [[5, 0, 0]], frame="global")
     # ego at (10, 0) facing +y (yaw 90 deg): the box is at the ego origin, pointing to the ego's right
-    T_global_from_ego = geo.make_transform(geo.yaw_to_quat(np.pi / 2), [10, 0, 0])
-    e = b.transform(geo.invert_transform(T_global_from_ego), "ego")
+    T_global_from_ego = make_transform(yaw_to_quat(np.pi / 2), [10, 0, 0])
+    e = b.transform(invert_transform(T_global_from_ego), "ego")
     np.testing.assert_allclose(e.center, [[0, 0, 1]], atol=1e-12)
     assert e.yaw[0] == pytest.approx(-np.pi / 2)
     np.testing.assert_allclose(e.velocity, [[0, -5, 0]], atol=1e-12)
@@ -40,13 +40,13 @@ def test_transform_known():
 @settings(max_examples=40)
 def test_transform_round_trip(seed, yaw, t):
     b = _boxes(4, seed)
-    T = geo.make_transform(geo.yaw_to_quat(yaw), np.array(t))
-    back = b.transform(T, "ego").transform(geo.invert_transform(T), "global")
+    T = make_transform(yaw_to_quat(yaw), np.array(t))
+    back = b.transform(T, "ego").transform(invert_transform(T), "global")
     np.testing.assert_allclose(back.center, b.center, atol=1e-9)
     np.testing.assert_allclose(np.cos(back.yaw - b.yaw), 1.0, atol=1e-9)
     np.testing.assert_allclose(back.velocity, b.velocity, atol=1e-9)
     # corners transform like points
-    np.testing.assert_allclose(b.transform(T, "ego").corners(), geo.transform_points(T, b.corners()), atol=1e-9)
+    np.testing.assert_allclose(b.transform(T, "ego").corners(), transform_points(T, b.corners()), atol=1e-9)
 
 
 def test_index_concat_and_validation():

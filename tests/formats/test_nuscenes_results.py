@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import PredictionFormatError
+from stridegen.core.transforms import yaw_to_quat
 from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.formats.nuscenes_results import CLASS_ATTRIBUTES, load_results, results_dict, write_results
 from stridegen.formats.results_json import LIDAR_ONLY_META
@@ -28,7 +28,7 @@ def make_boxes(n: int = 7, seed: int = 0) -> DetectionBoxes:
         rng.choice(TOKENS[:2], n),
         rng.uniform(-50, 50, (n, 3)),
         rng.uniform(0.5, 4, (n, 3)),
-        geo.yaw_to_quat(rng.uniform(-3, 3, n)),
+        yaw_to_quat(rng.uniform(-3, 3, n)),
         velocity,
         names,
         rng.random(n),

@@ -30,7 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
+from stridegen.core.iou import box_area_xyxy
+from stridegen.core.projection import project_boxes_2d
+from stridegen.core.transforms import invert_transform, make_transform, rotate_vectors, transform_points
 from stridegen.formats.images import write_rgb
 from stridegen.logs.base import Frame, LogReader, Scene
 
@@ -81,10 +84,10 @@ def _write_scene(scene: Scene, out: Path, seq: str, camera: str, lidar: str | No
     cam, velo = first.sensor(camera).calibration, first.sensor(lidar).calibration
     if cam.intrinsic is None or cam.width is None or cam.height is None:
         raise ValueError(f"{scene.name}: {camera} has no intrinsics or image size")
-    T_ego_from_velo = geo.make_transform(np.eye(3), velo.T_ego_from_sensor[:3, 3])
-    T_rect_from_ego = geo.make_transform(np.eye(3), -CAM2_FROM_RECT_M) @ geo.invert_transform(cam.T_ego_from_sensor)
-    T_cam0_from_velo = geo.make_transform(R_RECT.T, np.zeros(3)) @ T_rect_from_ego @ T_ego_from_velo
-    _write_calib(out / "calib" / f"{seq}.txt", cam.intrinsic, T_cam0_from_velo, geo.invert_transform(T_ego_from_velo))
+    T_ego_from_velo = make_transform(np.eye(3), velo.T_ego_from_sensor[:3, 3])
+    T_rect_from_ego = make_transform(np.eye(3), -CAM2_FROM_RECT_M) @ invert_transform(cam.T_ego_from_sensor)
+    T_cam0_from_velo = make_transform(R_RECT.T, np.zeros(3)) @ T_rect_from_ego @ T_ego_from_velo
+    _write_calib(out / "calib" / f"{seq}.txt", cam.intrinsic, T_cam0_from_velo, invert_transform(T_ego_from_velo))
     poses = np.array([f.T_global_from_ego for f in scene.frames])
     times_us = np.array([f.timestamp_us for f in scene.frames], dtype=np.int64)
     write_oxts(out / "oxts" / f"{seq}.txt", poses, times_us * 1e-6)
@@ -97,7 +100,7 @@ def _write_scene(scene: Scene, out: Path, seq: str, camera: str, lidar: str | No
             raise ValueError(f"{scene.name} frame {i}: the camera's pose differs from the frame's; KITTI has one")
         write_rgb(out / "image_02" / seq / f"{i:06d}.png", frame.image(camera))
         points = frame.lidar(lidar)
-        xyz = geo.transform_points(geo.invert_transform(T_ego_from_velo) @ velo.T_ego_from_sensor, points[:, :3])
+        xyz = transform_points(invert_transform(T_ego_from_velo) @ velo.T_ego_from_sensor, points[:, :3])
         bin_path = out / "velodyne" / seq / f"{i:06d}.bin"
         bin_path.parent.mkdir(parents=True, exist_ok=True)
         np.column_stack([xyz, points[:, 3] / 255.0]).astype("<f4").tofile(bin_path)
@@ -153,18 +156,18 @@ def _labels(frame: Frame, index: int, camera: str, T_rect_from_ego: np.ndarray, 
     """label_02 lines of one frame: the annotations whose 3D box projects into the image."""
     ann = frame.annotations()
     cal = frame.sensor(camera).calibration
-    T_rect_from_global = T_rect_from_ego @ geo.invert_transform(frame.T_global_from_ego)
+    T_rect_from_global = T_rect_from_ego @ invert_transform(frame.T_global_from_ego)
     if np.abs(T_rect_from_global[:3, :3] @ np.array([0.0, 0.0, 1.0]) - [0.0, -1.0, 0.0]).max() > 1e-9:
         raise ValueError(f"frame {frame.token}: camera y is not vertical; KITTI boxes rotate about it only")
-    T_cam_from_global = geo.make_transform(np.eye(3), CAM2_FROM_RECT_M) @ T_rect_from_global
-    corners = geo.transform_points(T_cam_from_global, ann.boxes.corners().reshape(-1, 3)).reshape(-1, 8, 3)
+    T_cam_from_global = make_transform(np.eye(3), CAM2_FROM_RECT_M) @ T_rect_from_global
+    corners = transform_points(T_cam_from_global, ann.boxes.corners().reshape(-1, 3)).reshape(-1, 8, 3)
     k, size = np.asarray(cal.intrinsic), (int(cal.width or 0), int(cal.height or 0))  # checked in _write_scene
-    bbox, inside = geo.project_boxes_2d(corners, k, size)
-    unclipped, _ = geo.project_boxes_2d(corners, k)
+    bbox, inside = project_boxes_2d(corners, k, size)
+    unclipped, _ = project_boxes_2d(corners, k)
     keep = np.flatnonzero(inside)
     written.labelled.append(keep)
-    center = geo.transform_points(T_rect_from_global, ann.boxes.center)
-    heading = geo.rotate_vectors(
+    center = transform_points(T_rect_from_global, ann.boxes.center)
+    heading = rotate_vectors(
         T_rect_from_global, np.column_stack([np.cos(ann.boxes.yaw), np.sin(ann.boxes.yaw), 0 * ann.boxes.yaw])
     )
     lines = []
@@ -172,8 +175,8 @@ def _labels(frame: Frame, index: int, camera: str, T_rect_from_ego: np.ndarray, 
         track = written.track_ids.setdefault(str(ann.boxes.track_id[j]), len(written.track_ids))
         length, width, height = ann.boxes.size_lwh[j]
         ry = float(np.arctan2(-heading[j, 2], heading[j, 0]))
-        alpha = float(geo.wrap_angle(ry - np.arctan2(center[j, 0], center[j, 2])))
-        outside = 1.0 - geo.box_area_xyxy(bbox[j : j + 1])[0] / max(geo.box_area_xyxy(unclipped[j : j + 1])[0], 1e-12)
+        alpha = float(wrap_angle(ry - np.arctan2(center[j, 0], center[j, 2])))
+        outside = 1.0 - box_area_xyxy(bbox[j : j + 1])[0] / max(box_area_xyxy(unclipped[j : j + 1])[0], 1e-12)
         truncated = 0 if outside < 1e-6 else (1 if outside < 0.5 else 2)
         kitti_type = DETECTION_TO_KITTI.get(str(ann.boxes.label[j]), "Misc")
         occluded = VISIBILITY_TO_OCCLUDED.get(int(ann.visibility[j]), 3)

@@ -11,8 +11,9 @@ import cv2
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import LogFormatError
+from stridegen.core.transforms import transform_points
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs import open_log
 from stridegen.logs.av2 import (
@@ -89,8 +90,8 @@ def test_av2_frames_equal_nuscenes_frames(logs) -> None:
             assert np.allclose(a.T_global_from_ego, n.T_global_from_ego, rtol=0, atol=1e-9)
         # LiDAR: same points in the global frame (the AV2 sweep is in the ego frame).
         pa_, pn = fa.lidar(), fn.lidar()
-        ga = geo.transform_points(fa.sensor("LIDAR").T_global_from_sensor, pa_[:, :3].astype(np.float64))
-        gn = geo.transform_points(fn.sensor("LIDAR_TOP").T_global_from_sensor, pn[:, :3].astype(np.float64))
+        ga = transform_points(fa.sensor("LIDAR").T_global_from_sensor, pa_[:, :3].astype(np.float64))
+        gn = transform_points(fn.sensor("LIDAR_TOP").T_global_from_sensor, pn[:, :3].astype(np.float64))
         assert np.allclose(ga, gn, rtol=0, atol=1e-4)  # float32 storage
         # Boxes back in the global frame.
         aa, an = fa.annotations(), fn.annotations()
@@ -98,7 +99,7 @@ def test_av2_frames_equal_nuscenes_frames(logs) -> None:
         assert list(aa.boxes.label) == list(an.boxes.label)
         assert np.allclose(aa.boxes.center, an.boxes.center, rtol=0, atol=1e-9)
         assert np.allclose(aa.boxes.size_lwh, an.boxes.size_lwh, rtol=0, atol=0)
-        assert np.allclose(geo.wrap_angle(aa.boxes.yaw - an.boxes.yaw), 0.0, atol=1e-9)
+        assert np.allclose(wrap_angle(aa.boxes.yaw - an.boxes.yaw), 0.0, atol=1e-9)
         dots = np.abs(np.sum(aa.boxes.extras[ROTATION_GLOBAL] * an.boxes.extras[ROTATION_GLOBAL], axis=1))
         assert np.allclose(dots, 1.0, atol=1e-12)
         assert np.array_equal(np.isnan(aa.boxes.velocity), np.isnan(an.boxes.velocity))
@@ -224,7 +225,7 @@ def test_missing_and_offset_camera_images(logs, tmp_path: Path) -> None:
     assert not np.allclose(late.T_global_from_ego[:3, 3], p7[:3, 3], atol=1e-3)  # the ego moved meanwhile
     yaw = np.arctan2(late.T_global_from_ego[1, 0], late.T_global_from_ego[0, 0])
     yaw7, yaw8 = (np.arctan2(p[1, 0], p[0, 0]) for p in (p7, p8))
-    assert yaw == pytest.approx(yaw7 + frac * geo.wrap_angle(yaw8 - yaw7), abs=1e-9)  # synthetic poses: yaw only
+    assert yaw == pytest.approx(yaw7 + frac * wrap_angle(yaw8 - yaw7), abs=1e-9)  # synthetic poses: yaw only
     # A camera folder that intrinsics.feather does not list is an error, not a silently ignored camera.
     (log / "sensors" / "cameras" / "ring_rear_right").mkdir()
     with pytest.raises(LogFormatError, match=r"intrinsics\.feather.*ring_rear_right.*no intrinsics row"):

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import InvalidPoseError
+from stridegen.core.transforms import invert_transform, quat_multiply, quat_to_rotmat, quat_to_yaw, rotmat_to_quat
 from stridegen.logs import detect_format, open_log
 from stridegen.logs.av2 import AV2_TO_DETECTION, AV2Reader, slerp
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
@@ -89,16 +90,16 @@ def test_boxes_back_to_ego_equal_feather(reader: AV2Reader) -> None:
             assert list(ann.category) == list(rows.category)
             assert np.array_equal(ann.num_lidar_pts, rows.num_interior_pts.to_numpy())
             assert np.allclose(ann.boxes.size_lwh, rows[["length_m", "width_m", "height_m"]].to_numpy())
-            T_ego_from_global = geo.invert_transform(frame.T_global_from_ego)
+            T_ego_from_global = invert_transform(frame.T_global_from_ego)
             ego = ann.boxes.transform(T_ego_from_global, "ego")
             assert np.allclose(ego.center, rows[["tx_m", "ty_m", "tz_m"]].to_numpy(), atol=1e-6)
-            yaw_feather = geo.quat_to_yaw(rows[["qw", "qx", "qy", "qz"]].to_numpy())
+            yaw_feather = quat_to_yaw(rows[["qw", "qx", "qy", "qz"]].to_numpy())
             # Boxes.transform keeps yaw-only boxes: the ego pose's ~1.6 deg pitch costs up to ~1e-3 rad.
-            assert np.max(np.abs(geo.wrap_angle(ego.yaw - yaw_feather))) < 2e-3
+            assert np.max(np.abs(wrap_angle(ego.yaw - yaw_feather))) < 2e-3
             # The full rotation kept by the reader goes back exactly.
-            q_pose = geo.rotmat_to_quat(frame.T_global_from_ego[:3, :3])
+            q_pose = rotmat_to_quat(frame.T_global_from_ego[:3, :3])
             q_pose_inv = q_pose * np.array([1, -1, -1, -1])
-            q_ego = geo.quat_multiply(q_pose_inv[None], ann.boxes.extras[ROTATION_GLOBAL])
+            q_ego = quat_multiply(q_pose_inv[None], ann.boxes.extras[ROTATION_GLOBAL])
             q_feather = rows[["qw", "qx", "qy", "qz"]].to_numpy()
             assert np.allclose(np.abs(np.sum(q_ego * q_feather, axis=1)), 1.0, atol=1e-9)
 
@@ -222,6 +223,6 @@ def test_slerp_matches_scipy(seed: int, frac: float) -> None:
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(2, 4))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    ours = geo.quat_to_rotmat(slerp(q[0], q[1], frac))
+    ours = quat_to_rotmat(slerp(q[0], q[1], frac))
     ref = Slerp([0.0, 1.0], Rotation.from_quat(q[:, [1, 2, 3, 0]]))([frac]).as_matrix()[0]
     assert np.allclose(ours, ref, atol=1e-9)

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
 from stridegen.core import registry
+from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError
+from stridegen.core.projection import project_points
+from stridegen.core.transforms import invert_transform, make_transform, transform_points
 from stridegen.logs import open_log
 from stridegen.logs.base import LogReader
 from stridegen.run.build import run_build
@@ -66,7 +68,7 @@ def readers(plugin: str, source: Path, copy) -> tuple[LogReader, LogReader, Writ
 
 
 def _wrapped(a: np.ndarray) -> np.ndarray:
-    return np.abs(geo.wrap_angle(a))
+    return np.abs(wrap_angle(a))
 
 
 def test_layout_as_the_devkit_describes_it(copy) -> None:
@@ -115,7 +117,7 @@ def test_ego_poses_survive_the_oxts_round_trip(readers) -> None:
     translation_error = np.abs(b[:, :3, 3] - (a[:, :3, 3] - written.origin_global)).max()
     assert translation_error < 1e-6, translation_error
     assert np.abs(b[:, :3, :3] - a[:, :3, :3]).max() < 1e-12
-    assert np.allclose(b[0], geo.make_transform(a[0, :3, :3], np.zeros(3)), atol=1e-12)  # first IMU at the origin
+    assert np.allclose(b[0], make_transform(a[0, :3, :3], np.zeros(3)), atol=1e-12)  # first IMU at the origin
 
 
 def test_oxts_conventions_known_answers(plugin: str) -> None:
@@ -142,7 +144,7 @@ def test_oxts_round_trip_with_roll_and_pitch(plugin: str, tmp_path: Path) -> Non
     angles = rng.uniform([-0.2, -0.2, -np.pi], [0.2, 0.2, np.pi], (20, 3))  # roll, pitch, yaw
     rotation = np.array([_rot(2, y) @ _rot(1, p) @ _rot(0, r) for r, p, y in angles])
     translation = np.cumsum(rng.uniform(-5.0, 5.0, (20, 3)), axis=0) + [300.0, -800.0, 20.0]
-    poses = geo.make_transform(rotation, translation)
+    poses = make_transform(rotation, translation)
     write_oxts(tmp_path / "oxts.txt", poses, np.arange(20) * 0.1)
     back = oxts_poses(np.array([r[:6] for r in read_table(tmp_path / "oxts.txt", 30)], dtype=np.float64))
     assert np.abs(back[:, :3, :3] - rotation).max() < 1e-12
@@ -173,8 +175,8 @@ def test_camera_projects_a_box_centre_to_the_same_pixel(readers) -> None:
             (fa.sensor("CAM_FRONT"), centre),
             (fb.sensor("image_02"), centre - written.origin_global),
         ):
-            centre_cam = geo.transform_points(geo.invert_transform(sample.T_global_from_sensor), centre_global)
-            uv, _, in_front = geo.project_points(centre_cam, sample.calibration.intrinsic)
+            centre_cam = transform_points(invert_transform(sample.T_global_from_sensor), centre_global)
+            uv, _, in_front = project_points(centre_cam, sample.calibration.intrinsic)
             pixels.append(uv[in_front])
         assert np.abs(pixels[0] - pixels[1]).max(initial=0.0) < 1e-6
         projected += len(pixels[0])
@@ -187,8 +189,8 @@ def test_images_and_points_are_the_source_ones(readers) -> None:
     assert np.array_equal(fb.image("image_02"), fa.image("CAM_FRONT"))
     assert fb.image_bytes("image_02")[:8] == b"\x89PNG\r\n\x1a\n"
     sa, sb = fa.sensor("LIDAR_TOP"), fb.sensor("velodyne")
-    ego_a = geo.transform_points(sa.calibration.T_ego_from_sensor, fa.lidar("LIDAR_TOP")[:, :3])
-    ego_b = geo.transform_points(sb.calibration.T_ego_from_sensor, fb.lidar("velodyne")[:, :3])
+    ego_a = transform_points(sa.calibration.T_ego_from_sensor, fa.lidar("LIDAR_TOP")[:, :3])
+    ego_b = transform_points(sb.calibration.T_ego_from_sensor, fb.lidar("velodyne")[:, :3])
     assert fb.lidar().shape[1] == 4 and np.abs(ego_b - ego_a).max() < 1e-4  # float32 after a move of ~1 m
     assert np.allclose(fb.lidar()[:, 3] * 255.0, fa.lidar()[:, 3], atol=1e-3)
 

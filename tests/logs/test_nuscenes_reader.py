@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.projection import project_boxes_2d, project_points
+from stridegen.core.transforms import yaw_to_quat
 from stridegen.core.vocabulary import CATEGORY_TO_DETECTION
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import neighbour_velocity
@@ -128,7 +129,7 @@ def test_projection_matches_devkit(demo_reader: NuScenesReader, devkit, channel:
     ann = frame.annotations()
     corners_cam = corners_in_camera(ann, sample)  # global -> ego (its own pose) -> camera
     ours_visible = boxes_in_image(corners_cam, calib.intrinsic, (calib.width, calib.height), "any")
-    xyxy, valid = geo.project_boxes_2d(corners_cam, calib.intrinsic, (calib.width, calib.height))
+    xyxy, valid = project_boxes_2d(corners_cam, calib.intrinsic, (calib.width, calib.height))
 
     _, dk_boxes, dk_k = devkit.get_sample_data(sample.token, box_vis_level=BoxVisibility.ANY)
     assert np.allclose(dk_k, calib.intrinsic)
@@ -141,7 +142,7 @@ def test_projection_matches_devkit(demo_reader: NuScenesReader, devkit, channel:
         assert np.allclose(corners_cam[i], dk_corners_cam.T, atol=1e-9)
         in_front = dk_corners_cam[2] > 0.1
         dk_uv = view_points(dk_corners_cam, dk_k, normalize=True)[:2].T
-        uv, _, _ = geo.project_points(corners_cam[i], calib.intrinsic)
+        uv, _, _ = project_points(corners_cam[i], calib.intrinsic)
         assert np.max(np.abs(uv[in_front] - dk_uv[in_front])) < 1e-6
         # All corners are in front for ANY-visible boxes: the 2D box is the clipped extent of the corners.
         assert valid[i]
@@ -276,7 +277,7 @@ def _write_tiny_log(root: Path) -> dict[str, str]:
                 {
                     "token": f"ep_{token}",
                     "timestamp": ts,
-                    "rotation": list(geo.yaw_to_quat(0.01 * i + 0.001 * k)),
+                    "rotation": list(yaw_to_quat(0.01 * i + 0.001 * k)),
                     "translation": [0.5 * i, 0.1 * k, 0.0],
                 }
             )
@@ -337,7 +338,7 @@ def _write_tiny_log(root: Path) -> dict[str, str]:
                     "attribute_tokens": ["att_moving"] if inst == "inst_car" else [],
                     "translation": xyz,
                     "size": [1.9, 4.5, 1.6],
-                    "rotation": list(geo.yaw_to_quat(0.2 * k)),
+                    "rotation": list(yaw_to_quat(0.2 * k)),
                     "prev": tokens[k - 1] if k else "",
                     "next": tokens[k + 1] if k < len(track) - 1 else "",
                     "num_lidar_pts": 10 * k,

@@ -3,7 +3,7 @@
 - ``IndexedTables._read_many`` (records read in runs with one ``pread`` and parsed in place) against
   ``IndexedTables._read`` row by row: every record of a log, rows in any order, non-ASCII records, and tables
   changed, truncated or removed while the log is open (the same error, of the same first bad row).
-- ``geometry.pose_transform`` (the reader's single-pose path) against ``geometry.make_transform``: every pose of
+- ``transforms.pose_transform`` (the reader's single-pose path) against ``transforms.make_transform``: every pose of
   the logs and random quaternions, and the inputs it hands to ``make_transform``.
 - The bounded calibration cache and the lookups ``load_annotations`` makes once per frame.
 """
@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError, MissingFileError
-from stridegen.core.geometry import pose_transform
+from stridegen.core.transforms import make_transform, pose_transform
 from stridegen.logs import index as log_index
 from stridegen.logs import nuscenes as nuscenes_module
 from stridegen.logs import nuscenes_tables
@@ -185,7 +184,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _plain(rotation: Any, translation: Any) -> np.ndarray:
     """The transform the reader made before ``pose_transform``, from the table's values as they are."""
-    return geo.make_transform(rotation, translation)
+    return make_transform(rotation, translation)
 
 
 def _table_poses(root: Path) -> list[tuple[Any, Any]]:

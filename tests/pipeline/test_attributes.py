@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
+from stridegen.core.transforms import make_transform, yaw_to_quat
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes, finite_difference_velocity
 
 
@@ -17,7 +17,7 @@ def _scene(n_frames=9, dt=0.5, accel=0.0, ego_yaw=0.0, gap_at=None):
     # ego at (100, 50), heading ego_yaw, driving forward at 5 m/s along its heading
     head = np.array([np.cos(ego_yaw), np.sin(ego_yaw), 0.0])
     ego_pos = np.array([100.0, 50.0, 0.0]) + 5.0 * t[:, None] * head
-    poses = geo.make_transform(np.repeat(geo.yaw_to_quat(ego_yaw)[None], n_frames, 0), ego_pos)
+    poses = make_transform(np.repeat(yaw_to_quat(ego_yaw)[None], n_frames, 0), ego_pos)
     # object A: 20 m ahead of the ego's start, moving +y global at 3 m/s (+ accel)
     a_pos = np.array([100.0, 50.0, 0.8]) + 20 * head + np.outer(3 * t + 0.5 * accel * t**2, [0, 1, 0])
     frames = []
@@ -89,7 +89,7 @@ def test_single_frame_track_has_nan_velocity():
 @settings(max_examples=30)
 def test_velocity_rotates_into_ego_frame(ego_yaw, vx, vy):
     t = 0.5 * np.arange(3)
-    poses = geo.make_transform(np.repeat(geo.yaw_to_quat(ego_yaw)[None], 3, 0), np.zeros((3, 3)))
+    poses = make_transform(np.repeat(yaw_to_quat(ego_yaw)[None], 3, 0), np.zeros((3, 3)))
     frames = [Boxes([[vx * s, vy * s, 0]], [[1, 1, 1]], [0.0], label=["car"], track_id=["X"]) for s in t]
     attrs = extract_attributes(dense_tracks(frames, t, poses))
     v_ego = attrs.in_keyframe(1).velocity_ego[0, 1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import polar_angle_deg, wrap_angle_deg
+from stridegen.core.transforms import invert_transform, transform_points, yaw_to_quat
 from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.logs import open_log
 from stridegen.logs.synthetic import generate_dataset, load_synthetic_truth
@@ -43,7 +44,7 @@ def test_oracle_attributes_equal_analytic_truth(synthetic_log, scene_index):
     t_rel = np.array([truth.time_s(f.timestamp_us) for f in scene.frames])
     kf = len(scene.frames) // 2
     kf_attrs = attrs.in_keyframe(kf)
-    T_kf_from_global = geo.invert_transform(truth.ego_pose(t_rel[kf]))
+    T_kf_from_global = invert_transform(truth.ego_pose(t_rel[kf]))
     token_row = {str(tok): i for i, tok in enumerate(tracks.track_id)}
     checked = 0
     for f, t in enumerate(t_rel):
@@ -54,11 +55,11 @@ def test_oracle_attributes_equal_analytic_truth(synthetic_log, scene_index):
             if row is None or not tracks.present[row, f]:
                 continue  # not annotated in this frame (too far / unseen)
             agent = truth.agents[int(state.extras["agent_id"][j]) - 1]
-            p_true = geo.transform_points(T_kf_from_global, state.center[j])
+            p_true = transform_points(T_kf_from_global, state.center[j])
             np.testing.assert_allclose(kf_attrs.position_ego[row, f], p_true, rtol=1e-6, atol=1e-6)
             d_true = np.hypot(p_true[0], p_true[1])
             assert kf_attrs.distance_m[row, f] == pytest.approx(d_true, rel=1e-6, abs=1e-6)
-            heading_err = geo.wrap_angle_deg(kf_attrs.heading_deg[row, f] - geo.polar_angle_deg(*p_true[:2]))
+            heading_err = wrap_angle_deg(kf_attrs.heading_deg[row, f] - polar_angle_deg(*p_true[:2]))
             assert abs(float(heading_err)) < 1e-4 * max(1.0, 10.0 / max(d_true, 1e-3))
             # velocity: finite differences of centres; error bound A_max * h / 2 (docs/attributes.md)
             v_fd = attrs.velocity_global[row, f, :2]
@@ -146,7 +147,7 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
                     "sample_token": frame.token,
                     "translation": boxes.center[i].tolist(),
                     "size": boxes.size_lwh[i, [1, 0, 2]].tolist(),
-                    "rotation": geo.yaw_to_quat(boxes.yaw[i]).tolist(),
+                    "rotation": yaw_to_quat(boxes.yaw[i]).tolist(),
                     "velocity": boxes.velocity[i, :2].tolist(),
                     "tracking_id": str(boxes.track_id[i]),
                     "tracking_name": str(boxes.label[i]),

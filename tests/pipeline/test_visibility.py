@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core.geometry import clip_polygon_to_rect, polygon_area
+from stridegen.core.polygons import clip_polygon_to_rect, polygon_area
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.visibility import (
     VisibilityThresholds,

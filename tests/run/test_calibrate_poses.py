@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # odometry over whole logs
 
 def test_poses_cli_writes_a_native_log_with_new_poses(tmp_path):
     from stridegen.cli.calibrate import calibrate_app
-    from stridegen.core.geometry import invert_transform
+    from stridegen.core.transforms import invert_transform
     from stridegen.logs import open_log
     from stridegen.logs.native_writer import write_native_log
     from stridegen.logs.posed import PosedReader

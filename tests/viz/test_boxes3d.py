@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import box_corners
 from stridegen.logs.box_rotation import box_corners_quat
 from stridegen.viz.boxes3d import CLASS_COLORS, DEFAULT_COLOR, boxes_in_image, color_for_label, draw_boxes3d
 
@@ -16,7 +16,7 @@ K = np.array([[100.0, 0.0, 50.0], [0.0, 100.0, 50.0], [0.0, 0.0, 1.0]])
 
 def _cube_cam(center_cam: list[float], size: float = 2.0) -> np.ndarray:
     """Corners [1, 8, 3] of an axis-aligned cube in camera coordinates (x right, y down, z forward)."""
-    return geo.box_corners(np.array([center_cam]), np.full((1, 3), size), np.zeros(1))
+    return box_corners(np.array([center_cam]), np.full((1, 3), size), np.zeros(1))
 
 
 def test_color_table() -> None:

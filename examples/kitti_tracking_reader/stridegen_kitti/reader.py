@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import InvalidPoseError, LogFormatError, MissingFileError, PointCloudSizeError
+from stridegen.core.transforms import invert_transform, make_transform, quat_to_yaw, rotmat_to_quat, transform_points
 from stridegen.core.vocabulary import KITTI_TO_DETECTION
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 
@@ -72,7 +72,7 @@ def oxts_poses(oxts: np.ndarray) -> np.ndarray:
         -2,
     )
     translation = np.stack([mx - mx[0], my - my[0], alt - alt[0]], -1)
-    return geo.make_transform(rotation, translation)
+    return make_transform(rotation, translation)
 
 
 # ------------------------------------------------------------------------------------------------------ calibration
@@ -93,7 +93,7 @@ def _rigid(matrix: np.ndarray, path: Path, key: str) -> np.ndarray:
         raise InvalidPoseError(path, f"{key} is not a rotation (or is not finite)")
     u, _, vt = np.linalg.svd(rotation)
     translation = matrix[:3, 3] if matrix.shape[1] == 4 else np.zeros(3)
-    return geo.make_transform(u @ vt, translation)
+    return make_transform(u @ vt, translation)
 
 
 def read_calibration(path: Path) -> KittiCalibration:
@@ -123,16 +123,16 @@ def read_calibration(path: Path) -> KittiCalibration:
     k = p2[:, :3]
     if abs(k[2, 2] - 1.0) > 1e-9 or np.abs(k[[1, 2, 2], [0, 0, 1]]).max() > 1e-9:
         raise LogFormatError(path, "P2's left 3x3 is not a pinhole matrix [[fx, s, cx], [0, fy, cy], [0, 0, 1]]")
-    T_cam2_from_rect = geo.make_transform(np.eye(3), np.linalg.solve(k, p2[:, 3]))
+    T_cam2_from_rect = make_transform(np.eye(3), np.linalg.solve(k, p2[:, 3]))
     T_rect_from_imu = (
         _rigid(m["R_rect"], path, "R_rect") @ _rigid(m["Tr_velo_cam"], path, "Tr_velo_cam")
         @ _rigid(m["Tr_imu_velo"], path, "Tr_imu_velo")
     )  # fmt: skip
-    T_ego_from_rect = geo.invert_transform(T_rect_from_imu)
+    T_ego_from_rect = invert_transform(T_rect_from_imu)
     return KittiCalibration(
-        T_ego_from_velo=geo.invert_transform(_rigid(m["Tr_imu_velo"], path, "Tr_imu_velo")),
+        T_ego_from_velo=invert_transform(_rigid(m["Tr_imu_velo"], path, "Tr_imu_velo")),
         T_ego_from_rect=T_ego_from_rect,
-        T_ego_from_cam2=T_ego_from_rect @ geo.invert_transform(T_cam2_from_rect),
+        T_ego_from_cam2=T_ego_from_rect @ invert_transform(T_cam2_from_rect),
         intrinsic=k.copy(),
     )
 
@@ -361,7 +361,7 @@ class KittiTrackingReader(LogReader):
         boxes = Boxes(
             center[rows],
             labels.size_lwh[rows],
-            geo.quat_to_yaw(rotation[rows]),  # heading of the length axis about global z
+            quat_to_yaw(rotation[rows]),  # heading of the length axis about global z
             velocity[rows],
             label=_objects([KITTI_TO_DETECTION[t] for t in types]),
             track_id=_objects([f"{seq.name}:{t}" for t in labels.track[rows]]),
@@ -389,7 +389,7 @@ class KittiTrackingReader(LogReader):
             frames = [seq.scene.frames[seq.position[f]] for f in labels.frame.tolist()]
             T = np.array([f.T_global_from_ego for f in frames]).reshape(-1, 4, 4) @ seq.calib.T_ego_from_rect
             center = np.einsum("nij,nj->ni", T[:, :3, :3], labels.center_rect) + T[:, :3, 3]
-            rotation = geo.rotmat_to_quat(T[:, :3, :3] @ labels.rotation_rect_from_box()).reshape(-1, 4)
+            rotation = rotmat_to_quat(T[:, :3, :3] @ labels.rotation_rect_from_box()).reshape(-1, 4)
             time_s = np.array([f.timestamp_us for f in frames], dtype=np.float64) * 1e-6
             seq.labels = (labels, center, rotation, track_velocity(labels.track, time_s, center))
         return seq.labels
@@ -399,9 +399,9 @@ class KittiTrackingReader(LogReader):
         if frame.token not in self._lidar_counts:
             counts = np.zeros(len(rows), dtype=np.int64)
             if LIDAR in frame.sensors and len(rows):
-                T_rect_from_velo = geo.invert_transform(seq.calib.T_ego_from_rect) @ seq.calib.T_ego_from_velo
+                T_rect_from_velo = invert_transform(seq.calib.T_ego_from_rect) @ seq.calib.T_ego_from_velo
                 counts = points_in_boxes_rect(
-                    geo.transform_points(T_rect_from_velo, frame.lidar(LIDAR)[:, :3]), labels, rows
+                    transform_points(T_rect_from_velo, frame.lidar(LIDAR)[:, :3]), labels, rows
                 )
             self._lidar_counts[frame.token] = counts
         return self._lidar_counts[frame.token]

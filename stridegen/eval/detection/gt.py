@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError, PredictionFormatError
+from stridegen.core.transforms import quat_to_rotmat, yaw_to_quat
 from stridegen.core.vocabulary import DETECTION_NAMES
 from stridegen.formats.detection_boxes import DetectionBoxes
 from stridegen.logs.base import LogReader
@@ -95,7 +95,7 @@ def centers_in_boxes(points: np.ndarray, center: np.ndarray, size_wlh: np.ndarra
     4, 1 and 3 as axes i, j, k; a point is inside when 0 <= a.v <= a.a for each axis a.
     """
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    rot = geo.quat_to_rotmat(np.asarray(rotation, dtype=np.float64).reshape(-1, 4))  # [K, 3, 3]
+    rot = quat_to_rotmat(np.asarray(rotation, dtype=np.float64).reshape(-1, 4))  # [K, 3, 3]
     w, l, h = np.asarray(size_wlh, dtype=np.float64).reshape(-1, 3).T
     center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
 
@@ -156,7 +156,7 @@ def _rotation_wxyz(boxes) -> np.ndarray:
     rotation = boxes.extras.get(ROTATION_EXTRA)
     if rotation is not None and np.shape(rotation) == (len(boxes), 4):
         return np.asarray(rotation, dtype=np.float64)
-    return geo.yaw_to_quat(boxes.yaw)
+    return yaw_to_quat(boxes.yaw)
 
 
 def gather_detection_gt(reader: LogReader) -> tuple[DetectionBoxes, SampleContext]:

@@ -104,7 +104,7 @@ def _in_bike_rack(boxes: TrackBoxes, racks: RackBoxes) -> np.ndarray:
 
     devkit ``points_in_box``: the centre projected on the rack's three (fully rotated) axes lies within the box.
     """
-    from stridegen.core.geometry import quat_to_rotmat
+    from stridegen.core.transforms import quat_to_rotmat
 
     inside = np.zeros(len(boxes), dtype=bool)
     candidates = np.flatnonzero(np.isin(boxes.class_name, np.array(BIKE_RACK_CLASSES, dtype=object)))

@@ -93,7 +93,7 @@ def _rotation_wxyz(ann: Annotations) -> np.ndarray:
     rotation = ann.boxes.extras.get(_ROTATION_EXTRA)
     if rotation is not None:
         return np.asarray(rotation, dtype=np.float64).reshape(-1, 4)
-    from stridegen.core.geometry import yaw_to_quat
+    from stridegen.core.transforms import yaw_to_quat
 
     return np.asarray(yaw_to_quat(ann.boxes.yaw), dtype=np.float64).reshape(-1, 4)
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from stridegen.calibration.edges import EdgeViews, depth_edges, refine_extrinsic
 from stridegen.calibration.poses import rotation_angle_rad
-from stridegen.core.geometry import invert_transform, transform_points
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs import open_log
 from stridegen.logs.calibrate.sweeps import lidar_channel
 

@@ -15,7 +15,7 @@ from stridegen.calibration.odometry import OdometryConfig, OdometryResult, lidar
 from stridegen.calibration.poses import trajectory_error
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
-from stridegen.core.geometry import invert_transform
+from stridegen.core.transforms import invert_transform
 from stridegen.logs.base import Frame, Scene
 from stridegen.logs.calibrate.sweeps import DeskewOptions, lidar_channel, lidar_frames, scene_sweeps
 

@@ -10,7 +10,7 @@ import numpy as np
 from stridegen.calibration.deskew import azimuth_times, deskew_points
 from stridegen.calibration.odometry import OdometryResult
 from stridegen.core.errors import ConfigError
-from stridegen.core.geometry import invert_transform, transform_points
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs.base import Frame, Scene
 
 DESKEW_MODES = ("auto", "none", "times", "azimuth")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.transforms import quat_to_rotmat, rotmat_to_quat
 from stridegen.logs.base import Frame, Scene
 from stridegen.logs.check.findings import Finding, SceneSummary
 from stridegen.logs.check.settings import CheckContext
@@ -55,7 +55,7 @@ def ego_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary) -> list
     rot = poses[:, :3, :3]
     tilted = _tilt_deg(rot) > MAX_TILT_DEG
     backwards, moving = _backwards(rot, steps, np.diff(t_s))
-    alt = geo.quat_to_rotmat(_other_order(geo.rotmat_to_quat(rot)))
+    alt = quat_to_rotmat(_other_order(rotmat_to_quat(rot)))
     alt_backwards, _ = _backwards(alt, steps, np.diff(t_s))
     problem = ""
     if tilted.mean() > EGO_TILTED_SHARE:
@@ -117,7 +117,7 @@ def camera_orientation_findings(ctx: CheckContext, frame: Frame, scene: str) -> 
     bad = _implausible_cameras(rot)
     if not bad.any():
         return []
-    alt_bad = _implausible_cameras(geo.quat_to_rotmat(_other_order(geo.rotmat_to_quat(rot))))
+    alt_bad = _implausible_cameras(quat_to_rotmat(_other_order(rotmat_to_quat(rot))))
     names = [c for c, b in zip(channels, bad, strict=True) if b]
     message = f"cameras {names} look more than 45 degrees up or down, or their images are upside down"
     if bad.mean() >= 0.5 and not alt_bad.any():
@@ -159,10 +159,10 @@ def box_orientation_findings(ctx: CheckContext, q: np.ndarray, scene: str, file:
     q = q[np.all(np.isfinite(q), axis=1)]
     if len(q) < MIN_BOXES:
         return []
-    tilted = _tilt_deg(geo.quat_to_rotmat(q)) > MAX_TILT_DEG
+    tilted = _tilt_deg(quat_to_rotmat(q)) > MAX_TILT_DEG
     if tilted.mean() <= BOX_TILTED_SHARE:
         return []
-    alt_tilted = _tilt_deg(geo.quat_to_rotmat(_other_order(q))) > MAX_TILT_DEG
+    alt_tilted = _tilt_deg(quat_to_rotmat(_other_order(q))) > MAX_TILT_DEG
     message = f"{tilted.mean():.0%} of the {len(q)} boxes are tilted more than {MAX_TILT_DEG:g} degrees"
     if alt_tilted.mean() <= 0.05:
         return [

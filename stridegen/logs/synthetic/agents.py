@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stridegen.core.angles import wrap_angle
 from stridegen.core.boxes import Boxes
-from stridegen.core.geometry import wrap_angle
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import LogFormatError, require
+from stridegen.core.transforms import invert_transform, quat_multiply, rotmat_to_quat, transform_points, yaw_to_quat
 from stridegen.logs.av2 import AV2_CAMERAS, AV2_TO_DETECTION, IMAGE_SUFFIX
 from stridegen.logs.base import Frame, LogReader, Scene, SensorCalibration
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
@@ -205,13 +205,13 @@ def _annotation_rows(frame: Frame, ts_ns: int, summary: AV2LogSummary) -> dict[s
     n = len(ann)
     if n == 0:
         return None
-    T_ego_from_global = geo.invert_transform(frame.T_global_from_ego)
-    center = geo.transform_points(T_ego_from_global, ann.boxes.center)
+    T_ego_from_global = invert_transform(frame.T_global_from_ego)
+    center = transform_points(T_ego_from_global, ann.boxes.center)
     rotation_global = ann.boxes.extras.get(ROTATION_GLOBAL)
     if rotation_global is None:
-        rotation_global = geo.yaw_to_quat(ann.boxes.yaw)
-    q_ego_from_global = geo.rotmat_to_quat(T_ego_from_global[:3, :3])
-    rotation = geo.quat_multiply(np.broadcast_to(q_ego_from_global, (n, 4)), np.asarray(rotation_global))
+        rotation_global = yaw_to_quat(ann.boxes.yaw)
+    q_ego_from_global = rotmat_to_quat(T_ego_from_global[:3, :3])
+    rotation = quat_multiply(np.broadcast_to(q_ego_from_global, (n, 4)), np.asarray(rotation_global))
     categories = []
     for category, label in zip(ann.category, ann.boxes.label, strict=True):
         av2 = av2_category(str(category), str(label))
@@ -247,7 +247,7 @@ def _write_lidar(
         return None
     sample = frame.sensor(frame.lidar_channels[0])
     points = frame.lidar(sample.channel)
-    xyz = geo.transform_points(sample.calibration.T_ego_from_sensor, points[:, :3].astype(np.float64))
+    xyz = transform_points(sample.calibration.T_ego_from_sensor, points[:, :3].astype(np.float64))
     n = points.shape[0]
     laser = np.clip(points[:, 4], 0, 255).astype(np.uint8) if points.shape[1] > 4 else np.zeros(n, np.uint8)
     columns = {
@@ -280,7 +280,7 @@ def _pose_columns(poses: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _se3_columns(T: np.ndarray) -> dict[str, np.ndarray]:
-    q = geo.rotmat_to_quat(T[:, :3, :3])
+    q = rotmat_to_quat(T[:, :3, :3])
     return {
         "qw": q[:, 0],
         "qx": q[:, 1],

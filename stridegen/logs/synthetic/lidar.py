@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from stridegen.calibration.rig import LidarSpec
-from stridegen.core.geometry import invert_transform, transform_points
+from stridegen.core.transforms import invert_transform, transform_points
 
 GROUND_REFLECTIVITY = 0.12
 BOX_REFLECTIVITY = 0.45

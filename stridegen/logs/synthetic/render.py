@@ -5,7 +5,7 @@ Conventions:
 - Pixel ``(row, col)`` is the ray through the image point ``(u, v) = (col, row)`` (pixel centres at integer
   coordinates, as in OpenCV and ``cv2.fillConvexPoly``).
 - ``depth_m`` is the **z-depth** along the optical axis (camera frame z, the convention of
-  ``geometry.project_points``), not the Euclidean range; ``inf`` where the ray sees sky.
+  ``projection.project_points``), not the Euclidean range; ``inf`` where the ray sees sky.
 
 Method (per box, yaw-only boxes in the global frame):
 
@@ -44,13 +44,9 @@ from typing import Protocol
 import numpy as np
 
 from stridegen.calibration.rig import CameraSpec
-from stridegen.core.geometry import (
-    box_corners,
-    clip_segments_near,
-    invert_transform,
-    project_boxes_2d,
-    transform_points,
-)
+from stridegen.core.box_geometry import box_corners
+from stridegen.core.projection import clip_segments_near, project_boxes_2d
+from stridegen.core.transforms import invert_transform, transform_points
 
 # A fixed sun in the global frame, high but low enough that vertical faces facing different ways differ.
 SUN_DIR_GLOBAL = np.array([0.5, 0.3, 0.6]) / np.linalg.norm([0.5, 0.3, 0.6])

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import bev_corners
 from stridegen.core.boxes import Boxes
+from stridegen.core.iou import convex_intersection_area
+from stridegen.core.transforms import make_transform, yaw_to_quat
 from stridegen.logs.synthetic import world as W
 from stridegen.logs.synthetic.agents import (
     AGENT_CLASSES,
@@ -113,7 +115,7 @@ class SyntheticScene:
     def ego_pose(self, t: float) -> np.ndarray:
         """T_global_from_ego (4x4) at time t: ego origin on the ground, x forward, yaw-only rotation."""
         st = self.ego.state(float(t))
-        return geo.make_transform(geo.yaw_to_quat(st["yaw"]), np.array([st["xy"][0], st["xy"][1], 0.0]))
+        return make_transform(yaw_to_quat(st["yaw"]), np.array([st["xy"][0], st["xy"][1], 0.0]))
 
     def ego_velocity_global(self, t: float) -> np.ndarray:
         """Ego velocity [3] (m/s, global frame) at time t (the same at every point of the ego: it drives straight)."""
@@ -184,9 +186,9 @@ def _bev_overlap_any(
     if not np.any(near):
         return False
     idx = np.nonzero(near)[0]
-    ca = geo.bev_corners(xy_a[idx], np.broadcast_to(la, (idx.size, 2)), yaw_a[idx])
-    cb = geo.bev_corners(xy_b[idx], np.broadcast_to(lb, (idx.size, 2)), yaw_b[idx])
-    return bool(np.any(geo.convex_intersection_area(ca, cb) > 1e-9))
+    ca = bev_corners(xy_a[idx], np.broadcast_to(la, (idx.size, 2)), yaw_a[idx])
+    cb = bev_corners(xy_b[idx], np.broadcast_to(lb, (idx.size, 2)), yaw_b[idx])
+    return bool(np.any(convex_intersection_area(ca, cb) > 1e-9))
 
 
 @dataclass

@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 from numpy.typing import ArrayLike
 
-from stridegen.core.geometry import rotmat_to_quat, yaw_to_quat
+from stridegen.core.transforms import rotmat_to_quat, yaw_to_quat
 from stridegen.formats import images
 from stridegen.logs.synthetic.agents import AGENT_CLASSES, ATTRIBUTES
 from stridegen.logs.synthetic.scenario import SyntheticScene, make_token

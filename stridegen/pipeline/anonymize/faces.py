@@ -110,7 +110,7 @@ def _centerface_session(path: str) -> Any:
 
 def nms_xyxy(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:
     """Indices kept by greedy non-maximum suppression (highest score first; ties by index), in that order."""
-    from stridegen.core.geometry import iou_2d
+    from stridegen.core.iou import iou_2d
 
     order = np.lexsort((np.arange(len(scores)), -np.asarray(scores)))
     keep: list[int] = []

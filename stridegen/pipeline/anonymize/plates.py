@@ -12,7 +12,7 @@ The region searched on each visible end face is a thin box on the face plane: ``
 bottom (capped at the box height) and ``PLATE_HALF_WIDTH_M + PLATE_LATERAL_MARGIN_M`` either side of the face's
 centre line (capped at the box width), so plates set off-centre by up to the margin, and boxes a little off, are
 still covered. The face is visible when the camera lies on its outward side; the band is projected with its edges
-clipped at the near plane (``geometry.project_boxes_2d``), so a vehicle beside the camera still gets its region.
+clipped at the near plane (``projection.project_boxes_2d``), so a vehicle beside the camera still gets its region.
 
 Classes with plates: the nuScenes detection classes ``PLATE_CLASSES`` (stridegen.core.vocabulary), both ends;
 motorcycles carry a plate at the back only.
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from stridegen.core.geometry import box_corners, invert_transform, project_boxes_2d, transform_points
+from stridegen.core.box_geometry import box_corners
+from stridegen.core.projection import project_boxes_2d
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.core.vocabulary import DETECTION_CLASSES
 
 PLATE_SIZE_M = (0.52, 0.11)  # width, height: EU plate, Regulation (EC) No 2411/98

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, LogFormatError, UnknownChannelError
+from stridegen.core.transforms import invert_transform
 from stridegen.logs.base import Frame, SensorSample
 
 # The camera order of mmdet3d's nuScenes infos (tools/dataset_converters/nuscenes_converter.py ``camera_types``).
@@ -159,7 +159,7 @@ def sweep_transform_matrix(key: SensorSample, sweep: SensorSample, mode: str = "
     """The 4x4 that moves a sweep's points into the key LiDAR frame: T_keylidar_from_sweeplidar through the global
     frame (``exact``), or the transform mmdet3d 1.x applies with its infos' ``lidar2sensor`` (``mmdet3d``, see the
     module docstring: rotation R, translation R^T t)."""
-    t = geo.invert_transform(key.T_global_from_sensor) @ sweep.T_global_from_sensor
+    t = invert_transform(key.T_global_from_sensor) @ sweep.T_global_from_sensor
     if mode == "exact":
         return t
     if mode == "mmdet3d":
@@ -245,7 +245,7 @@ def camera_matrices(frame: Frame, key: SensorSample, cameras: Sequence[str]) -> 
         calib = sample.calibration
         if not calib.is_camera or calib.intrinsic is None:
             raise UnknownChannelError(sample.path, f"channel {channel!r} is not a calibrated camera")
-        lidar2cam = geo.invert_transform(sample.T_global_from_sensor) @ key.T_global_from_sensor
+        lidar2cam = invert_transform(sample.T_global_from_sensor) @ key.T_global_from_sensor
         out.append(
             {"channel": channel, "cam2img": np.asarray(calib.intrinsic, dtype=np.float64), "lidar2cam": lidar2cam}
         )

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import PredictionFormatError
+from stridegen.core.transforms import quat_to_yaw
 from stridegen.logs.base import Frame
 
 
@@ -48,7 +48,7 @@ class PrecomputedDetector:
         return Boxes(
             b.translation[rows],
             size_wlh[:, [1, 0, 2]],
-            geo.quat_to_yaw(rotation),
+            quat_to_yaw(rotation),
             np.c_[b.velocity[rows], np.zeros(rows.size)],
             label=b.detection_name[rows],
             score=b.detection_score[rows],

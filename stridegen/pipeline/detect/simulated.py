@@ -24,11 +24,12 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
 from stridegen.core.resources import resource_path
 from stridegen.core.seeding import rng_for
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs.base import Frame
 from stridegen.pipeline.detect.oracle import gt_detections
 
@@ -140,7 +141,7 @@ def perturb(
                 b.replace(
                     center=center,
                     size_lwh=size,
-                    yaw=geo.wrap_angle(yaw),
+                    yaw=wrap_angle(yaw),
                     velocity=velocity,
                     score=score,
                     track_id=np.full(len(b), "", dtype=object),
@@ -193,7 +194,7 @@ class SimulatedDetector:
         keep = (ann.boxes.label != "") & (ann.num_lidar_pts >= self.min_lidar_points)
         ann = ann.select(keep)
         gt = gt_detections(ann)
-        center_ego = geo.transform_points(geo.invert_transform(frame.T_global_from_ego), gt.center)
+        center_ego = transform_points(invert_transform(frame.T_global_from_ego), gt.center)
         distance = np.hypot(center_ego[:, 0], center_ego[:, 1])
         rng = rng_for(self.seed, frame.scene_token, "detect", self.profile_name, frame.token)
         return perturb(gt, distance, ann.num_lidar_pts, ann.visibility, self.profile, frame.T_global_from_ego, rng)

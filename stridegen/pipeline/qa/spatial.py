@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import clock_direction, polar_angle_deg
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.qa.base import (
     CATEGORY_EGO_SPATIAL,
@@ -357,7 +357,7 @@ def _scene_geometry(contexts: list[QAContext], config: SpatialQAConfig, plan: _P
     finite_xy = np.isfinite(x) & np.isfinite(yy)
     x1, y0 = np.where(finite_xy, x, 1.0), np.where(finite_xy, yy, 0.0)
     distance = np.hypot(x, yy)  # BEV distance, as attributes.distance_m
-    heading = geo.polar_angle_deg(x1, y0)
+    heading = polar_angle_deg(x1, y0)
     far_enough = finite_xy & (distance >= config.heading_min_distance_m)
     offset = np.mod(-heading - 15.0, 30.0)  # clock boundaries lie at clockwise angles 15 + 30 k degrees
     clear = np.minimum(offset, 30.0 - offset) >= config.clock_margin_deg
@@ -366,7 +366,7 @@ def _scene_geometry(contexts: list[QAContext], config: SpatialQAConfig, plan: _P
         "height": height,
         "ego_distance": distance,
         "ego_heading_angle": heading,
-        "ego_clock_direction": geo.clock_direction(x1, y0),
+        "ego_clock_direction": clock_direction(x1, y0),
         "ego_left_right": np.full(total, np.nan),
         "region_length": length,
         "region_width": width,

@@ -37,8 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError
+from stridegen.core.transforms import invert_transform
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.formats.lsr_record import LsrRecord
 from stridegen.pipeline.attributes import SceneAttributes
@@ -61,7 +61,7 @@ from stridegen.pipeline.qa.base import (
 )
 from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, PHRASEBOOK, seconds_word, side_phrase
 
-NEAR_PLANE_M = 0.1  # a point closer to the camera plane than this is "behind" (geometry.project_points' default)
+NEAR_PLANE_M = 0.1  # a point closer to the camera plane than this is "behind" (projection.project_points' default)
 
 # Skip reasons (keys of the second return value of generate_spatiotemporal_qa).
 # no frame within the tolerance of a context time (or of a horizon, with keep_partial_groups off)
@@ -190,7 +190,7 @@ class TemporalTargets:
             raise ValueError("TemporalTargets: T_ego_from_cam must be 4x4 and intrinsic 3x3")
         if int(self.width) <= 0 or int(self.height) <= 0:
             raise ValueError(f"TemporalTargets: bad image size {self.width}x{self.height}")
-        self.T_cam_from_ego = geo.invert_transform(self.T_ego_from_cam)
+        self.T_cam_from_ego = invert_transform(self.T_ego_from_cam)
 
     def __len__(self) -> int:
         return int(self.region_id.shape[0])
@@ -241,10 +241,10 @@ def out_of_view_flags(
 ) -> np.ndarray:
     """[...] bool: points (ego frame of their own time, [..., 3]) behind the camera (depth < 0.1 m) or projecting
     outside the ``width`` x ``height`` image (pixel coordinates u in [0, width), v in [0, height)); pinhole
-    projection as ``geometry.project_points``. ``T_cam_from_ego`` may be given to skip the inversion."""
+    projection as ``projection.project_points``. ``T_cam_from_ego`` may be given to skip the inversion."""
     p = np.asarray(position_ego, dtype=np.float64)
     if T_cam_from_ego is None:
-        T_cam_from_ego = geo.invert_transform(np.asarray(T_ego_from_cam, dtype=np.float64))
+        T_cam_from_ego = invert_transform(np.asarray(T_ego_from_cam, dtype=np.float64))
     p_cam = p.reshape(-1, 3) @ T_cam_from_ego[:3, :3].T + T_cam_from_ego[:3, 3]
     in_front = p_cam[:, 2] >= NEAR_PLANE_M  # NaN (unknown position) compares False: out of view
     uvw = p_cam @ np.asarray(intrinsic, dtype=np.float64).T
@@ -265,7 +265,7 @@ def _count(skips: dict[str, int], reason: str, n: int) -> None:
 def _direction_slots(deg: float) -> tuple[str, str, str]:
     """(fmt_degrees, clock, side) of a rounded angle; the clock position is taken from the rounded angle so the
     answer is self-consistent (12 = ahead, 3 = right, nearest hour, half hours round up as in
-    ``geometry.clock_direction``)."""
+    ``angles.clock_direction``)."""
     hour = math.floor(-deg / 30.0 + 0.5) % 12
     return fmt_degrees(deg), fmt_clock(12 if hour == 0 else hour), side_phrase(deg)
 

@@ -15,7 +15,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.core.vocabulary import stride_class
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAContext, QAItem
@@ -146,7 +146,7 @@ def scene_images(scene: QAScene, ego_size_lwh: tuple[float, float, float]) -> li
     channels = [str(c) for c in cameras.channel.tolist()]
     track_class = np.array([stride_class(str(label)) or str(label) for label in attrs.tracks.label], dtype=object)
     T_ego_from_cam = [np.asarray(cameras.T_ego_from_sensor[c]) for c in range(n_cam)]
-    T_cam_from_ego = [geo.invert_transform(t) for t in T_ego_from_cam]
+    T_cam_from_ego = [invert_transform(t) for t in T_ego_from_cam]
     region_key = np.asarray(regions.keyframe_index, dtype=np.int64) * max(n_cam, 1) + np.asarray(
         regions.channel_index, dtype=np.int64
     )
@@ -178,7 +178,7 @@ def scene_images(scene: QAScene, ego_size_lwh: tuple[float, float, float]) -> li
                 center_ego=center_ego,
                 size_lwh=tracks_size[track, kf_frame],
                 yaw_ego=attrs_kf.yaw_rel_ego[track, kf_frame],
-                center_cam=geo.transform_points(T_cam_from_ego[c], center_ego),
+                center_cam=transform_points(T_cam_from_ego[c], center_ego),
                 ego_size_lwh=ego_size_lwh,
             )
             image = QAImage(

@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from stridegen.core.errors import ConfigError
-from stridegen.core.geometry import convex_hull_2d
+from stridegen.core.polygons import convex_hull_2d
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.grabcut import Crop, CropGrabCut
 from stridegen.pipeline.segment.raster import MaskCrop, polygon_crop

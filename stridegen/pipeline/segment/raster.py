@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.polygons import clip_polygon_to_rect, polygon_area
 
 Window = tuple[int, int, int, int]  # (r0, r1, c0, c1): rows [r0, r1), columns [c0, c1) of an image, in pixels
 
@@ -158,7 +158,7 @@ def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> li
     taken: list[tuple[int, np.ndarray, int, int]] = []  # (index, polygon, first row, last row)
     for i, poly_uv in enumerate(polys_uv):
         poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-        if poly.shape[0] < 3 or not np.isfinite(poly).all() or geo.polygon_area(poly) <= 0.0:
+        if poly.shape[0] < 3 or not np.isfinite(poly).all() or polygon_area(poly) <= 0.0:
             continue
         r0 = max(int(np.ceil(poly[:, 1].min())), 0)
         r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
@@ -222,12 +222,12 @@ def image_part(hull_uv: np.ndarray, width: int, height: int) -> tuple[np.ndarray
     hull = np.asarray(hull_uv, dtype=np.float64).reshape(-1, 2)
     if hull.shape[0] < 3:
         return hull, 0.0, 0.0
-    total = geo.polygon_area(hull)
+    total = polygon_area(hull)
     lo, hi = hull.min(axis=0), hull.max(axis=0)
     if lo[0] >= -0.5 and lo[1] >= -0.5 and hi[0] <= width - 0.5 and hi[1] <= height - 0.5:
         return hull, total, 1.0 if total > 0.0 else 0.0
-    part = geo.clip_polygon_to_rect(hull, -0.5, -0.5, width - 0.5, height - 0.5)
-    area = geo.polygon_area(part)
+    part = clip_polygon_to_rect(hull, -0.5, -0.5, width - 0.5, height - 0.5)
+    area = polygon_area(part)
     return part, area, 0.0 if total <= 0.0 else min(max(area / total, 0.0), 1.0)
 
 

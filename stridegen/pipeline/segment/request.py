@@ -21,9 +21,12 @@ from typing import overload
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import points_in_boxes, segments_pass_through_box
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
+from stridegen.core.polygons import convex_hulls_2d
+from stridegen.core.projection import frustum_candidates, project_clipped_edges, project_points
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs.base import Frame
 from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage, SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.raster import MaskCrop, image_part, polygon_crop
@@ -60,7 +63,7 @@ def projected_hulls(
     points is the exact silhouette of the near-clipped box. A box wholly behind the near plane gets a [0, 2] array,
     and so does, given ``within`` = (u0, v0, u1, v1), a box whose projected points all lie more than one pixel
     beyond one side of that rectangle (its hull cannot meet it; the pixel of margin keeps rounding out of the
-    decision). The hulls are computed in one batch (``geo.convex_hulls_2d``); ``projected_hulls_batch`` does
+    decision). The hulls are computed in one batch (``convex_hulls_2d``); ``projected_hulls_batch`` does
     several cameras in one.
     """
     return projected_hulls_batch([(corners_cam, intrinsic, within)], near_m)[0]
@@ -70,13 +73,13 @@ def projected_hulls_batch(
     views: Sequence[tuple[np.ndarray, np.ndarray, tuple[float, float, float, float] | None]], near_m: float = 0.1
 ) -> list[list[np.ndarray]]:
     """``projected_hulls(corners_cam, intrinsic, near_m, within)`` for each of several ``views`` (e.g. the cameras
-    of one frame) with one ``geo.convex_hulls_2d`` call for all of them: its cost is a number of numpy steps that
+    of one frame) with one ``convex_hulls_2d`` call for all of them: its cost is a number of numpy steps that
     hardly depends on how many sets it is given, and each set's hull is the same as alone."""
     offered_uv: list[np.ndarray] = []
     offered_keep: list[np.ndarray] = []
     chosen_of_view: list[tuple[int, np.ndarray]] = []  # (boxes in the view, the ones offered)
     for corners_cam, intrinsic, within in views:
-        uv, keep = geo.project_clipped_edges(corners_cam, intrinsic, near_m)
+        uv, keep = project_clipped_edges(corners_cam, intrinsic, near_m)
         wanted = keep.any(axis=1)
         if within is not None and wanted.any():
             u0, v0, u1, v1 = within
@@ -92,7 +95,7 @@ def projected_hulls_batch(
         chosen_of_view.append((uv.shape[0], chosen))
         offered_uv.append(uv[chosen])
         offered_keep.append(keep[chosen])
-    computed = iter(geo.convex_hulls_2d(np.concatenate(offered_uv), np.concatenate(offered_keep)) if views else [])
+    computed = iter(convex_hulls_2d(np.concatenate(offered_uv), np.concatenate(offered_keep)) if views else [])
     out: list[list[np.ndarray]] = []
     for n_boxes, chosen in chosen_of_view:
         hulls = [np.zeros((0, 2))] * n_boxes
@@ -145,7 +148,7 @@ def make_request(
     rect = image_rect(height, width)
     T = np.asarray(T_cam_from_global, dtype=np.float64)
     if hulls is None:
-        hulls = projected_hulls(geo.transform_points(T, boxes.corners()), intrinsic, near_m, rect) if len(boxes) else []
+        hulls = projected_hulls(transform_points(T, boxes.corners()), intrinsic, near_m, rect) if len(boxes) else []
     elif len(hulls) != len(boxes):
         raise GeometryError(f"make_request got {len(hulls)} hulls for {len(boxes)} boxes")
     kept: list[int] = []
@@ -161,7 +164,7 @@ def make_request(
         xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
         shares.append(share)
     keep = np.asarray(kept, dtype=np.int64)
-    depth = geo.transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
+    depth = transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
     box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
     depth_m = np.asarray(depth, dtype=np.float64)
     k = np.asarray(intrinsic, dtype=np.float64)
@@ -226,7 +229,7 @@ class LidarThrough(Sequence[np.ndarray]):
         u, v = self._uv[:, 0], self._uv[:, 1]
         idx = np.flatnonzero((self._owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
         boxes = self._boxes
-        passes = geo.segments_pass_through_box(
+        passes = segments_pass_through_box(
             self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
         )
         return idx[passes]
@@ -245,8 +248,8 @@ def _lidar_evidence(
     into the image."""
     pts_global = np.asarray(points_global, dtype=np.float64).reshape(-1, np.shape(points_global)[-1])[:, :3]
     # a camera sees a few of the sweep's points: only those that may project into the image are moved into it
-    pts_global = pts_global.take(geo.frustum_candidates(T_cam_from_global, intrinsic, near_m, rect, pts_global), 0)
-    uv, z, in_front = geo.project_points(geo.transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
+    pts_global = pts_global.take(frustum_candidates(T_cam_from_global, intrinsic, near_m, rect, pts_global), 0)
+    uv, z, in_front = project_points(transform_points(T_cam_from_global, pts_global), intrinsic, near_m)
     u0, v0, u1, v1 = rect
     u, v = uv[:, 0], uv[:, 1]
     with np.errstate(invalid="ignore"):
@@ -259,7 +262,7 @@ def _lidar_evidence(
         center, size = boxes.center.copy(), boxes.size_lwh.copy()
         center[:, 2] += 0.5 * margin
         size[:, 2] -= margin
-        inside = geo.points_in_boxes(pts_global, center, size, boxes.yaw)  # [K, P]
+        inside = points_in_boxes(pts_global, center, size, boxes.yaw)  # [K, P]
         any_inside = inside.any(axis=0)
         if any_inside.any():
             sub = pts_global[any_inside]
@@ -295,7 +298,7 @@ def camera_view(frame: Frame, channel: str) -> CameraView:
     sample = frame.sensor(channel)
     if sample.calibration.intrinsic is None:
         raise GeometryError(f"camera {channel!r} of frame {frame.token} has no intrinsics")
-    T_cam_from_global = geo.invert_transform(sample.T_global_from_sensor)
+    T_cam_from_global = invert_transform(sample.T_global_from_sensor)
     return CameraView(image, sample.calibration.intrinsic, T_cam_from_global)
 
 
@@ -312,7 +315,7 @@ class FrameLidar:
     def points_global(self) -> np.ndarray:
         if self._points is None:
             points = self._frame.lidar(self._channel)[:, :3].astype(np.float64)
-            self._points = geo.transform_points(self._T_global_from_sensor, points)
+            self._points = transform_points(self._T_global_from_sensor, points)
         return self._points
 
 
@@ -342,7 +345,7 @@ def frame_requests(
         corners = boxes.corners()
         hulls = projected_hulls_batch(
             [
-                (geo.transform_points(view.T_cam_from_global, corners), view.intrinsic, rect)
+                (transform_points(view.T_cam_from_global, corners), view.intrinsic, rect)
                 for view, rect in zip(views, rects, strict=True)
             ],
             near_m,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
+from stridegen.core.transforms import invert_transform
 from stridegen.formats.images import decode_image, image_size
 from stridegen.formats.rle import encode_rle_crops
 from stridegen.logs.base import Frame
@@ -186,7 +186,7 @@ def _stored_view(scene: SegmentScene, row: int) -> CameraView:
     T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
     where = f"{scene.name}:{cameras.channel[c]}/frame {images.frame_index[row]}"
     image = _stored_image(images.data[row], where)
-    return CameraView(image, cameras.intrinsic[c], geo.invert_transform(T_global_from_cam))
+    return CameraView(image, cameras.intrinsic[c], invert_transform(T_global_from_cam))
 
 
 def _stored_image(data: np.ndarray, where: str) -> np.ndarray | LazyImage:

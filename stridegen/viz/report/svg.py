@@ -248,7 +248,7 @@ def line_chart(
 
 def polar_histogram(title: str, edges_deg: Sequence[float], series: Mapping[str, Sequence[float]]) -> str:
     """A rose diagram: wedge i spans [edges[i], edges[i+1]) degrees, 0 = ahead at the top, counter-clockwise
-    positive (left), the convention of ``stridegen.core.geometry.polar_angle_deg``; series stack outwards and the
+    positive (left), the convention of ``stridegen.core.angles.polar_angle_deg``; series stack outwards and the
     radius grows with the square root of the count, so a wedge's area is proportional to it."""
     width, height = _WIDTH, _HEIGHT + 40
     cx, cy = width / 2, _MARGIN[0] + (height - _MARGIN[0]) / 2 - 4

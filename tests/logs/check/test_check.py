@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from stridegen.core import geometry as geo
 from stridegen.core.errors import LogCheckError, StrideGenError
+from stridegen.core.transforms import quat_multiply, quat_to_rotmat
 from stridegen.logs.check import CODES, CheckReport, check_log, image_header_size
 from stridegen.run.build import BuildResult, run_build
 from stridegen.run.config import load_build_config
@@ -160,9 +160,9 @@ def constant_ego(root: Path) -> None:
     def to_ego(r: dict[str, Any]) -> None:
         pose = lidar[r["sample_token"]]
         q_inv = np.array(pose["rotation"]) * [1, -1, -1, -1]
-        rot = geo.quat_to_rotmat(q_inv)
+        rot = quat_to_rotmat(q_inv)
         r["translation"] = (rot @ (np.array(r["translation"]) - pose["translation"])).tolist()
-        r["rotation"] = geo.quat_multiply(q_inv, np.array(r["rotation"])).tolist()
+        r["rotation"] = quat_multiply(q_inv, np.array(r["rotation"])).tolist()
 
     _edit(root, "sample_annotation", to_ego)
     _edit(root, "ego_pose", lambda r: r.update(rotation=[1.0, 0.0, 0.0, 0.0], translation=[0.0, 0.0, 0.0]))

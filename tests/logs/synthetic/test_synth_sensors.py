@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.calibration.rig import CameraSpec, LidarSpec, load_rig
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import box_corners, points_in_boxes
+from stridegen.core.projection import project_boxes_2d, project_points
+from stridegen.core.transforms import invert_transform, make_transform, transform_points
 from stridegen.logs.synthetic.lidar import (
     BOX_REFLECTIVITY,
     GROUND_REFLECTIVITY,
@@ -27,7 +29,7 @@ OUTPUT_DIR = REPO / "test-output"
 
 def _pose(yaw: float = 0.0, translation: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
-    return geo.make_transform(np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array(translation))
+    return make_transform(np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array(translation))
 
 
 def _lidar(
@@ -133,7 +135,7 @@ def test_ray_straight_at_a_box_face_returns_the_analytic_range():
     spec = _lidar()  # one horizontal beam, azimuths 0, 90, 180, 270 deg
     T = _pose(0.3, (5.0, -2.0, 1.0))
     center_sensor = np.array([10.0, 0.0, 0.0])  # box 2 m long straight ahead: front face 9 m away
-    center = geo.transform_points(T, center_sensor[None])
+    center = transform_points(T, center_sensor[None])
     sweep = cast_lidar(
         T,
         spec,
@@ -237,7 +239,7 @@ def test_nuscenes_sweep_exact_geometry_and_box_counts():
     assert dirs.shape[0] == 1080 * 32 and sweep.num_points > 20000
     assert (sweep.hits_per_box > 0).sum() >= 25  # some boxes hide behind others
     assert sweep.num_points == sweep.hit_box.size and sweep.hits_per_box.sum() == np.count_nonzero(sweep.hit_box >= 0)
-    pts_global = geo.transform_points(T, sweep.points_sensor[:, :3].astype(np.float64))
+    pts_global = transform_points(T, sweep.points_sensor[:, :3].astype(np.float64))
     ranges = np.linalg.norm(sweep.points_sensor[:, :3], axis=1)
     assert ranges.max() <= spec.max_range_m + 1e-3
     # Ground returns lie on z = 0; box returns lie on a face of their box.
@@ -252,7 +254,7 @@ def test_nuscenes_sweep_exact_geometry_and_box_counts():
     assert np.all(np.abs(local) <= 0.5 * size[b] + 1e-4)
     assert np.all(gap.min(axis=1) < 1e-4)
     # hits_per_box equals the points inside each (slightly enlarged) box.
-    inside = geo.points_in_boxes(pts_global, center, size + 2e-4, yaw)
+    inside = points_in_boxes(pts_global, center, size + 2e-4, yaw)
     np.testing.assert_array_equal(inside.sum(axis=1), sweep.hits_per_box)
     np.testing.assert_array_equal(np.where(inside.any(axis=0), inside.argmax(axis=0), -1), sweep.hit_box)
     # Ring index: the elevation of each point is its beam's elevation.
@@ -276,7 +278,7 @@ def test_pruned_casting_equals_brute_force(seed, yaw, offset, n, tilt_deg):
     center, size, box_yaw = _grid_boxes(rng, n, spacing=rng.uniform(2.0, 9.0))
     tilt = np.radians(tilt_deg)
     roll = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(tilt), -np.sin(tilt)], [0.0, np.sin(tilt), np.cos(tilt)]])
-    T = _pose(yaw, (rng.uniform(-1, 1), rng.uniform(-1, 1), 1.84)) @ geo.make_transform(roll, np.zeros(3))
+    T = _pose(yaw, (rng.uniform(-1, 1), rng.uniform(-1, 1), 1.84)) @ make_transform(roll, np.zeros(3))
     sweep = cast_lidar(
         T, spec, center, size, box_yaw, rng, range_noise_std_m=0.0, dropout=0.0, azimuth_offset_deg=offset
     )
@@ -330,10 +332,10 @@ def test_box_straight_ahead_covers_its_projected_rectangle():
     rows, cols = np.nonzero(mask)
     assert (cols.min(), cols.max(), rows.min(), rows.max()) == (88, 113, 63, 88)
     assert mask.sum() == 26 * 26 == out.visible_pixels[0] == out.unoccluded_pixels[0]
-    corners_cam = geo.transform_points(
-        geo.invert_transform(T_GLOBAL_FROM_CAM), geo.box_corners(center[None], size[None], np.zeros(1))
+    corners_cam = transform_points(
+        invert_transform(T_GLOBAL_FROM_CAM), box_corners(center[None], size[None], np.zeros(1))
     )
-    box_2d, valid = geo.project_boxes_2d(corners_cam, CAM.intrinsic, (CAM.width, CAM.height))
+    box_2d, valid = project_boxes_2d(corners_cam, CAM.intrinsic, (CAM.width, CAM.height))
     assert valid[0]
     np.testing.assert_allclose([cols.min(), rows.min(), cols.max(), rows.max()], box_2d[0], atol=1.0)
     # Depth of the face: exactly 9 m everywhere on it; the front face faces the camera, so one shade.
@@ -365,10 +367,10 @@ def test_box_covers_exactly_the_pixels_whose_rays_hit_it(x, y, lift, yaw, l, w, 
     assert out.unoccluded_pixels[0] == out.visible_pixels[0] == mask.sum()
     # Depth of every face pixel: the ray-plane z-depth of its entry face, to 1e-4 m.
     np.testing.assert_allclose(out.depth_m[inner], depth_ref[inner], atol=1e-4, rtol=1e-6)
-    corners_cam = geo.transform_points(
-        geo.invert_transform(T_GLOBAL_FROM_CAM), geo.box_corners(center[None], size[None], np.array([yaw]))
+    corners_cam = transform_points(
+        invert_transform(T_GLOBAL_FROM_CAM), box_corners(center[None], size[None], np.array([yaw]))
     )
-    box_2d, valid = geo.project_boxes_2d(corners_cam, CAM.intrinsic)
+    box_2d, valid = project_boxes_2d(corners_cam, CAM.intrinsic)
     if mask.any():
         assert valid[0]
     # The clipped 2D box of a box cut by the image border is not tight: compare only boxes wholly inside.
@@ -523,10 +525,10 @@ def test_rendered_lidar_returns_land_on_their_box():
         range_noise_std_m=0.0,
         dropout=0.0,
     )
-    pts_cam = geo.transform_points(
-        geo.invert_transform(T_global_from_cam) @ T_global_from_lidar, sweep.points_sensor[:, :3].astype(float)
+    pts_cam = transform_points(
+        invert_transform(T_global_from_cam) @ T_global_from_lidar, sweep.points_sensor[:, :3].astype(float)
     )
-    uv, depth, in_front = geo.project_points(pts_cam, cam.intrinsic, near=1.0)
+    uv, depth, in_front = project_points(pts_cam, cam.intrinsic, near=1.0)
     col, row = np.rint(uv[:, 0]), np.rint(uv[:, 1])
     inside = in_front & (col >= 0) & (col < cam.width) & (row >= 0) & (row < cam.height) & (sweep.hit_box >= 0)
     col, row = col[inside].astype(int), row[inside].astype(int)

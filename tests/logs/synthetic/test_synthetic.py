@@ -11,7 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
+from stridegen.core.box_geometry import box_corners
+from stridegen.core.iou import bev_iou
+from stridegen.core.projection import project_boxes_2d
+from stridegen.core.transforms import (
+    invert_transform,
+    make_transform,
+    quat_to_rotmat,
+    quat_to_yaw,
+    transform_points,
+    yaw_to_quat,
+)
 from stridegen.logs.index import INDEX_DIR_NAME
 from stridegen.logs.synthetic import (
     OutputExistsError,
@@ -151,7 +162,7 @@ def test_trajectory_velocity_is_derivative_of_position(t: float, v0: float, acce
     np.testing.assert_allclose(st_["velocity_xy"][1], fd, atol=2e-4)
     yaw_fd = np.arctan2(fd[1], fd[0])
     if st_["speed"][1] > 0.1:
-        assert abs(geo.wrap_angle(yaw_fd - st_["yaw"][1])) < 1e-4
+        assert abs(wrap_angle(yaw_fd - st_["yaw"][1])) < 1e-4
     # The acceleration bound holds for the finite-difference acceleration too.
     acc_fd = (st_["xy"][2] - 2 * st_["xy"][1] + st_["xy"][0]) / h**2
     assert np.linalg.norm(acc_fd) <= traj.max_accel_bound + 0.5
@@ -180,7 +191,7 @@ def _ego_frame_track(scene, agent, times: np.ndarray) -> dict[str, np.ndarray]:
     c, s = np.cos(ego["yaw"]), np.sin(ego["yaw"])
     x = c * d[:, 0] + s * d[:, 1]
     y = -s * d[:, 0] + c * d[:, 1]
-    rel_yaw = geo.wrap_angle(st_["yaw"] - ego["yaw"])
+    rel_yaw = wrap_angle(st_["yaw"] - ego["yaw"])
     return {"x": x, "y": y, "dist": np.hypot(x, y), "rel_yaw": rel_yaw, "speed": st_["speed"]}
 
 
@@ -247,7 +258,7 @@ def test_agents_never_overlap_the_ego_or_each_other() -> None:
         c = np.array([e[0] for e in everything])
         s = np.array([e[1] for e in everything])
         y = np.array([e[2] for e in everything])
-        iou = geo.bev_iou(c, s, y, c, s, y)
+        iou = bev_iou(c, s, y, c, s, y)
         np.fill_diagonal(iou, 0.0)
         assert iou.max() == 0.0, t
 
@@ -340,7 +351,7 @@ def test_tables_equal_analytic_truth(full_ds: Path) -> None:
         np.testing.assert_allclose(ann["translation"], boxes.center[i], rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(ann["size"], boxes.size_lwh[i][[1, 0, 2]], rtol=1e-6)
         q = np.array(ann["rotation"])
-        assert abs(abs(float(np.dot(q, geo.yaw_to_quat(boxes.yaw[i])))) - 1.0) < 1e-9
+        assert abs(abs(float(np.dot(q, yaw_to_quat(boxes.yaw[i])))) - 1.0) < 1e-9
     # Ego poses of key frames equal the analytic pose.
     poses = {p["token"]: p for p in tables["ego_pose"]}
     for sd in tables["sample_data"]:
@@ -348,7 +359,7 @@ def test_tables_equal_analytic_truth(full_ds: Path) -> None:
             pose = poses[sd["ego_pose_token"]]
             T = truth.ego_pose((sd["timestamp"] - t0) * 1e-6)
             np.testing.assert_allclose(pose["translation"], T[:3, 3], rtol=1e-9, atol=1e-9)
-            np.testing.assert_allclose(geo.quat_to_rotmat(np.array(pose["rotation"])), T[:3, :3], atol=1e-9)
+            np.testing.assert_allclose(quat_to_rotmat(np.array(pose["rotation"])), T[:3, :3], atol=1e-9)
 
 
 def test_instance_png_ids_lie_in_projected_boxes(full_ds: Path, nusc_full) -> None:
@@ -368,20 +379,20 @@ def test_instance_png_ids_lie_in_projected_boxes(full_ds: Path, nusc_full) -> No
             assert png.dtype == np.uint16 and png.shape == (sd["height"], sd["width"])
             cs = nusc.get("calibrated_sensor", sd["calibrated_sensor_token"])
             pose = nusc.get("ego_pose", sd["ego_pose_token"])
-            T_cam_from_global = geo.invert_transform(
-                geo.make_transform(np.array(pose["rotation"]), np.array(pose["translation"]))
-                @ geo.make_transform(np.array(cs["rotation"]), np.array(cs["translation"]))
+            T_cam_from_global = invert_transform(
+                make_transform(np.array(pose["rotation"]), np.array(pose["translation"]))
+                @ make_transform(np.array(cs["rotation"]), np.array(cs["translation"]))
             )
             for value in np.unique(png[png > 0]):
                 ann = anns.get(token_of[int(value)])
                 if ann is None:  # rendered but not annotated (beyond 80 m)
                     continue
                 w, l, h = ann["size"]
-                corners = geo.box_corners(
-                    np.array(ann["translation"]), np.array([l, w, h]), geo.quat_to_yaw(np.array(ann["rotation"]))
+                corners = box_corners(
+                    np.array(ann["translation"]), np.array([l, w, h]), quat_to_yaw(np.array(ann["rotation"]))
                 )
-                box2d, valid = geo.project_boxes_2d(
-                    geo.transform_points(T_cam_from_global, corners[0]),
+                box2d, valid = project_boxes_2d(
+                    transform_points(T_cam_from_global, corners[0]),
                     np.array(cs["camera_intrinsic"]),
                     (sd["width"], sd["height"]),
                 )
@@ -498,7 +509,7 @@ def test_open_log_round_trip(small_ds: Path) -> None:
             idx = np.array([index[tok] for tok in ann.boxes.track_id])
             np.testing.assert_allclose(ann.boxes.center, states.center[idx], rtol=1e-6)
             np.testing.assert_allclose(ann.boxes.size_lwh, states.size_lwh[idx], rtol=1e-6)
-            assert np.all(np.abs(geo.wrap_angle(ann.boxes.yaw - states.yaw[idx])) < 1e-9)
+            assert np.all(np.abs(wrap_angle(ann.boxes.yaw - states.yaw[idx])) < 1e-9)
             assert list(ann.boxes.label) == list(states.label[idx])
         frame = scene.frames[2]
         assert frame.image("CAM_FRONT").shape == (180, 320, 3)
@@ -640,12 +651,12 @@ def test_static_scenery_option(tmp_path: Path) -> None:
     calib = {r["token"]: r for r in json.loads((on / VERSION / "calibrated_sensor.json").read_text())}
     for row in lidar_rows:
         pose, cs = pose_rows[row["ego_pose_token"]], calib[row["calibrated_sensor_token"]]
-        T = geo.make_transform(np.asarray(pose["rotation"]), np.asarray(pose["translation"])) @ geo.make_transform(
+        T = make_transform(np.asarray(pose["rotation"]), np.asarray(pose["translation"])) @ make_transform(
             np.asarray(cs["rotation"]), np.asarray(cs["translation"])
         )
         pts = np.fromfile(on / row["filename"], dtype=np.float32).reshape(-1, 5)[:, :3].astype(np.float64)
         pts_off = np.fromfile(off / row["filename"], dtype=np.float32).reshape(-1, 5)
-        xyz = geo.transform_points(T, pts)
+        xyz = transform_points(T, pts)
         above = xyz[xyz[:, 2] > 0.3]
         assert above.shape[0] > 5 * max(int((pts_off[:, 2] > -1.5).sum()), 200)  # far more structure than before
         t = scene.time_s(int(row["timestamp"]))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.core.geometry import iou_2d
+from stridegen.core.iou import iou_2d
 from stridegen.pipeline.anonymize.faces import FaceDetections, decode_centerface, nms_xyxy
 from stridegen.pipeline.anonymize.plates import PLATE_BAND_Z_M, plate_regions_2d
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import wrap_angle
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
 from stridegen.formats.results_json import LIDAR_ONLY_META
@@ -41,7 +41,7 @@ def test_perfect_profile_reproduces_ground_truth():
     order = np.argsort(out.center[:, 0])
     ref = np.argsort(gt.center[:, 0])
     np.testing.assert_allclose(out.center[order], gt.center[ref])
-    np.testing.assert_allclose(out.yaw[order], geo.wrap_angle(gt.yaw[ref]))
+    np.testing.assert_allclose(out.yaw[order], wrap_angle(gt.yaw[ref]))
 
 
 def test_error_statistics_follow_the_model():

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stridegen.core import geometry as geo
 from stridegen.core import registry
+from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import ConfigError, LogFormatError, MissingExtraError
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.core.vocabulary import DETECTION_CLASSES, STRIDE_CLASSES
 from stridegen.logs import open_log
 from stridegen.logs.base import Frame, SensorCalibration, SensorSample
@@ -164,8 +165,8 @@ def test_multi_sweep_points_of_a_log_agree_through_the_global_frame(frames: list
         start += len(kept)
         # The same world points, whichever LiDAR pose they are read from.
         np.testing.assert_allclose(
-            geo.transform_points(key.T_global_from_sensor, block[:, :3].astype(np.float64)),
-            geo.transform_points(sample.T_global_from_sensor, kept[:, :3].astype(np.float64)),
+            transform_points(key.T_global_from_sensor, block[:, :3].astype(np.float64)),
+            transform_points(sample.T_global_from_sensor, kept[:, :3].astype(np.float64)),
             atol=2e-3,
         )
         np.testing.assert_array_equal(block[:, 3], kept[:, 3])
@@ -190,10 +191,10 @@ def test_camera_matrices_map_lidar_points_into_each_camera(frames: list[Frame]) 
     p_lidar = np.array([[5.0, 1.0, 0.5]])
     for cam in cams:
         sample = frame.sensors[cam["channel"]]
-        direct = geo.transform_points(
-            geo.invert_transform(sample.T_global_from_sensor), geo.transform_points(key.T_global_from_sensor, p_lidar)
+        direct = transform_points(
+            invert_transform(sample.T_global_from_sensor), transform_points(key.T_global_from_sensor, p_lidar)
         )
-        np.testing.assert_allclose(geo.transform_points(cam["lidar2cam"], p_lidar), direct, atol=1e-9)
+        np.testing.assert_allclose(transform_points(cam["lidar2cam"], p_lidar), direct, atol=1e-9)
         np.testing.assert_array_equal(cam["cam2img"], sample.calibration.intrinsic)
     with pytest.raises(LogFormatError, match="no camera"):
         mi.camera_matrices(frame, key, ["CAM_FRONT", "CAM_ROOF"])
@@ -490,7 +491,7 @@ def _mmdet3d_sweep_points(frame: Frame, config: Path, mode: str) -> np.ndarray:
     key = sweeps[0][1]
     infos = []
     for _, sample in sweeps[1:]:
-        s2l = geo.invert_transform(key.T_global_from_sensor) @ sample.T_global_from_sensor  # obtain_sensor2top
+        s2l = invert_transform(key.T_global_from_sensor) @ sample.T_global_from_sensor  # obtain_sensor2top
         r, t = s2l[:3, :3], s2l[:3, 3]
         m = np.eye(4)
         m[:3, :3] = r.T
@@ -544,7 +545,7 @@ def _reference_boxes(config: Path, checkpoint: Path, points: np.ndarray, T_globa
     return {
         "center": center @ r.T + t,
         "size": boxes.dims.numpy(),
-        "yaw": np.asarray(geo.wrap_angle(boxes.yaw.numpy() + math.atan2(r[1, 0], r[0, 0]))),
+        "yaw": np.asarray(wrap_angle(boxes.yaw.numpy() + math.atan2(r[1, 0], r[0, 0]))),
         "velocity": vel @ r.T,
         "score": pred.scores_3d.numpy(),
         "label": np.array([model.dataset_meta["classes"][i] for i in pred.labels_3d.numpy()], dtype=object),

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.angles import clock_direction
 from stridegen.core.errors import ConfigError
+from stridegen.core.transforms import invert_transform, make_transform, transform_points, yaw_to_quat
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.eval.lsr.answer_parser import Parsed, parse_answer
 from stridegen.eval.lsr.evaluate import evaluate
@@ -45,7 +46,7 @@ def _tracks(center_global, present, ego_xy, ego_yaw, times=None):
     n_tracks, n_frames = center_global.shape[:2]
     times = DT * np.arange(n_frames) if times is None else np.asarray(times, dtype=np.float64)
     ego_pos = np.column_stack([np.asarray(ego_xy, dtype=np.float64), np.zeros(n_frames)])
-    poses = geo.make_transform(geo.yaw_to_quat(np.asarray(ego_yaw, dtype=np.float64)), ego_pos)
+    poses = make_transform(yaw_to_quat(np.asarray(ego_yaw, dtype=np.float64)), ego_pos)
     present = np.asarray(present, dtype=bool)
     center = np.where(present[..., None], center_global, np.nan)
     return SceneTracks(
@@ -450,9 +451,9 @@ def test_direction_words(deg, clock, side):
     from stridegen.pipeline.qa.spatiotemporal import _direction_slots
 
     assert _direction_slots(deg) == (f"{deg:.0f} degrees", clock, side)
-    # the same convention as geometry.clock_direction (x = cos, y = sin of the angle)
+    # the same convention as angles.clock_direction (x = cos, y = sin of the angle)
     rad = math.radians(deg)
-    assert f"{int(geo.clock_direction(math.cos(rad), math.sin(rad)))} o'clock" == clock
+    assert f"{int(clock_direction(math.cos(rad), math.sin(rad)))} o'clock" == clock
 
 
 def test_phrasebook_sizes():
@@ -761,7 +762,7 @@ def test_oracle_groups_on_a_synthetic_log_match_the_analytic_truth(synthetic_sce
         t, state = t_rel[f], states[f]
         j = rows[f][str(tracks.track_id[it.track_indices[0]])]
         if it.predicate.startswith("ego_distance_data"):
-            p = geo.transform_points(geo.invert_transform(truth.ego_pose(t)), state.center[j])
+            p = transform_points(invert_transform(truth.ego_pose(t)), state.center[j])
             _assert_rounded(it.gt_value, math.hypot(p[0], p[1]), 0.01)
             bearing = math.degrees(math.atan2(p[1], p[0]))
             by_item = it.gt_extra.get("direction", bearing0[it.group_id] if it.horizon_s == 0 else None)

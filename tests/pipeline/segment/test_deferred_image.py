@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import GeometryError
+from stridegen.core.transforms import make_transform
 from stridegen.formats.images import decode_image, image_size
 from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage
 from stridegen.pipeline.segment.lidar import LidarSegmenter
@@ -22,7 +22,7 @@ from stridegen.pipeline.segment.request import make_request
 W, H = 160, 90
 K = np.array([[100.0, 0.0, 80.0], [0.0, 100.0, 45.0], [0.0, 0.0, 1.0]])
 # Camera at the global origin looking along global +x (as in test_request.py).
-T_CAM_FROM_GLOBAL = geo.make_transform(np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]), np.zeros(3))
+T_CAM_FROM_GLOBAL = make_transform(np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]), np.zeros(3))
 
 
 def _encode(image: np.ndarray, ext: str, params: list[int] | None = None) -> bytes:

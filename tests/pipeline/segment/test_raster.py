@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core.geometry import convex_hull_2d
+from stridegen.core.polygons import convex_hull_2d
 from stridegen.pipeline.segment import SegmentRequest, SegmentResult, make_segmenter
 from stridegen.pipeline.segment.lidar import LidarSegmenter, disc_kernel, point_discs
 from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, polygon_crop, polygon_crops, polygon_mask

@@ -8,10 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.core import geometry as geo
+from stridegen.core.box_geometry import segments_pass_through_box
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError, GeometryError
-from stridegen.core.geometry import convex_hull_2d
+from stridegen.core.polygons import convex_hull_2d
+from stridegen.core.projection import project_points
+from stridegen.core.transforms import make_transform, transform_points
+from stridegen.pipeline.segment import request as request_module
 from stridegen.pipeline.segment.raster import polygon_mask
 from stridegen.pipeline.segment.request import (
     check_occlusion_mode,
@@ -27,7 +30,7 @@ W, H = 160, 90
 K = np.array([[100.0, 0.0, 80.0], [0.0, 100.0, 45.0], [0.0, 0.0, 1.0]])
 # Camera at the global origin looking along global +x: cam x right = -y, cam y down = -z, cam z forward = +x.
 R_CAM_FROM_GLOBAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
-T_CAM_FROM_GLOBAL = geo.make_transform(R_CAM_FROM_GLOBAL, np.zeros(3))
+T_CAM_FROM_GLOBAL = make_transform(R_CAM_FROM_GLOBAL, np.zeros(3))
 IMAGE = np.zeros((H, W, 3), dtype=np.uint8)
 
 
@@ -50,10 +53,10 @@ def test_projected_hulls_batch_equals_each_view_alone(seed: int, boxes_per_view:
     for n in boxes_per_view:
         yaw = rng.uniform(-np.pi, np.pi)
         turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
-        T = geo.make_transform(R_CAM_FROM_GLOBAL @ turn, rng.normal(size=3))
+        T = make_transform(R_CAM_FROM_GLOBAL @ turn, rng.normal(size=3))
         boxes = _boxes(rng.uniform(-15, 15, size=(n, 3)), rng.uniform(0.3, 5, size=(n, 3)), rng.uniform(-3, 3, n))
         within = (-0.5, -0.5, W - 0.5, H - 0.5) if rng.random() < 0.7 else None
-        views.append((geo.transform_points(T, boxes.corners()), K, within))
+        views.append((transform_points(T, boxes.corners()), K, within))
     batch = projected_hulls_batch(views)
     assert len(batch) == len(views)
     for (corners, k, within), got in zip(views, batch, strict=True):
@@ -207,7 +210,7 @@ def test_empty_boxes_and_wrong_frame() -> None:
     two = _boxes([[10.0, 0, 0], [12.0, 1, 0]], [[1, 1, 1], [1, 1, 1]])
     with pytest.raises(GeometryError, match="1 hulls for 2 boxes"):  # precomputed hulls must match the boxes
         make_request(IMAGE, K, T_CAM_FROM_GLOBAL, two, hulls=[np.zeros((0, 2))])
-    corners = geo.transform_points(T_CAM_FROM_GLOBAL, two.corners())
+    corners = transform_points(T_CAM_FROM_GLOBAL, two.corners())
     given_hulls, _ = make_request(
         IMAGE, K, T_CAM_FROM_GLOBAL, two, hulls=projected_hulls(corners, K, 0.1, (-0.5, -0.5, W - 0.5, H - 0.5))
     )
@@ -236,7 +239,7 @@ def test_lidar_points_are_assigned_projected_and_filtered() -> None:
     request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points)
     assert keep.tolist() == [0, 1, 2]
     assert request.lidar_object.tolist() == [0, 0, 1, 2, -1, -1]
-    expected_uv, expected_z, _ = geo.project_points(geo.transform_points(T_CAM_FROM_GLOBAL, points[:6]), K)
+    expected_uv, expected_z, _ = project_points(transform_points(T_CAM_FROM_GLOBAL, points[:6]), K)
     np.testing.assert_allclose(request.lidar_uv, expected_uv)
     np.testing.assert_allclose(request.lidar_depth_m, expected_z)
     # without the ground margin the low point belongs to box 0
@@ -283,13 +286,13 @@ def test_lidar_through_is_computed_per_object_on_first_read(monkeypatch: pytest.
     )
     request, keep = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points, lidar_origin_global=origin)
     assert keep.tolist() == [0, 1]
-    uv_all, _, _ = geo.project_points(geo.transform_points(T_CAM_FROM_GLOBAL, points), K)
+    uv_all, _, _ = project_points(transform_points(T_CAM_FROM_GLOBAL, points), K)
     kept = [int(np.flatnonzero(np.all(uv_all == uv, axis=1))[0]) for uv in request.lidar_uv]  # request order
     through = request.lidar_through
     assert through is not None and len(through) == 2
-    real = geo.segments_pass_through_box
+    real = segments_pass_through_box
     calls: list[int] = []
-    monkeypatch.setattr(geo, "segments_pass_through_box", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(request_module, "segments_pass_through_box", lambda *a: calls.append(1) or real(*a))
     for i in (1, 0):  # out of order: each object alone
         got = through[i]
         assert len(calls) == 2 - i

@@ -1,0 +1,130 @@
+"""Geometry of yaw-only 3D boxes: corners (devkit order), edges and faces, BEV rectangles, points inside boxes,
+and segments passing through a box.
+
+Conventions (see docs/conventions.md): a box is (center, size [l, w, h], yaw about +z), all in one frame; l runs
+along the heading; frames are right-handed with z up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Corner order of the nuScenes devkit ``Box.corners``: the four front corners (+x half) first, then the rear
+# ones; within each face: top-left, top-right, bottom-right, bottom-left seen from outside (y left, z up).
+_CORNER_SIGNS = np.array(
+    [
+        [1, 1, 1],
+        [1, -1, 1],
+        [1, -1, -1],
+        [1, 1, -1],
+        [-1, 1, 1],
+        [-1, -1, 1],
+        [-1, -1, -1],
+        [-1, 1, -1],
+    ],
+    dtype=np.float64,
+)
+
+# The 12 edges of a box as pairs of corner indices.
+BOX_EDGES = np.array(
+    [
+        [0, 1],
+        [1, 2],
+        [2, 3],
+        [3, 0],
+        [4, 5],
+        [5, 6],
+        [6, 7],
+        [7, 4],
+        [0, 4],
+        [1, 5],
+        [2, 6],
+        [3, 7],
+    ]
+)
+
+# The 6 faces as corner quadruples (front, back, left, right, top, bottom).
+BOX_FACES = np.array(
+    [
+        [0, 1, 2, 3],
+        [5, 4, 7, 6],
+        [4, 0, 3, 7],
+        [1, 5, 6, 2],
+        [4, 5, 1, 0],
+        [3, 2, 6, 7],
+    ]
+)
+
+
+def box_corners(center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Corners [N, 8, 3] of yaw-only boxes: center [N, 3], size [N, 3] as (l, w, h), yaw [N]."""
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    local = 0.5 * size_lwh[:, None, :] * _CORNER_SIGNS[None]  # [N, 8, 3]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    x = c * local[..., 0] - s * local[..., 1]
+    y = s * local[..., 0] + c * local[..., 1]
+    return np.stack([x, y, local[..., 2]], axis=-1) + center[:, None, :]
+
+
+def bev_corners(center_xy: np.ndarray, size_lw: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Counter-clockwise BEV rectangle corners [N, 4, 2]."""
+    center_xy = np.asarray(center_xy, dtype=np.float64).reshape(-1, 2)
+    size_lw = np.asarray(size_lw, dtype=np.float64).reshape(-1, 2)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    signs = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=np.float64)  # ccw
+    local = 0.5 * size_lw[:, None, :] * signs[None]
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    x = c * local[..., 0] - s * local[..., 1]
+    y = s * local[..., 0] + c * local[..., 1]
+    return np.stack([x, y], axis=-1) + center_xy[:, None, :]
+
+
+def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Boolean [N_boxes, N_points]: whether each point lies inside each yaw-only box (boundary inclusive)."""
+    points = np.asarray(points, dtype=np.float64)[:, :3]
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
+    dx, dy, dz = (points[None, :, k] - center[:, None, k] for k in range(3))  # [N_boxes, N_points] each
+    c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
+    lx = c * dx + s * dy
+    ly = -s * dx + c * dy
+    half = 0.5 * size_lwh
+    return (np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1]) & (np.abs(dz) <= half[:, None, 2])
+
+
+def segments_pass_through_box(
+    origin: np.ndarray, points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: float
+) -> np.ndarray:
+    """[P] bool: whether the segment from ``origin`` [3] to each point [P, 3] enters the yaw-only box and leaves it
+    before reaching the point (a range sensor at ``origin`` measured the point *through* the box).
+
+    Slab method (Kay and Kajiya, SIGGRAPH 1986) in the box frame: the segment ``origin + t (p - origin)``,
+    t in [0, 1], meets the box for t in [max of the slabs' entries, min of their exits]; the segment passes
+    through when that interval is non-empty, starts before t = 1 and ends before t = 1 (a point inside the box
+    or on its far face is not measured through it).
+    """
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    c, s = np.cos(float(yaw)), np.sin(float(yaw))
+    to_box = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    o = to_box @ (np.asarray(origin, dtype=np.float64).reshape(3) - np.asarray(center, dtype=np.float64).reshape(3))
+    rel = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T
+    half = 0.5 * np.asarray(size_lwh, dtype=np.float64).reshape(3)
+    t_enter = np.zeros(points.shape[0])
+    t_exit = np.full(points.shape[0], np.inf)
+    outside = np.zeros(points.shape[0], dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(3):  # one slab at a time (numpy reduces a length-3 last axis row by row, much slower)
+            direction = rel[:, k] - o[k]
+            t_a = (-half[k] - o[k]) / direction
+            t_b = (half[k] - o[k]) / direction
+            parallel = direction == 0.0  # the slab holds the whole line or none of it
+            if parallel.any():
+                outside |= parallel & (abs(o[k]) > half[k])
+                t_a = np.where(parallel, -np.inf, t_a)
+                t_b = np.where(parallel, np.inf, t_b)
+            np.maximum(t_enter, np.minimum(t_a, t_b), out=t_enter)
+            np.minimum(t_exit, np.maximum(t_a, t_b), out=t_exit)
+    return ~outside & (t_enter <= t_exit) & (t_exit < 1.0)
