@@ -1,38 +1,33 @@
-"""The spatial-QA contexts of a log's first frame built straight from its ground-truth boxes, for
-tests/pipeline/qa/test_spatial.py and benchmarks/bench_qa.py (both on the nuScenes demo log of the shared data).
-
-A fixture, not the pipeline's path: the build makes its contexts from the scene tables' regions and tracks
-(``stridegen.pipeline.qa.stage.scene_images``); here every box whose centre projects into a camera image is a region,
-with a zero heading.
-"""
+"""The spatial-QA contexts of the nuScenes demo keyframe (shared data), for tests/pipeline/qa/test_spatial.py and
+benchmarks/bench_qa.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import cast
 
 import numpy as np
 
-from stridegen.core import geometry as geo
+from stridegen.core.projection import project_points
+from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.pipeline.qa.base import QAContext
+from tests.shared_data import NUSCENES_DEMO as DEMO
 
 
-def demo_contexts(log: Path) -> list[QAContext]:
-    """Ground-truth boxes of the first frame of the first scene of the log at ``log`` whose centres project into each
-    camera image, one context per camera (channels in name order); centres in that frame's ego and camera frames."""
+def demo_contexts() -> list[QAContext]:
+    """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera image."""
     from stridegen.core.vocabulary import stride_class
     from stridegen.logs import open_log
 
-    reader = open_log(log)
+    reader = open_log(DEMO)
     frame = reader.scenes()[0].frames[0]
     ann = reader.load_annotations(frame)
     out = []
     for channel in sorted(frame.camera_channels):
         cam = frame.sensors[channel]
-        center_ego = geo.transform_points(geo.invert_transform(cam.T_global_from_ego), ann.boxes.center)
-        center_cam = geo.transform_points(geo.invert_transform(cam.calibration.T_ego_from_sensor), center_ego)
+        center_ego = transform_points(invert_transform(cam.T_global_from_ego), ann.boxes.center)
+        center_cam = transform_points(invert_transform(cam.calibration.T_ego_from_sensor), center_ego)
         intrinsic = cast(np.ndarray, cam.calibration.intrinsic)  # every camera of the demo log has one
-        uv, _, in_front = geo.project_points(center_cam, intrinsic, near=1.0)
+        uv, _, in_front = project_points(center_cam, intrinsic, near=1.0)
         with np.errstate(invalid="ignore"):
             inside = (
                 in_front

@@ -12,15 +12,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
-from stridegen.core import geometry as geo
 from stridegen.core.errors import ConfigError, GeometryError
+from stridegen.core.transforms import quat_multiply, yaw_to_quat
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.eval.detection.algo import calc_ap, calc_tp, cummean
 from stridegen.eval.detection.data import CVPR_2019, TP_METRICS, DetectionConfig
 from stridegen.eval.detection.evaluate import evaluate_detection
 from stridegen.eval.detection.gt import SampleContext, centers_in_boxes, filter_eval_boxes
 from stridegen.formats.detection_boxes import DetectionBoxes
+from tests.reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import REPO, needs_nuscenes_demo
 
@@ -87,12 +87,12 @@ def assert_parity(gt: DetectionBoxes, pred: DetectionBoxes, cfg_dict: dict = CVP
 def random_quaternions(rng: np.random.Generator, n: int, tilt: float) -> np.ndarray:
     """Yaw rotations with a small roll/pitch (nuScenes annotations carry a little of both)."""
     yaw = rng.uniform(-np.pi, np.pi, n)
-    q_yaw = geo.yaw_to_quat(yaw)
+    q_yaw = yaw_to_quat(yaw)
     axis = np.concatenate([rng.normal(size=(n, 2)), np.zeros((n, 1))], axis=1)
     axis /= np.linalg.norm(axis, axis=1, keepdims=True)
     angle = rng.uniform(0, tilt, n)
     q_tilt = np.concatenate([np.cos(angle / 2)[:, None], np.sin(angle / 2)[:, None] * axis], axis=1)
-    return geo.quat_multiply(q_yaw, q_tilt)
+    return quat_multiply(q_yaw, q_tilt)
 
 
 def random_gt(rng: np.random.Generator, n_samples: int, n_per_sample: int, classes: tuple[str, ...]) -> DetectionBoxes:
@@ -131,12 +131,12 @@ def noisy_predictions(
     velocity = tp.velocity + rng.normal(0, 0.5, (n, 2))
     velocity[np.isnan(velocity)] = 0.0
     velocity[rng.random(n) < 0.05] = np.nan
-    yaw_noise = geo.yaw_to_quat(rng.normal(0, 0.3, n) + np.pi * (rng.random(n) < 0.1))
+    yaw_noise = yaw_to_quat(rng.normal(0, 0.3, n) + np.pi * (rng.random(n) < 0.1))
     tps = DetectionBoxes(
         tp.sample_token,
         tp.translation + rng.normal(0, noise, (n, 3)),
         tp.size * rng.uniform(0.7, 1.3, (n, 3)),
-        geo.quat_multiply(tp.rotation, yaw_noise),
+        quat_multiply(tp.rotation, yaw_noise),
         velocity,
         names,
         rng.random(n),
@@ -184,7 +184,7 @@ def test_parity_dense_clusters_and_ties() -> None:
         tokens,
         rng.uniform(0, 3, (n, 3)),
         np.ones((n, 3)),
-        geo.yaw_to_quat(np.zeros(n)),
+        yaw_to_quat(np.zeros(n)),
         np.zeros((n, 2)),
         rng.choice(["car", "pedestrian"], n),
         None,
@@ -194,7 +194,7 @@ def test_parity_dense_clusters_and_ties() -> None:
         rng.choice(["a", "b", "c", "d"], 150),
         rng.uniform(0, 3, (150, 3)),
         np.ones((150, 3)),
-        geo.yaw_to_quat(rng.uniform(-3, 3, 150)),
+        yaw_to_quat(rng.uniform(-3, 3, 150)),
         np.zeros((150, 2)),
         rng.choice(["car", "pedestrian"], 150),
         np.full(150, 0.5),
@@ -343,7 +343,7 @@ def _hand_case() -> tuple[DetectionBoxes, DetectionBoxes]:
         ["s"] * 3,
         [[0.2, 0, 0], [30, 0, 0], [10, 0.6, 0]],
         np.ones((3, 3)),
-        [[1.0, 0, 0, 0], [1.0, 0, 0, 0], geo.yaw_to_quat(0.3)],
+        [[1.0, 0, 0, 0], [1.0, 0, 0, 0], yaw_to_quat(0.3)],
         np.zeros((3, 2)),
         ["car"] * 3,
         [0.9, 0.8, 0.7],
@@ -409,7 +409,7 @@ def test_barrier_orientation_has_period_pi() -> None:
         ["s", "s"],
         [[0, 0, 0], [5, 0, 0]],
         np.ones((2, 3)),
-        geo.yaw_to_quat(np.zeros(2)),
+        yaw_to_quat(np.zeros(2)),
         np.zeros((2, 2)),
         ["barrier", "car"],
     )
@@ -417,7 +417,7 @@ def test_barrier_orientation_has_period_pi() -> None:
         ["s", "s"],
         [[0, 0, 0], [5, 0, 0]],
         np.ones((2, 3)),
-        geo.yaw_to_quat(np.full(2, np.pi)),
+        yaw_to_quat(np.full(2, np.pi)),
         np.zeros((2, 2)),
         ["barrier", "car"],
         [0.5, 0.5],
