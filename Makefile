@@ -60,8 +60,8 @@ demo: setup
 
 # ruff (lint and format), the layer contract (import-linter, pyproject [tool.importlinter]) and mypy ([tool.mypy]).
 lint: setup
-	$(BIN)/ruff check stridegen tests benchmarks
-	$(BIN)/ruff format --check stridegen tests benchmarks
+	$(BIN)/ruff check stridegen tests benchmarks reference
+	$(BIN)/ruff format --check stridegen tests benchmarks reference
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.reference
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: reference
 
+from reference.devkit_detection import to_eval_boxes
 from stridegen.core import transforms as geo
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
 from stridegen.eval.detection.data import CVPR_2019, TP_METRICS, DetectionConfig
 from stridegen.eval.detection.evaluate import evaluate_detection
 from stridegen.eval.detection.gt import SampleContext, filter_eval_boxes
 from stridegen.formats.detection_boxes import DetectionBoxes
-from tests.reference.devkit_detection import to_eval_boxes
 
 
 def make_inputs(n_samples: int, n_boxes: int, seed: int) -> tuple[DetectionBoxes, DetectionBoxes, SampleContext]:

@@ -1,7 +1,7 @@
 """LSR evaluation time on ~100k predictions: official-style plain loop vs stridegen.eval (identical numbers).
 
 The official-style side is the plain re-implementation of the STRIDE-QA-Bench toolkit's evaluation kept in
-tests/reference/lsr_official.py (``reference_evaluate``: a loop over response records, per-record regex parsing and
+reference/lsr_official.py (``reference_evaluate``: a loop over response records, per-record regex parsing and
 judging, dictionaries for the localization pairs, a pandas pivot for TLC / MLSR). Both sides get the same
 in-memory response records and annotation sheet (random but realistic answers, seeded); the script checks that
 every success rate and every TLC / MLSR value is identical, then prints the times and the ratio. A second
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the repository root: tests.reference
+sys.path.insert(0, str(REPO))  # the repository root: reference
 
 
 def _best(fn, repeat: int) -> tuple[float, float, object]:
@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
 
+    from reference import lsr_official as ref
     from stridegen.eval.lsr import bench as sb
     from stridegen.eval.lsr.evaluate import evaluate
     from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
-    from tests.reference import lsr_official as ref
 
     responses, sheet = ref.make_bench(n_groups=args.groups, seed=0, drop_prob=0.0)
     n_items = sum(len(r["gt_value"]) for r in responses)

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: reference
 
+from reference.demo_contexts import demo_contexts  # the demo keyframe's contexts, as in test_spatial
 from stridegen.pipeline.qa.base import QAContext, QAItem
 from stridegen.pipeline.qa.spatial import (
     EGO_YES_NO_FAMILIES,
@@ -40,8 +41,8 @@ from stridegen.pipeline.qa.spatial import (
     SpatialQAConfig,
     generate_spatial_qa,
 )
-from tests.demo_contexts import DEMO, demo_contexts  # the demo keyframe (shared data), as in test_spatial
 
+NUSCENES_DEMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "nuscenes-demo"  # the real contexts' log
 CLASS_SIZES = {  # rough mean l, w, h (m) per STRIDE-QA class
     "vehicle": (4.6, 1.95, 1.72),
     "large vehicle": (6.7, 2.46, 2.73),
@@ -163,8 +164,8 @@ def main() -> int:
             np.random.default_rng(1), args.images, args.regions
         )
     }
-    if not args.no_real and DEMO.is_dir():
-        demo = demo_contexts()
+    if not args.no_real and NUSCENES_DEMO.is_dir():
+        demo = demo_contexts(NUSCENES_DEMO)
         reps = max(1, args.images // (10 * len(demo)))
         sets[f"nuScenes demo keyframe, {len(demo)} cameras ({[len(c) for c in demo]} regions) x {reps}"] = demo * reps
     generator_wall_rate = 0.0

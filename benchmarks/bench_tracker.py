@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.reference
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: reference
 
+from reference.plain_tracker import PlainTracker
 from stridegen.core.boxes import Boxes
 from stridegen.pipeline.track import track_scene
-from tests.reference.plain_tracker import PlainTracker
 
 CLASSES = ["car", "pedestrian", "bicycle", "truck", "bus", "motorcycle", "barrier"]
 

@@ -6,7 +6,7 @@
 Prints both run times and their ratio, and fails if any reported metric differs by more than 1e-6.
 The devkit needs a ``NuScenes`` object only to look up samples, scenes, ego poses and bike racks; a small stand-in
 (``FakeNuScenes``) serves those tables so that its own loaders (``add_center_dist``, ``filter_eval_boxes``,
-``create_tracks``) and ``TrackingEval.evaluate`` run unchanged (tests/reference/devkit_tracking.py, shared with
+``create_tracks``) and ``TrackingEval.evaluate`` run unchanged (reference/devkit_tracking.py, shared with
 the parity tests).
 """
 
@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.reference
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: reference
 
-from tests.reference.devkit_tracking import compare, make_synthetic, run_devkit, run_stridegen
+from reference.devkit_tracking import compare, make_synthetic, run_devkit, run_stridegen
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference.plain_tracker import PlainTracker
 from stridegen.core.boxes import Boxes
 from stridegen.formats.results_json import LIDAR_ONLY_META
 from stridegen.pipeline.track import CenterTracker, TrackerConfig, greedy_match, track_scene
-from tests.reference.plain_tracker import PlainTracker
 from tests.shared_data import AV2_LOGS as AV2
 from tests.shared_data import needs_av2
 

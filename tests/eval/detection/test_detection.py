@@ -12,6 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.core.transforms import quat_multiply, yaw_to_quat
 from stridegen.core.vocabulary import ATTRIBUTE_NAMES, DETECTION_NAMES
@@ -20,7 +21,6 @@ from stridegen.eval.detection.data import CVPR_2019, TP_METRICS, DetectionConfig
 from stridegen.eval.detection.evaluate import evaluate_detection
 from stridegen.eval.detection.gt import SampleContext, centers_in_boxes, filter_eval_boxes
 from stridegen.formats.detection_boxes import DetectionBoxes
-from tests.reference.devkit_detection import to_eval_boxes  # our boxes -> devkit EvalBoxes
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import REPO, needs_nuscenes_demo
 

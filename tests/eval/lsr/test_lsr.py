@@ -1,7 +1,7 @@
 """LSR metrics: hand-computed cases, parity with a plain re-implementation of the official toolkit's logic,
 property tests, bad input.
 
-The reference is ``reference_evaluate`` of tests/reference/lsr_official.py: the STRIDE-QA-Bench toolkit's
+The reference is ``reference_evaluate`` of reference/lsr_official.py: the STRIDE-QA-Bench toolkit's
 evaluation re-implemented the way the toolkit runs it, independently of stridegen.eval (it is also the
 "official-style" side of benchmarks/bench_lsr.py).
 """
@@ -18,6 +18,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from reference.lsr_official import (
+    OFFICIAL_TOLERANCE,
+    make_bench,
+    ours_official,
+    ref_judge,
+    ref_parse,
+    reference_evaluate,
+)
 from stridegen.core.errors import ConfigError, PredictionFormatError
 from stridegen.eval.lsr import bench as sb
 from stridegen.eval.lsr.answer_parser import parse_many, parse_official
@@ -26,14 +34,6 @@ from stridegen.eval.lsr.evaluate import evaluate
 from stridegen.eval.lsr.items import ItemBuilder, items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH, Rule, load_profile, profile_from_mapping
 from stridegen.formats.lsr_record import LsrRecord
-from tests.reference.lsr_official import (
-    OFFICIAL_TOLERANCE,
-    make_bench,
-    ours_official,
-    ref_judge,
-    ref_parse,
-    reference_evaluate,
-)
 from tests.shared_data import REPO
 
 FIXTURE = Path(__file__).parent / "fixtures" / "strideqa_bench_mini"

@@ -1,6 +1,6 @@
 """nuScenes tracking metrics: known answers, properties, and parity with nuscenes-devkit 1.2.0.
 
-The devkit is the reference: ``tests/reference/devkit_tracking.py`` runs its own loaders (filter, score averaging,
+The devkit is the reference: ``reference/devkit_tracking.py`` runs its own loaders (filter, score averaging,
 interpolation) and ``TrackingEval.evaluate`` on the same records through a stand-in for the ``NuScenes`` tables;
 the end-to-end test writes a small nuScenes-format log and runs the real ``NuScenes`` + ``TrackingEval`` on it.
 """
@@ -18,11 +18,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
 from stridegen.eval.tracking.algo import average_track_scores, compute_thresholds, filter_tracks, interpolate_tracks
 from stridegen.eval.tracking.data import TRACKING_METRICS, RackBoxes, Timeline, TrackBoxes, TrackingConfig
 from stridegen.eval.tracking.evaluate import evaluate_tracking
 from stridegen.formats.results_json import LIDAR_ONLY_META
-from tests.reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import REPO, needs_nuscenes_demo
 

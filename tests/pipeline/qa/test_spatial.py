@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reference.demo_contexts import demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
 from stridegen.core.errors import ConfigError, GeometryError
 from stridegen.pipeline.qa.base import (
     CATEGORY_EGO_SPATIAL,
@@ -31,8 +32,7 @@ from stridegen.pipeline.qa.spatial import (
     spatial_scene_generator,
 )
 from stridegen.pipeline.qa.templates_spatial import ANSWERS, QUESTIONS, SPATIAL_PHRASEBOOK
-from tests.demo_contexts import demo_contexts  # the demo keyframe's QA contexts, shared with the benchmark
-from tests.shared_data import needs_nuscenes_demo
+from tests.shared_data import NUSCENES_DEMO, needs_nuscenes_demo
 
 EGO_LWH = (4.084, 1.730, 1.562)
 ALL = SpatialQAConfig(max_pairs_per_image=10_000, max_qa_per_image=0, predicates=frozenset(SPATIAL_PREDICATES))
@@ -620,7 +620,7 @@ def test_balance_of_answers_and_orders():
 
 @needs_nuscenes_demo
 def test_real_nuscenes_keyframe_rederived():
-    contexts = demo_contexts()
+    contexts = demo_contexts(NUSCENES_DEMO)
     assert sum(len(c) for c in contexts) >= 20
     total = 0
     for i, ctx in enumerate(contexts):

@@ -1,8 +1,14 @@
-"""The spatial-QA contexts of the nuScenes demo keyframe (shared data), for tests/pipeline/qa/test_spatial.py and
-benchmarks/bench_qa.py."""
+"""The spatial-QA contexts of a log's first frame built straight from its ground-truth boxes, for
+tests/pipeline/qa/test_spatial.py and benchmarks/bench_qa.py (both on the nuScenes demo log of the shared data).
+
+A fixture, not the pipeline's path: the build makes its contexts from the scene tables' regions and tracks
+(``stridegen.pipeline.qa.stage.scene_images``); here every box whose centre projects into a camera image is a region,
+with a zero heading.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -10,15 +16,15 @@ import numpy as np
 from stridegen.core.projection import project_points
 from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.pipeline.qa.base import QAContext
-from tests.shared_data import NUSCENES_DEMO as DEMO
 
 
-def demo_contexts() -> list[QAContext]:
-    """Ground-truth boxes of the nuScenes demo keyframe whose centres project into each camera image."""
+def demo_contexts(log: Path) -> list[QAContext]:
+    """Ground-truth boxes of the first frame of the first scene of the log at ``log`` whose centres project into each
+    camera image, one context per camera (channels in name order); centres in that frame's ego and camera frames."""
     from stridegen.core.vocabulary import stride_class
     from stridegen.logs import open_log
 
-    reader = open_log(DEMO)
+    reader = open_log(log)
     frame = reader.scenes()[0].frames[0]
     ann = reader.load_annotations(frame)
     out = []
