@@ -40,7 +40,8 @@ from stridegen.logs.base import (
     SensorSample,
 )
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
-from stridegen.logs.nuscenes_tables import TableStore, open_tables
+from stridegen.logs.nuscenes_table_store import TableStore
+from stridegen.logs.nuscenes_tables import open_tables
 
 # (table, token) -> record: the lookups of one load_annotations call (a frame's annotations share a few samples,
 # categories and attributes)

@@ -1,4 +1,4 @@
-"""The on-disk index of nuScenes-layout tables (stridegen.logs.index, stridegen.logs.nuscenes_tables).
+"""The on-disk index of nuScenes-layout tables (stridegen.logs.index, stridegen.logs.nuscenes_indexed_tables).
 
 - the streamed JSON reader gives json.loads's values and the exact byte span of each record;
 - a reader through the index gives the same scenes, frames and annotations as the whole-table path
@@ -29,7 +29,9 @@ from stridegen.logs import index as log_index
 from stridegen.logs.base import Scene
 from stridegen.logs.index import INDEX_DIR_NAME, iter_json_records
 from stridegen.logs.nuscenes import NuScenesReader
-from stridegen.logs.nuscenes_tables import IndexedTables, JsonTables, has_token, shape_reason
+from stridegen.logs.nuscenes_indexed_tables import IndexedTables
+from stridegen.logs.nuscenes_json_tables import JsonTables
+from stridegen.logs.nuscenes_table_store import has_token, shape_reason
 from tests.logs.test_nuscenes_reader import _write_tiny_log
 
 pytestmark = pytest.mark.slow  # the tests index and replicate a generated log

@@ -17,7 +17,7 @@ from stridegen.core.vocabulary import CATEGORY_TO_DETECTION
 from stridegen.logs import detect_format, open_log
 from stridegen.logs._common import neighbour_velocity
 from stridegen.logs.nuscenes import NuScenesReader
-from stridegen.logs.nuscenes_tables import TABLES
+from stridegen.logs.nuscenes_table_store import TABLES
 from stridegen.viz.boxes3d import boxes_in_image, corners_in_camera, render_annotations, save_rgb
 from tests.shared_data import NUSCENES_DEMO as DEMO
 

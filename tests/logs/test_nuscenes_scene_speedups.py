@@ -24,9 +24,9 @@ from stridegen.core.errors import LogFormatError, MissingFileError
 from stridegen.core.transforms import make_transform, pose_transform
 from stridegen.logs import index as log_index
 from stridegen.logs import nuscenes as nuscenes_module
-from stridegen.logs import nuscenes_tables
+from stridegen.logs import nuscenes_indexed_tables
 from stridegen.logs.nuscenes import NuScenesReader
-from stridegen.logs.nuscenes_tables import _CODE, IndexedTables, _runs
+from stridegen.logs.nuscenes_indexed_tables import _CODE, IndexedTables, _runs
 from tests.logs.test_log_index import VERSION, replicate_log, scene_signature
 from tests.shared_data import NUSCENES_DEMO
 
@@ -62,11 +62,11 @@ def _single(store: IndexedTables, rows: list[tuple[Any, ...]]) -> list[dict[str,
 
 # ---------------------------------------------------------------------------------------------- bulk reads
 def test_runs_group_close_spans_within_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    gap = nuscenes_tables.BULK_GAP_BYTES
+    gap = nuscenes_indexed_tables.BULK_GAP_BYTES
     spans = [(0, 10), (12, 5), (17 + gap, 4), (22 + 2 * gap, 1)]
     # 12 - 10 = 2 apart: joined; 17 + gap starts exactly gap bytes after 17: joined; the last one gap + 1 after
     assert list(_runs(spans)) == [((0, 21 + gap), [0, 1, 2]), ((22 + 2 * gap, 23 + 2 * gap), [3])]
-    monkeypatch.setattr(nuscenes_tables, "BULK_SPAN_BYTES", 16)
+    monkeypatch.setattr(nuscenes_indexed_tables, "BULK_SPAN_BYTES", 16)
     # (0, 10) + (12, 5) would span 17 > 16 bytes; a span longer than the limit stays a run of its own
     assert list(_runs([(0, 10), (12, 5), (30, 40)])) == [((0, 10), [0]), ((12, 17), [1]), ((30, 70), [2])]
     assert list(_runs([])) == []
