@@ -12,7 +12,8 @@ on (log, config), never on the executor or on the order scenes finish in.
 A scene that fails (a typed StrideGenError or any unexpected exception) is recorded in the journal and the
 summary with its reason; the build goes on with the other scenes, and ``BuildResult.ok`` is False.
 
-Before any stage runs, the log check (``stridegen.logs.check``, metadata only) looks at the selected scenes: an
+Before any stage runs, the log check (``stridegen.logs.check.check_before_build``, metadata only) looks at the
+selected scenes: an
 error of the whole log raises ``LogCheckError`` before any scene starts; a scene with an error finding (a bad pose
 or calibration, a timestamp unit, an unsafe scene name, ...) is recorded as failed with the finding's message and
 runs no stage; warnings (no keyframes, constant ego poses, no annotations, ...) are kept in
@@ -31,30 +32,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stridegen.core.errors import ConfigError, LogCheckError
-from stridegen.logs.base import LogReader
+from stridegen.core.errors import LogCheckError
 from stridegen.logs.check import (
     ERROR,
-    WARNING,
     CheckReport,
     Finding,
-    check_log,
-    check_log_wide,
+    check_before_build,
     check_scene,
     failure_reason,
-    summarize_errors,
+    scene_warnings,
 )
+from stridegen.logs.names import select_scenes
 from stridegen.run import backends
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
     JobTarget,
     RunObserver,
+    SceneJob,
     SceneResult,
     SceneRunSummary,
     StageCallback,
     failed_scene,
-    run_jobs,
+    run_scene_jobs,
     run_stages,
 )
 from stridegen.run.stages import STAGES, build_scene_record
@@ -111,76 +111,39 @@ def process_scene(
         return failed_scene(scene_name, exc, timings)
 
 
-def _build_worker(payload: tuple[str, dict[str, Any], str, str, str, str | None], report: StageCallback) -> SceneResult:
-    """One scene: its log check (unless the parent checked it: ``check_failure`` is then its failure reason or
-    ""), then ``process_scene``. A scene with an error finding runs no stage."""
-    log_root, config_data, scene_name, out_dir, cfg_hash, check_failure = payload
-    config = BuildConfig.model_validate(config_data)
-    warnings: list[Finding] = []
-    check_s: dict[str, float] = {}
-    if check_failure is None:
-        t0 = time.perf_counter()
-        try:
-            reader = backends.log_reader(log_root, config.log.format, config.log.version)
+@dataclass(frozen=True)
+class BuildTask:
+    """The build's task (``SceneTask``; plain data): the log, the config (dumped), the output folder and its
+    hash, and ``blocked``: the failure reason of each scene the parent's log check found an error in, or None
+    where each scene is checked in its worker (``check_before_build``)."""
+
+    log_root: str
+    config: dict[str, Any]
+    out_dir: str
+    config_hash: str
+    blocked: dict[str, str] | None
+
+    def run_scene(self, scene_name: str, report: StageCallback, timings: dict[str, float]) -> SceneResult:
+        """One scene: its log check (unless the parent checked it), then ``process_scene``. A scene with an error
+        finding runs no stage; an error of the check itself fails this scene alone."""
+        config = BuildConfig.model_validate(self.config)
+        warnings: list[Finding] = []
+        check_s: dict[str, float] = {}
+        check_failure = None if self.blocked is None else self.blocked.get(scene_name, "")
+        if check_failure is None:
+            t0 = time.perf_counter()
+            reader = backends.log_reader(self.log_root, config.log.format, config.log.version)
             findings = check_scene(reader, config.check_settings(), scene_name)
-        except Exception as exc:  # the check never raises for a bad log; anything else fails this scene alone
-            return failed_scene(scene_name, exc, {})
-        errors = [f for f in findings if f.severity == ERROR]
-        check_failure = failure_reason(errors) if errors else ""
-        warnings = scene_warnings(findings)
-        check_s["check"] = time.perf_counter() - t0
-    if check_failure:  # the log check found an error in this scene: no stage runs
-        return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
-    result = process_scene(log_root, config, scene_name, out_dir, cfg_hash, report)
-    result.warnings = warnings
-    result.timings_s = {**check_s, **result.timings_s}
-    return result
-
-
-# ---------------------------------------------------------------------------------------------------------- the run
-def scene_warnings(findings: list[Finding]) -> list[Finding]:
-    """The warnings of one scene's check that the build reports: none where the scene has an error finding (it
-    is a failed scene, or a resumed one whose warnings the check before the build left out too)."""
-    if any(f.severity == ERROR for f in findings):
-        return []
-    return [f for f in findings if f.severity == WARNING]
-
-
-def _check_failure(blocked: dict[str, str] | None, scene: str) -> str | None:
-    """The worker's ``check_failure``: None (check the scene there) when ``precheck`` left the scenes to the
-    workers, else the scene's failure reason from the parent's check ("" for none)."""
-    return None if blocked is None else blocked.get(scene, "")
-
-
-def select_scenes(reader: LogReader, config: BuildConfig) -> list[str]:
-    """Scene names to build, in the log's order (a subset when ``log.scenes`` is set)."""
-    ids = reader.scene_ids()  # names and tokens only: a broken scene fails alone, later
-    if config.log.scenes is None:
-        return [name for name, _ in ids]
-    wanted = list(config.log.scenes)
-    known = {name for name, _ in ids} | {token for _, token in ids}
-    unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise ConfigError(f"log.scenes: {unknown} not in the log (it has {[name for name, _ in ids]})")
-    return [name for name, token in ids if name in wanted or token in wanted]
-
-
-def precheck(reader: LogReader, config: BuildConfig, names: list[str]) -> tuple[CheckReport, dict[str, str] | None]:
-    """The log check before any stage (metadata only): LogCheckError for errors of the whole log. Returns the
-    report and, where every scene had to be checked here, the failure reason of each scene with an error finding
-    (None where each scene is checked in its worker: ``check_log_wide``)."""
-    settings = config.check_settings()
-    wide = check_log_wide(reader, settings)  # the names are select_scenes', checked there
-    report = wide if wide is not None else check_log(reader, settings, scenes=names, deep=False)
-    if report.log_errors:
-        raise LogCheckError(
-            f"{reader.root}: the log check found {len(report.log_errors)} error(s) that concern the whole log; "
-            f"nothing was built:\n{summarize_errors(report.log_errors)}",
-            report.log_errors,
-        )
-    if wide is not None:
-        return report, None
-    return report, {n: failure_reason(report.scene_errors(n)) for n in names if report.scene_errors(n)}
+            errors = [f for f in findings if f.severity == ERROR]
+            check_failure = failure_reason(errors) if errors else ""
+            warnings = scene_warnings(findings)
+            check_s["check"] = time.perf_counter() - t0
+        if check_failure:  # the log check found an error in this scene: no stage runs
+            return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
+        result = process_scene(self.log_root, config, scene_name, self.out_dir, self.config_hash, report)
+        result.warnings = warnings
+        result.timings_s = {**check_s, **result.timings_s}
+        return result
 
 
 def run_build(
@@ -202,18 +165,11 @@ def run_build(
     source_version = str(getattr(reader, "version", "") or "")
     config = config.for_log(reader.format_name, source_version)
     cfg_hash = config_hash(config)  # with the anonymization resolved for this log
-    names = select_scenes(reader, config)
-    report, blocked = precheck(reader, config, names)  # a broken log fails fast
-
-    config_data = config.model_dump(mode="json")
-    [outcome] = run_jobs(
-        [JobTarget(out, cfg_hash, names)],
-        lambda job, scene: (str(log_root), config_data, scene, str(out), cfg_hash, _check_failure(blocked, scene)),
-        _build_worker,
-        executor,
-        overwrite,
-        observer,
-    )
+    # scene names and tokens only: a broken scene fails alone, later
+    names = [name for name, _ in select_scenes(reader.scene_ids(), config.log.scenes, "log.scenes:")]
+    report, blocked = check_before_build(reader, config.check_settings(), names)  # a broken log fails fast
+    task = BuildTask(str(log_root), config.model_dump(mode="json"), str(out), cfg_hash, blocked)
+    [outcome] = run_scene_jobs([SceneJob(JobTarget(out, cfg_hash, names), task)], executor, overwrite, observer)
     results = outcome.results
     if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
         for r in results:
@@ -224,13 +180,7 @@ def run_build(
         "format": reader.format_name,
         "version": source_version,
     }
-    manifest = build_manifest(
-        config,
-        source,
-        [r.shard for r in results if r.ok and r.shard is not None],
-        [(r.scene, r.reason) for r in results if not r.ok],
-    )
-    manifest_path = write_manifest(out, manifest)
+    manifest_path = write_manifest(out, build_manifest(config, source, outcome.shards(), outcome.failures()))
     if config.anonymize.active():
         write_anonymization_sidecar(out, config.anonymize.model_dump(mode="json"))
     warnings = [f for f in report.warnings if f.scene is None or f.scene not in (blocked or {})]

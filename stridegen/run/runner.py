@@ -166,9 +166,17 @@ class JobTarget:
 
 
 @dataclass
-class JobOutcome:
+class JobOutcome(SceneRunSummary):
     target: JobTarget
     results: list[SceneResult]  # in scene order
+
+    def shards(self) -> list[ShardInfo]:
+        """The ShardInfo of every built or resumed scene, in scene order (a manifest's shards)."""
+        return [r.shard for r in self.results if r.ok and r.shard is not None]
+
+    def failures(self) -> list[tuple[str, str]]:
+        """(scene, reason) of every failed scene, in scene order (a manifest's failed scenes)."""
+        return [(r.scene, r.reason) for r in self.results if not r.ok]
 
 
 def prepare_folder(target: JobTarget, overwrite: bool) -> tuple[Journal, dict[str, ShardInfo]]:
@@ -234,6 +242,89 @@ def run_jobs(
     ]
 
 
+# ------------------------------------------------------------------------------------------------------- scene jobs
+class SceneTask(Protocol):
+    """What a job's worker does to one scene, as picklable data (a frozen dataclass), so it travels to any executor.
+
+    ``run_scene`` writes the scene's output itself (a shard, or a part: ``write_part``), timing its stages into
+    ``timings`` (``run_stages``), and returns its ShardInfo, or a whole SceneResult (a scene the job refuses, with
+    its reason). An exception fails that scene alone (``failed_scene``)."""
+
+    def run_scene(self, scene: str, report: StageCallback, timings: dict[str, float]) -> ShardInfo | SceneResult: ...
+
+
+def run_scene_task(payload: tuple[SceneTask, str], report: StageCallback) -> SceneResult:
+    """The worker of every ``SceneJob``: ``task.run_scene`` for one scene, its failure as a failed result."""
+    task, scene = payload
+    timings: dict[str, float] = {}
+    try:
+        done = task.run_scene(scene, report, timings)
+    except Exception as exc:  # one scene's failure is recorded; the others go on
+        return failed_scene(scene, exc, timings)
+    return done if isinstance(done, SceneResult) else SceneResult(scene, "built", done, timings_s=timings)
+
+
+@dataclass
+class SceneJob:
+    """One job of a command: its output folder, config hash and scenes (``target``), what a worker does to each
+    scene (``task``), and ``finish``: what the caller's process writes from the outcome once the scenes ran, in
+    scene order (a manifest of the built and failed scenes; a file joined from the parts, ``read_parts``, which
+    a job writes only when ``outcome.ok``)."""
+
+    target: JobTarget
+    task: SceneTask
+    finish: Callable[[JobOutcome], None] | None = None
+
+
+def run_scene_jobs(
+    jobs: Sequence[SceneJob], executor: Executor, overwrite: bool = False, observer: RunObserver | None = None
+) -> list[JobOutcome]:
+    """``run_jobs`` over ``jobs``, then each job's ``finish``; the outcomes in job order."""
+    outcomes = run_jobs(
+        [job.target for job in jobs],
+        lambda k, scene: (jobs[k].task, scene),
+        run_scene_task,
+        executor,
+        overwrite,
+        observer,
+    )
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        if job.finish is not None:
+            job.finish(outcome)
+    return outcomes
+
+
+UnitCallback = Callable[[int, int], None]  # (units done, units in all), e.g. the frames of the finished scenes
+
+
+class UnitProgress:
+    """A run observer that also reports units (a scene's frames) to ``progress``: once before the first scene
+    (the units of resumed scenes count as done), then after each finished scene; everything is passed on to
+    ``inner``."""
+
+    def __init__(self, progress: UnitCallback, units: Mapping[str, int], inner: RunObserver | None) -> None:
+        self.progress, self.units, self.inner = progress, units, inner
+        self.total = sum(units.values())
+        self.done = 0
+
+    def planned(self, tasks: Sequence[tuple[int, str]]) -> None:
+        self.done = self.total - sum(self.units[scene] for _, scene in tasks)
+        self.progress(self.done, self.total)
+        if self.inner is not None:
+            self.inner.planned(tasks)
+
+    def event(self, event: StageEvent) -> None:
+        if self.inner is not None:
+            self.inner.event(event)
+
+    def finished(self, job: int, result: SceneResult) -> None:
+        if result.ok:
+            self.done += self.units[result.scene]
+            self.progress(self.done, self.total)
+        if self.inner is not None:
+            self.inner.finished(job, result)
+
+
 # ------------------------------------------------------------------------------------------------------------ parts
 def part_path(root: str | Path, scene: str) -> Path:
     """Where the part of ``scene`` lies in the job folder ``root``: ``parts/<scene>.jsonl``, or for a scene name
@@ -264,3 +355,8 @@ def write_part(
 def read_part(root: str | Path, scene: str) -> list[Any]:
     """The records of the part of ``scene`` in the job folder ``root``, in the order written."""
     return [json.loads(line) for line in part_path(root, scene).read_bytes().splitlines() if line.strip()]
+
+
+def read_parts(root: str | Path, scenes: Sequence[str]) -> list[list[Any]]:
+    """The records of the parts of ``scenes`` in the job folder ``root``: one list per scene, in that order."""
+    return [read_part(root, scene) for scene in scenes]

@@ -32,7 +32,7 @@ from stridegen.logs.check.findings import (
     failure_reason,
     summarize_errors,
 )
-from stridegen.logs.check.log import check_log, check_log_wide, check_scene
+from stridegen.logs.check.log import check_before_build, check_log, check_log_wide, check_scene, scene_warnings
 from stridegen.logs.check.settings import CheckSettings, KeyframePick, KeyframeSchedule
 
 __all__ = [
@@ -45,10 +45,12 @@ __all__ = [
     "KeyframePick",
     "KeyframeSchedule",
     "SceneSummary",
+    "check_before_build",
     "check_log",
     "check_log_wide",
     "check_scene",
     "failure_reason",
     "image_header_size",
+    "scene_warnings",
     "summarize_errors",
 ]

@@ -8,12 +8,22 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError
+from stridegen.core.errors import LogCheckError, LogFormatError, MissingFileError
 from stridegen.logs import open_log
 from stridegen.logs.base import KNOWN_MODALITIES, LogReader
-from stridegen.logs.check.findings import ERROR, CheckReport, Finding, SceneSummary, error_finding
+from stridegen.logs.check.findings import (
+    ERROR,
+    WARNING,
+    CheckReport,
+    Finding,
+    SceneSummary,
+    error_finding,
+    failure_reason,
+    summarize_errors,
+)
 from stridegen.logs.check.scene import scene_findings
 from stridegen.logs.check.settings import CheckContext, CheckSettings
+from stridegen.logs.names import select_scenes
 
 
 def check_log(
@@ -90,6 +100,33 @@ def check_scene(reader: LogReader, settings: CheckSettings, name: str, deep: boo
     return scene_findings(ctx, SceneSummary(name, ""), {})
 
 
+def check_before_build(
+    reader: LogReader, settings: CheckSettings, names: Sequence[str]
+) -> tuple[CheckReport, dict[str, str] | None]:
+    """The check a build runs before any stage (metadata only): LogCheckError for errors of the whole log. Returns
+    the report and, where every scene had to be checked here, the failure reason of each of ``names`` with an
+    error finding (None where each scene is checked in its worker: ``check_log_wide``)."""
+    wide = check_log_wide(reader, settings)  # the names are the build's selection, checked there
+    report = wide if wide is not None else check_log(reader, settings, scenes=names, deep=False)
+    if report.log_errors:
+        raise LogCheckError(
+            f"{reader.root}: the log check found {len(report.log_errors)} error(s) that concern the whole log; "
+            f"nothing was built:\n{summarize_errors(report.log_errors)}",
+            report.log_errors,
+        )
+    if wide is not None:
+        return report, None
+    return report, {n: failure_reason(report.scene_errors(n)) for n in names if report.scene_errors(n)}
+
+
+def scene_warnings(findings: list[Finding]) -> list[Finding]:
+    """The warnings of one scene's check that a build reports: none where the scene has an error finding (it is
+    a failed scene, or a resumed one whose warnings the check before the build left out too)."""
+    if any(f.severity == ERROR for f in findings):
+        return []
+    return [f for f in findings if f.severity == WARNING]
+
+
 def _unknown_modality(ctx: CheckContext, modality: str, channels: set[str], where: str) -> Finding:
     return ctx.finding(
         "unknown_modality",
@@ -113,11 +150,7 @@ def _selected(ids: list[tuple[str, str]], settings: CheckSettings, scenes: Seque
         wanted = list(settings.scenes)
     else:
         return {n for n, _ in ids}
-    known = {n for n, _ in ids} | {t for _, t in ids}
-    unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise ConfigError(f"log.scenes: {unknown} not in the log (it has {[n for n, _ in ids]})")
-    return {n for n, t in ids if n in wanted or t in wanted}
+    return {n for n, _ in select_scenes(ids, wanted, "log.scenes:")}
 
 
 def _log_findings(ctx: CheckContext, ids: list[tuple[str, str]]) -> list[Finding]:
