@@ -1,16 +1,20 @@
 """A scene's detections and tracks as nuScenes results rows: what a worker of ``stridegen detect`` / ``track``
-(``stridegen.run.detect``) and ``stridegen validate`` do to one scene."""
+(``stridegen.run.detect``) and ``stridegen validate`` do to one scene, and the results file written from every
+scene's rows (``write_results_file``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
 from stridegen.core.boxes import Boxes
-from stridegen.formats.nuscenes_results import MAX_BOXES_PER_SAMPLE
-from stridegen.formats.tracking_results import tracking_rows
+from stridegen.formats.detection_boxes import to_detection_boxes
+from stridegen.formats.nuscenes_results import MAX_BOXES_PER_SAMPLE, results_dict, write_results_dict
+from stridegen.formats.tracking_results import tracking_rows, write_tracking_results
 from stridegen.logs.base import Scene
 from stridegen.pipeline.detect.base import Detector
 from stridegen.pipeline.track_base import DetectingTracker, Tracker, detect_global
@@ -49,3 +53,52 @@ def track_scene_rows(scene: Scene, detections: Sequence[Boxes], tracker: Tracker
         frame.token: tracking_rows(scene.name, frame.token, boxes)
         for frame, boxes in zip(scene.frames, tracked, strict=True)
     }
+
+
+def detection_rows(scene: Scene, boxes: Sequence[Boxes]) -> dict[str, list[dict]]:
+    """One scene's per-frame boxes (``detect_scene``'s) as detection-results rows, per frame token in frame order."""
+    tokens = [f.token for f in scene.frames]
+    rows: dict[str, list[dict]] = results_dict(to_detection_boxes(list(zip(tokens, boxes, strict=True))), tokens)
+    return rows
+
+
+def scene_records(scene: Scene, rows: dict[str, list[dict]]) -> list[dict[str, Any]]:
+    """A scene's rows as the records of its part: per frame ``{"sample_token", "rows"}`` in frame order."""
+    return [{"sample_token": f.token, "rows": rows[f.token]} for f in scene.frames]
+
+
+@dataclass
+class ResultsFileCounts:
+    """What a results file holds: entries (samples), boxes per class, distinct tracking ids (tracking files)."""
+
+    n_samples: int
+    class_counts: dict[str, int]
+    n_tracks: int = 0
+
+
+def _class_counts(labels: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def write_results_file(
+    out: Path, records: Iterable[dict[str, Any]], tracking: bool, log_tokens: Sequence[str]
+) -> ResultsFileCounts:
+    """The results file ``out`` from the scenes' part records (``scene_records``'s, in log order). Detection: an
+    entry for every sample of the log (``log_tokens``), empty where no scene gave rows; tracking: for the samples
+    of the records."""
+    parts = [(r["sample_token"], r["rows"]) for r in records]
+    rows = [row for _, sample in parts for row in sample]
+    results: dict[str, list[dict[str, Any]]]
+    if not tracking:
+        results = {token: [] for token in log_tokens}
+        results.update(parts)
+        write_results_dict(out, results)
+        return ResultsFileCounts(len(results), _class_counts(row["detection_name"] for row in rows))
+    results = dict(parts)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_tracking_results(out, results)
+    counts = _class_counts(row["tracking_name"] for row in rows)
+    return ResultsFileCounts(len(results), counts, len({row["tracking_id"] for row in rows}))
