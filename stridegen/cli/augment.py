@@ -52,8 +52,9 @@ def _split(
 ) -> None:
     from rich.console import Console
 
+    from stridegen.augment.split import resolve_corruptions, resolve_levels
     from stridegen.cli.progress import SceneProgress
-    from stridegen.run.augment import build_robustness_split, resolve_corruptions, resolve_levels
+    from stridegen.run.augment import build_robustness_split
 
     console = Console()
     labels = [name for name in resolve_corruptions(corruptions) for _ in resolve_levels(severity)]

@@ -10,22 +10,26 @@ and the tables that follow from them. Each table is copied from the source excep
 - an extra table ``augmentation`` with ``image_dropped`` ([I] bool) records which images were blacked out.
 
 Everything else (frames, cameras, keyframes, detections, tracks, attributes, ground truth, regions, the QA text and
-ground truth) is identical to the source.
+ground truth) is identical to the source. ``process_split_scene`` reads a scene of the source dataset, corrupts it
+and writes its shard into a sub-dataset (what a worker of ``stridegen.run.augment`` does).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from stridegen.augment.scene import SceneCorruption, corrupt_images, draw_dropped, warp_masks
 from stridegen.formats.rle import encode_rle
 from stridegen.pipeline.visibility import mask_boxes
+from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import SceneRecord, ShardError, bytes_array
-from stridegen.shards.writer import ShardInfo
+from stridegen.shards.writer import ShardInfo, write_shard
 
 AUGMENTATION_TABLE = "augmentation"
 
@@ -134,3 +138,34 @@ def augmentation_totals(dataset_dir: Path, shards: Iterable[ShardInfo]) -> dict[
                 if "qa" in group:
                     no_evidence += int(np.count_nonzero(~group["qa"]["visual_evidence"][()].astype(bool)))
     return {"images_dropped": dropped, "qa_without_visual_evidence": no_evidence}
+
+
+def _compression(source_manifest: dict[str, Any]) -> tuple[str, int]:
+    output = source_manifest.get("config", {}).get("output", {})
+    return str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
+
+
+def process_split_scene(
+    src_dir: str | Path,
+    spec: SceneCorruption,
+    scene_name: str,
+    sub_dir: str | Path,
+    split_hash: str,
+    timings: dict[str, float],
+) -> ShardInfo:
+    """One scene of the dataset ``src_dir`` corrupted (``corrupt_record``) and written as a shard of the
+    sub-dataset ``sub_dir`` (config hash ``split_hash``, the source's compression); its read, corrupt and write
+    times go into ``timings``. A source shard that no longer matches its manifest is refused, never degraded."""
+    t0 = time.perf_counter()
+    with open_dataset(src_dir) as source:
+        source.verify([scene_name])
+        record = source.scene(scene_name).record()
+        compression, level = _compression(source.manifest)
+    timings["read"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = corrupt_record(record, spec)
+    timings["corrupt"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    info = write_shard(out, sub_dir, split_hash, compression, level)
+    timings["write"] = time.perf_counter() - t0
+    return info

@@ -156,6 +156,13 @@ def check_output_folder(out_dir: str | Path, config_hash: str, overwrite: bool) 
     clear_build_outputs(out)
 
 
+def check_outside_source(src_dir: str | Path, out_dir: str | Path) -> None:
+    """ConfigError when the output folder of a job over the dataset ``src_dir`` is that dataset or lies in it."""
+    src, out = Path(src_dir).resolve(), Path(out_dir).resolve()
+    if out == src or src in out.parents:
+        raise ConfigError(f"--out {Path(out_dir)} must lie outside the source dataset {Path(src_dir)}")
+
+
 def clear_build_outputs(out_dir: str | Path) -> None:
     """Remove what a build writes into ``out_dir`` (shards/*.h5, journal, manifest, report)."""
     import shutil

@@ -12,17 +12,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from stridegen.augment.split import SplitSpec, resolve_levels
 from stridegen.cli.augment import augment
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.pipeline.visibility import mask_boxes
 from stridegen.run import augment as split_mod
-from stridegen.run.augment import (
-    INDEX_NAME,
-    SplitSpec,
-    build_robustness_split,
-    resolve_levels,
-)
+from stridegen.run.augment import build_robustness_split
 from stridegen.shards.augmented import corrupt_record, dropped_images
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (
@@ -34,6 +30,7 @@ from stridegen.shards.schema import (
     TracksTable,
     str_array,
 )
+from stridegen.shards.splits import INDEX_NAME
 from tests import shard_fixtures as hand  # hand-built scene tables and datasets, shared with other tests
 
 H, W = 64, 96
