@@ -37,6 +37,7 @@ _COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.validate", "validate", "validate"),
     ("stridegen.cli.render", "render", "render"),
     ("stridegen.cli.export", "export", "export"),
+    ("stridegen.cli.predict", "predict", "predict"),
     ("stridegen.cli.report", "report", "report"),
     ("stridegen.cli.anonymize", "anonymize", "anonymize"),
 ]

@@ -1,7 +1,7 @@
 """The one registry of extension points: a (kind, name) pair resolves to a factory.
 
 Kinds: ``log_reader``, ``detector``, ``tracker``, ``segmenter``, ``qa_family``, ``corruption``, ``judge``,
-``exporter``, ``executor`` (``KINDS``). A name resolves, in this order, to
+``exporter``, ``executor``, ``predictor`` (``KINDS``). A name resolves, in this order, to
 
 1. a registration made at run time with ``register(kind, name, target)`` (a ``"package.module:Factory"`` string or
    the factory itself), else a built-in (``BUILTIN``: strings, so that nothing is imported before it is used);
@@ -41,6 +41,7 @@ KINDS: tuple[str, ...] = (
     "judge",
     "exporter",
     "executor",
+    "predictor",
 )
 
 # Built-in backends: kind -> name -> "module:attribute". The built-in corruptions stay in their own tables
@@ -92,6 +93,10 @@ BUILTIN: dict[str, dict[str, str]] = {
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",
         "ray": "stridegen.run.ray_executor:RayExecutor",
+    },
+    "predictor": {
+        "openai": "stridegen.predict.openai_backend:OpenAIPredictor",
+        "transformers": "stridegen.predict.transformers_backend:TransformersPredictor",
     },
 }
 

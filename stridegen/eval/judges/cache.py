@@ -12,58 +12,14 @@ is written or kept: no API key, Authorization header or key-shaped string reache
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from stridegen.eval.judges.records import canonical_json
+from stridegen.llm.jsonl import AppendOnlyJsonl
 from stridegen.llm.records import Completion
 from stridegen.llm.redact import redact_obj
-
-
-class _JsonlAppender:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._repair_tail()
-
-    def _repair_tail(self) -> None:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        with self.path.open("rb") as f:
-            f.seek(-1, os.SEEK_END)
-            last = f.read(1)
-        if last != b"\n":
-            with self.path.open("ab") as f:
-                f.write(b"\n")
-                f.flush()
-                os.fsync(f.fileno())
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = (canonical_json(record) + "\n").encode("utf-8")
-        with self._lock, self.path.open("ab") as f:
-            f.write(line)  # one write per record: a kill can only truncate the tail
-            f.flush()
-            os.fsync(f.fileno())
-
-    def read(self) -> tuple[list[dict[str, Any]], int]:
-        """All readable records and the number of unreadable (truncated) lines."""
-        if not self.path.exists():
-            return [], 0
-        records, bad = [], 0
-        with self.path.open("rb") as f:
-            for raw in f:
-                if not raw.strip():
-                    continue
-                try:
-                    records.append(json.loads(raw))
-                except ValueError:
-                    bad += 1
-        return records, bad
 
 
 class VerdictCache:
@@ -71,8 +27,8 @@ class VerdictCache:
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        self._cache = _JsonlAppender(self.directory / "cache.jsonl")
-        self._errors = _JsonlAppender(self.directory / "errors.jsonl")
+        self._cache = AppendOnlyJsonl(self.directory / "cache.jsonl")
+        self._errors = AppendOnlyJsonl(self.directory / "errors.jsonl")
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         records, self.unreadable_lines = self._cache.read()
