@@ -7,6 +7,7 @@ model's ``pred``, and the annotation sheet)::
 
     annotation_files/strideqa_bench_t0.json ... _t3.json   question records of horizon t (lists)
     annotation_sheet.csv                                  group_id, object_type, relation, out_of_view
+    balance.json                                          the groups left out (by reason) and drawn
     images/<scene>/<camera>/<frame>.jpg                   the stored camera images, bytes unchanged
 
 One record per spatiotemporal question of the dataset:
@@ -15,7 +16,7 @@ One record per spatiotemporal question of the dataset:
 - ``question``, ``gt`` (the templated answer), ``qa_category`` (one of the 13), ``gt_value`` and ``unit``
   ({"distance"|"direction"|"velocity": ...}; a distance question at t > 0 carries distance and direction);
 - ``images``: four image paths relative to ``images/``, oldest first (prev_3, prev_2, prev_1, current), and ``rle``:
-  {bucket: COCO RLE {"size": [h, w], "counts": str}} of the target in each (an empty mask where it has none);
+  {bucket: COCO RLE {"size": [h, w], "counts": str}} of the target in each (never empty: see below);
 - ``region_id``, ``object_class``, ``out_of_view``, ``horizon_s``;
 - ``token_info``: the link back to the source: scene, camera, keyframe sample token, the tokens of the four frames,
   the track id and stridegen's own question id.
@@ -23,14 +24,24 @@ One record per spatiotemporal question of the dataset:
 The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.shards.scenarios;
 docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
 
-Partial groups (a clip that ends before some horizon: ``gt_extra["missing_horizons"]``) are left out, and their
-questions counted as ``partial_group_questions_left_out``: the toolkit's ``compute_tlc_mlsr`` fills a group's
-absent horizons with failures, so such a group would lower TLC and MLSR whatever the model answers (and a file
-without any t = 3 record would fail its column lookup).
+Two kinds of group are left out whole, before any split, and counted by reason in ``balance.json`` and (their
+questions) in the manifest's totals:
+
+- ``partial_group`` (``partial_group_questions_left_out``): a clip that ends before some horizon
+  (``gt_extra["missing_horizons"]``): the toolkit's ``compute_tlc_mlsr`` fills a group's absent horizons with
+  failures, so such a group would lower TLC and MLSR whatever the model answers (and a file without any t = 3
+  record would fail its column lookup);
+- ``undrawable_group`` (``undrawable_group_questions_left_out``): a context frame where the official inference
+  could not draw the target's mark (``mark_drawable``: no mask there, or one that vanishes at the frame size the
+  inference resizes to). That loop draws a mark on every image a record names, from the ``rle`` entry of the
+  image's position (``images[i]`` with bucket i), with no way to skip one and no error handling, and its mark needs
+  the mask's outline; a record can neither leave a frame's mask out nor drop the frame (the buckets would shift),
+  so the group cannot be written.
 
 A bench split (options ``balance``, ``balance_seed``, ``exclude_out_of_view``): ``finalize`` keeps whole groups
-(all their questions) drawn per relation over every scene, then numbers the kept records as above, and writes
-``annotation_files/balance.json`` (per relation: target, available, drawn, shortfall). Within a relation the
+(all their questions) drawn per relation over every scene, then numbers the kept records as above.
+``annotation_files/balance.json`` (written by every export) holds the groups left out by reason and, per
+relation: target, available, drawn, shortfall. Within a relation the
 groups are ranked by sha256 of (seed, scene, local group id) and the first ``target`` are kept, so the draw
 depends only on the seed and the dataset (not on the worker count), and a smaller target draws a subset of a
 larger one; the kept groups stay in scene order.
@@ -42,6 +53,7 @@ import csv
 import hashlib
 import io
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +64,6 @@ import numpy as np
 from stridegen.core.canonical import canonical_json
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.formats.rle import encode_rle
 from stridegen.pipeline.qa.spatiotemporal import MISSING_HORIZONS_KEY
 from stridegen.pipeline.scenario import RELATIONS
 from stridegen.shards.reader import SceneView
@@ -68,6 +79,41 @@ BALANCE = "balance.json"
 IMAGES = "images"
 # The unit the toolkit's records name per answer kind (informative: its evaluator does not convert gt values).
 UNITS = {"distance": "meters", "direction": "degrees", "velocity": "m/s"}
+# (width, height) the official inference resizes every context frame and its mask to: the defaults of its
+# --width / --height, which its published inference scripts also pass.
+BENCH_FRAME_SIZE = (532, 336)
+# An outline the official mark drawing keeps has at least this many points; a mask without one has no mark box.
+MIN_OUTLINE_POINTS = 3
+# Why a group is left out of every bench export (module docstring), in the order reported.
+PARTIAL_GROUP = "partial_group"
+UNDRAWABLE_GROUP = "undrawable_group"
+LEFT_OUT_REASONS = (PARTIAL_GROUP, UNDRAWABLE_GROUP)
+LEFT_OUT = "left_out"  # the key of a part record that stands for a group left out (its reason)
+
+
+def mark_drawable(mask: np.ndarray, frame_size: tuple[int, int] = BENCH_FRAME_SIZE) -> bool:
+    """Whether the official inference can draw its Set-of-Mark mark for ``mask`` ([H, W] bool, full image pixels).
+
+    It resizes the mask to ``frame_size`` (width, height) by nearest neighbour (OpenCV), traces the outlines of the
+    resized mask, keeps those of at least ``MIN_OUTLINE_POINTS`` points and computes the mark's box from them, which
+    fails when none is kept: an empty mask, or one that shrinks to isolated pixels or pixel pairs at that size.
+    """
+    import cv2
+
+    small = cv2.resize(np.asarray(mask, dtype=np.uint8), frame_size, interpolation=cv2.INTER_NEAREST)
+    outlines, _ = cv2.findContours(small, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    return any(len(outline) >= MIN_OUTLINE_POINTS for outline in outlines)
+
+
+def check_frame_size(value: Any) -> tuple[int, int]:
+    """The ``frame_size`` option checked: [width, height] of positive whole numbers. ConfigError otherwise."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        return int(value[0]), int(value[1])
+    raise ConfigError(f"strideqa-bench frame_size: expected [width, height] of whole numbers > 0, got {value!r}")
 
 
 def _gt_value(predicate: str, gt_value: float, gt_extra: dict[str, Any]) -> dict[str, float]:
@@ -172,7 +218,9 @@ class StrideQABenchExporter:
     """STRIDE-QA-Bench annotation files, sheet and images (module docstring).
 
     ``balance``: None (every group), N (up to N groups per relation) or {relation: N} (only those relations);
-    ``balance_seed`` picks the draw; ``exclude_out_of_view`` drops every group with an out-of-view question first.
+    ``balance_seed`` picks the draw; ``exclude_out_of_view`` drops every group with an out-of-view question first;
+    ``frame_size`` is the (width, height) the official inference is run with (its ``--width`` / ``--height``), at
+    which every exported mark must be drawable.
     """
 
     name = "strideqa-bench"
@@ -182,8 +230,10 @@ class StrideQABenchExporter:
         balance: int | Mapping[str, int] | None = None,
         balance_seed: int = 0,
         exclude_out_of_view: bool = False,
+        frame_size: tuple[int, int] | list[int] = BENCH_FRAME_SIZE,
     ) -> None:
         self.balance = check_balance(balance)
+        self.frame_size = check_frame_size(frame_size)
         if isinstance(balance_seed, bool) or not isinstance(balance_seed, int):
             raise ConfigError(f"strideqa-bench balance_seed: expected an integer, got {balance_seed!r}")
         if not isinstance(exclude_out_of_view, bool):
@@ -193,29 +243,62 @@ class StrideQABenchExporter:
         self.balance_seed = balance_seed
         self.exclude_out_of_view = exclude_out_of_view
 
+    def _context_masks(self, scene: SceneView, index: SceneIndex, q: int) -> list[tuple[int, int | None]]:
+        """(frame, mask row or None) of question ``q``'s context frames, oldest first: the target's mask in each."""
+        qa = scene.qa
+        assert qa is not None
+        channel_index, track = int(qa.channel_index[q]), int(qa.track_index[q][0])
+        context = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
+        return [(f, index.mask_of.get((index.image_row[(f, channel_index)], track))) for f in context]
+
+    def _left_out_groups(
+        self, scene: SceneView, rows: list[int], contexts: dict[int, list[tuple[int, int | None]]]
+    ) -> dict[str, str]:
+        """Local group id -> why the group is left out (``LEFT_OUT_REASONS``; module docstring), for the groups of
+        ``rows`` that are: partial first, then undrawable (a context frame without a mark ``mark_drawable`` accepts).
+        """
+        qa = scene.qa
+        assert qa is not None
+        drawable: dict[int, bool] = {}  # mask row -> mark_drawable, each mask decoded once
+        reasons: dict[str, str] = {}
+        for q in rows:
+            group = str(qa.group_id[q])
+            if MISSING_HORIZONS_KEY in json.loads(str(qa.gt_extra[q])):
+                reasons[group] = PARTIAL_GROUP
+            if group in reasons:
+                continue
+            for _, mask_index in contexts[q]:
+                if mask_index is not None and mask_index not in drawable:
+                    drawable[mask_index] = mark_drawable(scene.mask(mask_index), self.frame_size)
+                if mask_index is None or not drawable[mask_index]:
+                    reasons[group] = UNDRAWABLE_GROUP
+                    break
+        return reasons
+
     def export_scene(self, scene: SceneView, out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
         qa = scene.qa
         if qa is None or len(qa) == 0:
             return [], {"questions": 0, "images": 0}
-        rows = np.flatnonzero(np.asarray(qa.category, dtype=object) == "spatiotemporal")
-        partial = np.array([MISSING_HORIZONS_KEY in json.loads(str(qa.gt_extra[q])) for q in rows.tolist()], bool)
-        rows, left_out = rows[~partial], int(partial.sum())
+        rows = np.flatnonzero(np.asarray(qa.category, dtype=object) == "spatiotemporal").tolist()
+        index = SceneIndex(scene)
+        contexts = {q: self._context_masks(scene, index, q) for q in rows}
+        reasons = self._left_out_groups(scene, rows, contexts)
+        left_out = Counter(str(qa.group_id[q]) for q in rows if str(qa.group_id[q]) in reasons)
         cameras, frames, keyframes, tracks = scene.cameras, scene.frames, scene.keyframes, scene.tracks
         masks = scene.masks
-        index = SceneIndex(scene)
         written: dict[tuple[int, int], str] = {}  # (frame, camera) -> path under images/, each image written once
-        empty_rle: dict[tuple[int, int], str] = {}  # (height, width) -> counts of an empty mask
         relation = scene_relations(scene)
         records: list[dict[str, Any]] = []
-        for q in rows.tolist():
+        for q in rows:
+            if str(qa.group_id[q]) in reasons:
+                continue
             channel_index = int(qa.channel_index[q])
             channel = str(cameras.channel[channel_index])
             height, width = int(cameras.height[channel_index]), int(cameras.width[channel_index])
             track = int(qa.track_index[q][0])
-            context = [int(f) for f in np.asarray(qa.frame_indices[q]).reshape(-1) if f >= 0]
+            context = [frame for frame, _ in contexts[q]]
             images, rle = [], {}
-            for bucket, frame in zip(BUCKETS[-len(context) :], context, strict=True):
-                row = index.image_row[(frame, channel_index)]
+            for bucket, (frame, mask_index) in zip(BUCKETS[-len(context) :], contexts[q], strict=True):
                 if (frame, channel_index) not in written:
                     data = scene.image_bytes(channel, frame)
                     ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
@@ -224,14 +307,8 @@ class StrideQABenchExporter:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write_bytes(path, data)
                 images.append(written[(frame, channel_index)])
-                mask_index = index.mask_of.get((row, track))
-                if masks is not None and mask_index is not None:
-                    counts = str(masks.rle_counts[mask_index])
-                else:
-                    if (height, width) not in empty_rle:
-                        empty_rle[(height, width)] = encode_rle(np.zeros((height, width), dtype=bool))
-                    counts = empty_rle[(height, width)]
-                rle[bucket] = {"size": [height, width], "counts": counts}
+                assert masks is not None and mask_index is not None  # else the group is undrawable
+                rle[bucket] = {"size": [height, width], "counts": str(masks.rle_counts[mask_index])}
             predicate = str(qa.predicate[q])
             keyframe_frame = int(keyframes.frame_index[int(qa.keyframe_index[q])])
             records.append(
@@ -260,18 +337,28 @@ class StrideQABenchExporter:
                 }
             )
         stats = {"questions": len(records), "images": len(written)}
-        if left_out:
-            stats["partial_group_questions_left_out"] = left_out
+        for reason in LEFT_OUT_REASONS:
+            questions = sum(n for group, n in left_out.items() if reasons[group] == reason)
+            if questions:
+                stats[f"{reason}_questions_left_out"] = questions
+        # One stand-in per group left out, for balance.json (finalize counts them and writes nothing else of them).
+        records += [{LEFT_OUT: reasons[group], "local_group": group, "questions": n} for group, n in left_out.items()]
         return records, stats
 
     def _balance_report(
-        self, groups: list[BenchGroup], kept: set[tuple[str, str]], per_relation: dict[str, dict[str, Any]]
+        self,
+        groups: list[BenchGroup],
+        kept: set[tuple[str, str]],
+        per_relation: dict[str, dict[str, Any]],
+        left_out: dict[str, dict[str, int]],
     ) -> dict[str, Any]:
         named = set(per_relation)
         return {
             "balance": self.balance,
             "seed": self.balance_seed,
             "exclude_out_of_view": self.exclude_out_of_view,
+            "frame_size": list(self.frame_size),
+            "not_exportable": left_out,
             "groups": {
                 "total": len(groups),
                 "out_of_view_dropped": sum(r["out_of_view_dropped"] for r in per_relation.values()),
@@ -285,17 +372,21 @@ class StrideQABenchExporter:
         by_horizon: dict[int, list[dict[str, Any]]] = {t: [] for t in HORIZONS}
         groups: dict[tuple[str, str], str] = {}
         sheet: dict[str, dict[str, Any]] = {}
-        report: dict[str, Any] | None = None
-        kept: set[tuple[str, str]] | None = None
-        if self.balance is not None or self.exclude_out_of_view:
-            all_groups = bench_groups(records)
-            kept, per_relation = draw_groups(all_groups, self.balance, self.balance_seed, self.exclude_out_of_view)
-            report = self._balance_report(all_groups, kept, per_relation)
+        left_out = {reason: {"groups": 0, "questions": 0} for reason in LEFT_OUT_REASONS}
+        for scene_records in records:
+            for rec in scene_records:
+                if LEFT_OUT in rec:
+                    left_out[rec[LEFT_OUT]]["groups"] += 1
+                    left_out[rec[LEFT_OUT]]["questions"] += int(rec["questions"])
+        records = [[rec for rec in scene_records if LEFT_OUT not in rec] for scene_records in records]
+        all_groups = bench_groups(records)
+        kept, per_relation = draw_groups(all_groups, self.balance, self.balance_seed, self.exclude_out_of_view)
+        report = self._balance_report(all_groups, kept, per_relation, left_out)
         n = 0
         for scene_records in records:
             for rec in scene_records:
                 key = (rec["token_info"]["scene"], rec["local_group"])
-                if kept is not None and key not in kept:
+                if key not in kept:
                     continue
                 if key not in groups:
                     groups[key] = f"g{len(groups) + 1:05d}"
@@ -322,10 +413,7 @@ class StrideQABenchExporter:
             writer.writerow([group, entry["object_type"], entry["relation"], entry["out_of_view"]])
         atomic_write_bytes(out_dir / ANNOTATIONS / SHEET, text.getvalue().encode())
         files.append(f"{ANNOTATIONS}/{SHEET}")
-        if report is not None:
-            report["questions_drawn"] = n
-            atomic_write_bytes(out_dir / ANNOTATIONS / BALANCE, json.dumps(report, indent=1).encode() + b"\n")
-            files.append(f"{ANNOTATIONS}/{BALANCE}")
-        else:  # an earlier split's report, left by --overwrite, would not describe these files
-            (out_dir / ANNOTATIONS / BALANCE).unlink(missing_ok=True)
+        report["questions_drawn"] = n
+        atomic_write_bytes(out_dir / ANNOTATIONS / BALANCE, json.dumps(report, indent=1).encode() + b"\n")
+        files.append(f"{ANNOTATIONS}/{BALANCE}")
         return files
