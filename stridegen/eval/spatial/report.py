@@ -4,7 +4,6 @@ and ``items.jsonl`` (one line per question: truth, prediction, what was read, co
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,6 @@ _BREAKDOWNS: tuple[tuple[str, str], ...] = (
 
 def _pct(rate: float | None) -> str:
     return "-" if rate is None else f"{100 * rate:.1f}"
-
-
-def _number(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
 
 
 def _json_value(value: Any) -> Any:
@@ -82,33 +77,44 @@ def markdown_report(metrics: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _numbers(values: Any) -> list[float | None]:
+    """A float array as a list with None for NaN (strict JSON)."""
+    return [None if v != v else v for v in values.tolist()]
+
+
 def item_rows(scores: SpatialScores) -> list[dict[str, Any]]:
-    """One JSON-ready row per item."""
+    """One JSON-ready row per item (columns turned into Python lists once, then zipped)."""
     items, answers, judged = scores.items, scores.answers, scores.judged
     forms = form_names(items.form)
-    rows = []
-    for i, qid in enumerate(items.question_id):
-        qualitative = forms[i] in QUALITATIVE_FORMS
-        pred = scores.predictions[i]
-        rows.append(
-            {
-                "question_id": qid,
-                "category": str(items.category[i]),
-                "predicate": str(items.predicate[i]),
-                "object_class": str(items.object_class[i]),
-                "form": forms[i],
-                "distance_m": _number(float(items.distance_m[i])),
-                "distance_bin": scores.bin_names[int(scores.distance_bin[i])],
-                "gt": str(items.gt_label[i]) if qualitative else _number(float(items.gt_value[i])),
-                "pred": None if pred is NO_PREDICTION else _json_value(pred),
-                "read": (answers.label[i] or None) if qualitative else _number(float(answers.value[i])),
-                "correct": bool(judged.correct[i]),
-                "abs_error": _number(float(judged.abs_error[i])),
-                "rel_error": _number(float(judged.rel_error[i])),
-                "reason": answers.reason[i],
-            }
-        )
-    return rows
+    qualitative = [f in QUALITATIVE_FORMS for f in forms]
+    gt = [
+        label if q else value
+        for q, label, value in zip(qualitative, items.gt_label.tolist(), _numbers(items.gt_value), strict=True)
+    ]
+    read = [
+        (label or None) if q else value
+        for q, label, value in zip(qualitative, answers.label, _numbers(answers.value), strict=True)
+    ]
+    preds = [p if isinstance(p, str) else None if p is NO_PREDICTION else _json_value(p) for p in scores.predictions]
+    bins = [scores.bin_names[b] for b in scores.distance_bin.tolist()]
+    columns = {
+        "question_id": items.question_id,
+        "category": [str(c) for c in items.category.tolist()],
+        "predicate": [str(p) for p in items.predicate.tolist()],
+        "object_class": [str(c) for c in items.object_class.tolist()],
+        "form": forms,
+        "distance_m": _numbers(items.distance_m),
+        "distance_bin": bins,
+        "gt": gt,
+        "pred": preds,
+        "read": read,
+        "correct": judged.correct.tolist(),
+        "abs_error": _numbers(judged.abs_error),
+        "rel_error": _numbers(judged.rel_error),
+        "reason": answers.reason,
+    }
+    names = list(columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def write_reports(scores: SpatialScores, metrics: dict[str, Any], out: str | Path) -> dict[str, Path]:
@@ -118,7 +124,7 @@ def write_reports(scores: SpatialScores, metrics: dict[str, Any], out: str | Pat
     paths = {"json": folder / "metrics.json", "md": folder / "metrics.md", "items": folder / "items.jsonl"}
     paths["json"].write_text(json.dumps(metrics, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     paths["md"].write_text(markdown_report(metrics), encoding="utf-8")
+    encode = json.JSONEncoder(ensure_ascii=False).encode
     with paths["items"].open("w", encoding="utf-8") as f:
-        for row in item_rows(scores):
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.writelines(encode(row) + "\n" for row in item_rows(scores))
     return paths
