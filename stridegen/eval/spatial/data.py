@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +29,9 @@ from stridegen.pipeline.qa.base import (
     UNIT_DEGREE,
     UNIT_METRE,
 )
-from stridegen.shards.reader import SceneView
+
+if TYPE_CHECKING:
+    from stridegen.shards.reader import SceneView
 
 SPATIAL_CATEGORIES: tuple[str, ...] = (CATEGORY_OBJECT_SPATIAL, CATEGORY_EGO_SPATIAL)
 
