@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
-from stridegen.run.export import EXPORT_MANIFEST, run_export
+from stridegen.run.export import run_export
+from stridegen.shards.export.manifest import EXPORT_MANIFEST
 
 FORMATS = ("strideqa", "strideqa-bench", "llava", "messages", "hf")
 QUICK = {"scenes": 2, "seconds": 8.0, "seed": 0, "width": 320, "height": 180, "rig": "nuscenes", "sweeps": False}

@@ -5,41 +5,36 @@ This module is the export job, with the shape of a build (stridegen.run.runner):
 one *part* (``parts/<scene>.jsonl``, the scene's records, plus whatever files the format keeps per scene, e.g.
 images), written by a worker and recorded in the journal with its sha256; a rerun skips the scenes whose part is
 intact. When every scene is done the exporter's ``finalize`` turns the parts, in scene order, into the format's
-own files, and ``export.json`` records the source, the format and the sha256 of every file. Same source and
-arguments give the same bytes, with any number of workers.
+own files, and ``export.json`` records the source, the format and the sha256 of every file
+(``stridegen.shards.export.manifest``). Same source and arguments give the same bytes, with any number of workers.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stridegen.core import registry
-from stridegen.core.canonical import sha256_canonical
-from stridegen.core.errors import ConfigError, StrideGenError
 from stridegen.run.config import ExecutorSection
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
+    JobOutcome,
     JobTarget,
     RunObserver,
+    SceneJob,
     SceneResult,
     SceneRunSummary,
     StageCallback,
-    failed_scene,
-    read_part,
-    run_jobs,
+    read_parts,
+    run_scene_jobs,
     write_part,
 )
-from stridegen.shards.export.base import Exporter
-from stridegen.shards.manifest import manifest_bytes
+from stridegen.shards.export.base import make_exporter
+from stridegen.shards.export.manifest import export_hash, export_source, write_export_manifest
+from stridegen.shards.journal import check_outside_source
 from stridegen.shards.reader import open_dataset
-from stridegen.shards.writer import ShardInfo, atomic_write_bytes, sha256_file
-
-EXPORT_MANIFEST = "export.json"
-EXPORT_FORMAT_VERSION = 1
+from stridegen.shards.writer import ShardInfo
 
 
 @dataclass
@@ -51,33 +46,26 @@ class ExportResult(SceneRunSummary):
     wall_s: float = 0.0
 
 
-def make_exporter(name: str, options: dict[str, Any] | None = None) -> Exporter:
-    exporter: Exporter = registry.make("exporter", name, options or {})
-    return exporter
+@dataclass(frozen=True)
+class ExportTask:
+    """The export's task (``SceneTask``; plain data): the source dataset, the format and its options, the output."""
 
+    src_dir: str
+    format_name: str
+    options: dict[str, Any]
+    out_dir: str
 
-def export_scene_part(
-    src_dir: str, format_name: str, options: dict[str, Any], scene_name: str, out_dir: str
-) -> ShardInfo:
-    """Export one scene and write its part file (atomically); the part's ShardInfo for the journal."""
-    exporter = make_exporter(format_name, options)
-    with open_dataset(src_dir) as source:
-        source.verify([scene_name])  # never export a shard that no longer matches its manifest
-        records, counts = exporter.export_scene(source.scene(scene_name), Path(out_dir))
-    return write_part(out_dir, scene_name, records, counts)
-
-
-def _export_worker(payload: tuple[str, str, dict[str, Any], str, str], report: StageCallback) -> SceneResult:
-    src_dir, format_name, options, scene_name, out_dir = payload
-    timings: dict[str, float] = {}
-    try:
+    def run_scene(self, scene: str, report: StageCallback, timings: dict[str, float]) -> ShardInfo:
+        """Export one scene and write its part (atomically); the part's ShardInfo for the journal."""
         t0 = time.perf_counter()
-        info = export_scene_part(src_dir, format_name, options, scene_name, out_dir)
+        exporter = make_exporter(self.format_name, self.options)
+        with open_dataset(self.src_dir) as source:
+            source.verify([scene])  # never export a shard that no longer matches its manifest
+            records, counts = exporter.export_scene(source.scene(scene), Path(self.out_dir))
+        info = write_part(self.out_dir, scene, records, counts)
         timings["export"] = time.perf_counter() - t0
-        report(scene_name, "export")
-        return SceneResult(scene_name, "built", info, timings_s=timings)
-    except Exception as exc:  # one scene's failure is recorded; the others go on
-        return failed_scene(scene_name, exc, timings)
+        report(scene, "export")
+        return info
 
 
 def run_export(
@@ -96,70 +84,24 @@ def run_export(
     options = dict(options or {})
     make_exporter(format_name, options)  # an unknown format or a bad option fails now
     src, out = Path(src_dir), Path(out_dir)
-    if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
-        raise ConfigError(f"--out {out} must lie outside the source dataset {src}")
+    check_outside_source(src, out)
     with open_dataset(src) as source:
         scenes = list(source.scenes)
-        shards = [[s["file"], s["sha256"]] for s in source.manifest["shards"]]
-        source_info = {
-            "path": str(src.resolve()),
-            "config_hash": str(source.manifest.get("config_hash", "")),
-            "shards_digest": sha256_canonical(shards),
-        }
-    export_hash = sha256_canonical(
-        {
-            "format": format_name,
-            "version": EXPORT_FORMAT_VERSION,
-            "options": options,
-            "source_config_hash": source_info["config_hash"],
-            "source_shards": source_info["shards_digest"],
-        }
-    )
-    [outcome] = run_jobs(
-        [JobTarget(out, export_hash, scenes)],
-        lambda job, scene: (str(src), format_name, options, scene, str(out)),
-        _export_worker,
-        make_executor(executor, workers),
-        overwrite,
-        observer,
-    )
-    result = ExportResult(out, format_name, None, outcome.results)
-    if result.ok:
-        records = [read_part(out, scene) for scene in scenes]
-        files = make_exporter(format_name, options).finalize(out, records, source_info)
-        result.manifest_path = _write_export_manifest(
-            out, format_name, options, export_hash, source_info, result.results, files
-        )
+        source_info = export_source(source, src)
+    config_hash = export_hash(format_name, options, source_info)
+    result = ExportResult(out, format_name, None)
+
+    def finish(outcome: JobOutcome) -> None:  # the format's files from the parts, once every scene is done
+        result.results = outcome.results
+        if outcome.ok:
+            files = make_exporter(format_name, options).finalize(out, read_parts(out, scenes), source_info)
+            parts = [(r.scene, r.shard) for r in outcome.results]
+            result.manifest_path = write_export_manifest(
+                out, format_name, options, config_hash, source_info, parts, files
+            )
+
+    task = ExportTask(str(src), format_name, options, str(out))
+    job = SceneJob(JobTarget(out, config_hash, scenes), task, finish)
+    run_scene_jobs([job], make_executor(executor, workers), overwrite, observer)
     result.wall_s = time.perf_counter() - start
     return result
-
-
-def _write_export_manifest(
-    out: Path,
-    format_name: str,
-    options: dict[str, Any],
-    export_hash: str,
-    source: dict[str, Any],
-    results: Sequence[SceneResult],
-    files: list[str],
-) -> Path:
-    totals: dict[str, int] = {}
-    for r in results:
-        if r.shard is None:
-            raise StrideGenError(f"{r.scene}: exported scene without a part")
-        for key, value in r.shard.counts.items():
-            totals[key] = totals.get(key, 0) + int(value)
-    manifest = {
-        "format": "stridegen-export",
-        "version": EXPORT_FORMAT_VERSION,
-        "exporter": format_name,
-        "options": options,
-        "config_hash": export_hash,
-        "source": source,
-        "scenes": [r.scene for r in results],
-        "totals": dict(sorted(totals.items())),
-        "files": [{"file": f, "sha256": sha256_file(out / f)} for f in sorted(files)],
-    }
-    path = out / EXPORT_MANIFEST
-    atomic_write_bytes(path, manifest_bytes(manifest))
-    return path

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from stridegen.core import registry
 from stridegen.shards.reader import SceneView
 
 
@@ -19,3 +20,10 @@ class Exporter(Protocol):
     def export_scene(self, scene: SceneView, out_dir: Path) -> tuple[list[dict[str, Any]], dict[str, int]]: ...
 
     def finalize(self, out_dir: Path, records: list[list[dict[str, Any]]], source: dict[str, Any]) -> list[str]: ...
+
+
+def make_exporter(name: str, options: dict[str, Any] | None = None) -> Exporter:
+    """The exporter backend ``name`` of the registry with ``options`` (ConfigError for an unknown one or a bad
+    option)."""
+    exporter: Exporter = registry.make("exporter", name, options or {})
+    return exporter

@@ -18,7 +18,8 @@ from stridegen.cli.export import parse_balance
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_bench import extract_group_id, load_annotation_questions, read_annotation_sheet
-from stridegen.run.export import EXPORT_MANIFEST, run_export
+from stridegen.run.export import run_export
+from stridegen.shards.export.manifest import EXPORT_MANIFEST
 from stridegen.shards.reader import open_dataset
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset

@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 from stridegen.cli import app
 from stridegen.core.errors import ConfigError, MissingExtraError
 from stridegen.formats.images import decode_image
-from stridegen.run.export import EXPORT_MANIFEST, make_exporter, run_export
+from stridegen.run.export import run_export
+from stridegen.shards.export.base import make_exporter
+from stridegen.shards.export.manifest import EXPORT_MANIFEST
 from stridegen.shards.reader import open_dataset
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
