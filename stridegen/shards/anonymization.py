@@ -2,18 +2,26 @@
 shard tables per scene, ``anonymization`` (one row per region: ``image_index``, ``kind``, ``source``,
 ``box_xyxy``, ``score``) and ``anonymization_images`` (per image: ``blurred_px``, ``regions``,
 ``metadata_removed``, ``reencoded``), and ``anonymization.json`` beside the manifest, which lists them per image.
+``anonymize_record`` runs the pass over a stored scene (``read_stored_scene``): what ``stridegen anonymize`` does
+to each scene of a built dataset (stridegen.run.anonymize), with the bytes the build's anonymize stage gives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stridegen.pipeline.anonymize.faces import FaceDetector
+from stridegen.pipeline.anonymize.image import AnonymizeOptions
+from stridegen.pipeline.anonymize.scene import anonymize_scene
+from stridegen.shards import adapters
 from stridegen.shards.manifest import manifest_bytes
 from stridegen.shards.reader import open_dataset
+from stridegen.shards.schema import SceneRecord
 from stridegen.shards.writer import atomic_write_bytes
 
 REGIONS_TABLE = "anonymization"
@@ -94,3 +102,45 @@ def write_anonymization_sidecar(out_dir: str | Path, settings: Mapping[str, Any]
     path = Path(out_dir) / SIDECAR_NAME
     atomic_write_bytes(path, manifest_bytes(anonymization_summary(out_dir, settings)))
     return path
+
+
+def _qa_skipped(manifest: dict[str, Any], scene_name: str) -> dict[str, int]:
+    """The scene's spatiotemporal groups not made, by reason: kept in the manifest only (not in the shard)."""
+    prefix = "qa_skipped_group/"
+    for shard in manifest.get("shards", []):
+        if scene_name in shard.get("scenes", []):
+            counts = shard.get("counts", {})
+            return {k[len(prefix) :]: int(v) for k, v in counts.items() if k.startswith(prefix)}
+    return {}
+
+
+def read_stored_scene(src_dir: str | Path, scene_name: str) -> SceneRecord:
+    """The record of one scene of the dataset ``src_dir`` (its shard checked against the manifest first), with the
+    QA groups not made that only the manifest keeps: what a rewrite of the scene writes back."""
+    with open_dataset(src_dir) as source:
+        source.verify([scene_name])
+        record = source.scene(scene_name).record()
+        return replace(record, qa_skipped=_qa_skipped(source.manifest, scene_name))
+
+
+def anonymize_record(record: SceneRecord, options: AnonymizeOptions, face_detector: FaceDetector | None) -> SceneRecord:
+    """A stored scene through the privacy pass (``face_detector`` used when ``options.faces``): the same bytes as
+    the build's anonymize stage gives."""
+    out = anonymize_scene(
+        record.meta.name,
+        record.meta.log_name,
+        record.frames.timestamp_us,
+        record.cameras,
+        record.images,
+        [record.detections, record.ground_truth],
+        options,
+        face_detector,
+    )
+    frames, images, extra = adapters.anonymized_tables(record.frames, record.images, out)
+    return replace(
+        record,
+        meta=replace(record.meta, log_name=out.log_name),
+        frames=frames,
+        images=images,
+        extra={**record.extra, **extra},
+    )
