@@ -4,6 +4,7 @@ the spatial QA generator, and the answers that yield nothing (each with its reas
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from stridegen.eval.spatial.data import (
     answer_form,
     distance_bin_names,
     distance_bins,
+    first_region_distance,
 )
 from stridegen.eval.spatial.parse import NO_PREDICTION, degrees_to_clock, parse_label, read_answers
 from stridegen.pipeline.qa.templates_spatial import SPATIAL_PHRASEBOOK
@@ -262,3 +264,22 @@ def test_clock_hours_of_angles() -> None:
         6,
         11,
     ]
+
+
+def test_first_region_distance_is_the_bev_distance_in_the_keyframes_ego_frame() -> None:
+    """Analytic truth: the ego at (100, 50) facing global +y (yaw 90 degrees) at the keyframe's frame 1; a box
+    10 m ahead of it (and 1 m up), one 3 m to its left, one absent there, and no track (-1)."""
+    pose = np.eye(4)
+    pose[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    pose[:3, 3] = [100.0, 50.0, 0.0]
+    center = np.full((3, 2, 3), np.nan)
+    center[0, 1] = [100.0, 60.0, 1.0]
+    center[1, 1] = [97.0, 50.0, 0.0]
+    scene = SimpleNamespace(
+        keyframes=SimpleNamespace(frame_index=np.asarray([1])),
+        tracks=SimpleNamespace(center_global=center),
+        frames=SimpleNamespace(T_global_from_ego=np.stack([np.eye(4), pose])),
+    )
+    got = first_region_distance(scene, np.zeros(4, dtype=np.int64), np.asarray([0, 1, 2, -1]))  # type: ignore[arg-type]
+    np.testing.assert_allclose(got[:2], [10.0, 3.0], atol=1e-12)
+    assert np.isnan(got[2:]).all()

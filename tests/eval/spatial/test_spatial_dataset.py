@@ -28,6 +28,9 @@ from stridegen.eval.spatial.data import (
     read_dataset_items,
 )
 from stridegen.eval.spatial.evaluate import evaluate_dataset, evaluate_files, metrics, score
+from stridegen.pipeline.qa.spatial import SPATIAL_PREDICATES
+from stridegen.run.build import run_build
+from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
 pytestmark = pytest.mark.slow  # every test reads the session's built dataset
@@ -82,6 +85,26 @@ def test_the_datasets_own_answers_score_one_on_every_predicate(items: SpatialIte
     assert m["invalid_reasons"] == {}
     forms = {FORMS[c] for c in items.form.tolist()}
     assert forms == set(FORMS), "the fixture has every answer form"
+
+
+@pytest.fixture(scope="module")
+def all_predicates_dataset(one_scene_log: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's one-scene log built with every spatial predicate switched on (region_width and
+    region_height are off by default)."""
+    out = tmp_path_factory.mktemp("spatial-all") / "ds"
+    predicates = "qa.spatial_options.predicates=[" + ",".join(SPATIAL_PREDICATES) + "]"
+    config = load_build_config(
+        None, ["segmenter.name=projected_box", "keyframes.start_s=2", "keyframes.end_s=5", predicates]
+    )
+    assert run_build(one_scene_log, out, config).ok
+    return out
+
+
+def test_every_predicate_of_the_generator_scores_one_on_its_own_answers(all_predicates_dataset: Path) -> None:
+    items, _ = read_dataset_items(all_predicates_dataset)
+    m = metrics(score(items, dict(zip(items.question_id, items.answer, strict=True))))
+    assert set(m["by_predicate"]) == set(SPATIAL_PREDICATES)
+    assert all(row["rate"] == 1.0 and row["invalid"] == 0 for row in m["by_predicate"].values()), m["by_predicate"]
 
 
 _MARGIN = 1e-3
