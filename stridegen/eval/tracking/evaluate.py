@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from stridegen.core.errors import PredictionFormatError
-from stridegen.eval.tracking.algo import evaluate_prepared, prepare_tracks
+from stridegen.eval.tracking.algo import evaluate_prepared
 from stridegen.eval.tracking.data import RackBoxes, Timeline, TrackBoxes, TrackingConfig, TrackingResult
 from stridegen.eval.tracking.gt import TrackingGroundTruth, load_tracking_gt
+from stridegen.eval.tracking.prepare import prepare_tracks
 from stridegen.formats.results_json import DroppedMeta, summary_meta
 from stridegen.formats.tracking_results import TrackingResults, load_tracking_results
 

@@ -4,7 +4,7 @@ Mirrors the devkit's ``load_gt`` for ``TrackingBox`` (nuscenes/eval/common/loade
 category maps to one of the 7 tracking classes (``category_to_tracking_name``) becomes a box whose tracking id is
 its instance token and whose ``num_pts`` is LiDAR + radar points; the ego position of each sample is the pose of
 its LiDAR sample (``add_center_dist``); bicycle racks are kept aside for the bike-rack filter. The class-range,
-zero-point and bike-rack filters themselves run in ``stridegen.eval.tracking.algo.filter_tracks``.
+zero-point and bike-rack filters themselves run in ``stridegen.eval.tracking.prepare.filter_tracks``.
 """
 
 from __future__ import annotations

@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reference import devkit_tracking as bench  # the devkit side; tests that run it are marked `devkit`
-from stridegen.eval.tracking.algo import average_track_scores, compute_thresholds, filter_tracks, interpolate_tracks
+from stridegen.eval.tracking.algo import compute_thresholds
 from stridegen.eval.tracking.data import TRACKING_METRICS, RackBoxes, Timeline, TrackBoxes, TrackingConfig
 from stridegen.eval.tracking.evaluate import evaluate_tracking
+from stridegen.eval.tracking.prepare import average_track_scores, filter_tracks, interpolate_tracks
 from stridegen.formats.results_json import LIDAR_ONLY_META
 from tests.shared_data import NUSCENES_DEMO as DEMO
 from tests.shared_data import REPO, needs_nuscenes_demo
