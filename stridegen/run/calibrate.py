@@ -1,47 +1,43 @@
 """``stridegen calibrate poses`` as a job on the scene runner: one task per scene, the worker's odometry of its
-scene (``stridegen.logs.calibrate.poses.scene_poses``: poses and report row) is its part in the work folder
-``<out>.parts/``, journaled with its sha256; a rerun resumes from the intact parts, and once every scene is done the
-log is written by ``write_native_log`` through ``stridegen.logs.posed.PosedReader`` (the source log with its frame
-and sample poses replaced, each box moved with its frame's ego) and the report beside it (the same bytes with any
-number of workers). What the other calibrate commands measure is ``stridegen.logs.calibrate``'s.
+scene (``stridegen.logs.calibrate.poses.scene_poses``: poses and report row, kept as a ``poses_record``) is its part
+in the work folder ``<out>.parts/``, journaled with its sha256; a rerun resumes from the intact parts, and once every
+scene is done ``write_posed_log`` writes the log with the new poses and the report beside it (the same bytes with
+any number of workers). Backends (the box-removal detector) are built only in the workers. What the other calibrate
+commands measure is ``stridegen.logs.calibrate``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from stridegen.calibration.icp import open3d_module
 from stridegen.calibration.odometry import OdometryConfig
 from stridegen.core.canonical import sha256_canonical
 from stridegen.core.errors import StrideGenError
-from stridegen.logs.calibrate.poses import BoxRemoval, scene_poses
+from stridegen.logs.calibrate.poses import BoxRemoval, poses_record, scene_poses, write_posed_log
 from stridegen.logs.calibrate.sweeps import DeskewOptions
-from stridegen.logs.posed import PosedReader
 from stridegen.run import backends
 from stridegen.run.config import ExecutorSection
 from stridegen.run.detect import detector_section, work_folder
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
+    JobOutcome,
     JobTarget,
     RunObserver,
+    SceneJob,
     SceneResult,
     SceneRunSummary,
     StageCallback,
-    failed_scene,
     read_part,
-    run_jobs,
+    run_scene_jobs,
     run_stages,
     write_part,
 )
-
-REPORT_FILE = "calibrate_poses_report.json"
+from stridegen.shards.writer import ShardInfo
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,11 +57,13 @@ class PosesOptions:
 
 @dataclasses.dataclass(frozen=True)
 class PosesJob:
-    """What a worker of ``calibrate_poses`` needs (picklable: plain data and frozen dataclasses)."""
+    """The task of ``calibrate poses`` (``SceneTask``; picklable: plain data and frozen dataclasses); ``tokens``:
+    scene name -> token."""
 
     log_root: str
     options: PosesOptions
     work: str  # the work folder
+    tokens: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def config_hash(self, scenes: Sequence[str]) -> str:
         """What the parts depend on: the log, the scenes and every option of the odometry."""
@@ -82,16 +80,11 @@ class PosesJob:
             }
         )
 
-
-def _poses_worker(payload: tuple[PosesJob, str, str], report: StageCallback) -> SceneResult:
-    """One scene's odometry, written as its part: one record ``{"token", "times_s", "T_global_from_ego",
-    "report"}`` (JSON floats read back exactly)."""
-    job, scene_name, scene_token = payload
-    o = job.options
-    timings: dict[str, float] = {}
-    state: dict[str, Any] = {}
-    try:
-        scene = backends.log_reader(job.log_root, o.format_name, o.version).scene(scene_token)
+    def run_scene(self, scene_name: str, report: StageCallback, timings: dict[str, float]) -> ShardInfo:
+        """One scene's odometry, written as its part: one ``poses_record``."""
+        o, token = self.options, self.tokens[scene_name]
+        scene = backends.log_reader(self.log_root, o.format_name, o.version).scene(token)
+        state: dict[str, Any] = {}
 
         def odometry() -> None:
             detect = None
@@ -101,11 +94,8 @@ def _poses_worker(payload: tuple[PosesJob, str, str], report: StageCallback) -> 
 
         run_stages(scene_name, [("odometry", odometry)], timings, report)
         times, poses, row = state["poses"]
-        record = {"token": scene_token, "times_s": times.tolist(), "T_global_from_ego": poses.tolist(), "report": row}
-        info = write_part(job.work, scene_name, [record], {"sweeps": len(times)}, sort_keys=False)
-        return SceneResult(scene_name, "built", info, timings_s=timings)
-    except Exception as exc:  # one scene's failure is recorded; the others go on
-        return failed_scene(scene_name, exc, timings)
+        record = poses_record(token, times, poses, row)
+        return write_part(self.work, scene_name, [record], {"sweeps": len(times)}, sort_keys=False)
 
 
 @dataclasses.dataclass
@@ -132,8 +122,6 @@ def run_calibrate_poses(
     """``calibrate_poses`` as a scene run: a failed scene is in the result's ``failed`` (the log and the report
     are written once every scene is done). ``overwrite`` also replaces a work folder (``<out>.parts/``) of other
     options; ``workers`` / ``executor`` run the scenes, ``observer`` is told of them."""
-    from stridegen.logs.native_writer import write_native_log
-
     start = time.perf_counter()
     o = options or PosesOptions()
     run_executor = make_executor(executor, workers)
@@ -142,37 +130,21 @@ def run_calibrate_poses(
     chosen = list({s.token: s for s in ([reader.scene(s) for s in o.scenes] if o.scenes else reader.scenes())}.values())
     resolved = o.deskew.resolved()  # a bad mode, an unknown detector, a missing extra fail now, not in every scene
     if o.removal.source not in ("auto", "none", "annotations"):
-        detector_section(o.removal.source, o.removal.detector_options)
+        detector_section(o.removal.source, o.removal.detector_options)  # checked, not built
     open3d_module()
-    names, tokens = [s.name for s in chosen], {s.name: s.token for s in chosen}
-    job = PosesJob(str(log), o, str(work_folder(out)))
-    [outcome] = run_jobs(
-        [JobTarget(Path(job.work), job.config_hash(names), names)],
-        lambda _, scene: (job, scene, tokens[scene]),
-        _poses_worker,
-        run_executor,
-        overwrite,
-        observer,
-    )
-    result = PosesResult(Path(out), None, outcome.results)
-    if result.ok:
-        parts = {name: read_part(job.work, name)[0] for name in names}
-        poses = {p["token"]: (np.asarray(p["times_s"]), np.asarray(p["T_global_from_ego"])) for p in parts.values()}
-        report: dict[str, Any] = {
-            "log": str(log),
-            "deskew": resolved,
-            "scenes": {n: p["report"] for n, p in parts.items()},
-        }
-        summary = write_native_log(
-            PosedReader(reader, poses),
-            out,
-            scenes=[s.token for s in chosen],
-            overwrite=overwrite,
-            source={"format": reader.format_name, "poses": "stridegen calibrate poses (LiDAR odometry)"},
-        )
-        report["out"] = str(summary.out_root)
-        (Path(out) / REPORT_FILE).write_text(json.dumps(report, indent=1, allow_nan=True) + "\n", encoding="utf-8")
-        result.report = report
+    names = [s.name for s in chosen]
+    job = PosesJob(str(log), o, str(work_folder(out)), {s.name: s.token for s in chosen})
+    result = PosesResult(Path(out), None)
+
+    def finish(outcome: JobOutcome) -> None:  # the log and the report from the parts, once every scene is done
+        result.results = outcome.results
+        if outcome.ok:
+            records = {name: read_part(job.work, name)[0] for name in names}
+            report = {"log": str(log), "deskew": resolved}
+            result.report = write_posed_log(reader, records, out, report, [s.token for s in chosen], overwrite)
+
+    target = JobTarget(Path(job.work), job.config_hash(names), names)
+    run_scene_jobs([SceneJob(target, job, finish)], run_executor, overwrite, observer)
     result.wall_s = time.perf_counter() - start
     return result
 

@@ -18,10 +18,10 @@ def test_poses_cli_writes_a_native_log_with_new_poses(tmp_path):
     from stridegen.cli.calibrate import calibrate_app
     from stridegen.core.transforms import invert_transform
     from stridegen.logs import open_log
+    from stridegen.logs.calibrate.poses import REPORT_FILE
     from stridegen.logs.native_writer import write_native_log
     from stridegen.logs.posed import PosedReader
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.calibrate import REPORT_FILE
 
     generate_dataset(tmp_path / "syn", scenes=1, seconds=3, seed=1, width=320, height=180, progress=False)
     source = open_log(tmp_path / "syn")

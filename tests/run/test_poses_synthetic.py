@@ -50,8 +50,8 @@ def recovered(tmp_path_factory):
 def test_recovered_trajectory_within_one_percent_and_half_a_degree(recovered):
     from stridegen.core.transforms import invert_transform
     from stridegen.logs import open_log
+    from stridegen.logs.calibrate.poses import REPORT_FILE
     from stridegen.logs.synthetic.generator import read_truth_metadata
-    from stridegen.run.calibrate import REPORT_FILE
 
     syn, out = recovered
     report = json.loads((out / REPORT_FILE).read_text())

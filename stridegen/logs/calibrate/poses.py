@@ -1,12 +1,16 @@
 """The LiDAR odometry of one scene (``stridegen calibrate poses``): key sweeps with the points of moving objects
 removed (``BoxRemoval``), ``calibration.odometry`` run on them (twice when de-skewing, the second pass de-skewed
 with the first's motion), the poses anchored at the log's first pose of the scene, and the scene's report row:
-registration quality, degeneracy, and the drift against the log's own poses when it has any."""
+registration quality, degeneracy, and the drift against the log's own poses when it has any. ``write_posed_log``
+writes the log with every scene's new poses and the report (``REPORT_FILE``) from the scenes' records
+(``poses_record``: what a worker of ``stridegen.run.calibrate`` keeps of its scene)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,8 +20,10 @@ from stridegen.calibration.poses import trajectory_error
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import ConfigError
 from stridegen.core.transforms import invert_transform
-from stridegen.logs.base import Frame, Scene
+from stridegen.logs.base import Frame, LogReader, Scene
 from stridegen.logs.calibrate.sweeps import DeskewOptions, lidar_channel, lidar_frames, scene_sweeps
+
+REPORT_FILE = "calibrate_poses_report.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,3 +138,38 @@ def scene_report(result: OdometryResult, new: np.ndarray, old: np.ndarray) -> di
             "max_rotation_deg": float(err.rotation_deg.max()),
         }
     return out
+
+
+def poses_record(token: str, times: np.ndarray, poses: np.ndarray, row: dict[str, Any]) -> dict[str, Any]:
+    """``scene_poses``'s result for the scene ``token`` as plain JSON data (floats read back exactly): ``{"token",
+    "times_s", "T_global_from_ego", "report"}``."""
+    return {"token": token, "times_s": times.tolist(), "T_global_from_ego": poses.tolist(), "report": row}
+
+
+def write_posed_log(
+    reader: LogReader,
+    records: Mapping[str, dict[str, Any]],
+    out: str | Path,
+    report: dict[str, Any],
+    scenes: Sequence[str],
+    overwrite: bool,
+) -> dict[str, Any]:
+    """``reader``'s log with the new poses of ``records`` (scene name -> ``poses_record``) written as a
+    stridegen-log at ``out`` (the scenes ``scenes``, tokens, in order; ``write_native_log`` through a
+    ``PosedReader``), and ``out/REPORT_FILE``: ``report`` with every scene's report row and the output's path.
+    Returns the report."""
+    from stridegen.logs.native_writer import write_native_log
+    from stridegen.logs.posed import PosedReader
+
+    poses = {r["token"]: (np.asarray(r["times_s"]), np.asarray(r["T_global_from_ego"])) for r in records.values()}
+    report = {**report, "scenes": {name: r["report"] for name, r in records.items()}}
+    summary = write_native_log(
+        PosedReader(reader, poses),
+        out,
+        scenes=list(scenes),
+        overwrite=overwrite,
+        source={"format": reader.format_name, "poses": "stridegen calibrate poses (LiDAR odometry)"},
+    )
+    report["out"] = str(summary.out_root)
+    (Path(out) / REPORT_FILE).write_text(json.dumps(report, indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    return report
