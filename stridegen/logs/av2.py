@@ -33,121 +33,28 @@ import numpy as np
 
 from stridegen.core.boxes import Boxes
 from stridegen.core.cache import LruCache
-from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError, MissingFileError, require
+from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError
 from stridegen.core.transforms import make_transform, quat_multiply, quat_normalize, quat_to_yaw, rotmat_to_quat
-from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs._common import (
     SCENE_CACHE,
     neighbour_velocity,
     validate_pose_table,
 )
+from stridegen.logs.av2_cameras import AV2Camera, camera_period_ns, image_timestamps, match_nearest, undistort_jpeg
+from stridegen.logs.av2_layout import (
+    ANNOTATION_COLUMNS,
+    EXTRINSICS_COLUMNS,
+    INTRINSICS_COLUMNS,
+    LIDAR_CHANNEL,
+    LIDAR_COLUMNS,
+    POSE_COLUMNS,
+    av2_to_detection,
+    find_av2_logs,
+    is_av2_layout,
+    read_feather,
+)
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
-
-# AV2 category -> nuScenes detection class, "" where no nuScenes detection class fits. Class definitions:
-# AV2 sensor-dataset taxonomy (argoverse/av2-api, src/av2/datasets/sensor/constants.py AnnotationCategories and
-# the dataset paper, Wilson et al. 2021, appendix) against the nuScenes annotator instructions and the devkit's
-# category_to_detection_name (python-sdk/nuscenes/eval/detection/utils.py).
-AV2_TO_DETECTION: dict[str, str] = {
-    "REGULAR_VEHICLE": "car",  # cars, vans, pickups, SUVs: nuScenes vehicle.car
-    "BOX_TRUCK": "truck",
-    "TRUCK": "truck",
-    "TRUCK_CAB": "truck",  # tractor unit of a semi; nuScenes labels it vehicle.truck, its trailer separately
-    "BUS": "bus",
-    "ARTICULATED_BUS": "bus",  # nuScenes vehicle.bus.bendy
-    "SCHOOL_BUS": "bus",
-    "VEHICULAR_TRAILER": "trailer",
-    "MESSAGE_BOARD_TRAILER": "trailer",  # nuScenes vehicle.trailer: any trailer, towed or not
-    "TRAFFIC_LIGHT_TRAILER": "trailer",
-    "BICYCLE": "bicycle",
-    "MOTORCYCLE": "motorcycle",
-    "PEDESTRIAN": "pedestrian",
-    "OFFICIAL_SIGNALER": "pedestrian",  # nuScenes police_officer / construction_worker -> pedestrian
-    "CONSTRUCTION_CONE": "traffic_cone",
-    # Deliberately unmapped (""): BICYCLIST / MOTORCYCLIST (nuScenes has no rider box; the rider is part of
-    # the cycle box there), LARGE_VEHICLE (RVs, fire trucks: nuScenes vehicle.emergency.* or car, no single
-    # class), CONSTRUCTION_BARREL and BOLLARD (neither a cone nor a temporary barrier), STROLLER, WHEELCHAIR,
-    # WHEELED_DEVICE, WHEELED_RIDER (excluded from nuScenes pedestrian, as in the devkit), RAILED_VEHICLE,
-    # ANIMAL, DOG, SIGN, STOP_SIGN, MOBILE_PEDESTRIAN_CROSSING_SIGN.
-}
-
-ANNOTATION_COLUMNS = (
-    "timestamp_ns",
-    "track_uuid",
-    "category",
-    "length_m",
-    "width_m",
-    "height_m",
-    "qw",
-    "qx",
-    "qy",
-    "qz",
-    "tx_m",
-    "ty_m",
-    "tz_m",
-    "num_interior_pts",
-)
-POSE_COLUMNS = ("timestamp_ns", "qw", "qx", "qy", "qz", "tx_m", "ty_m", "tz_m")
-LIDAR_COLUMNS = ("x", "y", "z", "intensity")
-LIDAR_CHANNEL = "LIDAR"
-INTRINSICS_COLUMNS = ("sensor_name", "fx_px", "fy_px", "cx_px", "cy_px", "k1", "k2", "k3", "height_px", "width_px")
-EXTRINSICS_COLUMNS = ("sensor_name", *POSE_COLUMNS[1:])
-
-# Camera names of the AV2 sensor rig (av2-api src/av2/datasets/sensor/constants.py RingCameras, StereoCameras).
-RING_CAMERAS = (
-    "ring_front_center",
-    "ring_front_left",
-    "ring_front_right",
-    "ring_rear_left",
-    "ring_rear_right",
-    "ring_side_left",
-    "ring_side_right",
-)
-STEREO_CAMERAS = ("stereo_front_left", "stereo_front_right")
-AV2_CAMERAS = RING_CAMERAS + STEREO_CAMERAS
-# Ring and stereo cameras run at 20 Hz (av2-api sensor_dataloader.py CAM_FPS); used when a camera has < 2 images.
-NOMINAL_CAMERA_PERIOD_NS = 50_000_000
-IMAGE_SUFFIX = ".jpg"
-UNDISTORTED_JPEG_QUALITY = 95
-
-
-def av2_to_detection(category: str) -> str:
-    return AV2_TO_DETECTION.get(category, "")
-
-
-def is_av2_log(path: Path) -> bool:
-    return (path / "annotations.feather").is_file()
-
-
-def find_av2_logs(root: Path) -> list[Path]:
-    """The log folders under ``root``: ``root`` itself if it is one, else its children that are, by name."""
-    if is_av2_log(root):
-        return [root]
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and is_av2_log(p))
-
-
-def is_av2_layout(root: Path) -> bool:
-    """Whether ``root`` is an AV2 log folder (``annotations.feather``) or a folder of such (the ``av2`` reader's
-    answer to ``stridegen.logs.detect_format``)."""
-    return bool(find_av2_logs(root))
-
-
-def read_feather(path: Path, columns: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-    """Columns of a feather file as numpy arrays; MissingFileError / LogFormatError naming the file."""
-    feather = require("pyarrow.feather", "av2")
-    if not path.is_file():
-        raise MissingFileError(path, "AV2 file is missing")
-    try:
-        table = feather.read_table(path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for corrupt files
-        raise LogFormatError(path, f"not a readable feather file ({type(exc).__name__}: {exc})") from None
-    names = table.column_names
-    missing = [c for c in (columns or ()) if c not in names]
-    if missing:
-        raise LogFormatError(path, f"missing columns {missing}; has {names}")
-    return {c: table.column(c).to_numpy() for c in (columns or names)}
 
 
 def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -169,99 +76,6 @@ def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
     w0 = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
     w1 = np.where(near, t, np.sin(t * theta) / safe)
     return quat_normalize(w0 * q0 + w1 * q1)
-
-
-# ---------------------------------------------------------------------------------------------- cameras
-def camera_period_ns(timestamp_ns: np.ndarray) -> int:
-    """A camera's period: the median interval of its sorted image timestamps (robust to a few dropped images);
-    ``NOMINAL_CAMERA_PERIOD_NS`` (20 Hz) when it has fewer than two images."""
-    ts = np.asarray(timestamp_ns, dtype=np.int64)
-    if ts.size < 2:
-        return NOMINAL_CAMERA_PERIOD_NS
-    return max(int(np.median(np.diff(ts))), 1)
-
-
-def match_nearest(frame_ns: np.ndarray, image_ns: np.ndarray, period_ns: int) -> np.ndarray:
-    """For each frame time, the index of the nearest image time, or -1 when none is within half the period.
-
-    ``image_ns`` must be sorted. "Within" is inclusive (``2 * |dt| <= period_ns``, exact in integers); of two images
-    equally near, the earlier one wins.
-    """
-    frames = np.asarray(frame_ns, dtype=np.int64).reshape(-1)
-    images = np.asarray(image_ns, dtype=np.int64).reshape(-1)
-    out = np.full(frames.shape, -1, dtype=np.int64)
-    if images.size == 0:
-        return out
-    after = np.searchsorted(images, frames, side="left")  # images[after - 1] < frame <= images[after]
-    lo = np.clip(after - 1, 0, images.size - 1)
-    hi = np.clip(after, 0, images.size - 1)
-    d_lo = np.abs(frames - images[lo])
-    d_hi = np.abs(images[hi] - frames)
-    best = np.where(d_hi < d_lo, hi, lo)
-    ok = 2 * np.minimum(d_lo, d_hi) <= period_ns
-    out[ok] = best[ok]
-    return out
-
-
-def image_timestamps(folder: Path) -> np.ndarray:
-    """Sorted timestamps (ns) of the ``<timestamp_ns>.jpg`` images of one camera folder; other files are ignored."""
-    stamps: list[int] = []
-    for path in folder.iterdir():
-        if path.suffix != IMAGE_SUFFIX:
-            continue
-        if not path.stem.isdigit():
-            raise LogFormatError(path, "AV2 camera image name is not <timestamp_ns>.jpg")
-        stamps.append(int(path.stem))
-    return np.array(sorted(stamps), dtype=np.int64)
-
-
-def opencv_distortion(k: np.ndarray) -> np.ndarray:
-    """AV2 radial ``(k1, k2, k3)`` as OpenCV's coefficient vector ``(k1, k2, p1, p2, k3)``: no tangential terms
-    (argoverse-api issue 81: p1 = p2 = 0)."""
-    k1, k2, k3 = (float(v) for v in np.asarray(k, dtype=np.float64).reshape(3))
-    return np.array([k1, k2, 0.0, 0.0, k3], dtype=np.float64)
-
-
-def undistort_image(image: np.ndarray, intrinsic: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """The pinhole image (same ``K``, same size) of an image with AV2 radial distortion ``k = (k1, k2, k3)``.
-
-    ``cv2.undistort``: for each output pixel, the distorted position of its ray is sampled bilinearly; pixels whose
-    source falls outside the image are black. Returns the input unchanged when every ``k`` is zero.
-    """
-    import cv2
-
-    if not np.any(np.asarray(k, dtype=np.float64)):
-        return image
-    K = np.asarray(intrinsic, dtype=np.float64)
-    return cv2.undistort(image, K, opencv_distortion(k), None, K)
-
-
-def undistort_jpeg(data: bytes, intrinsic: np.ndarray, k: np.ndarray, path: str | Path) -> bytes:
-    """Camera bytes undistorted (``undistort_image``) and re-encoded as JPEG of quality
-    ``UNDISTORTED_JPEG_QUALITY``; the same bytes object when every ``k`` is zero."""
-    if not np.any(np.asarray(k, dtype=np.float64)):
-        return data
-    rgb = undistort_image(decode_image(data, path), intrinsic, k)
-    return encode_jpeg(rgb, UNDISTORTED_JPEG_QUALITY).tobytes()
-
-
-@dataclass(frozen=True)
-class AV2Camera:
-    """One camera of a log: its calibration, radial distortion and image timestamps."""
-
-    name: str
-    calibration: SensorCalibration
-    distortion: np.ndarray  # [3] k1, k2, k3
-    folder: Path
-    timestamp_ns: np.ndarray  # [I] sorted
-    period_ns: int
-
-    @property
-    def distorted(self) -> bool:
-        return bool(np.any(self.distortion != 0.0))
-
-    def image_path(self, timestamp_ns: int) -> Path:
-        return self.folder / f"{int(timestamp_ns)}{IMAGE_SUFFIX}"
 
 
 @dataclass

@@ -16,16 +16,16 @@ from stridegen.core.errors import LogFormatError
 from stridegen.core.transforms import transform_points
 from stridegen.formats.images import decode_image, encode_jpeg
 from stridegen.logs import open_log
-from stridegen.logs.av2 import (
-    AV2_TO_DETECTION,
+from stridegen.logs.av2 import AV2Reader
+from stridegen.logs.av2_cameras import (
     NOMINAL_CAMERA_PERIOD_NS,
-    AV2Reader,
     camera_period_ns,
     match_nearest,
     opencv_distortion,
     undistort_image,
     undistort_jpeg,
 )
+from stridegen.logs.av2_layout import AV2_TO_DETECTION
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.synthetic.av2_writer import (
     DETECTION_TO_AV2,

@@ -14,7 +14,8 @@ from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import InvalidPoseError
 from stridegen.core.transforms import invert_transform, quat_multiply, quat_to_rotmat, quat_to_yaw, rotmat_to_quat
 from stridegen.logs import detect_format, open_log
-from stridegen.logs.av2 import AV2_TO_DETECTION, AV2Reader, slerp
+from stridegen.logs.av2 import AV2Reader, slerp
+from stridegen.logs.av2_layout import AV2_TO_DETECTION
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from tests.shared_data import AV2_LOGS, needs_av2
 

@@ -37,7 +37,8 @@ import numpy as np
 
 from stridegen.core.errors import LogFormatError, require
 from stridegen.core.transforms import invert_transform, quat_multiply, rotmat_to_quat, transform_points, yaw_to_quat
-from stridegen.logs.av2 import AV2_CAMERAS, AV2_TO_DETECTION, IMAGE_SUFFIX
+from stridegen.logs.av2_cameras import AV2_CAMERAS, IMAGE_SUFFIX
+from stridegen.logs.av2_layout import AV2_TO_DETECTION
 from stridegen.logs.base import Frame, LogReader, Scene, SensorCalibration
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 
