@@ -21,8 +21,7 @@ from stridegen.core.errors import StrideGenError
 from stridegen.logs.calibrate.poses import BoxRemoval, poses_record, scene_poses, write_posed_log
 from stridegen.logs.calibrate.sweeps import DeskewOptions
 from stridegen.run import backends
-from stridegen.run.config import ExecutorSection
-from stridegen.run.detect import detector_section, work_folder
+from stridegen.run.config import ExecutorSection, detector_section
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
     JobOutcome,
@@ -35,6 +34,7 @@ from stridegen.run.runner import (
     read_part,
     run_scene_jobs,
     run_stages,
+    work_folder,
     write_part,
 )
 from stridegen.shards.writer import ShardInfo

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -417,6 +418,30 @@ def validation_message(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err["loc"])
         parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
     return "; ".join(parts)
+
+
+_S = TypeVar("_S", bound=BaseModel)
+
+
+def _section(model: type[_S], where: str, **fields: Any) -> _S:
+    """A config section made from command-line values; its validation errors as one ConfigError."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {validation_message(exc)}") from None
+
+
+def detector_section(name: str, options: Mapping[str, Any] | None = None) -> DetectorSection:
+    """The ``detector`` section of a command that names a detector (``stridegen detect`` / ``track``, the box
+    removal of ``calibrate poses``), checked as the build config's is: the name and the options against the
+    registry, nothing built."""
+    return _section(DetectorSection, "detector", name=name, options=dict(options or {}))
+
+
+def tracker_section(name: str = "center", options: Mapping[str, Any] | None = None) -> TrackerSection:
+    """The ``tracker`` section of ``stridegen track``: for ``center`` the options are ``TrackerConfig`` fields
+    (``max_age``, ``matching``, ``distance_gates_m``), for other backends their factory's options."""
+    return _section(TrackerSection, "tracker", name=name, options=dict(options or {}))
 
 
 def _free_form(model: type[BaseModel], name: str) -> bool:

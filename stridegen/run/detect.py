@@ -27,13 +27,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
-from stridegen.core.errors import ConfigError
 from stridegen.formats.nuscenes_results import MAX_BOXES_PER_SAMPLE
 from stridegen.logs.names import select_scenes
 from stridegen.pipeline.detect.base import Detector
@@ -46,7 +43,7 @@ from stridegen.pipeline.results import (
 )
 from stridegen.pipeline.track_base import DetectingTracker, provides_detections
 from stridegen.run import backends
-from stridegen.run.config import DetectorSection, ExecutorSection, TrackerSection, validation_message
+from stridegen.run.config import DetectorSection, ExecutorSection, TrackerSection, detector_section, tracker_section
 from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
     JobOutcome,
@@ -60,16 +57,14 @@ from stridegen.run.runner import (
     read_parts,
     run_scene_jobs,
     run_stages,
+    work_folder,
     write_part,
 )
 from stridegen.shards.writer import ShardInfo
 
-_S = TypeVar("_S", bound=BaseModel)
-
 # (frames done, frames in all): called once before the first scene, then after each finished scene.
 Progress = Callable[[int, int], None]
 
-WORK_SUFFIX = ".parts"  # the work folder of a results file: <out>.parts/ (journal and per-scene parts)
 PART_VERSION = 1  # the parts' layout; in the job hash, so a change never resumes from old parts
 
 
@@ -91,26 +86,6 @@ class ResultsSummary(SceneRunSummary):
     @property
     def n_boxes(self) -> int:
         return sum(self.class_counts.values())
-
-
-def _section(model: type[_S], where: str, **fields: Any) -> _S:
-    """A config section made from command-line values; its validation errors as one ConfigError."""
-    try:
-        return model(**fields)
-    except ValidationError as exc:
-        raise ConfigError(f"{where}: {validation_message(exc)}") from None
-
-
-def detector_section(name: str, options: Mapping[str, Any] | None = None) -> DetectorSection:
-    """The ``detector`` section of ``stridegen detect`` / ``track`` (checked as the build config's is: the name
-    and the options against the registry, nothing built)."""
-    return _section(DetectorSection, "detector", name=name, options=dict(options or {}))
-
-
-def tracker_section(name: str = "center", options: Mapping[str, Any] | None = None) -> TrackerSection:
-    """The ``tracker`` section of ``stridegen track``: for ``center`` the options are ``TrackerConfig`` fields
-    (``max_age``, ``matching``, ``distance_gates_m``), for other backends their factory's options."""
-    return _section(TrackerSection, "tracker", name=name, options=dict(options or {}))
 
 
 # ------------------------------------------------------------------------------------------------------- the job
@@ -184,12 +159,6 @@ class RunOptions:
     progress: Progress | None = None
 
 
-def work_folder(out: str | Path) -> Path:
-    """The work folder of the results file ``out``: ``<out>.parts/`` beside it."""
-    out = Path(out)
-    return out.with_name(out.name + WORK_SUFFIX)
-
-
 def _run_results(job: ResultsJob, out: Path, source: str, run: RunOptions) -> ResultsSummary:
     """Run ``job`` over the selected scenes, then write the results file from the parts (module docstring)."""
     start = time.perf_counter()
@@ -209,12 +178,10 @@ def _run_results(job: ResultsJob, out: Path, source: str, run: RunOptions) -> Re
             records = [r for part in read_parts(job.work, names) for r in part]
             log_tokens = [f.token for s in all_scenes for f in s.frames]
             counts = write_results_file(out, records, job.tracker is not None, log_tokens)
-            summary.n_samples, summary.class_counts, summary.n_tracks = (
-                counts.n_samples,
-                counts.class_counts,
-                counts.n_tracks,
-            )
-            summary.truncated = sum(int(r.shard.counts.get("truncated", 0)) for r in outcome.results if r.shard)
+            summary.n_samples, summary.n_tracks = counts.n_samples, counts.n_tracks
+            summary.class_counts = counts.class_counts
+            parts = [r.shard for r in outcome.results if r.shard is not None]
+            summary.truncated = sum(int(part.counts.get("truncated", 0)) for part in parts)
 
     target = JobTarget(Path(job.work), job.config_hash(names), names)
     run_scene_jobs([SceneJob(target, job, finish)], executor, run.overwrite, observer)

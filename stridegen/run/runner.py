@@ -10,9 +10,16 @@ alone writes the journal. A scene that fails is a failed ``SceneResult`` (never 
 Stage events (``StageEvent``: a scene started, or finished a stage) flow from the workers to the ``on_event``
 callback of the caller (the CLI's progress bars); the runner itself prints nothing.
 
+A command declares its job as a ``SceneJob``: the folder (``JobTarget``), a picklable ``SceneTask`` whose
+``run_scene`` is what a worker does to one scene (``run_scene_task`` times it and turns a failure into a failed
+result), and ``finish``, what the caller's process writes from the outcome (a manifest; a file joined from the
+parts). ``run_scene_jobs`` runs them; each job module (build, detect/track, augment, export, anonymize,
+calibrate) is that declaration plus its command's arguments, the domain work being in the layers below.
+
 A job whose output is one file made from every scene (export, detect, track, calibrate poses) has its workers write
 a *part* per scene (``write_part``: the scene's records as JSON lines in ``parts/`` of the job folder, recorded in
-the journal with its sha256 like a shard), and its caller joins the parts in scene order once every scene is done.
+the journal with its sha256 like a shard), and its ``finish`` joins the parts in scene order (``read_parts``) once
+every scene is done.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from stridegen.shards.writer import ShardInfo, atomic_write_bytes, remove_stale_
 # file once <stage> is finished, then wait until it is killed (a kill -9 test knows exactly where the run stands).
 PAUSE_ENV = "STRIDEGEN_TEST_PAUSE"
 PARTS = "parts"  # the folder of a job's per-scene parts, inside the job folder
+WORK_SUFFIX = ".parts"  # the work folder of a job whose output is one file: <out>.parts/ (journal and parts)
 
 
 @dataclass
@@ -326,6 +334,13 @@ class UnitProgress:
 
 
 # ------------------------------------------------------------------------------------------------------------ parts
+def work_folder(out: str | Path) -> Path:
+    """The work folder (journal and parts) of a job whose output is the one file or folder ``out``:
+    ``<out>.parts/`` beside it."""
+    out = Path(out)
+    return out.with_name(out.name + WORK_SUFFIX)
+
+
 def part_path(root: str | Path, scene: str) -> Path:
     """Where the part of ``scene`` lies in the job folder ``root``: ``parts/<scene>.jsonl``, or for a scene name
     that is no safe file name (``stridegen.logs.names``) ``parts/scene-<sha256 of the name, 16 hex>.jsonl``."""
