@@ -25,6 +25,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
+from stridegen.pipeline.tables import KeyframeWindowRows
+
 # Frames up to 10 % further apart than the window step still count as "at the window's rate" (timestamp jitter,
 # e.g. nuScenes' 2 Hz samples); a slower clip gets a window step of a whole multiple of the configured one.
 AUTO_RATE_SLACK = 0.1
@@ -248,3 +250,15 @@ def sample_keyframes(timestamps_s: np.ndarray, config: KeyframeConfig | None = N
             )
         )
     return selection
+
+
+def image_frame_indices(keyframes: KeyframeWindowRows, n_frames: int, mode: str) -> list[int]:
+    """Which frames' images to store: "windows" (union of the keyframes' windows), "keyframes", "all", "none"."""
+    if mode == "all":
+        return list(range(n_frames))
+    if mode == "none":
+        return []
+    if mode == "keyframes":
+        return sorted({int(i) for i in keyframes.frame_index})
+    window = np.asarray(keyframes.window)
+    return sorted({int(i) for i in window[window >= 0]} | {int(i) for i in keyframes.frame_index})

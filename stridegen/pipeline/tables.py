@@ -41,6 +41,12 @@ class KeyframeRows(Protocol):
     frame_index: np.ndarray  # [K] int into the scene's frames
 
 
+class KeyframeWindowRows(KeyframeRows, Protocol):
+    """Keyframes with their temporal windows."""
+
+    window: np.ndarray  # [K, W] int frame index per window offset, -1 where no frame was close enough
+
+
 class RegionRows(Protocol):
     """Marked regions, one row each: the keyframe image (keyframe, camera) that numbers it, its number, its track."""
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from stridegen.core.boxes import Boxes
 from stridegen.core.errors import StrideGenError
 from stridegen.logs.base import Frame
 from stridegen.pipeline.detect.base import Detector
+
+ROW_EXTRA = "_row"  # the extra a detection carries through the tracker: its row in its frame's detections
 
 
 class Tracker(Protocol):
@@ -49,3 +53,20 @@ def detect_global(source: Detector | DetectingTracker, frame: Frame, name: str) 
     if boxes.frame != "global":
         raise StrideGenError(f"{name} returned boxes in the {boxes.frame!r} frame, expected 'global'")
     return boxes
+
+
+def with_rows(boxes: Boxes) -> Boxes:
+    """``boxes`` tagged with their row (``ROW_EXTRA``), which a tracker keeps on the track it matches them to."""
+    return boxes.replace(extras={**boxes.extras, ROW_EXTRA: np.arange(len(boxes))})
+
+
+def detection_track_ids(detections: Sequence[Boxes], tracked: Sequence[Boxes]) -> list[np.ndarray]:
+    """Per frame, the track id of each of ``detections`` (tagged by ``with_rows``) from the tracker's active
+    tracks ``tracked`` of that frame; "" for a detection no track holds."""
+    out = []
+    for det, trk in zip(detections, tracked, strict=True):
+        ids = np.full(len(det), "", dtype=object)
+        if len(trk):
+            ids[np.asarray(trk.extras[ROW_EXTRA], dtype=np.int64)] = trk.track_id
+        out.append(ids)
+    return out

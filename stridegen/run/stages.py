@@ -18,35 +18,23 @@ from stridegen.core.seeding import rng_for
 from stridegen.logs.base import Scene
 from stridegen.pipeline.anonymize.scene import anonymize_scene
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
-from stridegen.pipeline.keyframes import sample_keyframes
+from stridegen.pipeline.keyframes import image_frame_indices, sample_keyframes
 from stridegen.pipeline.qa.stage import QAScene, generate_scene_qa
 from stridegen.pipeline.segment.stage import SegmentScene, assign_regions, context_frames, segment_images
-from stridegen.pipeline.track_base import detect_global
+from stridegen.pipeline.track_base import detect_global, detection_track_ids, with_rows
 from stridegen.pipeline.visibility import min_region_area_px
 from stridegen.run import backends
 from stridegen.run.config import BuildConfig, is_synthetic_source
 from stridegen.run.runner import StageCallback, run_stages
 from stridegen.run.state import SceneState
 from stridegen.shards import adapters
-from stridegen.shards.schema import KeyframesTable, SceneMeta, SceneRecord
+from stridegen.shards.schema import SceneMeta, SceneRecord
 
 # Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
 STAGES = (
     "read", "keyframes", "detect", "track", "attributes", "images", "segment", "visibility", "qa", "anonymize", "write"
 )  # fmt: skip
 SUB_STAGES: dict[str, Sequence[str]] = {"segment": ("visibility",)}
-
-
-def image_frame_indices(keyframes: KeyframesTable, n_frames: int, mode: str) -> list[int]:
-    """Which frames' images to store: "windows" (union of the keyframes' windows), "keyframes", "all", "none"."""
-    if mode == "all":
-        return list(range(n_frames))
-    if mode == "none":
-        return []
-    if mode == "keyframes":
-        return sorted({int(i) for i in keyframes.frame_index})
-    window = np.asarray(keyframes.window)
-    return sorted({int(i) for i in window[window >= 0]} | {int(i) for i in keyframes.frame_index})
 
 
 def read_stage(st: SceneState) -> None:
@@ -71,18 +59,12 @@ def detect_stage(st: SceneState) -> None:
     source, name = backends.detection_source(st.tracker, config.detector, config.tracker, config.seed)
     st.detections = []
     for frame in st.scene.frames:
-        boxes = detect_global(source, frame, name)
-        st.detections.append(boxes.replace(extras={**boxes.extras, "_row": np.arange(len(boxes))}))
+        st.detections.append(with_rows(detect_global(source, frame, name)))
 
 
 def track_stage(st: SceneState) -> None:
     st.tracked = st.need("tracker").track(st.detections, st.times_s.tolist())
-    st.track_ids = []
-    for det, trk in zip(st.detections, st.tracked, strict=True):
-        ids = np.full(len(det), "", dtype=object)
-        if len(trk):
-            ids[np.asarray(trk.extras["_row"], dtype=np.int64)] = trk.track_id
-        st.track_ids.append(ids)
+    st.track_ids = detection_track_ids(st.detections, st.tracked)
 
 
 def attributes_stage(st: SceneState) -> None:
