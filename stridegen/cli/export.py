@@ -50,7 +50,10 @@ def _exporter_options(option: list[str] | None, balance: str | None) -> dict[str
 def export(
     dataset: Path = typer.Argument(..., help="Built dataset folder (manifest.json + shards/)."),
     format_name: str = typer.Option(
-        ..., "--format", "-f", help="Exporter: strideqa, strideqa-bench, llava, messages, hf, answers, or a plugin."
+        ...,
+        "--format",
+        "-f",
+        help="Exporter: strideqa, strideqa-bench, llava, messages, hf, answers, lmms-eval, or a plugin.",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (resumed if it holds this export)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene each)."),

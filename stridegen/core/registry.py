@@ -89,6 +89,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "messages": "stridegen.shards.export.chat:MessagesExporter",
         "answers": "stridegen.shards.export.answers:AnswersExporter",
         "hf": "stridegen.shards.export.hf:HFExporter",
+        "lmms-eval": "stridegen.shards.export.lmms:LmmsEvalExporter",
     },
     "executor": {
         "local": "stridegen.run.executors:LocalExecutor",
