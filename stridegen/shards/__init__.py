@@ -3,7 +3,8 @@
 See docs/format.md for the on-disk layout (schema v3) and what the reader checks on every read (Integrity).
 """
 
-from stridegen.shards.reader import Dataset, SceneView, UncheckedShardWarning, open_dataset
+from stridegen.shards.reader import Dataset, UncheckedShardWarning, open_dataset
+from stridegen.shards.scene_view import SceneView
 from stridegen.shards.schema import SCHEMA_VERSION, SceneMeta, SceneRecord, ShardError
 
 __all__ = [

@@ -18,7 +18,7 @@ import numpy as np
 
 from stridegen.formats.images import decode_image
 from stridegen.pipeline.som import draw_set_of_marks
-from stridegen.shards.reader import SceneView
+from stridegen.shards.scene_view import SceneView
 
 
 def _number(value: float) -> float | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from stridegen.pipeline.scenario import classify_relations
-from stridegen.shards.reader import SceneView
+from stridegen.shards.scene_view import SceneView
 
 
 def scene_relations(scene: SceneView) -> dict[str, str]:

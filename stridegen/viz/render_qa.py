@@ -27,7 +27,7 @@ import numpy as np
 from stridegen.core.errors import StrideGenError
 
 if TYPE_CHECKING:
-    from stridegen.shards.reader import SceneView
+    from stridegen.shards.scene_view import SceneView
 
 
 class QuestionNotFoundError(StrideGenError, KeyError):

@@ -31,7 +31,7 @@ from stridegen.pipeline.qa.base import (
 )
 
 if TYPE_CHECKING:
-    from stridegen.shards.reader import SceneView
+    from stridegen.shards.scene_view import SceneView
 
 SPATIAL_CATEGORIES: tuple[str, ...] = (CATEGORY_OBJECT_SPATIAL, CATEGORY_EGO_SPATIAL)
 

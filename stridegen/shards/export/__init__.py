@@ -1,4 +1,4 @@
-"""Exporters: a built dataset's scenes (stridegen.shards.reader.SceneView) rewritten in another tool's format.
+"""Exporters: a built dataset's scenes (stridegen.shards.scene_view.SceneView) rewritten in another tool's format.
 
 Each module is one format, an ``exporter`` backend of stridegen.core.registry with the interface of
 ``stridegen.shards.export.base.Exporter``: ``strideqa-bench`` (strideqa_bench.py), ``strideqa`` (strideqa.py),

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from stridegen.shards.reader import SceneView
+from stridegen.shards.scene_view import SceneView
 from stridegen.shards.writer import atomic_write_bytes
 
 FILE_NAME = "answers.jsonl"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from stridegen.core import registry
-from stridegen.shards.reader import SceneView
+from stridegen.shards.scene_view import SceneView
 
 
 class Exporter(Protocol):

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.formats.images import encode_jpeg
-from stridegen.shards.reader import SceneView
 from stridegen.shards.samples import SceneIndex, scene_samples, som_image
+from stridegen.shards.scene_view import SceneView
 from stridegen.shards.writer import atomic_write_bytes
 
 IMAGES = "images"

@@ -39,8 +39,8 @@ from stridegen.formats.strideqa_training import (
     jsonl_gz_bytes,
     tar_bytes,
 )
-from stridegen.shards.reader import SceneView
 from stridegen.shards.samples import SceneIndex, frame_region_masks, scene_samples, som_image
+from stridegen.shards.scene_view import SceneView
 from stridegen.shards.writer import atomic_write_bytes, sha256_file
 
 IMAGE_TOKEN = "<image>"

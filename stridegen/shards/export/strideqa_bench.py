@@ -66,9 +66,9 @@ from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
 from stridegen.pipeline.qa.spatiotemporal import MISSING_HORIZONS_KEY
 from stridegen.pipeline.scenario import RELATIONS
-from stridegen.shards.reader import SceneView
 from stridegen.shards.samples import SceneIndex
 from stridegen.shards.scenarios import scene_relations
+from stridegen.shards.scene_view import SceneView
 from stridegen.shards.writer import atomic_write_bytes
 
 BUCKETS = ("prev_3", "prev_2", "prev_1", "current")

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.vocabulary import stride_class
-from stridegen.shards.reader import Dataset, SceneView
+from stridegen.shards.reader import Dataset
+from stridegen.shards.scene_view import SceneView
 
 SPATIOTEMPORAL = "spatiotemporal"
 # The visibility filter's steps, in the order the report's funnel applies them (docs/visibility.md).
