@@ -26,7 +26,9 @@ class Tracker(Protocol):
     Optional class attributes (capabilities the build reads from the registered factory, nothing built):
     ``provides_detections`` (absent: False); ``takes_section_config`` (absent: False): the factory takes
     ``config``, the build config's tracker section as a ``TrackerConfig`` (``center``); ``needs_path`` (absent:
-    none): the file the factory's ``path`` names, which the tracker section must then give (``precomputed``)."""
+    none): the file the factory's ``path`` names, which the tracker section must then give (``precomputed``);
+    ``check_inputs`` (optional, a static method taking the factory's options): checks the files they name without
+    building the tracker (``stridegen track`` calls it before any scene)."""
 
     def track(self, detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float]) -> list[Boxes]: ...
 

@@ -36,6 +36,13 @@ class PrecomputedTracks:
         self._rows = {token: np.asarray(idx, dtype=np.int64) for token, idx in rows.items()}
         self._known = set(self.results.sample_tokens)
 
+    @staticmethod
+    def check_inputs(path: str | Path) -> None:
+        """The tracking-results file read and validated (its errors name it), the tracker not built (``Tracker``)."""
+        from stridegen.formats.tracking_results import load_tracking_results
+
+        load_tracking_results(Path(path))
+
     def track(self, detections_per_frame: Sequence[Boxes], timestamps_s: Sequence[float]) -> list[Boxes]:
         return list(detections_per_frame)
 

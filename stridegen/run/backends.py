@@ -12,7 +12,7 @@ construction fails (a missing checkpoint file) fails the scenes that need it, ea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,6 +42,15 @@ def cached(kind: str, key: Any, make: Callable[[], _T]) -> _T:
 def forget(kind: str) -> None:
     """Drop the cached backends of ``kind`` (a build drops the log readers: the log may have changed)."""
     BACKENDS.discard(lambda key: key[0] != kind)
+
+
+def check_inputs(kind: str, name: str, options: Mapping[str, Any]) -> None:
+    """A backend's own check of the files its factory ``options`` name, in the driver before any scene runs:
+    the optional capability ``check_inputs`` of the factory (a static method; e.g. ``precomputed``'s results
+    file). Nothing is built."""
+    check = getattr(registry.resolve(kind, name), "check_inputs", None)
+    if check is not None:
+        check(**options)
 
 
 def log_reader(root: str | Path, fmt: str | None, version: str | None) -> LogReader:

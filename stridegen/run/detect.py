@@ -230,6 +230,7 @@ def run_detect(
     ``workers`` / ``executor`` run the scenes, ``observer`` and ``progress`` are told of them; ``overwrite``
     replaces a work folder (``<out>.parts/``) of other arguments."""
     section = detector_section(detector, options)  # an unknown backend or a bad option fails now
+    backends.check_inputs("detector", section.name, backends.detector_options(section, seed))  # nothing built
     job = _job(log_root, out, section, None, seed, log_format, version)
     return _run_results(job, Path(out), detector, RunOptions(scenes, workers, executor, overwrite, observer, progress))
 
@@ -256,6 +257,10 @@ def run_track(
     file to ``out``: an entry for every sample of the selected scenes (the tracking evaluator scores the scenes a
     file covers, so the other scenes are left out rather than scored as all missed). The run as ``run_detect``'s."""
     detector_config, tracker_config = detector_section(detector, options), tracker_section(tracker, tracker_options)
+    tracking_source = provides_detections(registry.resolve("tracker", tracker))  # nothing built
+    backends.check_inputs("tracker", tracker, tracker_config.factory_options())
+    if not tracking_source:
+        backends.check_inputs("detector", detector, backends.detector_options(detector_config, seed))
     job = _job(log_root, out, detector_config, tracker_config, seed, log_format, version)
-    source = tracker if provides_detections(registry.resolve("tracker", tracker)) else detector  # nothing built
+    source = tracker if tracking_source else detector
     return _run_results(job, Path(out), source, RunOptions(scenes, workers, executor, overwrite, observer, progress))

@@ -13,7 +13,10 @@ class Detector(Protocol):
     """Turns one frame into boxes in the global frame. A backend that makes its boxes from the log's annotations
     says so with the class attribute ``uses_ground_truth = True`` (absent: False); the log check then reports a
     scene without annotations as one without detections. ``validation_options`` (optional, a class attribute) are
-    the options ``stridegen validate`` gives the backend before the user's."""
+    the options ``stridegen validate`` gives the backend before the user's. ``check_inputs`` (optional, a static
+    method taking the factory's options) checks the files the options name without building the backend (e.g.
+    ``precomputed``'s results file): a command's driver calls it before any scene, the backend being built only in
+    the workers."""
 
     name: str
 

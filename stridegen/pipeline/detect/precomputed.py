@@ -34,6 +34,13 @@ class PrecomputedDetector:
         self._boxes = b
         self.min_score = min_score
 
+    @staticmethod
+    def check_inputs(path: str | Path, min_score: float = 0.0) -> None:
+        """The results file read and validated (its errors name it), the detector not built (``Detector``)."""
+        from stridegen.formats.nuscenes_results import load_results
+
+        load_results(Path(path))
+
     def detect(self, frame: Frame) -> Boxes:
         if frame.token not in self._known:
             raise PredictionFormatError(
