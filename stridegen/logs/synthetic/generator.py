@@ -41,8 +41,9 @@ from stridegen.logs.synthetic.world import RasterRoadShader
 if TYPE_CHECKING:
     from stridegen.calibration.rig import CameraSpec, LidarSpec
     from stridegen.core.boxes import Boxes
+    from stridegen.logs.synthetic.background import GroundShader
     from stridegen.logs.synthetic.lidar import LidarSweep
-    from stridegen.logs.synthetic.render import CameraRender, GroundShader
+    from stridegen.logs.synthetic.render import CameraRender
     from stridegen.logs.synthetic.scenery import StaticScenery
 
 ANNOTATION_RANGE_M = 80.0

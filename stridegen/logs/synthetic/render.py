@@ -28,7 +28,7 @@ Method (per box, yaw-only boxes in the global frame):
 - Shading: ``colour * (AMBIENT + DIFFUSE * max(0, n . SUN_DIR_GLOBAL))`` with the face's outward normal ``n``.
   Ground pixels take ``ground(x_global, y_global)`` at the ray's hit on ``z = ground_z``, blended towards the
   horizon sky colour with distance (exponential haze, optional); the sky is a vertical gradient on the ray's
-  elevation, ``sky_rgb`` at the horizon darkening by ``SKY_ZENITH_DARKENING`` towards the zenith.
+  elevation, ``sky_rgb`` at the horizon darkening by ``background.SKY_ZENITH_DARKENING`` towards the zenith.
 
 Speed: numpy over pixel windows (float32) plus a few OpenCV calls (masked copies, channel merge) where numpy
 is slow (masked or 3-channel writes into strided windows). ``benchmarks/bench_synth.py`` times a whole scene.
@@ -38,8 +38,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Protocol
 
 import numpy as np
 
@@ -47,6 +45,8 @@ from stridegen.calibration.rig import CameraSpec
 from stridegen.core.box_geometry import box_corners
 from stridegen.core.projection import clip_segments_near, project_boxes_2d
 from stridegen.core.transforms import invert_transform, transform_points
+from stridegen.logs.synthetic.background import GroundShader, render_background
+from stridegen.logs.synthetic.pixel_rays import centred_grid, pixel_ray_basis, ray_component
 
 # A fixed sun in the global frame, high but low enough that vertical faces facing different ways differ.
 SUN_DIR_GLOBAL = np.array([0.5, 0.3, 0.6]) / np.linalg.norm([0.5, 0.3, 0.6])
@@ -54,14 +54,8 @@ AMBIENT = 0.45
 DIFFUSE = 0.55
 CAP_SHADE = 0.35  # shade of the near-plane cut through a box
 GROUND_CONTACT_TOLERANCE = 1e-5  # relative push-back of the ground in the boxes' depth test (see above)
-SKY_ZENITH_DARKENING = 0.45  # zenith colour = sky_rgb * (1 - this)
+
 _FACE_NORMALS_LOCAL = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
-
-
-class GroundShader(Protocol):
-    """RGB (float32, 0..255, shape ``x.shape + (3,)``) of the ground at global ``(x, y)``; vectorised."""
-
-    def __call__(self, x_global: np.ndarray, y_global: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -86,143 +80,6 @@ class CameraRender:
         vis = self.visible_pixels.astype(np.float64)
         unocc = self.unoccluded_pixels.astype(np.float64)
         return np.divide(vis, unocc, out=np.zeros_like(vis), where=unocc > 0)
-
-
-# ---------------------------------------------------------------------------------------------- pixel rays
-
-
-def _pixel_ray_basis(intrinsic: np.ndarray, R_to_from_cam: np.ndarray) -> np.ndarray:
-    """[3, 3] matrix M with ray(u, v) = M[:, 0] * (u - cx) + M[:, 1] * (v - cy) + M[:, 2] in the target frame.
-
-    The ray is K^-1 [u, v, 1] rotated into the target frame; its camera z component is 1, so the ray parameter
-    of a hit is its z-depth. Pixel coordinates are taken relative to the principal point so that float32
-    evaluation does not lose precision to cancellation near the optical axis.
-    """
-    k = np.asarray(intrinsic, dtype=np.float64)
-    centring = np.array([[1.0, 0.0, k[0, 2]], [0.0, 1.0, k[1, 2]], [0.0, 0.0, 1.0]])
-    return R_to_from_cam @ np.linalg.inv(k) @ centring
-
-
-def _centred_grid(c0: int, c1: int, r0: int, r1: int, intrinsic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float32 (u - cx for columns c0..c1, v - cy for rows r0..r1), inclusive ranges."""
-    u = (np.arange(c0, c1 + 1, dtype=np.float64) - intrinsic[0, 2]).astype(np.float32)
-    v = (np.arange(r0, r1 + 1, dtype=np.float64) - intrinsic[1, 2]).astype(np.float32)
-    return u, v
-
-
-def _ray_component(basis_row: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """One component of the pixel rays over a centred grid (rows v, cols u): a * u + b * v + c, [len(v), len(u)].
-
-    The dtype is that of ``u`` and ``v``.
-    """
-    dtype = u.dtype.type
-    a, b, c = (dtype(x) for x in basis_row)
-    return (a * u)[None, :] + (b * v + c)[:, None]
-
-
-@lru_cache(maxsize=32)
-def _ray_norm(intrinsic: tuple[float, ...], width: int, height: int) -> np.ndarray:
-    """|K^-1 [u, v, 1]| per pixel, float32 [H, W] (a rotation does not change it, so it is cached per camera)."""
-    k = np.asarray(intrinsic, dtype=np.float64).reshape(3, 3)
-    basis = _pixel_ray_basis(k, np.eye(3))
-    u, v = _centred_grid(0, width - 1, 0, height - 1, k)
-    sq = sum(_ray_component(basis[j], u.astype(np.float64), v.astype(np.float64)) ** 2 for j in range(3))
-    norm = np.sqrt(sq).astype(np.float32)
-    norm.setflags(write=False)
-    return norm
-
-
-# ---------------------------------------------------------------------------------------------- background
-
-
-def _row_span(mask: np.ndarray) -> tuple[int, int]:
-    """(first, last + 1) of the rows holding any True (0, 0 if none). The rows of a pixel-ray half space are
-    contiguous because the ray components are linear in the row index."""
-    rows = np.nonzero(mask.any(axis=1))[0]
-    return (int(rows[0]), int(rows[-1]) + 1) if rows.size else (0, 0)
-
-
-def _background(
-    camera: CameraSpec,
-    basis: np.ndarray,
-    origin: np.ndarray,
-    ground: GroundShader,
-    ground_z: float,
-    sky_rgb: np.ndarray,
-    haze_distance_m: float | None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rgb uint8 [H, W, 3], z-depth float32 [H, W]) of ground and sky.
-
-    Works on uint8 colour planes and in place where it can: numpy is slow on a trailing axis of 3, and every
-    fresh image-sized temporary costs page faults comparable to the arithmetic. OpenCV's ``convertScaleAbs``
-    scales, rounds and saturates to uint8 in one pass; ``merge`` interleaves the planes.
-    """
-    import cv2
-
-    h, w = camera.height, camera.width
-    f32 = np.float32
-    u, v = _centred_grid(0, w - 1, 0, h - 1, camera.intrinsic)
-    dz = _ray_component(basis[2], u, v)
-    height = f32(origin[2] - ground_z)
-    sees_ground = dz < 0 if height > 0 else np.zeros((h, w), dtype=bool)
-    planes = np.empty((3, h, w), dtype=np.uint8)
-    depth = np.empty((h, w), dtype=np.float32)
-    norm = _ray_norm(tuple(camera.intrinsic.ravel()), w, h)
-
-    s0, s1 = _row_span(~sees_ground)
-    if s1 > s0:
-        # Vertical gradient on the ray's elevation: sky_rgb at the horizon, darker towards the zenith.
-        shade = np.divide(dz[s0:s1], norm[s0:s1])
-        np.clip(shade, 0.0, 1.0, out=shade)
-        np.multiply(shade, -SKY_ZENITH_DARKENING, out=shade)
-        shade += f32(1.0)
-        for c in range(3):
-            _convert_u8(shade, planes[c, s0:s1], alpha=float(sky_rgb[c]))
-        depth[s0:s1] = np.inf
-
-    g0, g1 = _row_span(sees_ground)
-    if g1 > g0:
-        mask = sees_ground[g0:g1]
-        all_ground = bool(mask.all())
-        t = np.divide(-height, dz[g0:g1], out=np.zeros((g1 - g0, w), dtype=f32), where=mask)  # z-depth of hit
-        x = _ray_component(basis[0], u, v[g0:g1])
-        x *= t
-        x += f32(origin[0])
-        y = _ray_component(basis[1], u, v[g0:g1])
-        y *= t
-        y += f32(origin[1])
-        colour = np.asarray(ground(x, y), dtype=f32)
-        fog = None
-        if haze_distance_m:  # fog = 1 - exp(-range / haze_distance_m)
-            fog = np.multiply(t, norm[g0:g1])
-            fog *= f32(-1.0 / haze_distance_m)
-            np.exp(fog, out=fog)
-            np.subtract(f32(1.0), fog, out=fog)
-        for c in range(3):
-            plane = colour[..., c]
-            if fog is not None:
-                hazy = np.subtract(f32(sky_rgb[c]), plane)
-                hazy *= fog
-                hazy += plane
-                plane = hazy
-            if all_ground:
-                _convert_u8(plane, planes[c, g0:g1])
-            else:
-                plane_u8 = cv2.convertScaleAbs(np.ascontiguousarray(plane))
-                planes[c, g0:g1] = np.where(mask, plane_u8, planes[c, g0:g1])
-        depth[g0:g1] = t if all_ground else np.where(mask, t, np.inf)
-    rgb = np.empty((h, w, 3), dtype=np.uint8)
-    merged = cv2.merge(list(planes), dst=rgb)
-    return (rgb if merged is rgb else merged), depth
-
-
-def _convert_u8(src: np.ndarray, dst: np.ndarray, alpha: float = 1.0) -> None:
-    """dst = saturate(round(alpha * src)) as uint8, written into ``dst`` (a contiguous block of rows)."""
-    import cv2
-
-    out = cv2.convertScaleAbs(np.ascontiguousarray(src), dst=dst, alpha=alpha)
-    if out is not dst:
-        dst[...] = out
 
 
 # ---------------------------------------------------------------------------------------------- boxes
@@ -391,7 +248,7 @@ def _draw_box(
     is drawn at ``near``. The pixel rays are evaluated once over the box window and sliced per face.
     """
     bc0, bc1, br0, br1 = box_window
-    u, v = _centred_grid(*box_window, intrinsic)
+    u, v = centred_grid(*box_window, intrinsic)
     b = basis_local.astype(np.float32)
     rays_local = list(b[:, 0, None, None] * u[None, None, :] + (b[:, 1, None] * v[None, :] + b[:, 2, None])[:, :, None])
     footprint = np.zeros((br1 - br0 + 1, bc1 - bc0 + 1), dtype=bool)
@@ -440,10 +297,10 @@ def render_camera(
         raise ValueError(f"render_camera: {n_boxes} boxes do not fit the uint16 instance image (max 65534)")
     w, h = camera.width, camera.height
     k = camera.intrinsic
-    basis_global = _pixel_ray_basis(k, T[:3, :3])
+    basis_global = pixel_ray_basis(k, T[:3, :3])
     origin = T[:3, 3]
 
-    rgb, depth = _background(
+    rgb, depth = render_background(
         camera, basis_global, origin, ground, ground_z, np.asarray(sky_rgb, dtype=np.float64), haze_distance_m
     )
     buffers = _Buffers(depth=depth, code=np.zeros((h, w), dtype=np.int32))
@@ -567,9 +424,9 @@ def _paint_decal(
     c0, c1, r0, r1 = window
     if c1 < c0 or r1 < r0:
         return nothing
-    u, v = _centred_grid(c0, c1, r0, r1, intrinsic)
+    u, v = centred_grid(c0, c1, r0, r1, intrinsic)
     basis = R_local_from_global @ basis_global
-    rays = [_ray_component(basis[j], u.astype(np.float64), v.astype(np.float64)) for j in range(3)]
+    rays = [ray_component(basis[j], u.astype(np.float64), v.astype(np.float64)) for j in range(3)]
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (side * half[0] - o[0]) / rays[0]
         lateral = side * (o[1] + t * rays[1])
