@@ -1,6 +1,6 @@
 """The record the STRIDE-QA localization evaluator scores: one question-dimension of a dataset, with its truth.
 
-Written by the QA generator (``stridegen.pipeline.qa.spatiotemporal.lsr_records``) and read by the evaluator
+Written by the QA generator (``stridegen.pipeline.qa.spatiotemporal_records.lsr_records``) and read by the evaluator
 (``stridegen.eval.lsr``); it lives here, below both, so neither imports the other.
 """
 

@@ -44,7 +44,7 @@ from stridegen.pipeline.anonymize.faces import check_face_detector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions
 from stridegen.pipeline.keyframes import KeyframeConfig, sample_keyframes
 from stridegen.pipeline.qa.spatial import SpatialQAConfig
-from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
+from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig
 from stridegen.pipeline.track import TrackerConfig
 from stridegen.pipeline.visibility import VisibilityThresholds
 from stridegen.shards.schema import QA_FRAME_SLOTS

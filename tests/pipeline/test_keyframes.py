@@ -163,7 +163,7 @@ def test_auto_caps_the_window_rate_at_the_clip_rate():
 def test_auto_at_high_rate_is_consistent_with_the_qa_context_frames():
     """At 15 Hz half the window's slots fall half-way between two frames; the QA's context lookup must pick the
     window's frame (ties to the earlier frame, times since the clip start, in both)."""
-    from stridegen.pipeline.qa.spatiotemporal import frames_at_times
+    from stridegen.pipeline.qa.spatiotemporal_inputs import frames_at_times
 
     us = 1_600_000_000_123_456 + np.round(np.arange(300) * 1e6 / 15).astype(np.int64)
     times = us * 1e-6

@@ -20,7 +20,7 @@ def records_from_dataset(
 ) -> list[LsrRecord]:
     """Every spatiotemporal QA of the dataset as LSR records (scenes in manifest order)."""
     from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAItem
-    from stridegen.pipeline.qa.spatiotemporal import lsr_records
+    from stridegen.pipeline.qa.spatiotemporal_records import lsr_records
     from stridegen.shards.adapters import items_from_table
     from stridegen.shards.reader import open_dataset
 

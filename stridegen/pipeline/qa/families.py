@@ -18,7 +18,8 @@ from stridegen.pipeline.qa.spatial import (
     generate_spatial_qa,
     spatial_scene_generator,
 )
-from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig, TemporalTargets, spatiotemporal_scene_generator
+from stridegen.pipeline.qa.spatiotemporal import spatiotemporal_scene_generator
+from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig, TemporalTargets
 from stridegen.pipeline.qa.stage import QAImage, SceneGenerate
 
 

@@ -31,24 +31,18 @@ A future horizon the clip has no frame for (a keyframe near the clip's end) drop
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from stridegen.core.errors import ConfigError
-from stridegen.core.transforms import invert_transform
-from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.formats.lsr_record import LsrRecord
 from stridegen.pipeline.attributes import SceneAttributes
-from stridegen.pipeline.keyframes import nearest_within
 from stridegen.pipeline.qa.base import (
     CATEGORY_SPATIOTEMPORAL,
     UNIT_DEGREE,
     UNIT_METRE,
     UNIT_MPS,
-    QAContext,
     QAItem,
     fmt_clock,
     fmt_degrees,
@@ -59,200 +53,24 @@ from stridegen.pipeline.qa.base import (
     round_metres,
     round_mps,
 )
-from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, PHRASEBOOK, seconds_word, side_phrase
-
-NEAR_PLANE_M = 0.1  # a point closer to the camera plane than this is "behind" (projection.project_points' default)
-
-# Skip reasons (keys of the second return value of generate_spatiotemporal_qa).
-# no frame within the tolerance of a context time (or of a horizon, with keep_partial_groups off)
-SKIP_FRAME_MISSING = "frame_missing"
-SKIP_TARGET_ABSENT = "target_absent"  # the target's track is not present at one of the horizons asked
-SKIP_TARGET_VELOCITY = "target_velocity_unknown"  # the target's velocity is NaN at a horizon (one-frame track)
-SKIP_EGO_VELOCITY = "ego_velocity_unknown"
-SKIP_TOO_CLOSE = "target_too_close"  # BEV distance below min_distance_m at a horizon: the bearing is meaningless
-SKIP_TOO_SLOW = "target_too_slow"  # target speed at t = 0 below min_target_speed_mps
-SKIP_OUT_OF_VIEW = "target_out_of_view"  # only with skip_out_of_view: out of view at some horizon
-# gt_extra key of every item of a partial group: the future horizons (whole seconds) the clip has no frame for.
-MISSING_HORIZONS_KEY = "missing_horizons"
-SKIP_REASONS: tuple[str, ...] = (
+from stridegen.pipeline.qa.spatiotemporal_inputs import (
+    MISSING_HORIZONS_KEY,
+    SKIP_EGO_VELOCITY,
     SKIP_FRAME_MISSING,
+    SKIP_OUT_OF_VIEW,
     SKIP_TARGET_ABSENT,
     SKIP_TARGET_VELOCITY,
-    SKIP_EGO_VELOCITY,
     SKIP_TOO_CLOSE,
     SKIP_TOO_SLOW,
-    SKIP_OUT_OF_VIEW,
+    TemporalQAConfig,
+    TemporalTargets,
+    frames_at_times,
+    group_predicates,
+    out_of_view_flags,
 )
-
-
-@dataclass
-class TemporalQAConfig:
-    """Options of the spatiotemporal generator (``qa.temporal_options`` in the build config).
-
-    ``context_offsets_s``: times of the context frames relative to the keyframe (the images the model sees);
-    ``horizons_s``: future horizons in whole seconds (t = 0 is always asked); ``time_tolerance_s``: a needed
-    time takes the nearest frame within this tolerance (ties: the earlier frame); ``min_distance_m``: targets
-    nearer than this (BEV) at any horizon are skipped (their bearing is ill-defined); ``min_target_speed_mps``:
-    targets slower than this at t = 0 are skipped (0 keeps parked objects); ``skip_out_of_view``: skip targets
-    that leave the camera's view at some horizon (default: keep them, flagged by ``out_of_view``);
-    ``keep_partial_groups``: a horizon without a frame (the clip ends first) drops only its questions, the others
-    are asked and marked with ``gt_extra["missing_horizons"]`` (False: the whole group is skipped as
-    ``frame_missing``). A missing *context* frame always skips the group.
-    """
-
-    context_offsets_s: tuple[float, ...] = (-1.5, -1.0, -0.5, 0.0)
-    horizons_s: tuple[int, ...] = (1, 2, 3)
-    time_tolerance_s: float = 0.1
-    min_distance_m: float = 0.5
-    min_target_speed_mps: float = 0.0
-    skip_out_of_view: bool = False
-    keep_partial_groups: bool = True
-
-    def __post_init__(self) -> None:
-        self.context_offsets_s = tuple(float(x) for x in self.context_offsets_s)
-        horizons = tuple(self.horizons_s)
-        if not horizons or any(isinstance(h, bool) or float(h) != int(h) or int(h) < 1 for h in horizons):
-            raise ConfigError(f"temporal QA: horizons_s must be whole seconds >= 1, got {horizons!r}")
-        self.horizons_s = tuple(int(h) for h in horizons)
-        if len(set(self.horizons_s)) != len(self.horizons_s):
-            raise ConfigError(f"temporal QA: repeated horizon in {self.horizons_s!r}")
-        missing = [h for h in self.horizons_s if f"ego_distance_data_4d_t{h}" not in QA_CATEGORIES]
-        if missing:
-            raise ConfigError(f"temporal QA: horizons {missing} have no STRIDE-QA-Bench category (1, 2, 3 s)")
-        if not self.context_offsets_s:
-            raise ConfigError("temporal QA: context_offsets_s is empty")
-        if not all(math.isfinite(x) for x in self.context_offsets_s):
-            raise ConfigError(f"temporal QA: context_offsets_s must be finite, got {self.context_offsets_s!r}")
-        for name in ("time_tolerance_s", "min_distance_m", "min_target_speed_mps"):
-            value = float(getattr(self, name))
-            if not math.isfinite(value) or value < 0.0:
-                raise ConfigError(f"temporal QA: {name} must be a finite number >= 0, got {value!r}")
-            setattr(self, name, value)
-        if self.time_tolerance_s <= 0.0:
-            raise ConfigError("temporal QA: time_tolerance_s must be > 0")
-        for name in ("skip_out_of_view", "keep_partial_groups"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"temporal QA: {name} must be true or false, got {getattr(self, name)!r}")
-
-    @property
-    def predicates(self) -> tuple[str, ...]:
-        """The predicates of one (complete) group, in emission order."""
-        return group_predicates(self.horizons_s)
-
-
-def group_predicates(horizons_s: tuple[int, ...]) -> tuple[str, ...]:
-    """The predicates of a group asked at t = 0 and at these future horizons, in emission order."""
-    out = ["ego_distance_data", "target_bearing_angle_data", "target_speed_data", "ego_speed_data"]
-    for h in horizons_s:
-        out += [f"ego_distance_data_4d_t{h}", f"target_speed_data_4d_t{h}", f"ego_speed_data_4d_t{h}"]
-    return tuple(out)
-
+from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, PHRASEBOOK, seconds_word, side_phrase
 
 _DEFAULT_CONFIG = TemporalQAConfig()
-
-
-@dataclass
-class TemporalTargets:
-    """The candidate targets of one (keyframe, camera): regions visible in that image, and the camera.
-
-    Arrays are indexed by region (N). ``track_index`` are rows of the scene's tracks table; ``T_ego_from_cam`` is
-    the camera's extrinsic (camera frame x right, y down, z forward), ``intrinsic`` its 3x3 pinhole matrix of a
-    ``width`` x ``height`` image (pixels).
-    """
-
-    scene: str
-    keyframe_index: int
-    channel: str
-    region_id: np.ndarray  # [N] int
-    track_index: np.ndarray  # [N] int
-    object_class: np.ndarray  # [N] str
-    T_ego_from_cam: np.ndarray  # [4, 4]
-    intrinsic: np.ndarray  # [3, 3]
-    width: int
-    height: int
-    T_cam_from_ego: np.ndarray = field(init=False, repr=False, compare=False)  # inverse of T_ego_from_cam
-
-    def __post_init__(self) -> None:
-        self.region_id = np.asarray(self.region_id, dtype=np.int64).reshape(-1)
-        self.track_index = np.asarray(self.track_index, dtype=np.int64).reshape(-1)
-        self.object_class = np.asarray(self.object_class, dtype=object).reshape(-1)
-        self.T_ego_from_cam = np.asarray(self.T_ego_from_cam, dtype=np.float64)
-        self.intrinsic = np.asarray(self.intrinsic, dtype=np.float64)
-        n = self.region_id.shape[0]
-        if self.track_index.shape[0] != n or self.object_class.shape[0] != n:
-            raise ValueError(
-                f"TemporalTargets: region_id, track_index and object_class lengths differ "
-                f"({n}, {self.track_index.shape[0]}, {self.object_class.shape[0]})"
-            )
-        if np.unique(self.region_id).shape[0] != n:
-            raise ValueError(f"TemporalTargets {self.scene}/k{self.keyframe_index}/{self.channel}: repeated region id")
-        if self.T_ego_from_cam.shape != (4, 4) or self.intrinsic.shape != (3, 3):
-            raise ValueError("TemporalTargets: T_ego_from_cam must be 4x4 and intrinsic 3x3")
-        if int(self.width) <= 0 or int(self.height) <= 0:
-            raise ValueError(f"TemporalTargets: bad image size {self.width}x{self.height}")
-        self.T_cam_from_ego = invert_transform(self.T_ego_from_cam)
-
-    def __len__(self) -> int:
-        return int(self.region_id.shape[0])
-
-    @classmethod
-    def from_context(
-        cls, ctx: QAContext, T_ego_from_cam: np.ndarray, intrinsic: np.ndarray, width: int, height: int
-    ) -> TemporalTargets:
-        """The targets of a spatial ``QAContext`` (same regions), with the camera's calibration."""
-        return cls(
-            scene=ctx.scene,
-            keyframe_index=ctx.keyframe_index,
-            channel=ctx.channel,
-            region_id=ctx.region_id,
-            track_index=ctx.track_index,
-            object_class=ctx.object_class,
-            T_ego_from_cam=T_ego_from_cam,
-            intrinsic=intrinsic,
-            width=width,
-            height=height,
-        )
-
-
-# ============================================================================================ frames
-
-
-def frames_at_times(frame_times_s: np.ndarray, times_s: np.ndarray, tolerance_s: float) -> np.ndarray:
-    """Index of the nearest frame to each wanted time, -1 where none is within the tolerance (ties: earlier).
-
-    The keyframe sampler's rule (``stridegen.pipeline.keyframes.nearest_within``, ties within 1e-9 s), so that a
-    context frame is the frame of the keyframe window at the same offset, also at high frame rates where an
-    offset falls half-way between two frames. ``frame_times_s`` must increase.
-    """
-    ft = np.asarray(frame_times_s, dtype=np.float64).reshape(-1)
-    want = np.asarray(times_s, dtype=np.float64).reshape(-1)
-    if ft.size > 1 and np.any(np.diff(ft) <= 0):
-        raise ValueError("frame times must increase strictly")
-    return nearest_within(ft, want, tolerance_s)
-
-
-def out_of_view_flags(
-    position_ego: np.ndarray,
-    T_ego_from_cam: np.ndarray,
-    intrinsic: np.ndarray,
-    width: int,
-    height: int,
-    T_cam_from_ego: np.ndarray | None = None,
-) -> np.ndarray:
-    """[...] bool: points (ego frame of their own time, [..., 3]) behind the camera (depth < 0.1 m) or projecting
-    outside the ``width`` x ``height`` image (pixel coordinates u in [0, width), v in [0, height)); pinhole
-    projection as ``projection.project_points``. ``T_cam_from_ego`` may be given to skip the inversion."""
-    p = np.asarray(position_ego, dtype=np.float64)
-    if T_cam_from_ego is None:
-        T_cam_from_ego = invert_transform(np.asarray(T_ego_from_cam, dtype=np.float64))
-    p_cam = p.reshape(-1, 3) @ T_cam_from_ego[:3, :3].T + T_cam_from_ego[:3, 3]
-    in_front = p_cam[:, 2] >= NEAR_PLANE_M  # NaN (unknown position) compares False: out of view
-    uvw = p_cam @ np.asarray(intrinsic, dtype=np.float64).T
-    w = np.where(in_front, uvw[:, 2], 1.0)  # the image of points behind the plane is not needed
-    u, v = uvw[:, 0] / w, uvw[:, 1] / w
-    inside = in_front & (u >= 0.0) & (u < width) & (v >= 0.0) & (v < height)
-    return (~inside).reshape(p.shape[:-1])
-
 
 # ============================================================================================ generator
 
@@ -586,93 +404,4 @@ class _GroupWriter:
         ]
 
 
-# ============================================================================================ evaluator records
-
-
-def question_id_of(item: QAItem) -> str:
-    """A dataset-unique id of a spatiotemporal item: ``<group_id>/<predicate>`` (one predicate per group)."""
-    return f"{item.group_id}/{item.predicate}"
-
-
-def _dimensions(predicate: str) -> tuple[str, ...]:
-    if predicate.startswith("ego_distance_data"):
-        return ("target_distance", "target_direction")
-    if predicate == "target_bearing_angle_data":
-        return ("target_direction",)
-    if predicate.startswith("target_speed_data"):
-        return ("target_velocity",)
-    if predicate.startswith("ego_speed_data"):
-        return ("ego_velocity",)
-    raise ValueError(f"no LSR dimension for predicate {predicate!r}")
-
-
-def lsr_records(
-    items: Iterable[QAItem],
-    scenario_of: Callable[[str], str | None] | Mapping[str, str | None] | None = None,
-    question_id: Callable[[QAItem], str] = question_id_of,
-) -> list[LsrRecord]:
-    """The evaluator's records (``stridegen.formats.lsr_record.LsrRecord``) of spatiotemporal items; other items are
-    ignored. A distance-and-direction item gives two records with one question id (target distance from
-    ``gt_value``, target direction from ``gt_extra["direction"]``); a t = 0 distance item without a direction
-    gives one. ``scenario_of`` maps a group id to its scenario relation (callable or mapping; None: unknown). Items
-    of a partial group (``gt_extra["missing_horizons"]``) give records with ``partial_group=True``."""
-    if scenario_of is None:
-        lookup: Callable[[str], str | None] = lambda _gid: None  # noqa: E731
-    elif isinstance(scenario_of, Mapping):
-        lookup = scenario_of.get
-    else:
-        lookup = scenario_of
-    out: list[LsrRecord] = []
-    for it in items:
-        if it.category != CATEGORY_SPATIOTEMPORAL:
-            continue
-        category = QA_CATEGORIES.get(it.predicate)
-        if category is None:
-            raise ValueError(f"spatiotemporal item with unknown predicate {it.predicate!r}")
-        if category[0] != it.horizon_s:
-            raise ValueError(
-                f"item {it.group_id}/{it.predicate}: horizon_s {it.horizon_s} but the category is at {category[0]} s"
-            )
-        qid = question_id(it)
-        scenario = lookup(it.group_id)
-        oov = None if it.out_of_view == -1 else bool(it.out_of_view)
-        cls = it.object_class or None
-        partial = MISSING_HORIZONS_KEY in it.gt_extra
-        unit: str | None
-        for dim in _dimensions(it.predicate):
-            if dim == "target_direction" and it.predicate != "target_bearing_angle_data":
-                if "direction" not in it.gt_extra:
-                    continue
-                value, unit = float(it.gt_extra["direction"]), UNIT_DEGREE
-            else:
-                value, unit = float(it.gt_value), it.unit or None
-            out.append(
-                LsrRecord(
-                    question_id=qid,
-                    group_id=it.group_id,
-                    horizon_s=int(it.horizon_s),
-                    dimension=dim,
-                    gt_value=value,
-                    unit=unit,
-                    scenario=scenario,
-                    object_class=cls,
-                    out_of_view=oov,
-                    partial_group=partial,
-                )
-            )
-    return out
-
-
-__all__ = [
-    "MISSING_HORIZONS_KEY",
-    "SKIP_REASONS",
-    "TemporalQAConfig",
-    "TemporalTargets",
-    "frames_at_times",
-    "generate_spatiotemporal_qa",
-    "group_predicates",
-    "lsr_records",
-    "out_of_view_flags",
-    "question_id_of",
-    "spatiotemporal_scene_generator",
-]
+__all__ = ["generate_spatiotemporal_qa", "spatiotemporal_scene_generator"]

@@ -20,7 +20,7 @@ from stridegen.core.vocabulary import stride_class
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAContext, QAItem
 from stridegen.pipeline.qa.spatial import SpatialQAConfig
-from stridegen.pipeline.qa.spatiotemporal import TemporalQAConfig
+from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig
 from stridegen.pipeline.tables import CameraRows, KeyframeRows, RegionRows
 
 QARow = tuple[str, int, int, QAItem]  # (question id, keyframe index, channel index, item)

@@ -5,7 +5,7 @@ Layout and names: stridegen.formats.lmms_task. One document per spatiotemporal q
 read by lmms-eval through ``datasets``' ``json`` builder): ``question_id``, ``question``, ``answer``, ``predicate``,
 ``horizon_s``, ``group_id``, ``group_size`` (the group's number of questions), ``images`` (the group's four
 context frames with the keyframe image's regions marked, the renders of the ``llava`` exporter, oldest first) and
-``lsr`` (the question's LSR records as a JSON string: ``stridegen.pipeline.qa.spatiotemporal.lsr_records``, with
+``lsr`` (the question's LSR records as a JSON string: ``stridegen.pipeline.qa.spatiotemporal_records.lsr_records``, with
 the group's rule-based scenario relation). The task YAML names the functions of the generated ``utils.py``, which
 binds stridegen.eval.lsr.lmms_task to the folder.
 
@@ -35,7 +35,7 @@ from stridegen.formats.lmms_task import (
     PRE_PROMPT,
     SPLIT,
 )
-from stridegen.pipeline.qa.spatiotemporal import lsr_records
+from stridegen.pipeline.qa.spatiotemporal_records import lsr_records
 from stridegen.shards.adapters import items_from_table
 from stridegen.shards.export.chat import ChatExporter
 from stridegen.shards.samples import SceneIndex, scene_samples

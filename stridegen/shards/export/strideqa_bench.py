@@ -64,7 +64,7 @@ import numpy as np
 from stridegen.core.canonical import canonical_json
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.pipeline.qa.spatiotemporal import MISSING_HORIZONS_KEY
+from stridegen.pipeline.qa.spatiotemporal_inputs import MISSING_HORIZONS_KEY
 from stridegen.pipeline.scenario import RELATIONS
 from stridegen.shards.samples import SceneIndex
 from stridegen.shards.scenarios import scene_relations
@@ -117,7 +117,8 @@ def check_frame_size(value: Any) -> tuple[int, int]:
 
 
 def _gt_value(predicate: str, gt_value: float, gt_extra: dict[str, Any]) -> dict[str, float]:
-    """The record's ``gt_value`` from a QA row (stridegen.pipeline.qa.spatiotemporal.lsr_records reads the same)."""
+    """The record's ``gt_value`` from a QA row (stridegen.pipeline.qa.spatiotemporal_records.lsr_records reads the
+    same)."""
     if "speed" in predicate:
         return {"velocity": float(gt_value)}
     if predicate == "target_bearing_angle_data":

@@ -20,15 +20,9 @@ from stridegen.eval.lsr.items import items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
 from stridegen.pipeline.attributes import SceneTracks, extract_attributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, Phrasebook
-from stridegen.pipeline.qa.spatiotemporal import (
-    TemporalQAConfig,
-    TemporalTargets,
-    frames_at_times,
-    generate_spatiotemporal_qa,
-    lsr_records,
-    question_id_of,
-    spatiotemporal_scene_generator,
-)
+from stridegen.pipeline.qa.spatiotemporal import generate_spatiotemporal_qa, spatiotemporal_scene_generator
+from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig, TemporalTargets, frames_at_times
+from stridegen.pipeline.qa.spatiotemporal_records import lsr_records, question_id_of
 from stridegen.pipeline.qa.templates_temporal import ANSWER_SET, ANSWERS, QUESTIONS, seconds_word
 
 DT = 0.5  # 2 Hz frames
@@ -327,7 +321,7 @@ def test_thresholds_and_out_of_view_policy():
 
 
 def test_out_of_view_at_the_image_edges():
-    from stridegen.pipeline.qa.spatiotemporal import out_of_view_flags
+    from stridegen.pipeline.qa.spatiotemporal_inputs import out_of_view_flags
 
     def ego_point(u, v, depth):  # pixel (u, v) at a depth in front of the test camera, in the ego frame
         x_cam, y_cam = (u - 800.0) * depth / 800.0, (v - 450.0) * depth / 800.0
