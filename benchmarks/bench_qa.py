@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from reference.demo_contexts import demo_contexts  # the demo keyframe's contexts, as in test_spatial
 from stridegen.pipeline.qa.base import QAContext, QAItem
-from stridegen.pipeline.qa.spatial import (
+from stridegen.pipeline.qa.spatial import generate_spatial_qa
+from stridegen.pipeline.qa.spatial_predicates import (
     EGO_YES_NO_FAMILIES,
     PAIR_YES_NO_FAMILIES,
     SPATIAL_PREDICATES,
     SpatialQAConfig,
-    generate_spatial_qa,
 )
 
 NUSCENES_DEMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "nuscenes-demo"  # the real contexts' log

@@ -43,7 +43,7 @@ from stridegen.logs.check import CheckSettings
 from stridegen.pipeline.anonymize.faces import check_face_detector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions
 from stridegen.pipeline.keyframes import KeyframeConfig, sample_keyframes
-from stridegen.pipeline.qa.spatial import SpatialQAConfig
+from stridegen.pipeline.qa.spatial_predicates import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig
 from stridegen.pipeline.track import TrackerConfig
 from stridegen.pipeline.visibility import VisibilityThresholds

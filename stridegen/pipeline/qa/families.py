@@ -11,13 +11,8 @@ import dataclasses
 import numpy as np
 
 from stridegen.pipeline.qa.base import QAItem
-from stridegen.pipeline.qa.spatial import (
-    EGO_SPATIAL_PREDICATES,
-    OBJECT_SPATIAL_PREDICATES,
-    SpatialQAConfig,
-    generate_spatial_qa,
-    spatial_scene_generator,
-)
+from stridegen.pipeline.qa.spatial import generate_spatial_qa, spatial_scene_generator
+from stridegen.pipeline.qa.spatial_predicates import EGO_SPATIAL_PREDICATES, OBJECT_SPATIAL_PREDICATES, SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal import spatiotemporal_scene_generator
 from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig, TemporalTargets
 from stridegen.pipeline.qa.stage import QAImage, SceneGenerate

@@ -19,7 +19,7 @@ from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.core.vocabulary import stride_class
 from stridegen.pipeline.attributes import SceneAttributes
 from stridegen.pipeline.qa.base import CATEGORY_SPATIOTEMPORAL, QAContext, QAItem
-from stridegen.pipeline.qa.spatial import SpatialQAConfig
+from stridegen.pipeline.qa.spatial_predicates import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig
 from stridegen.pipeline.tables import CameraRows, KeyframeRows, RegionRows
 

@@ -28,7 +28,7 @@ from stridegen.eval.spatial.data import (
     read_dataset_items,
 )
 from stridegen.eval.spatial.evaluate import evaluate_dataset, evaluate_files, metrics, score
-from stridegen.pipeline.qa.spatial import SPATIAL_PREDICATES
+from stridegen.pipeline.qa.spatial_predicates import SPATIAL_PREDICATES
 from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset

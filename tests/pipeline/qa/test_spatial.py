@@ -24,13 +24,8 @@ from stridegen.pipeline.qa.base import (
     round_degrees,
     round_metres,
 )
-from stridegen.pipeline.qa.spatial import (
-    DEFAULT_PREDICATES,
-    SPATIAL_PREDICATES,
-    SpatialQAConfig,
-    generate_spatial_qa,
-    spatial_scene_generator,
-)
+from stridegen.pipeline.qa.spatial import generate_spatial_qa, spatial_scene_generator
+from stridegen.pipeline.qa.spatial_predicates import DEFAULT_PREDICATES, SPATIAL_PREDICATES, SpatialQAConfig
 from stridegen.pipeline.qa.templates_spatial import ANSWERS, QUESTIONS, SPATIAL_PHRASEBOOK
 from tests.shared_data import NUSCENES_DEMO, needs_nuscenes_demo
 
