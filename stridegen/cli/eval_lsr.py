@@ -15,7 +15,7 @@ import typer
 from stridegen.cli.errors import guarded
 
 if TYPE_CHECKING:
-    from stridegen.eval.lsr.answer_parser import ParserMode
+    from stridegen.eval.lsr.answer_values import ParserMode
 
 
 def _usage(message: str, option: str | None = None) -> Exception:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.eval.lsr.answer_parser import Kind
+from stridegen.eval.lsr.answer_values import Kind
 from stridegen.formats.lsr_record import LsrRecord
 from stridegen.formats.textfile import shown
 

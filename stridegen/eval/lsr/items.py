@@ -11,7 +11,8 @@ from typing import Any, cast
 import numpy as np
 
 from stridegen.core.gc_pause import gc_paused
-from stridegen.eval.lsr.answer_parser import Kind, convert_unit, parse_grouped
+from stridegen.eval.lsr.answer_parser import parse_grouped
+from stridegen.eval.lsr.answer_values import Kind, convert_unit
 from stridegen.eval.lsr.data import (
     DIMENSION_CODE,
     DIMENSION_KIND,

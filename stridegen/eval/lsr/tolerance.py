@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from stridegen.core.errors import ConfigError
-from stridegen.eval.lsr.answer_parser import PARSER_MODES, Kind, ParserMode
+from stridegen.eval.lsr.answer_values import PARSER_MODES, Kind, ParserMode
 
 RuleFn = Literal["relative", "absolute", "angular_absolute"]
 RULE_FNS: tuple[RuleFn, ...] = ("relative", "absolute", "angular_absolute")

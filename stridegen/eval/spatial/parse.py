@@ -33,8 +33,10 @@ from typing import Any
 import numpy as np
 
 from stridegen.core import angles
-from stridegen.eval.lsr.answer_parser import Kind, ParserMode, convert_unit, normalize_answer, parse_many
+from stridegen.eval.lsr.answer_parser import parse_many
+from stridegen.eval.lsr.answer_values import Kind, ParserMode, convert_unit
 from stridegen.eval.lsr.data import finite_number
+from stridegen.eval.lsr.robust_grammar import normalize_answer
 from stridegen.eval.spatial.data import (
     CLOCK,
     DIRECTION,

@@ -11,17 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stridegen.eval.lsr.answer_parser import (
-    KINDS,
-    Failure,
-    Parsed,
-    convert_unit,
-    normalize_answer,
-    parse_answer,
-    parse_many,
-    parse_official,
-    parse_robust,
-)
+from stridegen.eval.lsr.answer_parser import parse_answer, parse_many
+from stridegen.eval.lsr.answer_values import KINDS, Failure, Parsed, convert_unit
+from stridegen.eval.lsr.official_grammar import parse_official
+from stridegen.eval.lsr.robust_grammar import normalize_answer, parse_robust
 
 F = None
 KMH = 1 / 3.6

@@ -28,10 +28,11 @@ from reference.lsr_official import (
 )
 from stridegen.core.errors import ConfigError, PredictionFormatError
 from stridegen.eval.lsr import bench as sb
-from stridegen.eval.lsr.answer_parser import parse_many, parse_official
+from stridegen.eval.lsr.answer_parser import parse_many
 from stridegen.eval.lsr.data import read_predictions_jsonl, read_records_jsonl
 from stridegen.eval.lsr.evaluate import evaluate
 from stridegen.eval.lsr.items import ItemBuilder, items_from_records
+from stridegen.eval.lsr.official_grammar import parse_official
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH, Rule, load_profile, profile_from_mapping
 from stridegen.formats.lsr_record import LsrRecord
 from tests.shared_data import REPO

@@ -14,7 +14,8 @@ from stridegen.core.angles import clock_direction
 from stridegen.core.errors import ConfigError
 from stridegen.core.transforms import invert_transform, make_transform, transform_points, yaw_to_quat
 from stridegen.core.vocabulary import QA_CATEGORIES
-from stridegen.eval.lsr.answer_parser import Parsed, parse_answer
+from stridegen.eval.lsr.answer_parser import parse_answer
+from stridegen.eval.lsr.answer_values import Parsed
 from stridegen.eval.lsr.evaluate import evaluate
 from stridegen.eval.lsr.items import items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
