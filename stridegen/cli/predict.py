@@ -161,6 +161,13 @@ def predict(
     max_new_tokens: int = typer.Option(200, "--max-new-tokens", min=1, help="Longest answer in tokens."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0: greedy decoding."),
     seed: int = typer.Option(42, "--seed", help="Generation seed."),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        min=1,
+        help="Ask at most N questions per scene (the first ones): a quick trial.",
+        show_default=False,
+    ),
     cache: Path | None = typer.Option(
         None, "--cache", help="Reply cache folder (shared between runs) [OUT/cache].", show_default=False
     ),
@@ -199,11 +206,12 @@ def predict(
         profile=loaded,
         generation=GenerationSettings(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
         blind=blind,
+        limit=limit,
         cache_dir=str(cache if cache is not None else out / "cache"),
         out_dir=str(out),
     )
     section = executor_options.executor_section(executor, executor_address, executor_option)
-    counts = QuestionSource(source, spec.marks()).question_counts()
+    counts = QuestionSource(source, spec.marks()).question_counts(limit)
     with QuestionProgress(counts, Console(stderr=True)) as progress:
         result = run_predict(spec, workers=workers, overwrite=overwrite, observer=progress, executor=section)
     s = result.summary

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
@@ -41,6 +41,7 @@ from stridegen.run.runner import (
     SceneRunSummary,
     StageCallback,
     failed_scene,
+    pause_if_asked,
     run_jobs,
     write_part,
 )
@@ -63,6 +64,7 @@ class PredictSpec(BaseModel):
     profile: PromptProfile
     generation: GenerationSettings
     blind: bool = False
+    limit: int | None = Field(None, ge=1)  # at most this many questions per scene (the first ones)
     cache_dir: str
     out_dir: str
 
@@ -153,6 +155,7 @@ def predict_scene(spec: PredictSpec, scene: str, report: StageCallback) -> Scene
     t0 = time.perf_counter()
     source = QuestionSource(spec.source, spec.marks())
     with source.scene_questions(scene) as questions:
+        questions = questions[: spec.limit]
         requests = scene_requests(spec, questions)
     stats.prepare_s = timings["prepare"] = time.perf_counter() - t0
     report(scene, "prepare")
@@ -181,6 +184,7 @@ def predict_scene(spec: PredictSpec, scene: str, report: StageCallback) -> Scene
         if pending[0] >= PROGRESS_EVERY:
             report(scene, f"{PROGRESS_STAGE}{pending[0]}")
             pending[0] = 0
+            pause_if_asked(scene, "answered")
 
     t1 = time.perf_counter()
     refused: ChatAuthError | None = None
@@ -243,6 +247,7 @@ def run_hash(spec: PredictSpec, source_digest: str) -> str:
             "profile": spec.profile.model_dump(),
             "generation": spec.generation.model_dump(),
             "blind": spec.blind,
+            "limit": spec.limit,
         }
     )
 

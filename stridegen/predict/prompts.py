@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stridegen.core.errors import ConfigError
 from stridegen.core.resources import resource_path
+from stridegen.formats.textfile import config_error, load_yaml, read_text
 
 PROFILES = ("strideqa-bench", "plain")
 DEFAULT_PROFILE = "strideqa-bench"
@@ -78,23 +78,26 @@ def load_profile(name_or_path: str, system_prompt_file: str | Path | None = None
     path = resource_path("prompts", f"{name_or_path}.yaml") if name_or_path in PROFILES else Path(name_or_path)
     if not path.is_file():
         raise ConfigError(f"prompt profile {name_or_path!r}: neither one of {', '.join(PROFILES)} nor a YAML file")
+    data = load_yaml(path, "prompt profile", config_error)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
         profile = PromptProfile.model_validate(data)
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise ConfigError(f"{path}: not a prompt profile: {' '.join(str(exc).split())[:400]}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
+        raise config_error(path, f"not a prompt profile ({problems})") from None
     profile.image.size()
     if system_prompt_file is not None:
-        text = Path(system_prompt_file).read_text(encoding="utf-8")
+        text = read_text(system_prompt_file, "system prompt file", config_error)
         if not text.strip():
-            raise ConfigError(f"{system_prompt_file}: the system prompt file is empty")
+            raise config_error(Path(system_prompt_file), "the system prompt file is empty")
         profile = profile.model_copy(update={"system": SystemPrompts(spatial=text, spatiotemporal=text)})
     for kind in ("spatial", "spatiotemporal"):
         try:
             profile.system_prompt(kind, None)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(
-                f"{path}: the {kind} system prompt has a bad placeholder ({exc}); it may use {{n_images}} and "
-                "{times}; write literal braces as {{ and }}"
+            where = Path(system_prompt_file) if system_prompt_file is not None else path
+            raise config_error(
+                where,
+                f"the {kind} system prompt has a bad placeholder ({exc}); it may use {{n_images}} and {{times}};"
+                " write literal braces as {{ and }}",
             ) from None
     return profile

@@ -23,6 +23,7 @@ import numpy as np
 
 from stridegen.core.errors import ConfigError, DataFormatError
 from stridegen.formats.rle import decode_rle
+from stridegen.formats.textfile import load_json
 
 BENCH_ANNOTATIONS = "annotation_files"
 BENCH_IMAGES = "images"
@@ -52,18 +53,31 @@ class Question:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def is_bench_export(path: Path) -> bool:
-    return (path / BENCH_ANNOTATIONS).is_dir() and not (path / "manifest.json").is_file()
+def annotation_folder(path: Path) -> Path | None:
+    """The folder of a bench's annotation files: ``path/annotation_files`` (an export) or ``path`` itself when it
+    holds them (the official release's annotation folder); None when neither."""
+    if (path / BENCH_ANNOTATIONS).is_dir():
+        return path / BENCH_ANNOTATIONS
+    if any(path.glob(BENCH_FILE_PATTERN)):
+        return path
+    return None
+
+
+def image_folder(path: Path) -> Path:
+    """The bench's image folder: ``images/`` beside its annotation folder."""
+    folder = annotation_folder(path)
+    return (path if folder is None or folder == path / BENCH_ANNOTATIONS else path.parent) / BENCH_IMAGES
 
 
 def source_kind(path: Path) -> str:
     """``dataset`` (a built dataset folder) or ``bench`` (a strideqa-bench export); ConfigError otherwise."""
     if (path / "manifest.json").is_file():
         return "dataset"
-    if is_bench_export(path):
+    if annotation_folder(path) is not None:
         return "bench"
     raise ConfigError(
-        f"{path}: neither a built dataset folder (manifest.json) nor a strideqa-bench export ({BENCH_ANNOTATIONS}/)"
+        f"{path}: neither a built dataset folder (manifest.json) nor a strideqa-bench export ({BENCH_ANNOTATIONS}/"
+        f" or {BENCH_FILE_PATTERN} files)"
     )
 
 
@@ -123,9 +137,10 @@ def _dataset_loader(
 # ------------------------------------------------------------------------------------------------------- bench
 def bench_files(root: Path) -> list[tuple[int, Path]]:
     """(t, path) of the bench's annotation files, by horizon."""
-    files = sorted((root / BENCH_ANNOTATIONS).glob(BENCH_FILE_PATTERN))
+    folder = annotation_folder(root)
+    files = [] if folder is None else sorted(folder.glob(BENCH_FILE_PATTERN))
     if not files:
-        raise ConfigError(f"{root / BENCH_ANNOTATIONS}: no {BENCH_FILE_PATTERN} annotation files")
+        raise ConfigError(f"{root}: no {BENCH_FILE_PATTERN} annotation files")
     return sorted((int(p.stem[-1]), p) for p in files)
 
 
@@ -133,10 +148,7 @@ def bench_records(root: Path) -> list[tuple[int, dict[str, Any]]]:
     """(t, record) of every question of the bench, by horizon then file order."""
     out = []
     for t, path in bench_files(root):
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise DataFormatError(path, f"not JSON ({exc})") from None
+        records = load_json(path, "annotation file")
         if not isinstance(records, list):
             raise DataFormatError(path, f"expected a list of question records, got {type(records).__name__}")
         for i, record in enumerate(records):
@@ -159,7 +171,7 @@ def _bench_question(root: Path, t: int, record: dict[str, Any]) -> Question:
     frames = []
     for i, image in enumerate(record["images"]):
         rle = rles.get(BENCH_BUCKETS[i]) if i < len(BENCH_BUCKETS) else None
-        path = root / BENCH_IMAGES / str(image)
+        path = image_folder(root) / str(image)
         frames.append(
             Frame(("bench", str(image), region, json.dumps(rle, sort_keys=True)), _bench_loader(path, rle, region))
         )
@@ -211,8 +223,11 @@ class QuestionSource:
         with open_dataset(self.path) as dataset:
             return list(dataset.scenes)
 
-    def question_counts(self) -> dict[str, int]:
-        """Questions per scene (for progress totals)."""
+    def question_counts(self, limit: int | None = None) -> dict[str, int]:
+        """Questions per scene (for progress totals), at most ``limit`` each."""
+        return {scene: min(n, limit or n) for scene, n in self._question_counts().items()}
+
+    def _question_counts(self) -> dict[str, int]:
         if self.kind == "bench":
             counts: dict[str, int] = {}
             for _, r in self._bench_records():

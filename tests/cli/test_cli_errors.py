@@ -82,6 +82,10 @@ EMPTY_YAML_IS_DEFAULTS = frozenset({"empty"})
 # ``text = textfile.read_text(path, "results file", PredictionFormatError)`` in read_results_json.
 
 
+def _predict_args(inp: Inputs) -> list[str]:
+    return ["-m", "m", "--base-url", "http://127.0.0.1:9/v1", "--out", _out(inp, "predict")]
+
+
 def _out(inp: Inputs, name: str) -> str:
     return str(inp.root / "out" / name)
 
@@ -170,6 +174,28 @@ CASES: dict[str, list[Case]] = {
             lambda bad, inp: ["export", str(bad), "--format", "answers", "--out", _out(inp, "x")],
             layout="dataset",
         )
+    ],
+    "predict": [
+        Case("SOURCE", lambda bad, inp: ["predict", str(bad), *_predict_args(inp)], layout="dataset"),
+        Case("SOURCE (bench)", lambda bad, inp: ["predict", str(bad), *_predict_args(inp)], layout="bench"),
+        Case(
+            "--profile",
+            lambda bad, inp: ["predict", str(inp.root / "no-dataset"), *_predict_args(inp), "--profile", str(bad)],
+            suffix=".yaml",
+        ),
+        Case(
+            "--system-prompt-file",
+            lambda bad, inp: [
+                "predict",
+                str(inp.root / "no-dataset"),
+                *_predict_args(inp),
+                "--system-prompt-file",
+                str(bad),
+            ],
+            suffix=".txt",
+            accepts=frozenset({"bom_wrong_type", "wrong_type", "huge_field", "markup_path"}),  # any UTF-8 text
+            run_accepted=False,
+        ),
     ],
     "report": [
         Case(
@@ -297,7 +323,16 @@ CASES: dict[str, list[Case]] = {
         ),
         Case(
             "--dataset",
-            lambda bad, inp: ["eval", "spatial", "--dataset", str(bad), "--pred", str(inp.pred), "--out", _out(inp, "s")],
+            lambda bad, inp: [
+                "eval",
+                "spatial",
+                "--dataset",
+                str(bad),
+                "--pred",
+                str(inp.pred),
+                "--out",
+                _out(inp, "s"),
+            ],
             layout="dataset",
         ),
     ],

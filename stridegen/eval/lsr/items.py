@@ -91,6 +91,10 @@ class ItemBuilder:
             raise PredictionFormatError(self.source, f"{where}: {reason.replace('_', ' ')}")
         self._note(self.skipped, reason, where)
 
+    def skip(self, reason: str, where: str) -> None:
+        """A record LSR does not score although it is valid (whatever ``on_invalid``): counted as skipped."""
+        self._note(self.skipped, reason, where)
+
     def bad_prediction(self, reason: str, where: str) -> bool:
         """A record whose prediction is unusable. Returns True when the item is kept as a forced failure."""
         if self.on_invalid == "fail":
@@ -300,9 +304,9 @@ def items_from_records(
     A prediction is free text (parsed with the profile's grammar), a number in the dimension's canonical unit
     (only for a one-dimension question), ``{"value": v, "unit": u}``, or a mapping dimension -> number. Records
     without a prediction are failures (``missing="fail"``) or left out (``missing="exclude"``), and counted.
-    A prediction for a question the records do not have is ``not_a_spatiotemporal_question`` when
-    ``other_questions`` (question id -> category: the dataset's questions that LSR does not score) names it, else
-    ``unknown_question_id``. ``lines`` (question id -> line of the predictions file) puts the line in messages.
+    A prediction for a question the records do not have is skipped as ``not_a_spatiotemporal_question`` when
+    ``other_questions`` (question id -> category: the dataset's questions that LSR does not score) names it (whatever
+    ``on_invalid``: a whole dataset's predictions hold them), else it is ``unknown_question_id``. ``lines`` (question id -> line of the predictions file) puts the line in messages.
     """
     if missing not in ("fail", "exclude"):
         raise ValueError(f"missing must be 'fail' or 'exclude', got {missing!r}")
@@ -327,8 +331,8 @@ class _Join:
         category = self.other_questions.get(question_id)
         if category is None:
             builder.reject("unknown_question_id", self.where(question_id))
-        else:
-            builder.reject("not_a_spatiotemporal_question", f"{self.where(question_id)} ({category})")
+        else:  # a whole dataset's predictions (stridegen predict) hold them: valid, just not LSR's to score
+            builder.skip("not_a_spatiotemporal_question", f"{self.where(question_id)} ({category})")
 
 
 def _items_from_records(
