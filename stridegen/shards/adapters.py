@@ -23,7 +23,6 @@ from stridegen.pipeline.keyframes import KeyframeSelection
 from stridegen.pipeline.qa.base import QAItem
 from stridegen.pipeline.qa.stage import QARow
 from stridegen.pipeline.segment.stage import SceneMasks, SceneRegions
-from stridegen.shards.anonymization import IMAGES_TABLE, REGIONS_TABLE
 from stridegen.shards.schema import (
     QA_FRAME_SLOTS,
     QA_REGION_SLOTS,
@@ -42,6 +41,10 @@ from stridegen.shards.schema import (
     bytes_array,
     str_array,
 )
+
+# The extra tables an anonymized scene carries (read back by stridegen.shards.anonymization).
+ANONYMIZATION_REGIONS_TABLE = "anonymization"
+ANONYMIZATION_IMAGES_TABLE = "anonymization_images"
 
 
 def frames_table(scene: Scene) -> FramesTable:
@@ -266,4 +269,4 @@ def anonymized_tables(
         "metadata_removed": np.array(out.metadata_removed, dtype=bool),
         "reencoded": np.array(out.reencoded, dtype=bool),
     }
-    return new_frames, new_images, {REGIONS_TABLE: regions, IMAGES_TABLE: per_image}
+    return new_frames, new_images, {ANONYMIZATION_REGIONS_TABLE: regions, ANONYMIZATION_IMAGES_TABLE: per_image}

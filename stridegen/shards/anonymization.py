@@ -24,8 +24,6 @@ from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import SceneRecord
 from stridegen.shards.writer import atomic_write_bytes
 
-REGIONS_TABLE = "anonymization"
-IMAGES_TABLE = "anonymization_images"
 SIDECAR_NAME = "anonymization.json"
 SIDECAR_FORMAT = "stridegen-anonymization"
 SIDECAR_VERSION = 1
@@ -45,10 +43,10 @@ def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> d
     with open_dataset(out_dir) as dataset:
         for name in dataset.scenes:
             view = dataset.scene(name)
-            if REGIONS_TABLE not in view.table_names:
+            if adapters.ANONYMIZATION_REGIONS_TABLE not in view.table_names:
                 continue
-            regions = view.table(REGIONS_TABLE)
-            per_image = view.table(IMAGES_TABLE)
+            regions = view.table(adapters.ANONYMIZATION_REGIONS_TABLE)
+            per_image = view.table(adapters.ANONYMIZATION_IMAGES_TABLE)
             images: Any = view.table("images")
             cameras: Any = view.table("cameras")
             assert isinstance(regions, dict) and isinstance(per_image, dict)

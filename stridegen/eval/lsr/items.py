@@ -306,7 +306,8 @@ def items_from_records(
     without a prediction are failures (``missing="fail"``) or left out (``missing="exclude"``), and counted.
     A prediction for a question the records do not have is skipped as ``not_a_spatiotemporal_question`` when
     ``other_questions`` (question id -> category: the dataset's questions that LSR does not score) names it (whatever
-    ``on_invalid``: a whole dataset's predictions hold them), else it is ``unknown_question_id``. ``lines`` (question id -> line of the predictions file) puts the line in messages.
+    ``on_invalid``: a whole dataset's predictions hold them), else it is ``unknown_question_id``. ``lines``
+    (question id -> line of the predictions file) puts the line in messages.
     """
     if missing not in ("fail", "exclude"):
         raise ValueError(f"missing must be 'fail' or 'exclude', got {missing!r}")
