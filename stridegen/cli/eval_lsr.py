@@ -49,7 +49,7 @@ def _check_options(
 
 @guarded
 def eval_lsr(
-    out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, plots."),
+    out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, items.jsonl, plots."),
     bench_dir: Path | None = typer.Option(
         None,
         "--bench-dir",
@@ -102,7 +102,7 @@ def eval_lsr(
         assert pred is not None
         items, report = record_items(dataset, records, sheet, pred, prof, on_invalid, missing or "fail")
     result = evaluate(items, prof)
-    paths = write_reports(result, out, report, plots=plots)
+    paths = write_reports(result, out, report, plots=plots, items=items)
     summary = {name: rows[-1]["success_rate"] for name, rows in result.success_rates.items() if rows}
     if result.temporal_consistency:
         overall = result.temporal_consistency[0]

@@ -3,7 +3,8 @@ files (responses, or the bench's questions joined with a predictions JSONL), or 
 or an ``LsrRecord`` JSONL) joined with a predictions JSONL.
 
 Each returns the items and the input report that ``stridegen.eval.lsr.report.write_reports`` writes beside the
-metrics (records skipped by cause, questions without a prediction, dropped prediction lines). ``on_invalid`` (error
+metrics (records skipped by cause, questions without a prediction, dropped prediction lines, and with a predictions
+JSONL its path and model: ``stridegen.formats.prediction_inputs``). ``on_invalid`` (error
 | skip | fail) and ``missing`` (exclude | fail) are the bad-input and missing-prediction policies of
 ``stridegen.eval.lsr.items.ItemBuilder``.
 """
@@ -33,6 +34,7 @@ def official_items(
     from stridegen.core.errors import PredictionFormatError
     from stridegen.eval.lsr import bench as sb
     from stridegen.eval.lsr.data import read_predictions
+    from stridegen.formats.prediction_inputs import prediction_inputs
     from stridegen.formats.textfile import shown
 
     sheet = None
@@ -59,6 +61,7 @@ def official_items(
     report["skipped"]["unknown_question_id"] = len(unknown) + report["skipped"].get("unknown_question_id", 0)
     report["skipped"] = {k: v for k, v in sorted(report["skipped"].items()) if v}
     report["dropped_prediction_lines"] = read.dropped
+    report.update(prediction_inputs(pred))
     return items, report
 
 
@@ -77,6 +80,7 @@ def record_items(
     from stridegen.core.errors import DataFormatError
     from stridegen.eval.lsr.data import read_predictions, read_records_jsonl
     from stridegen.eval.lsr.items import items_from_records
+    from stridegen.formats.prediction_inputs import prediction_inputs
 
     read = read_predictions(str(pred), on_invalid)
     others: dict[str, str] = {}
@@ -99,4 +103,5 @@ def record_items(
         recs = read_records_jsonl(str(records))
     items, report = items_from_records(recs, read.values, profile, on_invalid, missing, str(pred), read.lines, others)
     report["dropped_prediction_lines"] = read.dropped
+    report.update(prediction_inputs(pred))
     return items, report

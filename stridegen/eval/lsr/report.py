@@ -1,4 +1,5 @@
-"""Write LSR evaluation results: metrics JSON, a Markdown report, and plots (matplotlib, imported lazily).
+"""Write LSR evaluation results: metrics JSON, a Markdown report, the scored values per question (items.jsonl)
+and plots (matplotlib, imported lazily).
 
 Plots: the predicted target positions in the ego frame per horizon, as a polar plot (0 degrees = ahead, at the
 top; counter-clockwise positive), coloured by localization success, with the true positions (the paper's
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.eval.lsr.data import REPORT_ORDER, LsrResult
+from stridegen.eval.lsr.data import DIMENSIONS, REPORT_ORDER, LsrItems, LsrResult
 
 
 def round_half_up(value: float, ndigits: int = 0) -> float:
@@ -84,10 +85,51 @@ def markdown_report(metrics: dict[str, Any], inputs: dict[str, Any] | None = Non
     return "\n".join(parts)
 
 
+def item_rows(items: LsrItems, success: np.ndarray) -> list[dict[str, Any]]:
+    """One JSON-ready row per question, in the order of its first item: ``question_id``, ``group_id``,
+    ``horizon_s``, and per dimension (canonical units: m, degrees, m/s) the truth ``gt``, the value read ``pred``
+    (null when nothing was read), ``success`` and, where nothing was read, ``reason``."""
+    rows: dict[str, dict[str, Any]] = {}
+    columns = zip(
+        items.question_id,
+        items.group.tolist(),
+        items.horizon.tolist(),
+        items.dimension.tolist(),
+        items.gt.tolist(),
+        items.pred.tolist(),
+        items.pred_reason,
+        success.tolist(),
+        strict=True,
+    )
+    for qid, group, horizon, dim, gt, pred, reason, ok in columns:
+        row = rows.get(qid)
+        if row is None:
+            row = rows[qid] = {
+                "question_id": qid,
+                "group_id": items.group_ids[group],
+                "horizon_s": horizon,
+                "gt": {},
+                "pred": {},
+                "success": {},
+            }
+        name = DIMENSIONS[dim]
+        row["gt"][name] = gt
+        row["pred"][name] = None if pred != pred else pred  # NaN: nothing read
+        row["success"][name] = bool(ok)
+        if reason:
+            row.setdefault("reason", {})[name] = reason
+    return list(rows.values())
+
+
 def write_reports(
-    result: LsrResult, out_dir: str | Path, inputs: dict[str, Any] | None = None, plots: bool = True
+    result: LsrResult,
+    out_dir: str | Path,
+    inputs: dict[str, Any] | None = None,
+    plots: bool = True,
+    items: LsrItems | None = None,
 ) -> dict[str, Path]:
-    """Write ``metrics.json``, ``metrics.md`` and (optionally) the two plots; return the paths written."""
+    """Write ``metrics.json``, ``metrics.md``, (optionally) the two plots and, given the scored ``items``,
+    ``items.jsonl`` (``item_rows``); return the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = result.metrics()
@@ -97,6 +139,11 @@ def write_reports(
     paths = {"json": out / "metrics.json", "markdown": out / "metrics.md"}
     paths["json"].write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths["markdown"].write_text(markdown_report(metrics, inputs), encoding="utf-8")
+    if items is not None:
+        paths["items"] = out / "items.jsonl"
+        encode = json.JSONEncoder(ensure_ascii=False).encode
+        with paths["items"].open("w", encoding="utf-8") as f:
+            f.writelines(encode(row) + "\n" for row in item_rows(items, result.item_success))
     if plots:
         paths["polar"] = plot_polar(result, out / "lsr_polar.png")
         paths["scenario"] = plot_lsr_by_scenario(result, out / "lsr_by_scenario.png")

@@ -128,10 +128,12 @@ def evaluate_files(
     dataset_dir: str | Path, pred_path: str | Path, distance_edges_m: Sequence[float] = DISTANCE_BIN_EDGES_M
 ) -> tuple[SpatialScores, dict[str, Any]]:
     """Score a predictions JSONL (``{question_id, pred}`` per line, ``stridegen.eval.lsr.data.read_predictions``)
-    against a built dataset's spatial questions: (scores, metrics). The predictions are read first, so a bad
+    against a built dataset's spatial questions: (scores, metrics; the metrics' ``inputs`` name the predictions
+    file and its model, ``stridegen.formats.prediction_inputs``). The predictions are read first, so a bad
     predictions file is named before the dataset is opened."""
     from stridegen.core.errors import DataFormatError
     from stridegen.eval.lsr.data import read_predictions
+    from stridegen.formats.prediction_inputs import prediction_inputs
 
     read = read_predictions(str(pred_path))
     items, others = read_dataset_items(dataset_dir)
@@ -140,7 +142,7 @@ def evaluate_files(
     other = join_predictions(read.values, items, others, str(pred_path), read.lines)
     scores = score(items, read.values, distance_edges_m)
     scores.counts.update({"predictions": len(read.values), "predictions_of_other_categories": other})
-    return scores, metrics(scores)
+    return scores, {**metrics(scores), "inputs": prediction_inputs(pred_path)}
 
 
 def evaluate_dataset(dataset_dir: str | Path, pred_path: str | Path) -> dict[str, Any]:
