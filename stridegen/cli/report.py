@@ -17,7 +17,7 @@ def report(
         None,
         "--eval",
         "-e",
-        help="Evaluation results to show: a JSON file or a folder of them (eval lsr / detection / tracking, "
+        help="Evaluation results to show: a JSON file or a folder of them (eval lsr / spatial / detection / tracking, "
         "judge run / agreement); repeatable.",
         show_default=False,
     ),
@@ -25,9 +25,13 @@ def report(
     samples: int = typer.Option(24, "--samples", "-n", min=0, help="Gallery samples (half spatial, half groups)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the gallery's sample draw."),
     image_width: int = typer.Option(480, "--image-width", min=64, max=1920, help="Gallery image width (pixels)."),
+    worst: int = typer.Option(
+        8, "--worst", min=0, help="Worst answers shown per result with a per-question file (eval lsr / spatial)."
+    ),
 ) -> None:
     """Write one HTML file (no network needed to view it): overview, distributions, visibility funnel, a sample
-    gallery with Set-of-Mark images, and the evaluation results given with --eval."""
+    gallery with Set-of-Mark images, and the evaluation results given with --eval (each labelled with its model, a
+    blind baseline beside its model, and the worst answers with their Set-of-Mark image)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -48,7 +52,14 @@ def report(
 
     with progress:
         result = write_report(
-            dataset_dir, out, eval_paths or [], samples=samples, seed=seed, image_width=image_width, on_scene=on_scene
+            dataset_dir,
+            out,
+            eval_paths or [],
+            samples=samples,
+            seed=seed,
+            image_width=image_width,
+            on_scene=on_scene,
+            worst=worst,
         )
     kinds = ", ".join(result.evaluations) or "none"
     typer.echo(

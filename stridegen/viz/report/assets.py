@@ -66,6 +66,11 @@ figcaption { color: var(--muted); font-size: 12px; }
               padding: 0 4px; color: var(--muted); }
 .turns .a { display: block; color: #23643a; }
 .failed { color: #9c2b23; }
+.answer { margin: 6px 0 0; font-size: 13px; display: grid; grid-template-columns: max-content 1fr; gap: 2px 8px; }
+.answer dt { color: var(--muted); }
+.answer dd { margin: 0; }
+.answer .pred { color: #9c2b23; }
+.answer .truth { color: #23643a; }
 footer { color: var(--muted); padding: 0 28px 24px; font-size: 12px; }
 """
 

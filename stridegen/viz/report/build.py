@@ -2,7 +2,8 @@
 
 Steps, each timed: the evaluation files are read first (a bad ``--eval`` fails before the dataset is scanned);
 one streaming pass over the dataset's tables gathers the counts, histograms and funnels (``stats``); the gallery
-draws its sampled images (``gallery``); the page is assembled and written atomically (a temporary file renamed).
+draws its sampled images (``gallery``); the worst answers of each result with a per-question file are ranked and
+their questions drawn (``worst_answers``); the page is assembled and written atomically (a temporary file renamed).
 The same dataset, results, sample count and seed give the same bytes.
 """
 
@@ -24,6 +25,7 @@ from stridegen.viz.report.markup import esc, fmt_int
 from stridegen.viz.report.page import render_page
 from stridegen.viz.report.results import EvalInputs, load_results
 from stridegen.viz.report.stats import collect_stats
+from stridegen.viz.report.worst_answers import DEFAULT_WORST, attach_questions, worst_failures
 
 DEFAULT_SAMPLES = 24
 DEFAULT_IMAGE_WIDTH = 480
@@ -59,10 +61,11 @@ def write_report(
     seed: int = 0,
     image_width: int = DEFAULT_IMAGE_WIDTH,
     on_scene: Callable[[int, int], None] | None = None,
+    worst: int = DEFAULT_WORST,
 ) -> ReportResult:
     """Write the report of ``dataset_dir`` to ``out``. ``samples`` gallery samples (0: no gallery), drawn with
     ``seed``; images ``image_width`` pixels wide. ``on_scene(done, total)`` is called after each scene's tables
-    are read.
+    are read. ``worst``: the failed answers listed per result that has a per-question file (0: none).
 
     Raises ShardError for an unreadable dataset and DataFormatError for an evaluation file it cannot use."""
     start = time.perf_counter()
@@ -80,12 +83,19 @@ def write_report(
         t = lap("stats", t)
         gallery = build_gallery(dataset, samples, seed=seed, width=image_width)
         t = lap("gallery", t)
+        worst_answers = {}
+        for r in inputs.results if inputs else []:
+            found = worst_failures(r, worst)
+            if found is not None:
+                attach_questions(dataset, found[0], image_width)
+                worst_answers[r.source] = found
+        t = lap("worst_answers", t)
     sections = [
         overview_section(stats),
         distributions_section(stats),
         visibility_section(stats),
         gallery_section(gallery, len(stats.scenes)),
-        evaluations_section(inputs),
+        evaluations_section(inputs, worst_answers),
     ]
     name = Path(dataset_dir).resolve().name
     subtitle = (

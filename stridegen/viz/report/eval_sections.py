@@ -1,17 +1,31 @@
-"""The report's evaluation section: one block per result (LSR, detection, tracking, judges, agreement)."""
+"""The report's evaluation section: one block per result (LSR, spatial, detection, tracking, judges, agreement),
+labelled with the model it scored; a model's result and its blind baseline share one block."""
 
 from __future__ import annotations
 
 import base64
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from stridegen.viz.report import svg
-from stridegen.viz.report.markup import esc, figure, fmt_float, fmt_int, note, section, subsection, table
+from stridegen.viz.report.markup import (
+    esc,
+    figure,
+    fmt_float,
+    fmt_int,
+    json_number,
+    note,
+    section,
+    subsection,
+    table,
+)
+from stridegen.viz.report.model_blocks import model_label, spatial_block, versus_blind_rows, worst_block
 from stridegen.viz.report.results import SCORE_BINS, EvalInputs, EvalResult
+from stridegen.viz.report.worst_answers import WorstAnswer
 
 LSR_METRICS = ("target_distance", "target_direction", "ego_velocity", "target_velocity", "lsr")
 DETECTION_TP = (
@@ -25,17 +39,10 @@ TRACKING_COLUMNS = ("amota", "amotp", "recall", "motar", "mota", "motp", "ids", 
 TRACKING_COUNTS = {"ids", "frag", "fp", "fn", "gt", "tp", "mt", "ml"}
 
 
-def _num(value: Any) -> float:
-    """A JSON number, NaN for null / missing / non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    return float(value)
-
-
 def _rate_cell(row: dict[str, Any] | None) -> str:
     if not row:
         return "-"
-    return f"{100 * _num(row.get('success_rate')):.1f}% ({fmt_int(row.get('sample_size', 0))})"
+    return f"{100 * json_number(row.get('success_rate')):.1f}% ({fmt_int(row.get('sample_size', 0))})"
 
 
 def _horizons(tables: list[list[dict[str, Any]]]) -> list[Any]:
@@ -56,7 +63,9 @@ def _rate_matrix(label: str, per: dict[str, list[dict[str, Any]]], table_id: str
 def _rate_lines(title: str, per: dict[str, list[dict[str, Any]]], key: str) -> str:
     series = {}
     for name, rates in per.items():
-        pts = sorted((float(r["time"]), 100 * _num(r.get("success_rate"))) for r in rates if r.get("time") != "avg")
+        pts = sorted(
+            (float(r["time"]), 100 * json_number(r.get("success_rate"))) for r in rates if r.get("time") != "avg"
+        )
         if pts:
             series[name] = ([p[0] for p in pts], [p[1] for p in pts])
     chart = svg.line_chart(
@@ -101,7 +110,7 @@ def lsr_block(result: EvalResult, key: str) -> str:
     tc = d.get("temporal_consistency") or []
     if tc:
         cols = [k for k in tc[0] if k != "relation"]
-        rows = [[esc(r.get("relation")), *(fmt_float(_num(r.get(c)), 3) for c in cols)] for r in tc]
+        rows = [[esc(r.get("relation")), *(fmt_float(json_number(r.get(c)), 3) for c in cols)] for r in tc]
         body += subsection("Temporal consistency", table(["relation", *cols], rows, table_id=f"{key}-tlc"))
     return body
 
@@ -112,7 +121,7 @@ def _pr_curves(metric_data: dict[str, Any], classes: list[str], key: str) -> str
     for name, md in metric_data.items():
         cls, _, th = str(name).rpartition(":")
         if cls in classes and isinstance(md, dict) and md.get("recall") and md.get("precision"):
-            curve = ([_num(x) for x in md["recall"]], [_num(y) for y in md["precision"]])
+            curve = ([json_number(x) for x in md["recall"]], [json_number(y) for y in md["precision"]])
             by_threshold.setdefault(th, {})[cls] = curve
     charts = []
     for th in sorted(by_threshold, key=float):
@@ -133,19 +142,22 @@ def detection_block(result: EvalResult, key: str) -> str:
     thresholds = sorted({t for per in aps.values() for t in per}, key=float)
     summary = d.get("summary_row") or {"mAP": d.get("mean_ap"), "NDS": d.get("nd_score")}
     body = table(
-        list(summary), [[fmt_float(_num(v), 4) for v in summary.values()]], table_id=f"{key}-summary", numeric_from=0
+        list(summary),
+        [[fmt_float(json_number(v), 4) for v in summary.values()]],
+        table_id=f"{key}-summary",
+        numeric_from=0,
     )
     tp = d.get("label_tp_errors", {})
     rows = []
     for cls in classes:
-        ap_cells = [fmt_float(_num(aps[cls].get(t)), 3) for t in thresholds]
+        ap_cells = [fmt_float(json_number(aps[cls].get(t)), 3) for t in thresholds]
         mean_ap = d.get("mean_dist_aps", {}).get(cls)
         rows.append(
             [
                 esc(cls),
                 *ap_cells,
-                fmt_float(_num(mean_ap), 3),
-                *(fmt_float(_num(tp.get(cls, {}).get(m)), 3) for m, _ in DETECTION_TP),
+                fmt_float(json_number(mean_ap), 3),
+                *(fmt_float(json_number(tp.get(cls, {}).get(m)), 3) for m, _ in DETECTION_TP),
             ]
         )
     body += table(
@@ -158,11 +170,11 @@ def detection_block(result: EvalResult, key: str) -> str:
     if metric_data:
         charts += _pr_curves(metric_data, classes, key)
     else:
-        series = {f"AP@{t}": [_num(aps[c].get(t)) for c in classes] for t in thresholds}
+        series = {f"AP@{t}": [json_number(aps[c].get(t)) for c in classes] for t in thresholds}
         chart = svg.bar_chart("AP per class and threshold", classes, series, ylabel="AP", y_max=1.0)
         charts += figure(chart, "AP per class at each distance threshold", f"{key}-ap")
     errors = {
-        short: [0.0 if math.isnan(_num(tp.get(c, {}).get(m))) else _num(tp[c][m]) for c in classes]
+        short: [0.0 if math.isnan(json_number(tp.get(c, {}).get(m))) else json_number(tp[c][m]) for c in classes]
         for m, short in DETECTION_TP
     }
     chart = svg.bar_chart("TP errors per class", classes, errors, ylabel="error (m, rad, 1 - IoU, ...)")
@@ -183,7 +195,7 @@ def tracking_block(result: EvalResult, key: str) -> str:
     cols = [m for m in TRACKING_COLUMNS if m in per]
 
     def cell(metric: str, value: Any) -> str:
-        x = _num(value)
+        x = json_number(value)
         return fmt_int(x) if metric in TRACKING_COUNTS and not math.isnan(x) else fmt_float(x, 3)
 
     rows = [[esc(c), *(cell(m, per[m].get(c)) for m in cols)] for c in classes]
@@ -193,7 +205,7 @@ def tracking_block(result: EvalResult, key: str) -> str:
     charts = ""
     for metric in ("mota", "motar"):
         series = {
-            c: ([_num(x) for x in md.get("recall_hypo", [])], [_num(y) for y in md.get(metric, [])])
+            c: ([json_number(x) for x in md.get("recall_hypo", [])], [json_number(y) for y in md.get(metric, [])])
             for c, md in details.items()
             if isinstance(md, dict) and md.get(metric)
         }
@@ -211,7 +223,7 @@ def tracking_block(result: EvalResult, key: str) -> str:
                 f"{key}-{metric}",
             )
     series = {
-        c: ([_num(x) for x in md.get("recall_hypo", [])], [_num(y) for y in md.get("recall", [])])
+        c: ([json_number(x) for x in md.get("recall_hypo", [])], [json_number(y) for y in md.get("recall", [])])
         for c, md in details.items()
         if isinstance(md, dict) and md.get("recall")
     }
@@ -226,18 +238,18 @@ def tracking_block(result: EvalResult, key: str) -> str:
 def judges_block(result: EvalResult, key: str) -> str:
     d = result.data
     groups = {"overall": d.get("overall", {}), **d.get("groups", {})}
-    level = round(100 * _num(d.get("ci", {}).get("level", 0.95)))
+    level = round(100 * json_number(d.get("ci", {}).get("level", 0.95)))
     rows = []
     for name, g in groups.items():
         lo, hi = g.get("ci_low_100"), g.get("ci_high_100")
-        ci = "-" if lo is None or hi is None else f"{_num(lo):.1f} to {_num(hi):.1f}"
+        ci = "-" if lo is None or hi is None else f"{json_number(lo):.1f} to {json_number(hi):.1f}"
         rows.append(
             [
                 esc(name),
                 fmt_int(g.get("n", 0)),
-                fmt_float(_num(g.get("mean_100")), 2),
+                fmt_float(json_number(g.get("mean_100")), 2),
                 ci,
-                fmt_float(_num(g.get("std_100")), 2),
+                fmt_float(json_number(g.get("std_100")), 2),
                 fmt_int(g.get("n_error", d.get("n_error", 0))),
             ]
         )
@@ -249,7 +261,7 @@ def judges_block(result: EvalResult, key: str) -> str:
     names = list(groups)
 
     def opt(v: Any) -> float | None:
-        x = _num(v)
+        x = json_number(v)
         return None if math.isnan(x) else x
 
     chart = svg.interval_chart(
@@ -286,15 +298,15 @@ def agreement_block(result: EvalResult, key: str) -> str:
     rows = [
         [
             esc(name),
-            fmt_float(_num(m.get("value")), 4),
-            fmt_float(_num(m.get("low")), 4),
-            fmt_float(_num(m.get("high")), 4),
+            fmt_float(json_number(m.get("value")), 4),
+            fmt_float(json_number(m.get("low")), 4),
+            fmt_float(json_number(m.get("high")), 4),
             fmt_int(m.get("n", 0)),
         ]
         for name, m in metrics.items()
     ]
     scales = d.get("scales", {})
-    alpha = _num(d.get("bootstrap", {}).get("alpha", 0.05))
+    alpha = json_number(d.get("bootstrap", {}).get("alpha", 0.05))
     head = note(
         f"{fmt_int(d.get('n_matched', 0))} matched items; judge scale {esc(scales.get('judge'))}, human "
         f"scale {esc(scales.get('human'))}; {round(100 * (1 - alpha))}% bootstrap intervals"
@@ -303,7 +315,7 @@ def agreement_block(result: EvalResult, key: str) -> str:
     names = list(metrics)
 
     def opt(v: Any) -> float | None:
-        x = _num(v)
+        x = json_number(v)
         return None if math.isnan(x) else x
 
     chart = svg.interval_chart(
@@ -320,8 +332,24 @@ def agreement_block(result: EvalResult, key: str) -> str:
     )
 
 
+def lsr_versus_blind(result: EvalResult, baseline: EvalResult, key: str) -> str:
+    """Success rate per metric and horizon, and LSR per scenario relation, beside the blind baseline's."""
+    mine = {m: result.data[m] for m in LSR_METRICS if result.data.get(m)}
+    theirs = {m: baseline.data.get(m) or [] for m in LSR_METRICS}
+    rows = versus_blind_rows(mine, theirs)
+
+    def scenario(d: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        per = d.get("breakdowns", {}).get("scenario", {})
+        return {f"lsr · {name}": rates.get("lsr", []) for name, rates in per.items() if rates.get("lsr")}
+
+    rows += versus_blind_rows(scenario(result.data), scenario(baseline.data))
+    headers = ["metric", "horizon", "model", "blind", "Δ (pp)"]
+    return subsection("Against the blind baseline", table(headers, rows, table_id=f"{key}-blind", numeric_from=2))
+
+
 BLOCKS: dict[str, tuple[str, Callable[[EvalResult, str], str]]] = {
     "lsr": ("LSR (localization success rate)", lsr_block),
+    "spatial": ("Spatial QA (rule-based)", spatial_block),
     "detection": ("Detection (nuScenes)", detection_block),
     "tracking": ("Tracking (nuScenes)", tracking_block),
     "judges": ("LLM judge scores", judges_block),
@@ -329,21 +357,64 @@ BLOCKS: dict[str, tuple[str, Callable[[EvalResult, str], str]]] = {
 }
 
 
-def evaluations_section(inputs: EvalInputs | None) -> str:
+# Kinds whose results can stand beside a blind baseline: (model result, baseline, key) -> the block's body.
+WITH_BASELINE: dict[str, Callable[[EvalResult, EvalResult, str], str]] = {
+    "lsr": lambda r, b, key: lsr_block(r, key) + lsr_versus_blind(r, b, key),
+    "spatial": lambda r, b, key: spatial_block(r, key, b),
+}
+Worst = dict[Path, tuple[list[WorstAnswer], int]]  # result file -> (its worst answers, its failed answers)
+
+
+def blind_pairs(results: list[EvalResult]) -> dict[int, EvalResult]:
+    """Baselines by the index of the result they stand beside: a blind result and a result of the same kind and
+    model that is not blind (the first of each, in the order given). A paired baseline gets no block of its own."""
+    pairs: dict[int, EvalResult] = {}
+    taken: set[int] = set()
+    for i, r in enumerate(results):
+        if r.kind not in WITH_BASELINE or r.blind or r.model is None:
+            continue
+        for j, b in enumerate(results):
+            if j not in taken and b.blind and b.kind == r.kind and b.model == r.model:
+                pairs[i] = b
+                taken.add(j)
+                break
+    return pairs
+
+
+def evaluations_section(inputs: EvalInputs | None, worst: Worst | None = None) -> str:
+    """One block per result (LSR first, then spatial, detection, ...), each labelled with its model; a result
+    with a blind baseline shows it beside; ``worst`` adds each result's worst answers."""
     if inputs is None or not inputs.results:
         body = note(
-            "no evaluation results given (<code>stridegen report DIR --eval RESULTS</code> adds LSR, "
+            "no evaluation results given (<code>stridegen report DIR --eval RESULTS</code> adds LSR, spatial, "
             "detection, tracking and judge results)"
         )
         return section("evaluations", "Evaluations", body)
     body = ""
     order = list(BLOCKS)
-    ranked = sorted(inputs.results, key=lambda r: order.index(r.kind))  # LSR first, then detection, ...
+    ranked = sorted(inputs.results, key=lambda r: order.index(r.kind))  # LSR first, then spatial, detection, ...
+    pairs = blind_pairs(ranked)
+    paired = {id(b) for b in pairs.values()}
     for i, result in enumerate(ranked):
+        if id(result) in paired:
+            continue
         title, block = BLOCKS[result.kind]
         key = f"eval-{result.kind}-{i}"
-        inner = f'<p class="source">{esc(result.source)}</p>' + block(result, key)
-        body += f'<div class="sub eval" id="{key}" data-kind="{esc(result.kind)}"><h3>{esc(title)}</h3>{inner}</div>'
+        source = f'<p class="source">{esc(result.source)}</p>'
+        baseline = pairs.get(i)
+        if baseline is None:
+            inner = source + block(result, key)
+        else:
+            source += f'<p class="source">blind baseline: {esc(baseline.source)}</p>'
+            inner = source + WITH_BASELINE[result.kind](result, baseline, key)
+            title += " with its blind baseline"
+        if worst and result.source in worst:
+            inner += worst_block(*worst[result.source], key)
+        model = f' data-model="{esc(result.model)}"' if result.model is not None else ""
+        body += (
+            f'<div class="sub eval" id="{key}" data-kind="{esc(result.kind)}"{model}>'
+            f"<h3>{esc(title)}{model_label(result)}</h3>{inner}</div>"
+        )
     if inputs.skipped:
         body += note("skipped (not evaluation results): " + ", ".join(esc(p.name) for p, _ in inputs.skipped))
     return section("evaluations", "Evaluations", body)

@@ -15,6 +15,13 @@ def esc(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+def json_number(value: object) -> float:
+    """A JSON number as a float; NaN for null, missing, booleans and non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    return float(value)
+
+
 def fmt_int(value: float | int | None) -> str:
     """Integers with thousands separators ("16,269"); "-" for None."""
     return "-" if value is None else f"{int(value):,}"

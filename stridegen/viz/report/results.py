@@ -5,6 +5,9 @@ A ``--eval`` path is a file or a folder (its ``*.json`` files). A JSON document 
 
 - ``lsr``: ``stridegen eval lsr``'s ``metrics.json`` (``profile``, ``breakdowns``, ``lsr``); the polar plot
   ``lsr_polar.png`` beside it is shown as it is (the per-question positions are not in the JSON);
+- ``spatial``: ``stridegen eval spatial``'s ``metrics.json`` (``parser``, ``tolerance``, ``overall``,
+  ``by_category``); its ``items.jsonl`` beside it gives the worst answers (``stridegen.viz.report.worst_answers``),
+  as ``eval lsr``'s does;
 - ``detection``: ``stridegen eval detection --out`` (``label_aps``, ``label_tp_errors``, ``nd_score``); PR
   curves come from a ``metric_data`` key or a ``metrics_details.json`` beside it (the nuScenes devkit layout:
   ``"<class>:<threshold>" -> {recall, precision, ...}``), when present;
@@ -14,12 +17,16 @@ A ``--eval`` path is a file or a folder (its ``*.json`` files). A JSON document 
 - ``agreement``: ``stridegen judge agreement --out`` (``n_matched``, ``scales``, ``metrics``).
 
 A file given by name that is none of these is an error; in a folder such files are skipped (and listed).
+
+``lsr`` and ``spatial`` results name the predictions they scored in ``inputs`` (``predictions``, and ``model``:
+``{model, blind, predictor}`` when ``stridegen predict`` wrote them); ``EvalResult.model`` and ``blind`` read them.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,7 @@ from stridegen.core.errors import DataFormatError
 
 KINDS: dict[str, tuple[str, ...]] = {
     "lsr": ("profile", "breakdowns", "lsr"),
+    "spatial": ("parser", "tolerance", "overall", "by_category"),
     "detection": ("label_aps", "label_tp_errors", "nd_score"),
     "tracking": ("label_metrics", "metrics_details"),
     "judges": ("overall", "groups", "ci"),
@@ -47,6 +55,27 @@ class EvalResult:
     source: Path
     data: dict[str, Any]
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def _model(self) -> dict[str, Any]:
+        inputs = self.data.get("inputs")
+        model = inputs.get("model") if isinstance(inputs, dict) else None
+        return model if isinstance(model, dict) else {}
+
+    @property
+    def model(self) -> str | None:
+        """The model whose predictions were scored (``inputs.model.model``), else the predictions file's name
+        (``inputs.predictions``), else None."""
+        name = self._model().get("model")
+        if name:
+            return str(name)
+        inputs = self.data.get("inputs")
+        pred = inputs.get("predictions") if isinstance(inputs, dict) else None
+        return str(pred) if pred else None
+
+    @property
+    def blind(self) -> bool:
+        """True when the predictions were answered without the images (``inputs.model.blind``)."""
+        return bool(self._model().get("blind"))
 
 
 @dataclass
@@ -75,25 +104,31 @@ def _read_json(path: Path) -> object:
         raise DataFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _verdict_scores(path: Path) -> dict[str, np.ndarray]:
-    """Histogram counts (SCORE_BINS) of the ok verdicts' ``score_100``, overall and per category."""
-    counts: dict[str, np.ndarray] = {}
+def jsonl_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-blank line of a JSON Lines file; DataFormatError naming a line that is not
+    JSON."""
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             try:
-                v = json.loads(line)
+                yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataFormatError(path, f"line {lineno}: not JSON: {exc.msg}") from None
-            if not isinstance(v, dict) or v.get("status", "ok") != "ok":
-                continue
-            score = v.get("score_100")
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-                continue
-            b = min(int(np.searchsorted(SCORE_BINS, float(score), side="right")) - 1, len(SCORE_BINS) - 2)
-            for key in ("all", f"category:{v.get('category', '')}"):
-                counts.setdefault(key, np.zeros(len(SCORE_BINS) - 1, dtype=np.int64))[max(b, 0)] += 1
+
+
+def _verdict_scores(path: Path) -> dict[str, np.ndarray]:
+    """Histogram counts (SCORE_BINS) of the ok verdicts' ``score_100``, overall and per category."""
+    counts: dict[str, np.ndarray] = {}
+    for _, v in jsonl_lines(path):
+        if not isinstance(v, dict) or v.get("status", "ok") != "ok":
+            continue
+        score = v.get("score_100")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            continue
+        b = min(int(np.searchsorted(SCORE_BINS, float(score), side="right")) - 1, len(SCORE_BINS) - 2)
+        for key in ("all", f"category:{v.get('category', '')}"):
+            counts.setdefault(key, np.zeros(len(SCORE_BINS) - 1, dtype=np.int64))[max(b, 0)] += 1
     return counts
 
 
