@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from predict_helpers import read_jsonl
-from tiny_vlm import build_tiny_vlm
 
+from reference.tiny_vlm import build_tiny_vlm
 from stridegen.core import registry
 from stridegen.formats.images import encode_jpeg
 from stridegen.predict.base import GenerationSettings, PromptRequest, Reply
