@@ -333,18 +333,29 @@ def agreement_block(result: EvalResult, key: str) -> str:
 
 
 def lsr_versus_blind(result: EvalResult, baseline: EvalResult, key: str) -> str:
-    """Success rate per metric and horizon, and LSR per scenario relation, beside the blind baseline's."""
-    mine = {m: result.data[m] for m in LSR_METRICS if result.data.get(m)}
-    theirs = {m: baseline.data.get(m) or [] for m in LSR_METRICS}
-    rows = versus_blind_rows(mine, theirs)
+    """Success rate per metric and LSR per scenario relation (over every horizon), and LSR per horizon, beside the
+    blind baseline's."""
+
+    def at(rates: list[dict[str, Any]] | None, time: Any) -> Any:
+        return next((r.get("success_rate") for r in rates or [] if r.get("time") == time), None)
 
     def scenario(d: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         per = d.get("breakdowns", {}).get("scenario", {})
-        return {f"lsr · {name}": rates.get("lsr", []) for name, rates in per.items() if rates.get("lsr")}
+        return {name: rates.get("lsr", []) for name, rates in per.items() if rates.get("lsr")}
 
-    rows += versus_blind_rows(scenario(result.data), scenario(baseline.data))
-    headers = ["metric", "horizon", "model", "blind", "Δ (pp)"]
-    return subsection("Against the blind baseline", table(headers, rows, table_id=f"{key}-blind", numeric_from=2))
+    mine, theirs = result.data, baseline.data
+    overall = [(m, at(mine[m], "avg"), at(theirs.get(m), "avg")) for m in LSR_METRICS if mine.get(m)]
+    relations = scenario(mine)
+    overall += [
+        (f"LSR · {name}", at(rates, "avg"), at(scenario(theirs).get(name), "avg")) for name, rates in relations.items()
+    ]
+    lsr = mine.get("lsr") or []
+    horizons = [(f"t={t}s", at(lsr, t), at(theirs.get("lsr"), t)) for t in _horizons([lsr])[:-1]]
+    headers = ["model", "blind", "Δ (pp)"]
+    body = table(["metric (all horizons)", *headers], versus_blind_rows(overall), table_id=f"{key}-blind")
+    if horizons:
+        body += table(["LSR per horizon", *headers], versus_blind_rows(horizons), table_id=f"{key}-blind-horizon")
+    return subsection("Against the blind baseline", body)
 
 
 BLOCKS: dict[str, tuple[str, Callable[[EvalResult, str], str]]] = {

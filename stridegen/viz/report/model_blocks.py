@@ -110,28 +110,9 @@ def spatial_block(result: EvalResult, key: str, baseline: EvalResult | None = No
     return body
 
 
-def versus_blind_rows(
-    result: dict[str, list[dict[str, Any]]], baseline: dict[str, list[dict[str, Any]]]
-) -> list[list[str]]:
-    """Rows ``[name, horizon, model, blind, Δ]`` of success-rate tables (name -> rows with ``time`` and
-    ``success_rate``), horizons in the model's order."""
-    rows = []
-    for name, rates in result.items():
-        base = {r.get("time"): r for r in baseline.get(name, [])}
-        for r in rates:
-            t = r.get("time")
-            other = base.get(t, {})
-            horizon = "avg" if t == "avg" else f"t={t}s"
-            rows.append(
-                [
-                    esc(name),
-                    horizon,
-                    pct(r.get("success_rate")),
-                    pct(other.get("success_rate")),
-                    delta_pp(r.get("success_rate"), other.get("success_rate")),
-                ]
-            )
-    return rows
+def versus_blind_rows(rates: list[tuple[str, Any, Any]]) -> list[list[str]]:
+    """Rows ``[label, model, blind, Δ (pp)]`` of (label, model's rate, baseline's rate) triples (rates 0..1)."""
+    return [[esc(label), pct(mine), pct(theirs), delta_pp(mine, theirs)] for label, mine, theirs in rates]
 
 
 def worst_block(answers: list[WorstAnswer], failed: int, key: str) -> str:

@@ -188,18 +188,16 @@ def test_lsr_block_shows_the_blind_baseline(page, runs):
     [block] = _blocks(page, "lsr")
     key = block.attrs["id"]
     mine, blind = _metrics(runs["model"][1]), _metrics(runs["blind"][1])
-    rows = {(r[0], r[1]): r[2:] for r in _body_rows(page, f"{key}-blind")}
+    rows = table_rows(page, f"{key}-blind")
     avg_mine = next(r for r in mine["lsr"] if r["time"] == "avg")["success_rate"]
     avg_blind = next(r for r in blind["lsr"] if r["time"] == "avg")["success_rate"]
-    assert rows[("lsr", "avg")] == [_pct(avg_mine), _pct(avg_blind), f"{100 * (avg_mine - avg_blind):+.1f}"]
-
-
-def _body_rows(page: Element, table_id: str) -> list[list[str]]:
-    return [
-        [c.text().strip() for c in tr.children if isinstance(c, Element) and c.tag == "td"]
-        for tr in page.by_id(table_id).find_all("tr")
-        if tr.find_all("td")
-    ]
+    assert rows["lsr"] == [_pct(avg_mine), _pct(avg_blind), f"{100 * (avg_mine - avg_blind):+.1f}"]
+    for name in mine["breakdowns"]["scenario"]:
+        assert f"LSR · {name}" in rows
+    per_horizon = table_rows(page, f"{key}-blind-horizon")
+    for r in mine["lsr"]:
+        if r["time"] != "avg":
+            assert per_horizon[f"t={r['time']}s"][0] == _pct(r["success_rate"])
 
 
 @pytest.mark.parametrize("kind", ["spatial", "lsr"])
