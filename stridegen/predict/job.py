@@ -8,8 +8,9 @@ none) and a stats file (requests sent, cache hits, tokens, cost, latencies). A s
 failed scene: a rerun retries it, sending only the requests that have no cached answer. When the endpoint refuses
 the key (401/403) the worker leaves a stop marker and every scene after it fails at once without a request.
 
-The driver (``run_predict``) never builds a predictor: it checks the predictor's options against its factory
-(``registry.validate_options``) and the profile, then runs the tasks and joins the parts (``outputs``).
+The job is a ``SceneJob`` (``PredictTask`` per scene). The driver (``run_predict``) never builds a predictor: it
+checks the predictor's options against its factory (``registry.validate_options``) and the profile, then runs the
+tasks and joins the parts (``outputs``).
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from stridegen.run.executors import make_executor
 from stridegen.run.runner import (
     JobTarget,
     RunObserver,
+    SceneJob,
     SceneResult,
     SceneRunSummary,
     StageCallback,
-    failed_scene,
     pause_if_asked,
-    run_jobs,
+    run_scene_jobs,
     write_part,
 )
 from stridegen.shards.journal import check_outside_source
@@ -218,14 +219,14 @@ def predict_scene(spec: PredictSpec, scene: str, report: StageCallback) -> Scene
     return SceneResult(scene, "built", info, timings_s=timings)
 
 
-def predict_worker(payload: tuple[str, str], report: StageCallback) -> SceneResult:
-    """The runner's worker: ``payload`` is (the spec as JSON, the scene)."""
-    spec_json, scene = payload
-    try:
-        spec = PredictSpec.model_validate_json(spec_json)
-        return predict_scene(spec, scene, report)
-    except Exception as exc:  # one scene's failure is recorded; the others go on
-        return failed_scene(scene, exc, {})
+@dataclass(frozen=True)
+class PredictTask:
+    """The predict job's scene task (``stridegen.run.runner.SceneTask``): the spec as JSON, for any executor."""
+
+    spec_json: str
+
+    def run_scene(self, scene: str, report: StageCallback, timings: dict[str, float]) -> SceneResult:
+        return predict_scene(PredictSpec.model_validate_json(self.spec_json), scene, report)
 
 
 def check_spec(spec: PredictSpec) -> None:
@@ -293,15 +294,8 @@ def run_predict(
     scenes = source.scenes()
     config_hash = run_hash(spec, source_digest(source))
     (out / STOP_MARKER).unlink(missing_ok=True)  # a new run asks again
-    spec_json = spec.model_dump_json()
-    [outcome] = run_jobs(
-        [JobTarget(out, config_hash, scenes)],
-        lambda job, scene: (spec_json, scene),
-        predict_worker,
-        make_executor(executor, workers),
-        overwrite,
-        observer,
-    )
+    job = SceneJob(JobTarget(out, config_hash, scenes), PredictTask(spec.model_dump_json()))
+    [outcome] = run_scene_jobs([job], make_executor(executor, workers), overwrite, observer)
     model = str(spec.options.get("model", spec.predictor))
     files, answered, failed = write_outputs(out, scenes, source.path, source.kind, model)
     manifest = {
