@@ -18,7 +18,7 @@ from pathlib import Path
 from stridegen import __version__
 from stridegen.shards.reader import open_dataset
 from stridegen.viz.report.dataset_sections import distributions_section, overview_section, visibility_section
-from stridegen.viz.report.eval_sections import BLOCKS, evaluations_section
+from stridegen.viz.report.eval_sections import BLOCKS, evaluations_section, shown_blocks
 from stridegen.viz.report.gallery import build_gallery
 from stridegen.viz.report.gallery_view import gallery_section
 from stridegen.viz.report.markup import esc, fmt_int
@@ -84,7 +84,7 @@ def write_report(
         gallery = build_gallery(dataset, samples, seed=seed, width=image_width)
         t = lap("gallery", t)
         worst_answers = {}
-        for r in inputs.results if inputs else []:
+        for r, _ in shown_blocks(inputs.results) if inputs else []:  # a paired blind baseline lists none
             found = worst_failures(r, worst)
             if found is not None:
                 attach_questions(dataset, found[0], image_width)

@@ -376,20 +376,23 @@ WITH_BASELINE: dict[str, Callable[[EvalResult, EvalResult, str], str]] = {
 Worst = dict[Path, tuple[list[WorstAnswer], int]]  # result file -> (its worst answers, its failed answers)
 
 
-def blind_pairs(results: list[EvalResult]) -> dict[int, EvalResult]:
-    """Baselines by the index of the result they stand beside: a blind result and a result of the same kind and
-    model that is not blind (the first of each, in the order given). A paired baseline gets no block of its own."""
-    pairs: dict[int, EvalResult] = {}
+def shown_blocks(results: list[EvalResult]) -> list[tuple[EvalResult, EvalResult | None]]:
+    """The results that get a block, in the page's order (LSR first, then spatial, detection, ...), each with the
+    blind baseline it stands beside: a blind result of the same kind and model as a result that is not blind (the
+    first of each, in the order given). A paired baseline gets no block of its own."""
+    order = list(BLOCKS)
+    ranked = sorted(results, key=lambda r: order.index(r.kind))
+    baselines: dict[int, EvalResult] = {}
     taken: set[int] = set()
-    for i, r in enumerate(results):
+    for i, r in enumerate(ranked):
         if r.kind not in WITH_BASELINE or r.blind or r.model is None:
             continue
-        for j, b in enumerate(results):
+        for j, b in enumerate(ranked):
             if j not in taken and b.blind and b.kind == r.kind and b.model == r.model:
-                pairs[i] = b
+                baselines[i] = b
                 taken.add(j)
                 break
-    return pairs
+    return [(r, baselines.get(i)) for i, r in enumerate(ranked) if i not in taken]
 
 
 def evaluations_section(inputs: EvalInputs | None, worst: Worst | None = None) -> str:
@@ -402,17 +405,10 @@ def evaluations_section(inputs: EvalInputs | None, worst: Worst | None = None) -
         )
         return section("evaluations", "Evaluations", body)
     body = ""
-    order = list(BLOCKS)
-    ranked = sorted(inputs.results, key=lambda r: order.index(r.kind))  # LSR first, then spatial, detection, ...
-    pairs = blind_pairs(ranked)
-    paired = {id(b) for b in pairs.values()}
-    for i, result in enumerate(ranked):
-        if id(result) in paired:
-            continue
+    for i, (result, baseline) in enumerate(shown_blocks(inputs.results)):
         title, block = BLOCKS[result.kind]
         key = f"eval-{result.kind}-{i}"
         source = f'<p class="source">{esc(result.source)}</p>'
-        baseline = pairs.get(i)
         if baseline is None:
             inner = source + block(result, key)
         else:
