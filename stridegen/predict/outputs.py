@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from stridegen.formats.prediction_inputs import PREDICT_MANIFEST
 from stridegen.predict.questions import bench_records
 from stridegen.run.runner import SceneResult, read_part
 from stridegen.shards.manifest import manifest_bytes
@@ -31,7 +32,7 @@ from stridegen.shards.writer import atomic_write_bytes, sha256_file
 PREDICTIONS = "predictions.jsonl"
 FAILURES = "failures.jsonl"
 RESPONSES = "responses"
-MANIFEST = "predict.json"
+MANIFEST = PREDICT_MANIFEST  # the evaluators read the model from it (stridegen.formats.prediction_inputs)
 SUMMARY = "summary.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
