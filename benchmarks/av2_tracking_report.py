@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from stridegen.eval.tracking.evaluate import evaluate_log
+from stridegen.jobs.detect import run_track
 from stridegen.logs import open_log
-from stridegen.run.detect import run_track
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "av2" / "logs"
 

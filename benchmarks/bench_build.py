@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from stridegen.jobs.build import STAGES, run_build
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
-from stridegen.run.build import STAGES, run_build
 from stridegen.run.config import load_build_config
 
 QUICK_SCENES, QUICK_SECONDS = 2, 8.0

@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from stridegen.jobs.build import run_build
+from stridegen.jobs.export import run_export
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
-from stridegen.run.export import run_export
 from stridegen.shards.export.manifest import EXPORT_MANIFEST
 
 FORMATS = ("strideqa", "strideqa-bench", "llava", "messages", "hf")

@@ -7,7 +7,7 @@
 For each log (synthetic ones are generated once into ``--workdir`` with tiny images: only the tables matter), and
 for each way of reading the tables (``whole``: ``NuScenesReader(index=False)``, every table in memory, the reader
 before the index; ``index``: the default), ``--repeat`` fresh processes each import what a build worker imports
-(``stridegen.run.build``), open the log and read its first scene with every frame's annotations, and report:
+(``stridegen.jobs.build``), open the log and read its first scene with every frame's annotations, and report:
 
 - ``peak MiB``: the process's peak resident memory (VmHWM), imports included (the figure a worker costs);
 - ``open s`` / ``read s``: wall time of opening the log and of reading the scene;
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 MEASURE = """
 import json, sys, time, tracemalloc
-import stridegen.run.build  # what a build worker has imported
+import stridegen.jobs.build  # what a build worker has imported
 from stridegen.logs.nuscenes import NuScenesReader
 
 def vm_hwm_kib():

@@ -123,8 +123,8 @@ def balance_report(items: list[QAItem]) -> None:
 
 def in_build_rate(repeat: int) -> tuple[float, int, float]:
     """(QA per wall second of the build's qa stage, QA rows, qa stage seconds) of the best of ``repeat`` builds."""
+    from stridegen.jobs.build import REPORT_NAME, run_build
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.build import REPORT_NAME, run_build
     from stridegen.run.config import load_build_config
 
     config = load_build_config(None, ["segmenter.name=projected_box", "workers=1", "executor.name=local"])

@@ -36,8 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from stridegen.jobs.build import run_build
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import SceneResult, StageEvent
 

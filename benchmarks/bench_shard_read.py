@@ -43,8 +43,8 @@ DEMO = Path(__file__).resolve().parents[1] / "out" / "demo"
 
 
 def build_quick(tmp: Path) -> Path:
+    from stridegen.jobs.build import run_build
     from stridegen.logs.synthetic.default import ensure_default_log
-    from stridegen.run.build import run_build
     from stridegen.run.config import load_build_config
 
     log = ensure_default_log(dict(QUICK), progress=False)
@@ -111,7 +111,7 @@ def eval_lsr(dataset: Path, pred: Path, out: Path) -> int:
 
 
 def export(dataset: Path, fmt: str, out: Path) -> int:
-    from stridegen.run.export import run_export
+    from stridegen.jobs.export import run_export
 
     shutil.rmtree(out, ignore_errors=True)
     result = run_export(dataset, out, fmt)

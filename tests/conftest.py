@@ -110,7 +110,7 @@ def one_scene_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_scene_dataset(two_scene_log: Path) -> Path:
     """``two_scene_log`` built with ``SMALL_BUILD``, into the folder beside the log (``two_scene_log.parent / "ds"``);
     never written into."""
-    from stridegen.run.build import run_build
+    from stridegen.jobs.build import run_build
     from stridegen.run.config import load_build_config
 
     out = two_scene_log.parent / "ds"

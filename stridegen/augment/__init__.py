@@ -2,7 +2,7 @@
 
 ``stridegen.augment.corruptions`` holds the registry; ``stridegen.augment.scene`` corrupts the images of a scene
 and warps their masks; ``stridegen.viz.contact_sheet`` draws a corruption x severity contact sheet;
-``stridegen.run.augment`` builds robustness splits of a built dataset (docs/augment.md).
+``stridegen.jobs.augment`` builds robustness splits of a built dataset (docs/augment.md).
 """
 
 from stridegen.augment.corruptions import (

@@ -1,5 +1,5 @@
 """One corruption at one severity applied to the images of a scene, and the warp of their masks (arrays in, arrays
-out; ``stridegen.shards.augmented`` applies it to a stored scene, ``stridegen.run.augment`` runs it as a job).
+out; ``stridegen.shards.augmented`` applies it to a stored scene, ``stridegen.jobs.augment`` runs it as a job).
 
 - **image corruptions**: each stored image is decoded, corrupted and re-encoded as JPEG at ``jpeg_quality``
   (OpenCV, deterministic). Image row ``i`` of scene ``s`` draws from ``rng_for(seed, corruption, severity, s, i)``,

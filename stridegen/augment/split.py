@@ -1,7 +1,7 @@
 """One sub-dataset of a robustness split: a corruption at a severity (``SplitSpec``), what its manifest and index
 say about it, and the hash that changes with anything that changes its bytes; and the names and severities a
 command asks for (``resolve_corruptions``, ``resolve_levels``). The split's files are written by
-``stridegen.shards.splits``, its scenes by ``stridegen.shards.augmented`` (the job: ``stridegen.run.augment``)."""
+``stridegen.shards.splits``, its scenes by ``stridegen.shards.augmented`` (the job: ``stridegen.jobs.augment``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`stridegen anonymize DIR --out DIR2`: blur faces and licence plates of a built dataset, drop absolute times.
 
-The copy equals a build of the source's log with the ``anonymize`` section given here (stridegen.run.anonymize;
+The copy equals a build of the source's log with the ``anonymize`` section given here (stridegen.jobs.anonymize;
 docs/anonymize.md). ``--in-place`` writes the copy beside DIR and then replaces DIR with it.
 """
 
@@ -59,7 +59,7 @@ def anonymize(
     and absolute timestamps (STRIDE-QA appendix A.4); masks, boxes and QA stay as they are."""
     from pydantic import ValidationError
 
-    from stridegen.run.anonymize import anonymize_dataset
+    from stridegen.jobs.anonymize import anonymize_dataset
 
     if (out is None) == (not in_place):
         raise typer.BadParameter("give either --out DIR2 or --in-place")

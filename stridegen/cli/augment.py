@@ -1,7 +1,7 @@
 """`stridegen augment`: robustness splits of a built dataset, and the corruption preview sheet.
 
 - ``stridegen augment DIR --out DIR2 --corruptions NAMES|all --severity 1-5|all [--seed] [--workers] [--overwrite]``
-  writes one dataset per (corruption, severity) under DIR2 (stridegen.run.augment);
+  writes one dataset per (corruption, severity) under DIR2 (stridegen.jobs.augment);
 - ``stridegen augment --preview IMAGE --out sheet.png`` draws a corruption x severity contact sheet.
 """
 
@@ -16,7 +16,7 @@ from stridegen.cli import executor_options
 from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
 
 if TYPE_CHECKING:
-    from stridegen.run.augment import RobustnessResult
+    from stridegen.jobs.augment import RobustnessResult
     from stridegen.run.config import ExecutorSection
 
 
@@ -54,7 +54,7 @@ def _split(
 
     from stridegen.augment.split import resolve_corruptions, resolve_levels
     from stridegen.cli.progress import SceneProgress
-    from stridegen.run.augment import build_robustness_split
+    from stridegen.jobs.augment import build_robustness_split
 
     console = Console()
     labels = [name for name in resolve_corruptions(corruptions) for _ in resolve_levels(severity)]

@@ -23,7 +23,7 @@ from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_l
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from stridegen.run.build import BuildResult
+    from stridegen.jobs.build import BuildResult
     from stridegen.run.config import BuildConfig
 
 
@@ -64,7 +64,7 @@ def build(
     from rich.markup import escape
 
     from stridegen.cli.progress import SceneProgress
-    from stridegen.run.build import STAGES, run_build
+    from stridegen.jobs.build import STAGES, run_build
     from stridegen.run.config import load_build_config
 
     console = Console()

@@ -67,9 +67,9 @@ def poses(
     from rich.console import Console
 
     from stridegen.cli.progress import SceneProgress
+    from stridegen.jobs.calibrate import PosesOptions, run_calibrate_poses
     from stridegen.logs.calibrate.poses import BoxRemoval
     from stridegen.logs.calibrate.sweeps import DeskewOptions
-    from stridegen.run.calibrate import PosesOptions, run_calibrate_poses
 
     options = PosesOptions(
         format_name,

@@ -6,7 +6,7 @@
 ``track LOG --out tracking.json [detect's options] [--tracker center] [--max-age N] [--matching greedy|hungarian]
 [--tracker-option key=value ...]``
 
-Scene by scene on the scene runner (stridegen.run.detect): the parts are kept in ``OUT.parts/`` and a rerun
+Scene by scene on the scene runner (stridegen.jobs.detect): the parts are kept in ``OUT.parts/`` and a rerun
 resumes. Exit code 2 for a configuration error (unknown backend, bad option, unknown scene) or an unreadable log,
 1 when some scenes failed (stridegen.cli.errors, docs/cli.md).
 """
@@ -23,7 +23,7 @@ from stridegen.cli import executor_options
 from stridegen.cli.errors import exit_failed_scenes, guarded
 
 if TYPE_CHECKING:
-    from stridegen.run.detect import ResultsSummary
+    from stridegen.jobs.detect import ResultsSummary
     from stridegen.run.runner import RunObserver
 
 _LOG = typer.Argument(..., help="Log folder (nuScenes or AV2 layout; e.g. one written by `stridegen synth`).")
@@ -99,7 +99,7 @@ def detect(
 ) -> None:
     """Run a detector over every frame of a log; write a nuScenes detection-results file (an entry for every
     sample) for `stridegen eval detection --gt LOG --pred OUT`. Scene by scene: a rerun resumes."""
-    from stridegen.run.detect import run_detect
+    from stridegen.jobs.detect import run_detect
 
     options = parse_options(option)
     section = executor_options.executor_section(executor, executor_address, executor_option)
@@ -152,7 +152,7 @@ def track(
 ) -> None:
     """Detect, then track each scene; write a nuScenes tracking-results file (tracking classes only) for
     `stridegen eval tracking --gt LOG --pred OUT`. Scene by scene: a rerun resumes."""
-    from stridegen.run.detect import run_track
+    from stridegen.jobs.detect import run_track
 
     options = parse_options(option)
     tracker_options = parse_options(tracker_option)

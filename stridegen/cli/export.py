@@ -1,4 +1,4 @@
-"""`stridegen export DIR --format F --out OUT`: a built dataset in another tool's format (stridegen.run.export)."""
+"""`stridegen export DIR --format F --out OUT`: a built dataset in another tool's format (stridegen.jobs.export)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def export(
     from rich.console import Console
 
     from stridegen.cli.progress import SceneProgress
-    from stridegen.run.export import run_export
+    from stridegen.jobs.export import run_export
 
     options = _exporter_options(option, balance)
     section = executor_options.executor_section(executor, executor_address, executor_option)

@@ -46,7 +46,7 @@ from stridegen.formats.results_json import (
 __all__ = [
     "CLASS_ATTRIBUTES",
     "DETECTION_SPEC",
-    "MAX_BOXES_PER_SAMPLE",  # re-exported from results_json (stridegen/run/detect.py imports it from here)
+    "MAX_BOXES_PER_SAMPLE",  # re-exported from results_json (stridegen/jobs/detect.py imports it from here)
     "REQUIRED_FIELDS",
     "LoadedResults",
     "load_results",

@@ -1,5 +1,5 @@
 """A scene's detections and tracks as nuScenes results rows: what a worker of ``stridegen detect`` / ``track``
-(``stridegen.run.detect``) and ``stridegen validate`` do to one scene, and the results file written from every
+(``stridegen.jobs.detect``) and ``stridegen validate`` do to one scene, and the results file written from every
 scene's rows (``write_results_file``)."""
 
 from __future__ import annotations

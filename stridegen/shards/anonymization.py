@@ -3,7 +3,7 @@ shard tables per scene, ``anonymization`` (one row per region: ``image_index``, 
 ``box_xyxy``, ``score``) and ``anonymization_images`` (per image: ``blurred_px``, ``regions``,
 ``metadata_removed``, ``reencoded``), and ``anonymization.json`` beside the manifest, which lists them per image.
 ``anonymize_record`` runs the pass over a stored scene (``read_stored_scene``): what ``stridegen anonymize`` does
-to each scene of a built dataset (stridegen.run.anonymize), with the bytes the build's anonymize stage gives.
+to each scene of a built dataset (stridegen.jobs.anonymize), with the bytes the build's anonymize stage gives.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ and the tables that follow from them. Each table is copied from the source excep
 
 Everything else (frames, cameras, keyframes, detections, tracks, attributes, ground truth, regions, the QA text and
 ground truth) is identical to the source. ``process_split_scene`` reads a scene of the source dataset, corrupts it
-and writes its shard into a sub-dataset (what a worker of ``stridegen.run.augment`` does).
+and writes its shard into a sub-dataset (what a worker of ``stridegen.jobs.augment`` does).
 """
 
 from __future__ import annotations

@@ -80,8 +80,8 @@ def test_fitted_tables_print_every_label_and_value_whole_on_80_columns():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    from stridegen.jobs.build import run_build
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.build import run_build
     from stridegen.run.config import load_build_config
 
     root = tmp_path_factory.mktemp("tables")

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stridegen.cli.eval_lsr import eval_lsr
-from stridegen.run.build import run_build
+from stridegen.jobs.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 

@@ -107,7 +107,7 @@ def test_av2_frames_equal_nuscenes_frames(logs) -> None:
 
 
 def _build(log: Path, out: Path, extra: list[str]):
-    from stridegen.run.build import run_build
+    from stridegen.jobs.build import run_build
     from stridegen.run.config import load_build_config
     from stridegen.shards.reader import open_dataset
 

@@ -21,9 +21,9 @@ from stridegen.core.angles import wrap_angle
 from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError
 from stridegen.core.projection import project_points
 from stridegen.core.transforms import invert_transform, make_transform, transform_points
+from stridegen.jobs.build import run_build
 from stridegen.logs import open_log
 from stridegen.logs.base import LogReader
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 from tests.logs.kitti_layout import DETECTION_TO_KITTI, WrittenSequence, write_kitti_tracking, write_oxts

@@ -455,7 +455,7 @@ def test_concurrent_first_opens(tmp_path: Path, synthetic_log: Path) -> None:
 # ---------------------------------------------------------------------------------------------- memory
 _MEASURE = """
 import json, sys, tracemalloc
-import stridegen.run.build  # what a build worker has imported
+import stridegen.jobs.build  # what a build worker has imported
 from stridegen.logs.nuscenes import NuScenesReader
 
 def vm_hwm_kib():

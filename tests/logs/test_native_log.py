@@ -130,7 +130,7 @@ def test_round_trip_builds_the_same_questions(synthetic_pair, tmp_path: Path) ->
     """Both logs give the same QA table, row for row (id, question, answer, value). Poses and calibrations come
     back within 2.2e-16 (quaternion round trip); in the shards that moves only the camera extrinsics and the mask
     statistics computed from them (projected boxes, depth, IoU, coverage: <= 3e-13), never a question."""
-    from stridegen.run.build import run_build
+    from stridegen.jobs.build import run_build
     from stridegen.run.config import load_build_config
 
     src, dst = synthetic_pair

@@ -131,7 +131,7 @@ def test_precomputed_tracker_feeds_the_build(synthetic_log, tmp_path):
 
     from stridegen import open_dataset
     from stridegen.core.errors import ConfigError
-    from stridegen.run.build import run_build
+    from stridegen.jobs.build import run_build
     from stridegen.run.config import load_build_config
 
     # A tracking-results file whose ids are the ground-truth instance tokens.

@@ -176,8 +176,8 @@ def _check(confusion: dict[str, Counter], floors: dict[str, float], title: str) 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
+    from stridegen.jobs.build import run_build
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.build import run_build
     from stridegen.run.config import load_build_config
 
     base = tmp_path_factory.mktemp("scenario")

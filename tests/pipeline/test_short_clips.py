@@ -15,8 +15,8 @@ from stridegen.eval.lsr.dataset import records_from_dataset
 from stridegen.eval.lsr.evaluate import evaluate
 from stridegen.eval.lsr.items import items_from_records
 from stridegen.eval.lsr.tolerance import PAPER, STRIDEQA_BENCH
+from stridegen.jobs.build import run_build
 from stridegen.pipeline.qa.base import fmt_metres, fmt_mps
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 
@@ -138,7 +138,7 @@ def test_partial_groups_are_scored_per_horizon_not_in_tlc(built):
 
 
 def test_strideqa_bench_export_leaves_partial_groups_out(built, tmp_path):
-    from stridegen.run.export import run_export
+    from stridegen.jobs.export import run_export
 
     n_rows = len(_spatiotemporal(built.short))
     result = run_export(built.short, tmp_path / "bench", "strideqa-bench")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from stridegen.core.errors import ConfigError
-from stridegen.run.build import run_build
+from stridegen.jobs.build import run_build
 from stridegen.run.config import config_hash, load_build_config
 from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.journal import Journal
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 BUILD = [
     "import json, sys",
-    "from stridegen.run.build import run_build",
+    "from stridegen.jobs.build import run_build",
     "from stridegen.run.config import load_build_config",
     "r = run_build(sys.argv[1], sys.argv[2], load_build_config(None, sys.argv[3:]))",
     "print(json.dumps([[x.scene, x.status, x.reason] for x in r.results]))",

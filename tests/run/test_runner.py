@@ -13,7 +13,7 @@ import pytest
 
 from stridegen.core import registry
 from stridegen.core.errors import ConfigError
-from stridegen.run.build import run_build
+from stridegen.jobs.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.reader import open_dataset

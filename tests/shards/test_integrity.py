@@ -389,7 +389,7 @@ def test_a_v2_shard_is_read_unchecked_with_one_warning(work, tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- reader paths
 def _answers(work: Path, tmp: Path) -> Path:
-    from stridegen.run.export import run_export
+    from stridegen.jobs.export import run_export
 
     out = tmp / "answers"
     if not out.is_dir():

@@ -2,4 +2,4 @@
 (``poses``), the ground plane per sweep (``ground``), trajectory alignment of two logs (``align``) and LiDAR-camera
 extrinsics (``lidar_camera``); the algorithms themselves are ``stridegen.calibration``'s (arrays in, arrays out).
 The ``poses`` command's job (one task per scene on the runner, the log written with the new poses) is
-``stridegen.run.calibrate``."""
+``stridegen.jobs.calibrate``."""

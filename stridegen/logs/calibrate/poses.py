@@ -3,7 +3,7 @@ removed (``BoxRemoval``), ``calibration.odometry`` run on them (twice when de-sk
 with the first's motion), the poses anchored at the log's first pose of the scene, and the scene's report row:
 registration quality, degeneracy, and the drift against the log's own poses when it has any. ``write_posed_log``
 writes the log with every scene's new poses and the report (``REPORT_FILE``) from the scenes' records
-(``poses_record``: what a worker of ``stridegen.run.calibrate`` keeps of its scene)."""
+(``poses_record``: what a worker of ``stridegen.jobs.calibrate`` keeps of its scene)."""
 
 from __future__ import annotations
 

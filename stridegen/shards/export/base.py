@@ -1,5 +1,5 @@
 """The ``Exporter`` protocol: what an ``exporter`` backend of the registry provides to the export job
-(stridegen.run.export)."""
+(stridegen.jobs.export)."""
 
 from __future__ import annotations
 

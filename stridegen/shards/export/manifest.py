@@ -1,4 +1,4 @@
-"""``export.json``: what an export job (``stridegen export``, stridegen.run.export) records beside the format's
+"""``export.json``: what an export job (``stridegen export``, stridegen.jobs.export) records beside the format's
 files: the source dataset (path, config hash, digest of its shards), the exporter and its options, the export's
 hash, the scenes, the totals of the scenes' counts and the sha256 of every file."""
 

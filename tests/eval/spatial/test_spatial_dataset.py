@@ -28,8 +28,8 @@ from stridegen.eval.spatial.data import (
     read_dataset_items,
 )
 from stridegen.eval.spatial.evaluate import evaluate_dataset, evaluate_files, metrics, score
+from stridegen.jobs.build import run_build
 from stridegen.pipeline.qa.spatial_predicates import SPATIAL_PREDICATES
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 

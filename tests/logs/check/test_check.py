@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from stridegen.core.errors import LogCheckError, StrideGenError
 from stridegen.core.transforms import quat_multiply, quat_to_rotmat
+from stridegen.jobs.build import BuildResult, run_build
 from stridegen.logs.check import CODES, CheckReport, check_log, image_header_size
-from stridegen.run.build import BuildResult, run_build
 from stridegen.run.config import load_build_config
 from tests.shared_data import REPO
 
@@ -342,7 +342,7 @@ def test_scene_checks_in_the_workers_equal_the_check_before_the_build(
 def test_each_scene_is_checked_just_before_its_stages(base_log: Path, tmp_path: Path, monkeypatch) -> None:
     """In its worker: the check and the stages share the scene's metadata (built once per scene), and no serial
     walk over every scene comes first. A reader that cannot list its modalities gets the walk first."""
-    import stridegen.run.build as build_module
+    import stridegen.jobs.build as build_module
     from stridegen.logs.nuscenes import NuScenesReader
 
     events: list[tuple[str, str]] = []

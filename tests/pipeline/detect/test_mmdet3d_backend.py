@@ -512,6 +512,7 @@ def _mmdet3d_sweep_points(frame: Frame, config: Path, mode: str) -> np.ndarray:
     return results["points"].tensor.numpy()
 
 
+@pytest.mark.slow  # builds a model or reads a multi-sweep log: over 5 s (make test-fast leaves it out)
 @pytest.mark.parametrize("mode", ["exact", "mmdet3d"])
 def test_points_equal_mmdet3d_multi_sweep_loading(
     tiny_centerpoint: tuple[Path, Path], frames: list[Frame], mode: str
@@ -603,6 +604,7 @@ def test_detections_are_deterministic_and_batch_independent(
         np.testing.assert_allclose(a.score, c.score, atol=1e-5)
 
 
+@pytest.mark.slow  # builds a model or reads a multi-sweep log: over 5 s (make test-fast leaves it out)
 def test_class_map_applies_to_the_model_classes(tiny_centerpoint: tuple[Path, Path], frames: list[Frame]) -> None:
     config, checkpoint = tiny_centerpoint
     mapped = Mmdet3dDetector(
@@ -677,6 +679,7 @@ def test_wrong_checkpoint_and_config_errors(tiny_centerpoint: tuple[Path, Path],
         Mmdet3dDetector(model=str(config), checkpoint=str(checkpoint), device="cuda")
 
 
+@pytest.mark.slow  # builds a model or reads a multi-sweep log: over 5 s (make test-fast leaves it out)
 def test_a_log_without_sweeps_is_refused(tiny_centerpoint: tuple[Path, Path], tmp_path: Path) -> None:
     config, checkpoint = tiny_centerpoint
     root = tmp_path / "nosweeps"

@@ -289,8 +289,8 @@ def _link_tracks(b: Built) -> None:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Built:
     from stridegen import open_dataset
+    from stridegen.jobs.build import run_build
     from stridegen.logs.synthetic import generate_dataset, load_synthetic_truth
-    from stridegen.run.build import run_build
     from stridegen.run.config import load_build_config
 
     base = tmp_path_factory.mktemp("qa_truth")

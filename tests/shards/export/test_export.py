@@ -18,7 +18,7 @@ from stridegen.cli.export import parse_balance
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_bench import extract_group_id, load_annotation_questions, read_annotation_sheet
-from stridegen.run.export import run_export
+from stridegen.jobs.export import run_export
 from stridegen.shards.export.manifest import EXPORT_MANIFEST
 from stridegen.shards.reader import open_dataset
 

@@ -30,7 +30,7 @@ from PIL import Image
 
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import encode_rle
-from stridegen.run.export import run_export
+from stridegen.jobs.export import run_export
 from stridegen.shards.export.strideqa_bench import BENCH_FRAME_SIZE, mark_drawable
 from stridegen.shards.reader import open_dataset
 

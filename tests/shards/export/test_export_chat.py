@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from stridegen.formats.images import decode_image, encode_jpeg
+from stridegen.jobs.export import run_export
 from stridegen.pipeline.som import draw_set_of_marks
-from stridegen.run.export import run_export
 from stridegen.shards.reader import open_dataset
 from tests.shards.export.schemas import jsonschema, validate
 

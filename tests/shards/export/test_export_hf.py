@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from stridegen.cli import app
 from stridegen.core.errors import ConfigError, MissingExtraError
 from stridegen.formats.images import decode_image
-from stridegen.run.export import run_export
+from stridegen.jobs.export import run_export
 from stridegen.shards.export.base import make_exporter
 from stridegen.shards.export.manifest import EXPORT_MANIFEST
 from stridegen.shards.reader import open_dataset

@@ -14,7 +14,7 @@ import yaml
 from stridegen.core.errors import ConfigError
 from stridegen.eval.lsr.lmms_task import LmmsEvalTask
 from stridegen.formats.lmms_task import DOC_FUNCTIONS, METRICS
-from stridegen.run.export import run_export
+from stridegen.jobs.export import run_export
 from stridegen.shards.reader import open_dataset
 
 TASK = "stridegen_spatiotemporal"

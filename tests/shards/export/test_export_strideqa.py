@@ -14,7 +14,7 @@ from stridegen.cli import app
 from stridegen.core.errors import ConfigError, DataFormatError
 from stridegen.formats.rle import decode_rle
 from stridegen.formats.strideqa_training import TASKS, iter_images, read_annotations
-from stridegen.run.export import run_export
+from stridegen.jobs.export import run_export
 from stridegen.shards.reader import open_dataset
 from tests.shards.export.schemas import jsonschema, validate
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow  # odometry over whole logs
 
 @needs_av2
 def test_odometry_agrees_with_the_av2_poses(tmp_path):
-    from stridegen.run.calibrate import calibrate_poses
+    from stridegen.jobs.calibrate import calibrate_poses
 
     report = calibrate_poses(AV2_LOGS, tmp_path / "out")
     rows = [r for r in report["scenes"].values() if r["sweeps"] >= 2]

@@ -54,10 +54,10 @@ def _tree(root):
 
 def test_a_rerun_reuses_the_scene_parts_and_writes_the_same_bytes(tmp_path):
     from stridegen.core.errors import ConfigError
+    from stridegen.jobs.calibrate import PosesOptions, calibrate_poses, run_calibrate_poses
     from stridegen.logs.calibrate.poses import BoxRemoval
     from stridegen.logs.synthetic import OutputExistsError
     from stridegen.logs.synthetic.generator import generate_dataset
-    from stridegen.run.calibrate import PosesOptions, calibrate_poses, run_calibrate_poses
 
     log, out = tmp_path / "syn", tmp_path / "out"
     generate_dataset(log, scenes=1, seconds=2, seed=2, width=160, height=90, progress=False)

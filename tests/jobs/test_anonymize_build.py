@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.run.build import run_build
+from stridegen.jobs.build import run_build
 from stridegen.run.config import load_build_config
 
 pytestmark = pytest.mark.slow  # every test reads a built 640 x 360 log (its fixture takes seconds)

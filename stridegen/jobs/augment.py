@@ -11,7 +11,7 @@ sub-datasets are ``stridegen.augment.split.SplitSpec``'s; their manifests and th
 parameters, seed, JPEG quality), and ``augmentation`` records the source dataset (path, config hash), the
 corruption, severity and its parameters at that severity (``level(severity)``).
 
-Resume and determinism follow the build (stridegen.run.build): one journal per sub-dataset, a finished scene (``done``
+Resume and determinism follow the build (stridegen.jobs.build): one journal per sub-dataset, a finished scene (``done``
 with its shard intact) is skipped on a rerun, shards are written atomically, manifests and index have no times. The
 same source and arguments give the same bytes with any number of workers.
 """

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stridegen.jobs.build import run_build
 from stridegen.pipeline.visibility import min_region_area_px
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.shards.reader import open_dataset
 

@@ -78,8 +78,8 @@ def test_rebuilt_ego_speeds_match_analytic_truth(recovered, tmp_path):
     within the finite-difference bound A_max * h / 2 (docs/attributes.md) plus the odometry error, taken as the
     1 % of the distance per distance (so 1 % of the speed) that the recovered trajectory is held to."""
     from stridegen import open_dataset
+    from stridegen.jobs.build import run_build
     from stridegen.logs.synthetic import load_synthetic_truth
-    from stridegen.run.build import run_build
     from stridegen.run.config import load_build_config
 
     syn, out = recovered

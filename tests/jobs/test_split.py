@@ -1,4 +1,4 @@
-"""Robustness splits (stridegen.run.augment) on a hand-built 2-scene dataset with masks, regions and QA."""
+"""Robustness splits (stridegen.jobs.augment) on a hand-built 2-scene dataset with masks, regions and QA."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from stridegen.augment.split import SplitSpec, resolve_levels
 from stridegen.cli.augment import augment
 from stridegen.core.errors import ConfigError
 from stridegen.formats.rle import decode_rle
+from stridegen.jobs import augment as split_mod
+from stridegen.jobs.augment import build_robustness_split
 from stridegen.pipeline.visibility import mask_boxes
-from stridegen.run import augment as split_mod
-from stridegen.run.augment import build_robustness_split
 from stridegen.shards.augmented import corrupt_record, dropped_images
 from stridegen.shards.reader import open_dataset
 from stridegen.shards.schema import (

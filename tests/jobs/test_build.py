@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from stridegen.cli.build import _split_arguments, _standalone_app
 from stridegen.core.errors import ConfigError, LogFormatError
 from stridegen.formats.images import check_image_bytes
+from stridegen.jobs.build import run_build
 from stridegen.logs.synthetic.default import synthetic_cache_dir
 from stridegen.pipeline.keyframes import image_frame_indices
-from stridegen.run.build import run_build
 from stridegen.run.config import load_build_config
 from stridegen.run.runner import PAUSE_ENV
 from stridegen.shards.journal import Journal

@@ -18,11 +18,11 @@ from stridegen.eval.tracking.evaluate import evaluate_log as evaluate_tracking_l
 from stridegen.eval.validate.scoring import tracking_results, validate_log
 from stridegen.formats.nuscenes_results import load_results
 from stridegen.formats.tracking_results import load_tracking_results
+from stridegen.jobs.detect import run_detect, run_track
 from stridegen.logs import open_log
 from stridegen.logs.synthetic.generator import generate_dataset
 from stridegen.pipeline.detect import make_detector
 from stridegen.pipeline.track import TrackerConfig
-from stridegen.run.detect import run_detect, run_track
 
 pytestmark = pytest.mark.slow  # the tests detect and track over a generated log
 
