@@ -87,6 +87,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "strideqa-bench": "stridegen.shards.export.strideqa_bench:StrideQABenchExporter",
         "llava": "stridegen.shards.export.chat:LlavaExporter",
         "messages": "stridegen.shards.export.chat:MessagesExporter",
+        "llamafactory": "stridegen.shards.export.llamafactory:LlamaFactoryExporter",
         "answers": "stridegen.shards.export.answers:AnswersExporter",
         "hf": "stridegen.shards.export.hf:HFExporter",
         "lmms-eval": "stridegen.shards.export.lmms:LmmsEvalExporter",

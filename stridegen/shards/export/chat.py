@@ -79,27 +79,42 @@ class ChatExporter:
         raise NotImplementedError
 
 
+def image_paths(sample: dict[str, Any]) -> list[str]:
+    """The sample's image paths relative to the export folder (``images/...``), in sample order."""
+    return [f"{IMAGES}/{p}" for p in sample["images"]]
+
+
+def sharegpt_turns(sample: dict[str, Any]) -> list[dict[str, str]]:
+    """The sample's turns as alternating {"from": "human" | "gpt", "value"}; the first human turn starts with one
+    ``<image>\n`` per image (the count LLaVA and LLaMA-Factory match against the record's images)."""
+    conversations = []
+    prefix = "".join(f"{IMAGE_TOKEN}\n" for _ in sample["images"])
+    for n, turn in enumerate(sample["turns"]):
+        conversations.append({"from": "human", "value": (prefix if n == 0 else "") + turn["question"]})
+        conversations.append({"from": "gpt", "value": turn["answer"]})
+    return conversations
+
+
 class LlavaExporter(ChatExporter):
-    """LLaVA conversation JSON: ``samples.json``, a list of {id, image | images, conversations: alternating
+    """LLaVA conversation JSON: ``llava.json``, a list of {id, kind, image, conversations: alternating
     {"from": "human" | "gpt", "value"}, qa_info (one per turn pair), meta}; the first human turn starts with one
-    ``<image>`` token per image."""
+    ``<image>`` token per image. ``image`` is read as LLaVA's LazySupervisedDataset reads it: one path (a string)
+    for one image, a list of paths for several (as LLaVA-NeXT / OneVision accept), relative to the export folder
+    (the trainers' ``image_folder``)."""
 
     name = "llava"
     file_name = "llava.json"
 
     def sample_record(self, sample: dict[str, Any]) -> dict[str, Any]:
-        conversations = []
-        prefix = "".join(f"{IMAGE_TOKEN}\n" for _ in sample["images"])
-        for n, turn in enumerate(sample["turns"]):
-            conversations.append({"from": "human", "value": (prefix if n == 0 else "") + turn["question"]})
-            conversations.append({"from": "gpt", "value": turn["answer"]})
-        record: dict[str, Any] = {"id": sample["id"], "kind": sample["kind"]}
-        if len(sample["images"]) == 1:
-            record["image"] = f"{IMAGES}/{sample['images'][0]}"
-        else:
-            record["images"] = [f"{IMAGES}/{p}" for p in sample["images"]]
-        record.update(conversations=conversations, qa_info=[t["qa_info"] for t in sample["turns"]], meta=sample["meta"])
-        return record
+        paths = image_paths(sample)
+        return {
+            "id": sample["id"],
+            "kind": sample["kind"],
+            "image": paths[0] if len(paths) == 1 else paths,
+            "conversations": sharegpt_turns(sample),
+            "qa_info": [t["qa_info"] for t in sample["turns"]],
+            "meta": sample["meta"],
+        }
 
     def finalize(self, out_dir: Path, records: list[list[dict[str, Any]]], source: dict[str, Any]) -> list[str]:
         flat = [r for scene in records for r in scene]

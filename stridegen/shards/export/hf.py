@@ -32,7 +32,7 @@ from typing import Any
 
 from stridegen import __version__
 from stridegen.core.errors import ConfigError, StrideGenError, require
-from stridegen.shards.export.chat import IMAGE_TOKEN, LlavaExporter
+from stridegen.shards.export.chat import IMAGE_TOKEN, LlavaExporter, image_paths
 from stridegen.shards.writer import TMP_MARKER, atomic_write_bytes
 
 DATA = "data"
@@ -218,8 +218,8 @@ class HFExporter(LlavaExporter):
     def sample_record(self, sample: dict[str, Any]) -> dict[str, Any]:
         """The llava record with its image path(s) always as the list ``images``."""
         record = super().sample_record(sample)
-        images = [record.pop("image")] if "image" in record else record.pop("images")
-        return {"id": record["id"], "kind": record["kind"], "images": images, **record}
+        del record["image"]
+        return {"id": record["id"], "kind": record["kind"], "images": image_paths(sample), **record}
 
     def options(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,7 @@ from stridegen.jobs.export import run_export
 from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.shards.reader import open_dataset
 from tests.shards.export.schemas import jsonschema, validate
+from tests.shards.export.trainer_loaders import llava_paths
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 
@@ -21,16 +22,11 @@ pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 def _check_llava_record(rec: dict) -> None:
     """The LLaVA conversation schema the exporter promises (docs/export.md, stridegen/resources/schemas)."""
     validate(rec, "llava")
-    assert set(rec) == {"id", "kind", "image", "conversations", "qa_info", "meta"} or set(rec) == {
-        "id",
-        "kind",
-        "images",
-        "conversations",
-        "qa_info",
-        "meta",
-    }
+    assert set(rec) == {"id", "kind", "image", "conversations", "qa_info", "meta"}
     assert rec["kind"] in ("spatial", "spatiotemporal") and isinstance(rec["id"], str)
-    paths = [rec["image"]] if "image" in rec else rec["images"]
+    # one key, as LLaVA reads it: a string for the one keyframe image, a list for the four context frames
+    assert isinstance(rec["image"], str) if rec["kind"] == "spatial" else len(rec["image"]) == 4
+    paths = llava_paths(rec)
     assert paths and all(isinstance(p, str) and p.startswith("images/") for p in paths)
     conv = rec["conversations"]
     assert len(conv) == 2 * len(rec["qa_info"]) > 0
@@ -103,7 +99,7 @@ def test_messages_hold_the_same_samples_as_llava(dataset, llava, tmp_path):
         msgs = rec["messages"]
         assert [m["role"] for m in msgs] == ["user", "assistant"] * len(ref["qa_info"])
         images = [part["image_url"]["url"] for part in msgs[0]["content"] if part["type"] == "image_url"]
-        assert images == ([ref["image"]] if "image" in ref else ref["images"])
+        assert images == llava_paths(ref)
         texts = [next(p["text"] for p in m["content"] if p["type"] == "text") for m in msgs[0::2]]
         assert texts == [c["value"].replace("<image>\n", "") for c in ref["conversations"][0::2]]
         assert [m["content"] for m in msgs[1::2]] == [c["value"] for c in ref["conversations"][1::2]]
@@ -119,7 +115,10 @@ def test_the_llava_schema_rejects_broken_records(llava):
         {**record, "conversations": [{"from": "user", "value": "x"}]},
         {k: v for k, v in record.items() if k != "meta"},
         {**record, "qa_info": [{**record["qa_info"][0], "region_ids": [-1]}]},
-        {**record, "images": ["images/a.jpg"], "image": "images/a.jpg"},
+        {**record, "images": ["images/a.jpg"]},
+        {k: v for k, v in record.items() if k != "image"},
+        {**record, "image": ["images/a.jpg"] * 4},  # a spatial record shows one image
+        {**record, "kind": "spatiotemporal"},  # ... and a spatiotemporal one several
     ]
     for rec in broken:
         with pytest.raises(jsonschema.ValidationError):

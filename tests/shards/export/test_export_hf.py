@@ -21,6 +21,7 @@ from stridegen.jobs.export import run_export
 from stridegen.shards.export.base import make_exporter
 from stridegen.shards.export.manifest import EXPORT_MANIFEST
 from stridegen.shards.reader import open_dataset
+from tests.shards.export.trainer_loaders import llava_paths
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 
@@ -107,7 +108,7 @@ def test_images_are_the_llava_jpegs(hf, llava, tmp_path):
     raw = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
     checked = 0
     for row, ref in zip(raw, refs, strict=True):
-        paths = [ref["image"]] if "image" in ref else ref["images"]
+        paths = llava_paths(ref)
         assert [im["path"] for im in row["images"]] == paths
         for im, path in zip(row["images"], paths, strict=True):
             assert im["bytes"] == (llava / path).read_bytes()
@@ -116,7 +117,7 @@ def test_images_are_the_llava_jpegs(hf, llava, tmp_path):
     # and datasets decodes them to the pixels of the llava files (one row of each kind)
     for kind in ("spatial", "spatiotemporal"):
         n = next(i for i, r in enumerate(refs) if r["kind"] == kind)
-        paths = [refs[n]["image"]] if "image" in refs[n] else refs[n]["images"]
+        paths = llava_paths(refs[n])
         for image, path in zip(ds[n]["images"], paths, strict=True):
             expected = decode_image((llava / path).read_bytes(), path)
             assert np.array_equal(np.asarray(image.convert("RGB")), expected)

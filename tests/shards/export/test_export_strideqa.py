@@ -17,6 +17,7 @@ from stridegen.formats.strideqa_training import TASKS, iter_images, read_annotat
 from stridegen.jobs.export import run_export
 from stridegen.shards.reader import open_dataset
 from tests.shards.export.schemas import jsonschema, validate
+from tests.shards.export.trainer_loaders import llava_paths
 
 pytestmark = pytest.mark.slow  # the tests export the session's built dataset
 
@@ -167,7 +168,7 @@ def test_som_images_are_the_llava_renders(dataset, tmp_path):
     compared = 0
     for rec in read_annotations(out / "train", "ego_centric_spatiotemporal_qa")[:5]:
         sample = by_id[rec["token_info"]["group_id"]]
-        for name, path in zip(rec["images"], sample["images"], strict=True):
+        for name, path in zip(rec["images"], llava_paths(sample), strict=True):
             assert images[name] == (llava / path).read_bytes()
             compared += 1
     assert compared
