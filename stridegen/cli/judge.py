@@ -76,7 +76,14 @@ def run_command(
         min=0,
         help="cut longer answers before judging, recorded per item (default: config, else 4000; 0: no cap)",
     ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the requests and estimated cost; send nothing"),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="send nothing: print counts and the estimated cost, write the requests to <out>/dry_run_requests.jsonl",
+    ),
+    show_requests: int = typer.Option(
+        0, "--show-requests", min=0, help="with --dry-run: also print the first N requests (JSON, one a line)"
+    ),
 ) -> None:
     """Judge every item of INPUT with METHOD; cached requests are not sent again."""
     from stridegen.eval.judges.evaluate import (
@@ -116,7 +123,8 @@ def run_command(
     except JudgeOptionError as exc:
         raise typer.BadParameter(exc.reason, param_hint=exc.option) from exc
     if dry_run:
-        run.dry_run(sys.stdout)
+        estimate, requests_path, summary_path = run.dry_run()
+        _print_dry_run(estimate, requests_path, summary_path, show_requests)
         return
     result, verdict_path, summary_path = run.execute()
     _print_summary(result.summary)
@@ -153,6 +161,26 @@ def _print_summary(summary: dict[str, Any]) -> None:
         f"requests sent {summary['requests_sent']}, cached {summary['requests_cached']}; tokens "
         f"{u['prompt_tokens']} in / {u['completion_tokens']} out; cost ${u['cost_usd']:.4f}; "
         f"flags {summary['flags']}"
+    )
+
+
+def _print_dry_run(estimate: dict[str, Any], requests_path: Path, summary_path: Path, show: int) -> None:
+    """The first ``show`` lines of the requests file, then the dry run's counts and estimate for a person."""
+    if show:
+        with requests_path.open(encoding="utf-8") as f:
+            for _, line in zip(range(show), f, strict=False):
+                sys.stdout.write(line)
+    e = estimate
+    unsendable = f", {e['not_sendable']:,} not sendable (listed in the requests file)" if e["not_sendable"] else ""
+    typer.echo(
+        f"dry run of {e['method']} ({e['mode']}, judge {e['model']}): nothing was sent\n"
+        f"  items             {e['items']:,}{unsendable}\n"
+        f"  requests          {e['requests']:,} to send, {e['cached']:,} cached\n"
+        f"  distinct images   {e['distinct_images']:,} in the requests to send\n"
+        f"  prompt tokens     {e['est_prompt_tokens']:,} (estimated)\n"
+        f"  completion tokens {e['max_output_tokens']:,} at most (max_tokens of each request)\n"
+        f"  cost              ${e['est_cost_usd_upper']:.4f} at most\n"
+        f"requests: {requests_path}\nsummary: {summary_path}"
     )
 
 

@@ -125,13 +125,30 @@ def question_frames(view, row: int) -> tuple[int, list[int]]:
     return keyframe_frame, frames or [keyframe_frame]
 
 
-def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, alpha: float) -> RenderedImage:
-    from stridegen.formats.images import write_rgb
-    from stridegen.pipeline.som import draw_set_of_marks
+@dataclass(frozen=True)
+class FrameMarks:
+    """What one overlay image of a question draws: the camera (``channel``, its index ``channel_index``) and frame,
+    the (region id, mask row) pairs marked in question order, and the labels of the regions marked and of those with
+    no mask in that image. Equal ``key``s draw equal images."""
 
+    channel: str
+    channel_index: int
+    frame_index: int
+    regions: tuple[tuple[int, int], ...]
+    marked: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.channel_index, self.frame_index, self.regions)
+
+
+def question_frame_marks(view, row: int, frame: int, keyframe_frame: int) -> FrameMarks:
+    """The marks of QA row ``row``'s image at ``frame``: the regions the question names, each by its region's mask at
+    the keyframe (spatial questions), else by its track's mask in that image; a spatiotemporal question marks its
+    target only."""
     qa = view.qa
     kf, ch = int(qa.keyframe_index[row]), int(qa.channel_index[row])
-    channel = str(view.cameras.channel[ch])
     spatiotemporal = str(qa.category[row]) == "spatiotemporal"
     pairs = [
         (int(r), int(t))
@@ -142,10 +159,8 @@ def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, a
     ]
     if spatiotemporal:
         pairs = pairs[:1]  # the target only
-    image = view.image(channel, frame)
     image_row = _image_row(view, ch, frame)
-    result = RenderedImage(frame, path)
-    masks, ids = [], []
+    regions, marked, missing = [], [], []
     for region_id, track in pairs:
         mask_index = None
         if not spatiotemporal and frame == keyframe_frame:
@@ -154,14 +169,30 @@ def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, a
             mask_index = _mask_of_track(view, image_row, track)
         label = f"Region [{region_id}] (track {track})"
         if mask_index is None:
-            result.missing.append(label)
+            missing.append(label)
             continue
-        masks.append(view.mask(mask_index))
-        ids.append(region_id)
-        result.marked.append(f"{label}: mask {mask_index}")
+        regions.append((region_id, mask_index))
+        marked.append(f"{label}: mask {mask_index}")
+    return FrameMarks(str(view.cameras.channel[ch]), ch, frame, tuple(regions), tuple(marked), tuple(missing))
+
+
+def draw_frame_marks(view, marks: FrameMarks, alpha: float) -> np.ndarray:
+    """The RGB image [H, W, 3] uint8 of ``marks``' camera and frame with its regions drawn (Set-of-Mark); KeyError
+    when the dataset stores no such image."""
+    from stridegen.pipeline.som import draw_set_of_marks
+
+    image = view.image(marks.channel, marks.frame_index)
+    masks = [view.mask(m) for _, m in marks.regions]
     stack = np.stack(masks) if masks else np.zeros((0, *image.shape[:2]), dtype=bool)
-    write_rgb(path, draw_set_of_marks(image, stack, ids, alpha=alpha))
-    return result
+    return draw_set_of_marks(image, stack, [r for r, _ in marks.regions], alpha=alpha)
+
+
+def _render_frame(view, row: int, frame: int, keyframe_frame: int, path: Path, alpha: float) -> RenderedImage:
+    from stridegen.formats.images import write_rgb
+
+    marks = question_frame_marks(view, row, frame, keyframe_frame)
+    write_rgb(path, draw_frame_marks(view, marks, alpha))
+    return RenderedImage(frame, path, list(marks.marked), list(marks.missing))
 
 
 def _fmt_value(value: float) -> str:

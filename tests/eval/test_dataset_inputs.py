@@ -161,10 +161,12 @@ def test_judge_run_dry_run_on_a_dataset(dataset, tmp_path):
             "--model",
             "gpt-4o-2024-08-06",
             "--dry-run",
+            "--show-requests",
+            "3",
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "# dry run" in result.output
+    assert "dry run of general" in result.output
     assert rows[0]["answer"][:30] in result.output  # the dataset's answer is the reference the judge sees
     bad = runner.invoke(judge_app, ["run", "--method", "general", "--dataset", str(dataset), "--dry-run"])
     assert bad.exit_code != 0 and "--pred" in bad.output

@@ -3,9 +3,9 @@
 
 ``prepare_run`` takes a ``JudgeRunOptions`` (where the items come from, the method's config, the client settings
 given explicitly) and returns a ``JudgeRun``: the method, the items and what every request shares (context,
-cache, client settings); its ``dry_run`` prints what would be sent, its ``execute`` judges and writes verdicts.jsonl
-and summary.json. A bad option value or combination is a ``JudgeOptionError`` naming the option. Importing this
-module is cheap: the judges' own modules are imported where they are used.
+cache, client settings); its ``dry_run`` writes what would be sent and the estimated cost, its ``execute`` judges and
+writes verdicts.jsonl and summary.json. A bad option value or combination is a ``JudgeOptionError`` naming the
+option. Importing this module is cheap: the judges' own modules are imported where they are used.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from stridegen.eval.judges.records import JudgeError
+
+DRY_RUN_REQUESTS = "dry_run_requests.jsonl"  # under the run's --out: the requests a dry run would send
+DRY_RUN_SUMMARY = "dry_run_summary.json"  # under --out: a dry run's counts, token and cost estimate
 
 if TYPE_CHECKING:
     from stridegen.eval.judges.cache import VerdictCache
@@ -126,14 +129,37 @@ class JudgeRun:
     settings: ClientSettings
     out_dir: Path
 
-    def dry_run(self, out: TextIO) -> dict[str, Any]:
-        """Print to ``out`` every request that would be sent (cached ones skipped) and the estimated cost."""
-        from stridegen.eval.judges.runner import dry_run, plan
+    def dry_run(self) -> tuple[dict[str, Any], Path, Path]:
+        """Send nothing: write every request that would be sent (cached ones skipped, images named by their file)
+        to ``out_dir/dry_run_requests.jsonl`` and the estimate (``runner.dry_run``, with the method, mode and
+        model) to ``out_dir/dry_run_summary.json``; returns the estimate and the two paths."""
+        import json
+
+        from stridegen.eval.judges.runner import atomic_write_text, dry_run, plan
         from stridegen.llm.client import CostMeter
 
         meter = CostMeter(self.settings.price_input_per_mtok, self.settings.price_output_per_mtok)
         planned = plan(self.items, self.judge, self.mode, self.ctx)
-        return dry_run(planned, self.cache, self.settings.model, meter, self.settings.image_tokens_estimate, out)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        requests_path = self.out_dir / DRY_RUN_REQUESTS
+        summary_path = self.out_dir / DRY_RUN_SUMMARY
+        tmp = requests_path.with_name(requests_path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            estimate = dry_run(
+                planned,
+                self.cache,
+                self.settings.model,
+                meter,
+                self.settings.image_tokens_estimate,
+                out,
+                self.ctx.base_dir,
+                self.out_dir,
+            )
+        tmp.replace(requests_path)
+        summary = {"method": self.judge.name, "mode": self.mode, "model": self.settings.model, **estimate}
+        summary["requests_file"] = requests_path.name
+        atomic_write_text(summary_path, json.dumps(summary, indent=2) + "\n")
+        return summary, requests_path, summary_path
 
     def execute(self) -> tuple[RunResult, Path, Path]:
         """Judge every item (cached requests are not sent again); the result and the paths of verdicts.jsonl and

@@ -11,6 +11,7 @@ returned or written is redacted (redact.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -159,8 +160,17 @@ def plan(items: list[JudgeItem], method: Judge, mode: str, ctx: JudgeContext) ->
     return planned
 
 
-def _redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages for printing: inline image data shortened."""
+def _image_path_of(item: JudgeItem, base_dir: Path) -> Path | None:
+    """The file of ``item``'s image as a method resolves it (relative paths start at ``base_dir``), or None."""
+    if not item.image:
+        return None
+    path = Path(item.image)
+    return path if path.is_absolute() else base_dir / path
+
+
+def _with_image_paths(messages: list[dict[str, Any]], urls: dict[str, str]) -> list[dict[str, Any]]:
+    """Messages for the requests file: an inline image whose data URL is in ``urls`` (data URL -> path) becomes
+    ``{"path": ..., "url_chars": n}``; any other is shortened to its first 40 characters and named by its hash."""
     out = []
     for m in messages:
         content = m.get("content")
@@ -169,7 +179,11 @@ def _redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for p in content:
                 if p.get("type") == "image_url":
                     url = p["image_url"]["url"]
-                    parts.append({"type": "image_url", "image_url": {"url": url[:40] + f"...({len(url)} chars)"}})
+                    if url in urls:
+                        ref = {"path": urls[url]}
+                    else:
+                        ref = {"url": url[:40] + "...", "url_sha256": hashlib.sha256(url.encode()).hexdigest()}
+                    parts.append({"type": "image_url", "image_url": {**ref, "url_chars": len(url)}})
                 else:
                     parts.append(p)
             content = parts
@@ -178,14 +192,38 @@ def _redact(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def dry_run(
-    planned: list[_Planned], cache: VerdictCache, model: str, meter: CostMeter, image_tokens: int, out: TextIO
+    planned: list[_Planned],
+    cache: VerdictCache,
+    model: str,
+    meter: CostMeter,
+    image_tokens: int,
+    requests_out: TextIO,
+    base_dir: Path = Path("."),
+    image_root: Path | None = None,
 ) -> dict[str, Any]:
-    """Print every request that would be sent (cached ones skipped) and the estimated tokens and cost."""
-    n_req = n_cached = prompt_tokens = output_tokens = 0
+    """Write every request that would be sent (cached ones skipped) to ``requests_out``, one JSON object a line,
+    and return the estimate: items, requests, cached, not sendable, distinct images, estimated prompt tokens, the
+    output-token ceiling and the cost bound they give.
+
+    A request line is {item, tag, key, model, sampling, est_prompt_tokens, max_output_tokens, messages}; an inline
+    image in ``messages`` names its file instead of its bytes (relative to ``image_root`` when under it). An item
+    whose requests cannot be built is a line {item, not_sendable}."""
+    from stridegen.llm.client import image_part
+
+    n_req = n_cached = n_unsendable = prompt_tokens = output_tokens = 0
+    urls: dict[str, str] = {}  # data URL of an item image -> its path as written
+    seen_paths: set[Path] = set()
+    images_sent: set[str] = set()
     for p in planned:
         if p.error:
-            out.write(f"# item {p.item.id}: not sendable: {p.error}\n")
+            n_unsendable += 1
+            requests_out.write(json.dumps({"item": p.item.id, "not_sendable": p.error}, ensure_ascii=False) + "\n")
             continue
+        path = _image_path_of(p.item, base_dir)
+        if path is not None and path not in seen_paths and path.is_file():
+            seen_paths.add(path)
+            shown = _relative_to(path, image_root)
+            urls[image_part(path)["image_url"]["url"]] = shown
         for spec in p.specs:
             key = spec.cache_key(model)
             if key in cache:
@@ -196,30 +234,50 @@ def dry_run(
             n_req += 1
             prompt_tokens += est_in
             output_tokens += est_out
-            out.write(
-                json.dumps(
-                    {
-                        "item": p.item.id,
-                        "tag": spec.tag,
-                        "key": key[:16],
-                        "model": model,
-                        "sampling": spec.sampling,
-                        "est_prompt_tokens": est_in,
-                        "messages": _redact(spec.messages),
-                    },
-                    ensure_ascii=False,
-                )
-                + "\n"
-            )
-    estimate = {
+            messages = _with_image_paths(spec.messages, urls)
+            images_sent.update(_image_refs(messages))
+            line = {
+                "item": p.item.id,
+                "tag": spec.tag,
+                "key": key,
+                "model": model,
+                "sampling": spec.sampling,
+                "est_prompt_tokens": est_in,
+                "max_output_tokens": est_out,
+                "messages": messages,
+            }
+            requests_out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return {
+        "items": len(planned),
+        "not_sendable": n_unsendable,
         "requests": n_req,
         "cached": n_cached,
+        "distinct_images": len(images_sent),
         "est_prompt_tokens": prompt_tokens,
         "max_output_tokens": output_tokens,
         "est_cost_usd_upper": round(meter.cost(prompt_tokens, output_tokens), 6),
     }
-    out.write(f"# dry run: {json.dumps(estimate)}\n")
-    return estimate
+
+
+def _relative_to(path: Path, root: Path | None) -> str:
+    """``path`` relative to ``root`` when it lies under it, else as given."""
+    if root is not None:
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _image_refs(messages: list[dict[str, Any]]) -> list[str]:
+    """The image references (path, else shortened URL) of messages written by ``_with_image_paths``."""
+    return [
+        p["image_url"].get("path") or p["image_url"]["url_sha256"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
 
 
 def run_judge(
@@ -474,12 +532,15 @@ def write_outputs(result: RunResult, out_dir: str | Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     verdict_path, summary_path = out_dir / "verdicts.jsonl", out_dir / "summary.json"
     verdicts = redact_obj(result.verdicts)
-    _atomic_write(verdict_path, "".join(json.dumps(v, ensure_ascii=False, allow_nan=False) + "\n" for v in verdicts))
-    _atomic_write(summary_path, json.dumps(redact_obj(result.summary), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        verdict_path, "".join(json.dumps(v, ensure_ascii=False, allow_nan=False) + "\n" for v in verdicts)
+    )
+    atomic_write_text(summary_path, json.dumps(redact_obj(result.summary), indent=2, ensure_ascii=False) + "\n")
     return verdict_path, summary_path
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file (fsynced, then renamed into place)."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.write(text)

@@ -126,7 +126,7 @@ def test_failed_items_give_exit_code_1_and_are_not_scored(tmp_path: Path):
     assert summary["n_error"] == 3 and summary["overall"]["mean_100"] is None
 
 
-def test_dry_run_prints_requests_and_cost_without_sending(tmp_path: Path):
+def test_dry_run_writes_requests_and_cost_without_sending(tmp_path: Path):
     items = _write_items(tmp_path)
     result = runner.invoke(
         judge_app,
@@ -146,10 +146,10 @@ def test_dry_run_prints_requests_and_cost_without_sending(tmp_path: Path):
         ],
     )
     assert result.exit_code == 0, result.output
-    lines = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert not any(line.startswith("{") for line in result.output.splitlines())  # requests go to the file
+    lines = [json.loads(line) for line in (tmp_path / "o" / "dry_run_requests.jsonl").read_text().splitlines()]
     assert len(lines) == 15 and {line["tag"] for line in lines} == {f"prompt{i}" for i in range(1, 6)}
-    summary_line = next(line for line in result.output.splitlines() if line.startswith("# dry run"))
-    estimate = json.loads(summary_line.split(":", 1)[1])
+    estimate = json.loads((tmp_path / "o" / "dry_run_summary.json").read_text())
     assert estimate["requests"] == 15 and estimate["max_output_tokens"] == 15 * 512
     expected = (estimate["est_prompt_tokens"] * 0.5 + estimate["max_output_tokens"] * 1.5) / 1e6
     assert estimate["est_cost_usd_upper"] == pytest.approx(expected, abs=1e-6)

@@ -58,6 +58,7 @@ def _items_file(tmp_path: Path, answer: str = "Brake now.") -> Path:
 def test_cli_defaults_to_robust_and_warns_once_in_faithful_mode(tmp_path: Path, method: str):
     items = _items_file(tmp_path)
     base = ["run", "--method", method, "--input", str(items), "--out", str(tmp_path / "o"), "--dry-run"]
+    base += ["--show-requests", "9"]  # the requests on stdout
     robust = runner.invoke(judge_app, base)
     assert robust.exit_code == 0, robust.output
     assert "<<<PREDICTION" in robust.stdout or "<<<ANSWER" in robust.stdout  # nonce fences: robust mode
@@ -115,6 +116,7 @@ def test_long_answers_are_cut_before_sending_and_recorded(tmp_path: Path, mode: 
 def test_cli_max_answer_chars(tmp_path: Path):
     items = _items_file(tmp_path, answer="x" * 300)
     base = ["run", "--method", "general", "--input", str(items), "--out", str(tmp_path / "o"), "--dry-run"]
+    base += ["--show-requests", "9"]  # the requests on stdout
     cut = runner.invoke(judge_app, [*base, "--max-answer-chars", "100"])
     assert cut.exit_code == 0 and "the first 100 of 300 characters" in cut.stdout
     uncut = runner.invoke(judge_app, [*base, "--max-answer-chars", "0"])
