@@ -13,7 +13,11 @@ from stridegen.shards.scene_view import SceneView
 class Exporter(Protocol):
     """One output format. ``export_scene`` writes what belongs to one scene (images, masks) under ``out_dir`` and
     returns the scene's records (plain JSON data) and counts; ``finalize`` gets every scene's records in scene
-    order and writes the format's files, returning their paths relative to ``out_dir``."""
+    order and writes the format's files, returning their paths relative to ``out_dir``.
+
+    Scene-level splits (options ``splits`` / ``split_seed``) are handled by the export job for every exporter:
+    ``finalize`` runs once per split. An exporter may set the class attribute ``splits_in_place = True`` when its
+    ``split`` option already names a folder inside ``out_dir`` (stridegen.jobs.export)."""
 
     name: str
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 from stridegen import __version__
 from stridegen.core.errors import ConfigError, StrideGenError, require
 from stridegen.shards.export.chat import IMAGE_TOKEN, LlavaExporter, image_paths
+from stridegen.shards.export.splits import SPLIT_RE
 from stridegen.shards.writer import TMP_MARKER, atomic_write_bytes
 
 DATA = "data"
@@ -40,8 +40,6 @@ CARD = "README.md"
 # Rows per Parquet row group: small groups keep random access and the Hub's viewer cheap for image rows
 # (datasets 2.x wrote image datasets with PARQUET_ROW_GROUP_SIZE_FOR_IMAGE_DATASETS = 100, datasets/config.py).
 ROW_GROUP_ROWS = 100
-# Split names datasets accepts (datasets/naming.py, ``_split_re``); no "-", which separates the shard numbering.
-SPLIT_RE = re.compile(r"^\w+(\.\w+)*$")
 # The Hub's size_categories values (upper bound of the row count, label), smallest first.
 SIZE_CATEGORIES = (
     (1_000, "n<1K"),

@@ -66,6 +66,9 @@ class StrideQAExporter:
     """STRIDE-QA training annotations and WebDataset image shards (module docstring)."""
 
     name = "strideqa"
+    # Its ``split`` option names the folder a split is written to, so the export's splits share one folder
+    # (``<split>/images``, ``<split>/annotations``, the published layout; stridegen.jobs.export).
+    splits_in_place = True
 
     def __init__(
         self,
