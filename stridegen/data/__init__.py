@@ -13,8 +13,11 @@ A sample is a dict:
 - ``images``: uint8 tensor [N, H, W, 3] (N = 1 for spatial samples, 4 context frames oldest first for
   spatiotemporal ones), the Set-of-Mark render (``images="som"``) or the stored image (``"raw"``);
 - ``masks``: one bool tensor [M, H, W] per image, the marked regions' masks, and ``region_ids``: their ids;
-- ``conversation``: [{"from": "human" | "gpt", "value"}, ...] (the first human turn starts with one ``<image>``
-  token per image), and ``qa_info``: the structured truth of each turn pair.
+- ``conversations``: [{"from": "human" | "gpt", "value"}, ...] (the first human turn starts with one ``<image>``
+  token per image; the key and turns of every export), and ``qa_info``: the structured truth of each turn pair.
+
+``collate_samples`` keeps a batch as a list; ``ProcessorCollator(processor)`` (stridegen.data.collator) turns it
+into a Hugging Face processor's model inputs with labels.
 
 ``QASampleDataset`` is map-style: it indexes the samples once (reading only the QA tables) and reads a sample's
 images on demand; each worker process opens the HDF5 shards itself (handles are never pickled).
@@ -31,10 +34,11 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import ConfigError
+from stridegen.data.collator import ProcessorCollator
+from stridegen.shards.export.chat import sharegpt_turns
 from stridegen.shards.reader import Dataset, open_dataset
 from stridegen.shards.samples import SceneIndex, frame_image, frame_marks, scene_samples
 
-IMAGE_TOKEN = "<image>"
 KINDS = ("all", "spatial", "spatiotemporal")
 IMAGE_MODES = ("som", "raw")
 
@@ -45,15 +49,6 @@ def _torch() -> Any:
     except ImportError:
         raise ConfigError("stridegen.data needs PyTorch: pip install 'stridegen[torch]'") from None
     return torch
-
-
-def _conversation(sample: dict[str, Any]) -> list[dict[str, str]]:
-    prefix = "".join(f"{IMAGE_TOKEN}\n" for _ in sample["frames"])
-    out = []
-    for n, turn in enumerate(sample["turns"]):
-        out.append({"from": "human", "value": (prefix if n == 0 else "") + turn["question"]})
-        out.append({"from": "gpt", "value": turn["answer"]})
-    return out
 
 
 class _Reader:
@@ -112,7 +107,7 @@ class _Reader:
             "images": torch.from_numpy(np.stack(images)),
             "masks": masks,
             "region_ids": ids,
-            "conversation": _conversation(sample),
+            "conversations": sharegpt_turns(sample),
             "qa_info": [t["qa_info"] for t in sample["turns"]],
             "meta": sample["meta"],
         }
@@ -169,4 +164,4 @@ def collate_samples(batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(batch)
 
 
-__all__ = ["IterableQASamples", "QASampleDataset", "collate_samples"]
+__all__ = ["IterableQASamples", "ProcessorCollator", "QASampleDataset", "collate_samples"]

@@ -26,7 +26,7 @@ def test_samples_hold_every_question_with_its_images_and_masks(dataset):
             n_images = 1 if sample["kind"] == "spatial" else 4
             assert sample["images"].shape[0] == n_images and sample["images"].dtype == torch.uint8
             assert len(sample["masks"]) == len(sample["region_ids"]) == n_images
-            conv = sample["conversation"]
+            conv = sample["conversations"]
             assert conv[0]["value"].count("<image>") == n_images
             for n, info in enumerate(sample["qa_info"]):
                 seen[info["question_id"]] = (conv[2 * n]["value"].replace("<image>\n", ""), conv[2 * n + 1]["value"])

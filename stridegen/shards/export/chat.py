@@ -85,10 +85,11 @@ def image_paths(sample: dict[str, Any]) -> list[str]:
 
 
 def sharegpt_turns(sample: dict[str, Any]) -> list[dict[str, str]]:
-    """The sample's turns as alternating {"from": "human" | "gpt", "value"}; the first human turn starts with one
-    ``<image>\n`` per image (the count LLaVA and LLaMA-Factory match against the record's images)."""
+    """The turns of a sample (stridegen.shards.samples.scene_samples) as alternating {"from": "human" | "gpt",
+    "value"}; the first human turn starts with one ``<image>\n`` per image (one per frame: the count LLaVA and
+    LLaMA-Factory match against the record's images)."""
     conversations = []
-    prefix = "".join(f"{IMAGE_TOKEN}\n" for _ in sample["images"])
+    prefix = f"{IMAGE_TOKEN}\n" * len(sample["frames"])
     for n, turn in enumerate(sample["turns"]):
         conversations.append({"from": "human", "value": (prefix if n == 0 else "") + turn["question"]})
         conversations.append({"from": "gpt", "value": turn["answer"]})
