@@ -37,6 +37,17 @@ from stridegen.shards.writer import TMP_MARKER, atomic_write_bytes
 
 DATA = "data"
 CARD = "README.md"
+# The STRIDE-QA paper (arXiv 2508.10427), whose tasks and question templates the dataset follows; the card's
+# citation block (the entry as its authors publish it, from the arXiv listing).
+STRIDE_QA_BIBTEX = """@misc{ishihara2025strideqa,
+  title = {STRIDE-QA: Visual Question Answering Dataset for Spatiotemporal Reasoning in Urban Driving Scenes},
+  author = {Keishi Ishihara and Kento Sasaki and Tsubasa Takahashi and Daiki Shiono and Yu Yamaguchi},
+  year = {2025},
+  eprint = {2508.10427},
+  archivePrefix = {arXiv},
+  primaryClass = {cs.CV},
+  url = {https://arxiv.org/abs/2508.10427},
+}"""
 # Rows per Parquet row group: small groups keep random access and the Hub's viewer cheap for image rows
 # (datasets 2.x wrote image datasets with PARQUET_ROW_GROUP_SIZE_FOR_IMAGE_DATASETS = 100, datasets/config.py).
 ROW_GROUP_ROWS = 100
@@ -444,4 +455,13 @@ json.loads(row["qa_info"][0]["gt_extra"])  # further structured truth
 ```
 
 Uploaded to the Hub (`data/` and this `README.md`), it loads with `load_dataset("<user>/<name>")`.
+
+## Citation
+
+The questions, their categories and the Set-of-Mark prompts follow STRIDE-QA; if you use this dataset, please
+cite it:
+
+```bibtex
+{STRIDE_QA_BIBTEX}
+```
 """

@@ -149,6 +149,10 @@ def test_card_matches_the_shards(hf):
     for column in ("id", "kind", "images", "conversations", "qa_info", "meta"):
         assert f"| `{column}` |" in text
     assert 'load_dataset("parquet", data_dir=' in text
+    # the citation block: one BibTeX entry of the STRIDE-QA paper, braces balanced
+    bibtex = text.split("## Citation")[1].split("```bibtex\n")[1].split("\n```")[0]
+    assert bibtex.startswith("@misc{") and bibtex.count("{") == bibtex.count("}")
+    assert "eprint = {2508.10427}" in bibtex and "STRIDE-QA" in bibtex
 
 
 def test_two_exports_are_byte_identical(dataset, hf, tmp_path):
