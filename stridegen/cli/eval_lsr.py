@@ -6,6 +6,7 @@ The options say which inputs go together; the items come from ``stridegen.eval.l
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from stridegen.cli.errors import guarded
+from stridegen.core.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from stridegen.eval.lsr.answer_values import ParserMode
@@ -92,6 +94,8 @@ def eval_lsr(
         raise _usage(f"must be official or robust, got {parser!r}", "--parser")
     if missing not in (None, "exclude", "fail"):
         raise _usage(f"must be exclude or fail, got {missing!r}", "--missing")
+    if plots and importlib.util.find_spec("matplotlib") is None:
+        raise MissingExtraError("plots", "matplotlib", alternative="--no-plots, which writes no plots")
     official = bench_dir is not None or responses is not None
     _check_options(official, records, dataset, sheet, pred, responses, bench_dir)
     prof = load_profile(profile or ("strideqa-bench" if official else "paper"))

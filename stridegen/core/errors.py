@@ -24,8 +24,10 @@ class UsageError(StrideGenError):
 class MissingExtraError(StrideGenError, ImportError):
     """An optional dependency is not installed."""
 
-    def __init__(self, extra: str, module: str) -> None:
-        super().__init__(f"'{module}' is not installed: pip install 'stridegen[{extra}]'")
+    def __init__(self, extra: str, module: str, alternative: str = "") -> None:
+        """``extra``: what to put in ``stridegen[...]``; ``alternative``: a way to do without it (an option)."""
+        hint = f" (or {alternative})" if alternative else ""
+        super().__init__(f"'{module}' is not installed: pip install 'stridegen[{extra}]'{hint}")
         self.extra = extra
         self.module = module
 

@@ -29,7 +29,7 @@ from stridegen.predict.base import GenerationSettings, PromptRequest, Reply, Rep
 def pick_device(device: str | None, dtype: str | None) -> tuple[str, str]:
     """(device, dtype name): as given, or the first CUDA device in bfloat16 (float16 where bf16 is not
     supported), else the CPU in float32."""
-    torch = require("torch", "predict")
+    torch = require("torch", "torch,predict")
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if dtype is None:
@@ -44,7 +44,7 @@ def pick_device(device: str | None, dtype: str | None) -> tuple[str, str]:
 
 def load_model(model: str, device: str, dtype: str, trust_remote_code: bool, allow_download: bool) -> tuple[Any, Any]:
     """(processor, model) of ``model`` on ``device`` in ``dtype``, ready for left-padded batched generation."""
-    torch = require("torch", "predict")
+    torch = require("torch", "torch,predict")
     transformers = require("transformers", "predict")
     kwargs = {"trust_remote_code": trust_remote_code, "local_files_only": not allow_download}
     try:
@@ -101,7 +101,7 @@ class TransformersPredictor:
     ) -> None:
         if not requests:
             return
-        torch = require("torch", "predict")
+        torch = require("torch", "torch,predict")
         if self._loaded is None:
             device, dtype = pick_device(self.device, self.dtype)
             processor, net = load_model(self.model, device, dtype, self.trust_remote_code, self.allow_download)
