@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from stridegen.core.errors import MissingExtraError
+from stridegen.core.errors import ConfigError, MissingExtraError
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,16 @@ class IcpResult:
 
 
 def open3d_module() -> Any:
-    """The ``open3d`` module, or MissingExtraError naming the extra."""
+    """The ``open3d`` module, or MissingExtraError naming the extra (ConfigError when it is installed but a shared
+    library it loads is missing)."""
     try:
         import open3d
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
         raise MissingExtraError("open3d", "open3d") from exc
+    except ImportError as exc:
+        raise ConfigError(
+            f"open3d is installed but does not import ({exc}); on Debian it needs libusb: apt-get install libusb-1.0-0"
+        ) from exc
     return open3d
 
 
