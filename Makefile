@@ -10,7 +10,7 @@ BASE_STAMP := $(VENV)/.stridegen-base
 EXTRAS ?= dev,sam2,mmdet3d,ray,open3d,anonymize,predict,lmms
 DEMO_OUT ?= out/demo
 
-.PHONY: setup demo test test-fast lint bench clean wheel-check lock versions
+.PHONY: setup demo test test-fast lint bench clean wheel-check lock versions FORCE
 
 # Exact versions of every package the test suite last passed with (pip's constraints format): every install below
 # takes them, so a fresh machine installs what was tested, not whatever is newest that day. `make lock` refreshes
@@ -77,7 +77,13 @@ $(STAMP): pyproject.toml Makefile $(LOCK_FILE)
 	  $(BIN)/pip install -q --target $(VENV)/.mmcv-build '$(MMCV_SETUPTOOLS)' && \
 	  PATH="$(abspath $(BIN)):$$PATH" PYTHONPATH="$(abspath $(VENV))/.mmcv-build" MMCV_WITH_OPS=1 FORCE_CUDA=0 \
 	    MAX_JOBS=$${MAX_JOBS:-2} $(BIN)/pip install -q --no-build-isolation --no-deps mmcv==2.1.0 $(PIP_C); fi
-	touch $(STAMP) $(BASE_STAMP)
+	echo "$(EXTRAS)" > $(STAMP) && touch $(BASE_STAMP)
+
+# The stamp holds the extras it installed: `make setup EXTRAS=...` with others (and `make test` after it) installs again.
+ifneq ($(strip $(shell cat $(STAMP) 2>/dev/null)),$(strip $(EXTRAS)))
+$(STAMP): FORCE
+endif
+FORCE:
 
 setup: $(STAMP)
 
