@@ -25,7 +25,7 @@ from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_l
 from stridegen.run.config import load_build_config
 from stridegen.shards.export.manifest import EXPORT_MANIFEST
 
-FORMATS = ("strideqa", "strideqa-bench", "llava", "messages", "hf")
+FORMATS = ("strideqa", "strideqa-bench", "llava", "messages", "llamafactory", "lmms-eval", "hf")
 QUICK = {"scenes": 2, "seconds": 8.0, "seed": 0, "width": 320, "height": 180, "rig": "nuscenes", "sweeps": False}
 
 
