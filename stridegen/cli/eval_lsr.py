@@ -49,6 +49,28 @@ def _check_options(
         raise _usage("--pred cannot be combined with --responses (responses already hold the answers)")
 
 
+def summary_table(
+    profile: str, parser: str, success_rates: dict[str, list[dict]], consistency: list[dict] | None
+) -> str:
+    """The run's averages as a text table for a person: success rate per dimension (in %, over every horizon, with
+    its number of scored slots), then TLC and MLSR over the consistency groups (in %)."""
+    rows = [
+        (name, f"{rows[-1]['success_rate'] * 100:.1f}", str(rows[-1]["sample_size"]))
+        for name, rows in success_rates.items()
+        if rows
+    ]
+    if consistency:
+        rows += [(key, f"{consistency[0][key] * 100:.1f}", "") for key in ("TLC", "MLSR")]
+    header = ("metric", "success rate (%)", "slots")
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(3)]
+    lines = [f"LSR summary (profile {profile}, parser {parser}; average over horizons)"]
+    for r in (header, *rows):
+        lines.append(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}".rstrip())
+    if consistency:
+        lines.append("TLC: groups right at every horizon; MLSR: share of a group's horizons answered right (both in %)")
+    return "\n".join(lines)
+
+
 @guarded
 def eval_lsr(
     out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, items.jsonl, plots."),
@@ -81,6 +103,9 @@ def eval_lsr(
         "Default: exclude for official responses (the toolkit's), fail otherwise.",
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write the polar and per-scenario plots."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the summary as JSON (rates on a 0-1 scale) instead of a table in %."
+    ),
 ) -> None:
     """Score localization answers: success rates per dimension and horizon, LSR, MLSR, TLC, TLC@k."""
     from stridegen.eval.lsr.evaluate import evaluate
@@ -111,7 +136,10 @@ def eval_lsr(
     if result.temporal_consistency:
         overall = result.temporal_consistency[0]
         summary.update({"TLC": overall["TLC"], "MLSR": overall["MLSR"]})
-    typer.echo(json.dumps({"profile": prof.name, "parser": prof.parser, "avg": summary}, indent=2))
+    if as_json:
+        typer.echo(json.dumps({"profile": prof.name, "parser": prof.parser, "avg": summary}, indent=2))
+    else:
+        typer.echo(summary_table(prof.name, prof.parser, result.success_rates, result.temporal_consistency))
     if result.counts["localization_slots"] and not result.counts["consistency_groups"]:
         typer.echo(
             "note: no group has a scenario relation, so TLC / MLSR are empty under this profile "

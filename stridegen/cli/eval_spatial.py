@@ -12,11 +12,32 @@ import typer
 from stridegen.cli.errors import guarded
 
 
+def _percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f}"
+
+
+def summary_table(summary: dict) -> str:
+    """The overall scores as a text table for a person: rates in % (``-`` where no question of that kind)."""
+    rows = [
+        ("questions", str(summary["questions"])),
+        ("correct (%)", _percent(summary["correct"])),
+        ("qualitative accuracy (%)", _percent(summary["qualitative_accuracy"])),
+        ("quantitative success rate (%)", _percent(summary["quantitative_success_rate"])),
+        ("invalid answers", str(summary["invalid"])),
+    ]
+    width = max(len(label) for label, _ in rows)
+    value_width = max(len(value) for _, value in rows)
+    return "\n".join(["Spatial QA summary"] + [f"{label:<{width}}  {value:>{value_width}}" for label, value in rows])
+
+
 @guarded
 def eval_spatial(
     dataset: Path = typer.Option(..., "--dataset", help="stridegen dataset folder (its spatial QA is scored)."),
     pred: Path = typer.Option(..., "--pred", help="Predictions JSONL: {question_id, pred} per line."),
     out: Path = typer.Option(..., "--out", help="Output folder: metrics.json, metrics.md, items.jsonl."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the summary as JSON (rates on a 0-1 scale) instead of a table in %."
+    ),
 ) -> None:
     """Score spatial QA answers: accuracy (yes/no, left/right), success rate within a band and error (numbers)."""
     from stridegen.eval.spatial.evaluate import evaluate_files
@@ -32,7 +53,7 @@ def eval_spatial(
         "quantitative_success_rate": overall.get("quantitative", {}).get("success_rate"),
         "invalid": overall["invalid"],
     }
-    typer.echo(json.dumps(summary, indent=2))
+    typer.echo(json.dumps(summary, indent=2) if as_json else summary_table(summary))
     missing = metrics["counts"]["missing_predictions"]
     if missing:
         typer.echo(f"note: {missing} spatial questions have no prediction (scored as failures)", err=True)

@@ -501,8 +501,15 @@ def test_cli_official_inputs_writes_reports() -> None:
         app, ["lsr", "--bench-dir", str(FIXTURE), "--responses", str(FIXTURE / "responses"), "--out", str(out)]
     )
     assert res.exit_code == 0, res.output
+    assert "success rate (%)" in res.stdout and "60.0" in res.stdout  # LSR 0.6 printed in %
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["profile"] == "strideqa-bench" and doc["lsr"][-1]["success_rate"] == 0.6
+    res = runner.invoke(
+        app,
+        ["lsr", "--bench-dir", str(FIXTURE), "--responses", str(FIXTURE / "responses"), "--out", str(out)]
+        + ["--no-plots", "--json"],
+    )
+    assert json.loads(res.stdout[: res.stdout.rindex("}") + 1])["avg"]["lsr"] == 0.6
     assert "### Temporal Consistency" in (out / "metrics.md").read_text()
     assert (out / "lsr_polar.png").stat().st_size > 0 and (out / "lsr_by_scenario.png").stat().st_size > 0
 

@@ -164,8 +164,15 @@ def test_bad_answers_are_counted_and_the_files_are_written(
         app, ["eval", "spatial", "--dataset", str(two_scene_dataset), "--pred", str(pred), "--out", str(tmp_path / "o")]
     )
     assert result.exit_code == 0, result.stdout + result.stderr
-    summary = json.loads(result.stdout[: result.stdout.index("}") + 1])
+    assert "correct (%)" in result.stdout and "questions  " in result.stdout  # a table for a person
+    as_json = CliRunner().invoke(
+        app,
+        ["eval", "spatial", "--dataset", str(two_scene_dataset), "--pred", str(pred), "--out", str(tmp_path / "j")]
+        + ["--json"],
+    )
+    summary = json.loads(as_json.stdout[: as_json.stdout.index("}") + 1])
     assert summary["questions"] == len(items)
+    assert f"{summary['correct'] * 100:.1f}" in result.stdout
     assert "1 spatial questions have no prediction" in result.stderr
     out = tmp_path / "o"
     m = json.loads((out / "metrics.json").read_text())
