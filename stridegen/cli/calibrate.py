@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -23,12 +24,57 @@ _SCENES = typer.Option(None, "--scene", "-s", help="Scene name or token; repeata
 _CHANNEL = typer.Option(None, "--lidar", help="LiDAR channel (default: the first LiDAR).")
 
 
-def _print(report: dict, out: Path | None) -> None:
+def _write(report: dict, out: Path) -> str:
+    """Write ``report`` as JSON to ``out``; the text written (without its final newline)."""
     text = json.dumps(report, indent=1)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
-    typer.echo(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+def _print(report: dict, out: Path | None) -> None:
+    typer.echo(_write(report, out) if out is not None else json.dumps(report, indent=1))
+
+
+WEAK_INLIER_FRACTION = 0.2  # a ground plane resting on fewer of the sweep's points than this is weak
+WEAK_HEIGHT_OFFSET_M = 0.1  # ... and so is one whose height is this far from the scene's median
+
+
+def _fixed(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals, without the sign of a value that rounds to zero ("0.00", not "-0.00")."""
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+def ground_summary(report: dict) -> list[Any]:
+    """The ground report as tables for a person, one row per scene: key sweeps, sensor height (median and spread
+    p5-p95, m), pitch and roll (median and spread, deg) and the weak sweeps (fewer than ``WEAK_INLIER_FRACTION`` of
+    the points on the plane, or a height ``WEAK_HEIGHT_OFFSET_M`` or more from the scene's median); a footnote."""
+    import numpy as np
+
+    from stridegen.cli.terminal_tables import fitted_tables
+
+    columns = ["sweeps", "height (m)", "pitch (deg)", "roll (deg)", "weak sweeps"]
+    rows = []
+    for name, scene in report["scenes"].items():
+        frames = scene["frames"]
+        cells = [str(len(frames))]
+        for key, digits in (("height_m", 3), ("pitch_deg", 2), ("roll_deg", 2)):
+            values = np.array([f[key] for f in frames], dtype=np.float64)
+            low, median, high = np.percentile(values, [5, 50, 95])
+            cells.append(f"{_fixed(median, digits)} ±{high - low:.{digits}f}")
+        height = float(np.median([f["height_m"] for f in frames]))
+        weak = sum(
+            f["inlier_fraction"] < WEAK_INLIER_FRACTION or abs(f["height_m"] - height) >= WEAK_HEIGHT_OFFSET_M
+            for f in frames
+        )
+        rows.append((name, [*cells, str(weak)]))
+    caption = (
+        f"per key sweep, in the LiDAR frame: median ±spread (p95 - p5); weak: under "
+        f"{WEAK_INLIER_FRACTION:.0%} of the points on the plane or {WEAK_HEIGHT_OFFSET_M:g} m off the median "
+        "height; --json for every sweep"
+    )
+    return fitted_tables("Ground plane", "Scene", columns, rows, caption=caption)
 
 
 @calibrate_app.command("poses")
@@ -104,11 +150,24 @@ def ground(
     scene: list[str] | None = _SCENES,
     lidar: str | None = _CHANNEL,
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the full JSON report (every sweep) instead of the summary table."
+    ),
 ) -> None:
-    """Ground plane per key sweep (RANSAC): sensor height, pitch, roll and their drift."""
+    """Ground plane per key sweep (RANSAC): sensor height, pitch, roll and their drift; prints a summary per scene."""
+    from rich.console import Console
+
     from stridegen.logs.calibrate.ground import ground_report
 
-    _print(ground_report(log, format_name=format_name, version=version, scenes=scene or None, channel=lidar), report)
+    result = ground_report(log, format_name=format_name, version=version, scenes=scene or None, channel=lidar)
+    if as_json:
+        _print(result, report)
+        return
+    if report is not None:
+        _write(result, report)
+    console = Console()
+    for table in ground_summary(result):
+        console.print(table)
 
 
 @calibrate_app.command("align")

@@ -47,3 +47,8 @@ def test_synthetic_rig_height_and_level(tmp_path):
         assert row["height_m"] == pytest.approx(mount_z, abs=0.01)
         assert abs(row["pitch_deg"]) < 0.05 and abs(row["roll_deg"]) < 0.05
     assert abs(scene["height_m"]["drift_per_s"]) < 0.005
+    # printed for a person: a summary row per scene (height median in m, weak sweeps), the report still written
+    assert f"{mount_z:.3f} ±0.000" in result.stdout and "weak sweeps" in result.stdout
+    assert len(result.stdout.splitlines()) < 20
+    as_json = CliRunner().invoke(calibrate_app, ["ground", str(tmp_path / "log"), "--json"])
+    assert json.loads(as_json.stdout) == json.loads(report_path.read_text())
