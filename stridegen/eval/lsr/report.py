@@ -158,6 +158,22 @@ def _pyplot() -> Any:
     return require("matplotlib.pyplot", "plots")
 
 
+def _emptiest_direction(*directions_deg: np.ndarray, step_deg: float = 22.5) -> float:
+    """The polar angle (degrees, matplotlib's theta of a north-up, counter-clockwise axis) at the middle of the
+    ``step_deg`` sector (sectors centred on multiples of ``step_deg``) holding the fewest of the given directions
+    (NaN ignored), for the radial tick labels; ties go to the sector nearest behind-left (157.5 deg), where targets
+    rarely are."""
+    values = np.concatenate([np.asarray(d, dtype=float).ravel() for d in directions_deg])
+    values = np.mod(values[np.isfinite(values)], 360.0)
+    n = round(360.0 / step_deg)
+    counts = np.bincount(((values + step_deg / 2) // step_deg).astype(int) % n, minlength=n)
+    centres = np.arange(n) * step_deg  # sector i spans centres[i] -+ step / 2
+    preferred = 157.5
+    distance = np.abs((centres - preferred + 180.0) % 360.0 - 180.0)
+    best = min(range(n), key=lambda i: (int(counts[i]), float(distance[i])))
+    return float(centres[best])
+
+
 def plot_polar(
     result: LsrResult, path: str | Path, max_range_m: float = 50.0, fov_half_deg: float | None = None
 ) -> Path:
@@ -172,13 +188,14 @@ def plot_polar(
         ax.set_theta_zero_location("N")
         ax.set_theta_direction(1)
         ax.set_ylim(0, max_range_m)
-        ax.set_rlabel_position(157.5)  # behind-left: rarely where targets are
+        sel = s.horizon == t
+        ax.set_rlabel_position(_emptiest_direction(s.direction_gt[sel], s.direction_pred[sel]))
+        ax.tick_params(axis="y", labelsize=7, labelcolor="0.4")  # radial labels: small and grey, off the points
         ticks = [0, 45, 90, 135, 180, -135, -90, -45]
         ax.set_thetagrids([t_ % 360 for t_ in ticks], [f"{t_}°" for t_ in ticks], fontsize=8)
         if fov_half_deg is not None:
             theta = np.radians(np.linspace(-fov_half_deg, fov_half_deg, 50))
             ax.fill_between(theta, 0, max_range_m, color="tab:blue", alpha=0.12, linewidth=0)
-        sel = s.horizon == t
         ax.scatter(
             np.radians(s.direction_gt[sel]),
             s.distance_gt[sel],
