@@ -37,6 +37,7 @@ h3 { font-size: 16px; margin: 18px 0 6px; }
 .stat span { color: var(--muted); font-size: 12px; }
 .table-wrap { overflow-x: auto; margin: 10px 0; }
 table { border-collapse: collapse; font-size: 13px; }
+.table-wrap > table { width: 100%; }
 caption { text-align: left; color: var(--muted); padding: 4px 0; }
 th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; white-space: nowrap; }
 th { background: var(--bg); }
@@ -45,7 +46,7 @@ td.share { text-align: left; }
 .bar { display: inline-block; width: 90px; height: 9px; background: #e5e8ee; vertical-align: middle; }
 .bar span { display: block; height: 100%; background: var(--accent); }
 .charts { display: flex; flex-wrap: wrap; gap: 14px; }
-figure.chart { margin: 0; flex: 0 1 440px; max-width: 100%; }
+figure.chart { margin: 0; flex: 1 1 520px; max-width: 100%; min-width: 0; }
 figure.chart svg, figure.chart img.plot { width: 100%; height: auto; background: #fff; }
 figure.chart svg text { font-family: inherit; }
 figure.chart.wide { flex-basis: 100%; max-width: 100%; }
@@ -59,8 +60,10 @@ figcaption { color: var(--muted); font-size: 12px; }
 .frames img { max-width: 100%; height: auto; display: block; }
 .frames.strip { display: flex; gap: 4px; overflow-x: auto; }
 .frames.strip img { flex: 1 1 0; min-width: 0; }
-.regions { font-size: 12px; color: var(--muted); margin: 4px 0; }
-.turns { margin: 6px 0 0; padding-left: 20px; max-height: 260px; overflow-y: auto; font-size: 13px; }
+.regions { font-size: 12px; color: var(--muted); margin: 4px 0; line-height: 1.9; }
+.regions .region { border: 1px solid; border-radius: 3px; padding: 0 4px; white-space: nowrap; font-weight: 600; }
+.turns { margin: 6px 0 0; padding-left: 20px; font-size: 13px; overflow-wrap: anywhere; }
+.more-turns summary { cursor: pointer; color: var(--accent); font-size: 12px; font-weight: 600; margin: 4px 0 0 20px; }
 .turns li { margin: 3px 0; }
 .turns .tag { font-size: 11px; background: var(--bg); border: 1px solid var(--line); border-radius: 3px;
               padding: 0 4px; color: var(--muted); }

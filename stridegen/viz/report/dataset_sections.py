@@ -272,7 +272,7 @@ def funnel_table(funnel: Funnel, label: str, table_id: str, order: list[str] | N
     for g in [*groups, "all"]:
         steps = funnel.total() if g == "all" else funnel.rows[g]
         head = "<b>all</b>" if g == "all" else esc(g or "(none)")
-        cells = [fmt_int(steps[0])] + [f"{fmt_int(v)} ({fmt_pct(v, steps[0], 0)})" for v in steps[1:]]
+        cells = [fmt_int(steps[0])] + [f"{fmt_int(v)} ({fmt_pct(v, steps[0])})" for v in steps[1:]]
         rows.append([head, *cells])
     return table([label, *FUNNEL_STEPS], rows, table_id=table_id)
 

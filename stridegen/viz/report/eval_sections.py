@@ -23,7 +23,7 @@ from stridegen.viz.report.markup import (
     subsection,
     table,
 )
-from stridegen.viz.report.model_blocks import model_label, spatial_block, versus_blind_rows, worst_block
+from stridegen.viz.report.model_blocks import model_label, pct, spatial_block, versus_blind_rows, worst_block
 from stridegen.viz.report.results import SCORE_BINS, EvalInputs, EvalResult
 from stridegen.viz.report.worst_answers import WorstAnswer
 
@@ -110,7 +110,7 @@ def lsr_block(result: EvalResult, key: str) -> str:
     tc = d.get("temporal_consistency") or []
     if tc:
         cols = [k for k in tc[0] if k != "relation"]
-        rows = [[esc(r.get("relation")), *(fmt_float(json_number(r.get(c)), 3) for c in cols)] for r in tc]
+        rows = [[esc(r.get("relation")), *(pct(r.get(c)) for c in cols)] for r in tc]  # rates: %, as LSR
         body += subsection("Temporal consistency", table(["relation", *cols], rows, table_id=f"{key}-tlc"))
     return body
 

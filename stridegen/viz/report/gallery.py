@@ -7,7 +7,9 @@ spatial and half spatiotemporal (a kind that runs short leaves its places to the
 images are decoded and drawn, so the gallery costs the same for a dataset of three scenes or of thousands.
 
 Images are downscaled to ``width`` pixels (spatiotemporal strips: four frames at ``width / 2`` each) and
-stored as base64 JPEG, so the page carries them inline.
+stored as base64 JPEG, so the page carries them inline. The marks are drawn on the downscaled image
+(``marked_thumbnail``), not drawn at full size and shrunk: a label's box keeps its one-pixel outline in the
+contrasting text colour, so a label stays readable on a fill of its own colour (the exports' images are unchanged).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import numpy as np
 
 from stridegen.core.seeding import rng_for
 from stridegen.formats.images import encode_jpeg
+from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.shards.reader import Dataset
-from stridegen.shards.samples import SceneIndex, scene_samples, som_image
+from stridegen.shards.samples import SceneIndex, frame_image, frame_marks, scene_samples
 
 JPEG_QUALITY = 80
+MARK_ALPHA = 0.4  # the fill weight of the exports' Set-of-Mark images
 KINDS = ("spatial", "spatiotemporal")
 
 
@@ -71,6 +75,23 @@ def downscale(image: np.ndarray, width: int) -> np.ndarray:
     return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
 
 
+def marked_thumbnail(
+    index: SceneIndex, k: int, c: int, frame: int, width: int, targets: list[int] | None = None
+) -> np.ndarray:
+    """``frame`` of camera ``c`` downscaled to ``width`` pixels (``downscale``) with keyframe image (k, c)'s regions
+    marked at that size: all of them, or only the region ids in ``targets``. A mask is resized by area and keeps the
+    pixels at least half covered; a region too small for that keeps every pixel it touches, so no mark is lost."""
+    image = downscale(frame_image(index, c, frame), width)
+    masks, ids = frame_marks(index, k, c, frame)
+    keep = [i for i, r in enumerate(ids) if targets is None or r in targets]
+    h, w = image.shape[:2]
+    small = np.zeros((len(keep), h, w), dtype=bool)
+    for row, i in enumerate(keep):
+        cover = cv2.resize(masks[i].astype(np.float32), (w, h), interpolation=cv2.INTER_AREA)
+        small[row] = cover >= 0.5 if (cover >= 0.5).any() else cover > 0
+    return draw_set_of_marks(image, small, [ids[i] for i in keep], alpha=MARK_ALPHA)
+
+
 def jpeg_base64(image: np.ndarray) -> str:
     return base64.b64encode(encode_jpeg(image, JPEG_QUALITY).tobytes()).decode("ascii")
 
@@ -109,7 +130,7 @@ def _card(index: SceneIndex, sample: dict[str, Any], classes: dict[str, str], wi
     k, c = int(sample["keyframe_index"]), int(sample["channel_index"])
     frames = list(sample["frames"])
     frame_width = width if len(frames) == 1 else round(width / 2)
-    pictures = [downscale(som_image(index, k, c, f), frame_width) for f in frames]
+    pictures = [marked_thumbnail(index, k, c, f, frame_width) for f in frames]
     turns = [
         GalleryTurn(
             t["qa_info"]["question_id"],

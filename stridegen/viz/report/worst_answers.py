@@ -31,10 +31,9 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import DataFormatError
-from stridegen.pipeline.som import draw_set_of_marks
 from stridegen.shards.reader import Dataset
-from stridegen.shards.samples import SceneIndex, frame_image, frame_marks, som_image
-from stridegen.viz.report.gallery import downscale, jpeg_base64
+from stridegen.shards.samples import SceneIndex
+from stridegen.viz.report.gallery import jpeg_base64, marked_thumbnail
 from stridegen.viz.report.results import EvalResult, jsonl_lines
 
 DEFAULT_WORST = 8
@@ -162,13 +161,7 @@ def worst_failures(result: EvalResult, n: int) -> tuple[list[WorstAnswer], int] 
 
 def _picture(index: SceneIndex, k: int, c: int, frame: int, targets: list[int] | None, width: int) -> np.ndarray:
     """``frame`` of camera ``c`` with keyframe image (k, c)'s regions marked: all of them, or only ``targets``."""
-    if targets is None:
-        image = som_image(index, k, c, frame)
-    else:
-        masks, ids = frame_marks(index, k, c, frame)
-        keep = [i for i, r in enumerate(ids) if r in targets]
-        image = draw_set_of_marks(frame_image(index, c, frame), masks[keep], [ids[i] for i in keep], alpha=0.4)
-    return downscale(image, width)
+    return marked_thumbnail(index, k, c, frame, width, targets)
 
 
 def attach_questions(dataset: Dataset, answers: list[WorstAnswer], width: int) -> None:

@@ -648,3 +648,87 @@ def test_chromium_renders_the_page_without_console_errors(page_file, tmp_path):
     inked = np.abs(image.astype(int) - background).sum(axis=2) > 60
     assert inked.mean() > 0.03, f"only {inked.mean():.1%} of the screenshot differs from the background"
     assert image.std() > 20
+
+
+# The probe runs after the page's own script and writes what the browser laid out into <pre id="layout-probe">:
+# per chart row the width its figures span, per table its width, each over the content width of its section; the
+# gallery's elements whose text is cut off (scrollHeight or scrollWidth beyond the box); the "+N more" summaries.
+LAYOUT_PROBE = """<script>(function () {
+  function inner(el) {
+    var s = getComputedStyle(el);
+    return el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  }
+  var out = {rows: [], tables: [], plots: [], clipped: [], cards: []};
+  Array.prototype.forEach.call(document.querySelectorAll(".charts"), function (box) {
+    var width = inner(box.closest("section")), rows = {};
+    Array.prototype.forEach.call(box.querySelectorAll("figure.chart"), function (f) {
+      var r = f.getBoundingClientRect(), top = Math.round(r.top);
+      rows[top] = rows[top] || {left: r.left, right: r.right, charts: []};
+      rows[top].left = Math.min(rows[top].left, r.left);
+      rows[top].right = Math.max(rows[top].right, r.right);
+      rows[top].charts.push(f.getAttribute("data-chart"));
+      var plot = f.querySelector("svg, img");
+      out.plots.push([f.getAttribute("data-chart"), plot.getBoundingClientRect().width / r.width]);
+    });
+    Object.keys(rows).forEach(function (k) {
+      out.rows.push([rows[k].charts.join(" "), (rows[k].right - rows[k].left) / width]);
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll(".table-wrap > table"), function (t) {
+    out.tables.push([t.id, t.getBoundingClientRect().width / inner(t.closest("section"))]);
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("#gallery .card, #gallery .card *"), function (el) {
+    if (el.closest("details:not([open]) > ol")) { return; }
+    if (el.scrollHeight > el.clientHeight + 1 && getComputedStyle(el).overflowY !== "visible" ||
+        el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== "visible" && el.tagName !== "DIV") {
+      out.clipped.push(el.tagName + "." + el.className + ": " + el.textContent.slice(0, 60));
+    }
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("#gallery .card"), function (card) {
+    var hidden = card.querySelectorAll("details > ol.turns > li").length;
+    var summary = card.querySelector("details > summary");
+    out.cards.push([card.querySelectorAll("li").length, hidden, summary ? summary.textContent : ""]);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();</script>"""
+
+
+@needs_chromium
+def test_at_1400_px_charts_and_tables_fill_the_width_no_text_is_cut_and_rates_are_percent(page_file, tmp_path):
+    probed = tmp_path / "probed.html"
+    html = page_file.read_text(encoding="utf-8")
+    probed.write_text(html.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(tmp_path, "--window-size=1400,1000", "--dump-dom", probed.resolve().as_uri())
+    assert dom.returncode == 0 and not _console_lines(dom.stderr), dom.stderr[-2000:]
+    layout = json.loads(parse(dom.stdout).by_id("layout-probe").text())
+
+    # every row of charts spans at least 90% of its section's content width, each chart's picture its whole figure
+    assert layout["rows"] and all(share >= 0.9 for _, share in layout["rows"]), layout["rows"]
+    assert all(share >= 0.99 for _, share in layout["plots"]), layout["plots"]
+    assert layout["tables"] and all(share >= 0.9 for _, share in layout["tables"]), layout["tables"]
+
+    # no gallery text is cut off out of sight; turns beyond the first few sit behind a "+N more questions" summary
+    assert not layout["clipped"], layout["clipped"]
+    assert any(hidden for _, hidden, _ in layout["cards"]), "no card has enough turns to need a 'more' control"
+    for total, hidden, summary in layout["cards"]:
+        assert summary == (f"+{hidden} more question{'s' if hidden != 1 else ''}" if hidden else ""), summary
+        assert total - hidden <= 4
+
+    # every LSR-family rate (success rates, TLC@k, TLC, MLSR) reads as a percentage with one decimal
+    rendered = parse(dom.stdout)
+    lsr = next(b for b in rendered.find_all("div") if b.attrs.get("data-kind") == "lsr")
+    key = lsr.attrs["id"]
+    cells = [
+        cell
+        for t in lsr.find_all("table")
+        if t.attrs.get("id", "").startswith(key) and "-blind" not in t.attrs["id"]  # blind: a Δ (pp) column
+        for cell in table_rows(rendered, t.attrs["id"]).values()
+    ]
+    tlc = list(table_rows(rendered, f"{key}-tlc").values())
+    assert cells and tlc
+    rate = re.compile(r"-|\d{1,3}\.\d%( \([\d,]+\))?")
+    assert all(rate.fullmatch(c) for row in cells for c in row), cells
+    assert all(re.fullmatch(r"\d{1,3}\.\d%", c) for row in tlc for c in row), tlc
