@@ -12,6 +12,11 @@ from stridegen.cli.errors import guarded
 from stridegen.eval.detection.data import TP_METRIC_SHORT, TP_METRICS, DetectionConfig, DetectionMetrics
 from stridegen.eval.detection.evaluate import DetectionReport, evaluate_log
 
+ABSENT_CLASSES_NOTE = (
+    "mAP and NDS average over all {n} classes of the config: a class absent from the ground truth counts as AP 0 "
+    "(the nuScenes devkit's rule); `stridegen validate` leaves such classes out, so its mAP is higher on the same data"
+)
+
 
 def _fmt(value: float, digits: int = 4) -> str:
     return "-" if math.isnan(value) else f"{value:.{digits}f}"
@@ -51,6 +56,7 @@ def print_report(report: DetectionReport) -> None:
         summary.add_column(key, justify="right")
     summary.add_row(*(_fmt(v) for v in m.summary_row().values()))
     console.print(summary)
+    console.print(ABSENT_CLASSES_NOTE.format(n=len(m.cfg.class_names)), highlight=False)
     console.print(short_row(m))
     console.print(
         f"samples {report.n_samples}; GT boxes {report.gt_counts.total} -> {report.gt_counts.after_bike_rack}"

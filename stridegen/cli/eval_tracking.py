@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from stridegen.cli.errors import guarded
-from stridegen.eval.tracking.data import TrackingConfig
+from stridegen.eval.tracking.data import SUMMED_METRICS, TrackingConfig
 from stridegen.eval.tracking.evaluate import TrackingReport, evaluate_log
 
 # Two per-class tables (the devkit prints all of TRACKING_METRICS in one row; split to fit 80 columns) and the
@@ -35,6 +35,20 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:.0f}"
 
 
+def all_row_footnote(metrics: tuple[str, ...]) -> str:
+    """How the "all" row aggregates ``metrics`` over the classes: counts summed, the rest averaged, as the devkit
+    does (so the averaged GT is not the summed TP + FN)."""
+    summed = [m.upper() for m in metrics if m in SUMMED_METRICS]
+    averaged = [m.upper() for m in metrics if m not in SUMMED_METRICS]
+    parts = []
+    if summed:
+        parts.append(f"{', '.join(summed)} summed over the classes")
+    if averaged:
+        parts.append(f"{', '.join(averaged)} the mean over the classes with a value")
+    note = f"all: {'; '.join(parts)}, as the nuScenes devkit reports them"
+    return note + (" (GT is a mean, not TP + FN)" if "gt" in metrics and "tp" in metrics else "")
+
+
 def print_report(report: TrackingReport) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -50,6 +64,7 @@ def print_report(report: TrackingReport) -> None:
             table.add_row(cls, *(_fmt(m, result.label_metrics[m][cls]) for m in metrics))
         table.add_row("all", *(_fmt(m, result.summary(m)) for m in metrics), style="bold")
         console.print(table)
+        console.print(all_row_footnote(metrics), highlight=False)
     info = result.info
     console.print(
         f"AMOTA {_fmt('amota', result.summary('amota'))}  AMOTP {_fmt('amotp', result.summary('amotp'))}"

@@ -58,5 +58,8 @@ def validate(
     table.add_row(*(f"{v:.0f}" if k == "IDSW" else f"{v:.3f}" for k, v in cells.items()))
     Console().print(table)
     Console().print(
-        f"means over the classes present in the ground truth; NDS over all 10 classes: {report.nds_all_classes:.3f}"
+        f"means over the classes present in the ground truth; NDS over all 10 classes: {report.nds_all_classes:.3f}\n"
+        "classes absent from the ground truth are left out of mAP; `stridegen eval detection` counts them as AP 0 "
+        "(the nuScenes devkit's rule), so its mAP is lower on the same data",
+        highlight=False,
     )

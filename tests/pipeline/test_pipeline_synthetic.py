@@ -201,6 +201,8 @@ def test_validate_cli_options_reach_the_detector(synthetic_log):
     perfect = runner.invoke(app, [*args, "--option", "profile=perfect"])
     assert perfect.exit_code == 0, perfect.output
     assert "simulated (perfect)" in perfect.output
+    # footnote: how absent classes count, and that eval detection counts them otherwise
+    assert "left out of mAP; `stridegen eval detection` counts them as AP 0" in " ".join(perfect.output.split())
     header, row = _table_row(perfect.output)
     cells = dict(zip(header, row, strict=True))
     assert float(cells["mAP"]) > 0.98 and float(cells["mATE"]) == 0.0

@@ -677,6 +677,8 @@ def test_cli_command_writes_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--gt", str(DEMO), "--pred", str(path), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "NDS" in result.output and "mAP" in result.output
+    text = " ".join(result.output.split())  # footnote: absent classes count as AP 0, validate leaves them out
+    assert "absent from the ground truth counts as AP 0" in text and "`stridegen validate` leaves such" in text
     summary = json.loads(out.read_text())
     present = set(kept.detection_name)
     assert len(present) >= 3

@@ -612,6 +612,9 @@ def test_end_to_end_cli_matches_devkit_tracking_eval(tmp_path):
     )
     assert run.exit_code == 0, run.output
     assert "AMOTA" in run.output
+    text = " ".join(run.output.split())  # footnote under the counts table: the "all" GT is a mean, TP / FN sums
+    assert "TP, FP, FN, IDS, FRAG, MT, ML summed over the classes; GT, TID, LGD the mean" in text
+    assert "(GT is a mean, not TP + FN)" in text
     summary = json.loads(out.read_text())
     assert summary["amota"] == pytest.approx(metrics.compute_metric("amota"), abs=1e-9)
     assert set(summary["label_metrics"]) >= set(TRACKING_METRICS)
