@@ -48,6 +48,7 @@ td.share { text-align: left; }
 .charts { display: flex; flex-wrap: wrap; gap: 14px; }
 figure.chart { margin: 0; flex: 1 1 520px; max-width: 100%; min-width: 0; }
 figure.chart svg, figure.chart img.plot { width: 100%; height: auto; background: #fff; }
+figure.chart svg, figure.chart img.plot { max-height: 460px; object-fit: contain; }  /* a lone chart: centred */
 figure.chart svg text { font-family: inherit; }
 figure.chart.wide { flex-basis: 100%; max-width: 100%; }
 figcaption { color: var(--muted); font-size: 12px; }
