@@ -230,9 +230,10 @@ def _print_vision_summary(console: Console, manifest: dict[str, Any]) -> None:
     vis = manifest.get("visibility")
     if vis and vis.get("candidates"):
         passed = ", ".join(f"{rule} {n}" for rule, n in vis["pass"].items())
-        console.print(
-            f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passed {passed}; "
-            f"visible {vis['visible']}; regions {vis['regions']} ({vis.get('regions_too_small', 0)} too small)"
+        console.print(  # per-rule counts, not the report's funnel, which counts the masks left after each rule
+            f"visibility ({vis['segmenter']}): {vis['candidates']} candidates; passing each rule on its own: {passed}; "
+            f"visible (passing all) {vis['visible']}; regions {vis['regions']} "
+            f"({vis.get('regions_too_small', 0)} too small)"
         )
     qa = manifest.get("qa")
     if not qa or not qa.get("total"):

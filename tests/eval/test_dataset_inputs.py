@@ -178,4 +178,6 @@ def test_inspect_prints_visibility_and_qa_tables(dataset):
     result = runner.invoke(_standalone_app(), ["inspect", str(dataset)])
     assert result.exit_code == 0, result.output
     assert "visibility (projected_box)" in result.output
+    text = " ".join(result.output.split())  # per-rule counts, named apart from the report's cumulative funnel
+    assert "passing each rule on its own: box_iou " in text and "visible (passing all) " in text
     assert "QA per category and class" in result.output
