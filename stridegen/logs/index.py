@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.cache_dir import cache_root
 from stridegen.formats.textfile import UTF8_BOM, ErrorFactory, load_json
 
-CACHE_ENV = "STRIDEGEN_CACHE"  # the cache folder (default ~/.cache/stridegen); indexes go to its log-index/
 INDEX_DIR_NAME = ".stridegen-index"  # the index folder inside a writable log folder
 CHUNK_BYTES = 1 << 20  # bytes read at a time by iter_json_records
 _WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's insignificant whitespace (RFC 8259 section 2), as json.decoder
@@ -190,10 +190,9 @@ def source_key(paths: Iterable[Path]) -> str:
 
 
 def index_cache_dir() -> Path:
-    """Where indexes of logs in read-only folders go: ``$STRIDEGEN_CACHE/log-index`` (default
-    ``~/.cache/stridegen/log-index``)."""
-    base = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache" / "stridegen")
-    return Path(base) / "log-index"
+    """Where indexes of logs in read-only folders go: ``<cache>/log-index``, the cache folder being
+    ``$STRIDEGEN_CACHE``, else ``$XDG_CACHE_HOME/stridegen`` or ``~/.cache/stridegen`` (``core.cache_dir``)."""
+    return cache_root() / "log-index"
 
 
 def connect_index(path: Path) -> sqlite3.Connection:

@@ -262,7 +262,7 @@ def test_split_arguments(tmp_path):
 
 
 def test_synthetic_cache_dir_depends_on_parameters(monkeypatch, tmp_path):
-    monkeypatch.setenv("STRIDEGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("STRIDEGEN_CACHE", str(tmp_path))
     a = synthetic_cache_dir({"scenes": 1})
     assert a.parent == tmp_path / "synthetic"
     assert a == synthetic_cache_dir({"scenes": 1}) != synthetic_cache_dir({"scenes": 2})
@@ -271,7 +271,7 @@ def test_synthetic_cache_dir_depends_on_parameters(monkeypatch, tmp_path):
 def test_default_log_is_generated_once_and_reused(monkeypatch, tmp_path):
     from stridegen.cli import build as build_cli
 
-    monkeypatch.setenv("STRIDEGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("STRIDEGEN_CACHE", str(tmp_path))
     calls = []
 
     def fake_generate(path, progress, overwrite, **params):

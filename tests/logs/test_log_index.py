@@ -24,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stridegen.core.cache_dir import CACHE_ENV
 from stridegen.core.errors import LogFormatError
 from stridegen.logs import index as log_index
 from stridegen.logs.base import Scene
@@ -43,7 +44,7 @@ VERSION = "v1.0-synthetic"
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Indexes of read-only logs go to a folder of this test, never to the user's cache."""
-    monkeypatch.setenv(log_index.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
 
 
 # Fields that hold tokens of per-scene records (renamed per copy by replicate_log); the others (sensor, category,

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from stridegen.core.cache_dir import CACHE_ENV
 from stridegen.core.errors import LogFormatError, MissingFileError
 from stridegen.core.transforms import make_transform, pose_transform
-from stridegen.logs import index as log_index
 from stridegen.logs import nuscenes as nuscenes_module
 from stridegen.logs import nuscenes_indexed_tables
 from stridegen.logs.nuscenes import NuScenesReader
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow  # the tests read a generated log
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Indexes of read-only logs go to a folder of this test, never to the user's cache."""
-    monkeypatch.setenv(log_index.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
 
 
 def _store(reader: NuScenesReader) -> IndexedTables:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
+
+from stridegen.core.cache_dir import cache_root
 
 # The embedded default log: several scenes with every class and scenario of the synthetic world, sized so that
 # `stridegen build` (generation + build) stays under two minutes on a 2-core machine.
@@ -21,16 +22,8 @@ DEFAULT_SYNTHETIC: dict[str, object] = {
 }
 
 
-def cache_root() -> Path:
-    """$STRIDEGEN_CACHE_DIR, else $XDG_CACHE_HOME/stridegen, else ~/.cache/stridegen."""
-    if os.environ.get("STRIDEGEN_CACHE_DIR"):
-        return Path(os.environ["STRIDEGEN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stridegen"
-
-
 def synthetic_cache_dir(params: dict[str, object]) -> Path:
-    """~/.cache/stridegen/synthetic/<hash of the generator version and parameters>."""
+    """``<cache>/synthetic/<hash of the generator version and parameters>`` (``stridegen.core.cache_dir``)."""
     from stridegen.logs.synthetic.scenario import GENERATOR_VERSION
 
     key = json.dumps({"generator_version": GENERATOR_VERSION, **params}, sort_keys=True)
