@@ -115,7 +115,7 @@ def run_export(
     check_outside_source(src, out)
     with open_dataset(src) as source:
         scenes = list(source.scenes)
-        source_info = export_source(source, src)
+        source_info = export_source(source, src, out)
     config_hash = export_hash(format_name, options, source_info)
     result = ExportResult(out, format_name, None)
 

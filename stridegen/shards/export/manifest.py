@@ -4,6 +4,7 @@ hash, the scenes, the totals of the scenes' counts and the sha256 of every file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,13 @@ EXPORT_MANIFEST = "export.json"
 EXPORT_FORMAT_VERSION = 1
 
 
-def export_source(dataset: Dataset, src_dir: Path) -> dict[str, Any]:
-    """The source dataset as an export records it: its path, config hash and the digest of its shards."""
+def export_source(dataset: Dataset, src_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """The source dataset as an export records it: its path relative to the export folder ``out_dir`` (POSIX
+    separators, e.g. ``../demo``: no absolute path in a file that travels with the export), config hash and the
+    digest of its shards."""
     shards = [[s["file"], s["sha256"]] for s in dataset.manifest["shards"]]
     return {
-        "path": str(src_dir.resolve()),
+        "path": Path(os.path.relpath(src_dir.resolve(), out_dir.resolve())).as_posix(),
         "config_hash": str(dataset.manifest.get("config_hash", "")),
         "shards_digest": sha256_canonical(shards),
     }

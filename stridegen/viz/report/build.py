@@ -99,7 +99,7 @@ def write_report(
     ]
     name = Path(dataset_dir).resolve().name
     subtitle = (
-        f"{esc(Path(dataset_dir).resolve())} · {fmt_int(len(stats.scenes))} scenes · {fmt_int(stats.qa_total)} QA"
+        f"{esc(name)} · {fmt_int(len(stats.scenes))} scenes · {fmt_int(stats.qa_total)} QA"  # no absolute path
     )
     footer = (
         f"stridegen {esc(__version__)} · gallery seed {seed}, {len(gallery.cards)} samples · self-contained "

@@ -163,6 +163,9 @@ def test_rerun_resumes_and_two_workers_give_the_same_bytes(dataset, bench, tmp_p
     assert two.ok and _tree(tmp_path / "two") == _tree(bench)
     manifest = json.loads((bench / EXPORT_MANIFEST).read_text())
     assert manifest["exporter"] == "strideqa-bench" and manifest["totals"]["questions"] > 0
+    # the source relative to the export (export.json travels with it): no absolute path
+    assert (bench / manifest["source"]["path"]).resolve() == Path(dataset).resolve()
+    assert not Path(manifest["source"]["path"]).is_absolute()
 
 
 def test_unknown_format_and_output_inside_the_source_are_errors(dataset, tmp_path):

@@ -439,8 +439,9 @@ def test_gallery_filters_offer_the_values_of_the_shown_turns(page):
     assert page.by_id("gallery-count").text() == f"{SAMPLES} of {SAMPLES} samples"
 
 
-def test_page_is_self_contained(page_file, page):
+def test_page_is_self_contained(page_file, page, built):
     html = page_file.read_text(encoding="utf-8")
+    assert str(built[1].resolve()) not in html and f"{built[1].name} · " in html  # the header names the folder only
     csp = page.find_all("meta", http_equiv="Content-Security-Policy")
     assert csp and "default-src 'none'" in csp[0].attrs["content"]
     for el in page.iter():
