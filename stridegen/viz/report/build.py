@@ -98,9 +98,7 @@ def write_report(
         evaluations_section(inputs, worst_answers),
     ]
     name = Path(dataset_dir).resolve().name
-    subtitle = (
-        f"{esc(name)} · {fmt_int(len(stats.scenes))} scenes · {fmt_int(stats.qa_total)} QA"  # no absolute path
-    )
+    subtitle = f"{esc(name)} · {fmt_int(len(stats.scenes))} scenes · {fmt_int(stats.qa_total)} QA"  # no absolute path
     footer = (
         f"stridegen {esc(__version__)} · gallery seed {seed}, {len(gallery.cards)} samples · self-contained "
         "page: nothing is loaded from the network"
