@@ -4,6 +4,7 @@ name or token (``select_scenes``)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 
@@ -17,6 +18,11 @@ SAFE_NAME_RULE = "letters, digits, '-', '_', '.'; not starting with '.'"
 def is_safe_name(text: str) -> bool:
     """True when ``text`` may be used as a file or folder name as it is (``SAFE_NAME``)."""
     return SAFE_NAME.fullmatch(text) is not None
+
+
+def scene_file_stem(scene: str) -> str:
+    """A file name stem for ``scene``: the name itself when it is safe, else ``scene-<sha256 of the name, 16 hex>``."""
+    return scene if is_safe_name(scene) else "scene-" + hashlib.sha256(scene.encode()).hexdigest()[:16]
 
 
 def select_scenes(ids: Sequence[tuple[str, str]], wanted: Sequence[str] | None, where: str) -> list[tuple[str, str]]:

@@ -5,17 +5,16 @@ rerun retries them. Every record is redacted before it is written."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from stridegen.llm.jsonl import AppendOnlyJsonl
 from stridegen.llm.redact import redact_obj
-from stridegen.logs.names import is_safe_name
+from stridegen.logs.names import scene_file_stem
 from stridegen.predict.base import Reply
 
 
 def cache_file(directory: str | Path, scene: str) -> Path:
-    name = scene if is_safe_name(scene) else "scene-" + hashlib.sha256(scene.encode()).hexdigest()[:16]
+    name = scene_file_stem(scene)
     return Path(directory) / f"{name}.jsonl"
 
 

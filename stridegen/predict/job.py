@@ -27,8 +27,9 @@ from stridegen.core import registry
 from stridegen.core.canonical import sha256_canonical
 from stridegen.llm.records import ChatAuthError
 from stridegen.llm.redact import redact
+from stridegen.logs.names import scene_file_stem
 from stridegen.predict.base import GenerationSettings, PromptRequest, Reply
-from stridegen.predict.cache import ReplyCache, cache_file
+from stridegen.predict.cache import ReplyCache
 from stridegen.predict.images import FrameRenderer
 from stridegen.predict.outputs import summarise, write_manifest, write_outputs
 from stridegen.predict.prompts import PromptProfile
@@ -206,7 +207,7 @@ def predict_scene(spec: PredictSpec, scene: str, report: StageCallback) -> Scene
     records = [_record(q, r) for q, r in zip(questions, final, strict=True)]
     counts = {"questions": stats.questions, "answered": stats.answered, "failed": sum(stats.failed.values())}
     info = write_part(out, scene, records, counts, sort_keys=False)
-    stats_path = out / STATS / f"{cache_file(out, scene).stem}.json"
+    stats_path = out / STATS / f"{scene_file_stem(scene)}.json"
     stats_path.parent.mkdir(parents=True, exist_ok=True)
     stats_path.write_text(json.dumps(stats.to_dict(), sort_keys=True) + "\n", encoding="utf-8")
     report(scene, "predict")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.formats.prediction_inputs import PREDICT_MANIFEST
+from stridegen.logs.names import scene_file_stem
 from stridegen.predict.questions import bench_records
 from stridegen.run.runner import SceneResult, read_part
 from stridegen.shards.manifest import manifest_bytes
@@ -94,8 +95,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 def summarise(out: Path, results: Sequence[SceneResult], wall_s: float, stats_folder: str) -> dict[str, Any]:
     """This run's accounting from the stats files of the scenes it ran (resumed scenes are counted apart)."""
-    from stridegen.predict.cache import cache_file
-
     totals: dict[str, Any] = {
         "scenes": len(results),
         "scenes_resumed": sum(r.status == "resumed" for r in results),
@@ -112,7 +111,7 @@ def summarise(out: Path, results: Sequence[SceneResult], wall_s: float, stats_fo
     latencies: list[float] = []
     prepare_s = 0.0
     for r in results:
-        path = out / stats_folder / f"{cache_file(out, r.scene).stem}.json"
+        path = out / stats_folder / f"{scene_file_stem(r.scene)}.json"
         if r.status == "resumed" or not path.is_file():
             continue
         stats = json.loads(path.read_text(encoding="utf-8"))

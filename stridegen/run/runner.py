@@ -24,7 +24,6 @@ every scene is done.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from stridegen.core.errors import StrideGenError
-from stridegen.logs.names import is_safe_name
+from stridegen.logs.names import scene_file_stem
 from stridegen.shards.journal import Journal, check_output_folder
 from stridegen.shards.schema import SCHEMA_VERSION
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes, remove_stale_temporaries, sha256_file
@@ -344,7 +343,7 @@ def work_folder(out: str | Path) -> Path:
 def part_path(root: str | Path, scene: str) -> Path:
     """Where the part of ``scene`` lies in the job folder ``root``: ``parts/<scene>.jsonl``, or for a scene name
     that is no safe file name (``stridegen.logs.names``) ``parts/scene-<sha256 of the name, 16 hex>.jsonl``."""
-    name = scene if is_safe_name(scene) else "scene-" + hashlib.sha256(scene.encode()).hexdigest()[:16]
+    name = scene_file_stem(scene)
     return Path(root) / PARTS / f"{name}.jsonl"
 
 
