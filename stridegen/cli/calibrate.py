@@ -4,12 +4,13 @@ LiDAR-camera extrinsic check (docs/calibrate.md)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from stridegen.cli import executor_options
+from stridegen.cli import calibrate_tables, executor_options
 from stridegen.cli.errors import exit_failed_scenes, guarded
 
 calibrate_app = typer.Typer(
@@ -32,49 +33,20 @@ def _write(report: dict, out: Path) -> str:
     return text
 
 
-def _print(report: dict, out: Path | None) -> None:
-    typer.echo(_write(report, out) if out is not None else json.dumps(report, indent=1))
+_JSON = typer.Option(False, "--json", help="Print the full JSON report instead of the summary table.")
 
 
-WEAK_INLIER_FRACTION = 0.2  # a ground plane resting on fewer of the sweep's points than this is weak
-WEAK_HEIGHT_OFFSET_M = 0.1  # ... and so is one whose height is this far from the scene's median
+def _show(report: dict, out: Path | None, as_json: bool, tables: Callable[[dict], list[Any]]) -> None:
+    """Write ``report`` to ``out`` (if given) and print it: as JSON with ``as_json``, else as ``tables(report)``."""
+    text = _write(report, out) if out is not None else json.dumps(report, indent=1)
+    if as_json:
+        typer.echo(text)
+        return
+    from rich.console import Console
 
-
-def _fixed(value: float, digits: int) -> str:
-    """``value`` with ``digits`` decimals, without the sign of a value that rounds to zero ("0.00", not "-0.00")."""
-    text = f"{value:.{digits}f}"
-    return text.lstrip("-") if float(text) == 0 else text
-
-
-def ground_summary(report: dict) -> list[Any]:
-    """The ground report as tables for a person, one row per scene: key sweeps, sensor height (median and spread
-    p5-p95, m), pitch and roll (median and spread, deg) and the weak sweeps (fewer than ``WEAK_INLIER_FRACTION`` of
-    the points on the plane, or a height ``WEAK_HEIGHT_OFFSET_M`` or more from the scene's median); a footnote."""
-    import numpy as np
-
-    from stridegen.cli.terminal_tables import fitted_tables
-
-    columns = ["sweeps", "height (m)", "pitch (deg)", "roll (deg)", "weak sweeps"]
-    rows = []
-    for name, scene in report["scenes"].items():
-        frames = scene["frames"]
-        cells = [str(len(frames))]
-        for key, digits in (("height_m", 3), ("pitch_deg", 2), ("roll_deg", 2)):
-            values = np.array([f[key] for f in frames], dtype=np.float64)
-            low, median, high = np.percentile(values, [5, 50, 95])
-            cells.append(f"{_fixed(median, digits)} ±{high - low:.{digits}f}")
-        height = float(np.median([f["height_m"] for f in frames]))
-        weak = sum(
-            f["inlier_fraction"] < WEAK_INLIER_FRACTION or abs(f["height_m"] - height) >= WEAK_HEIGHT_OFFSET_M
-            for f in frames
-        )
-        rows.append((name, [*cells, str(weak)]))
-    caption = (
-        f"per key sweep, in the LiDAR frame: median ±spread (p95 - p5); weak: under "
-        f"{WEAK_INLIER_FRACTION:.0%} of the points on the plane or {WEAK_HEIGHT_OFFSET_M:g} m off the median "
-        "height; --json for every sweep"
-    )
-    return fitted_tables("Ground plane", "Scene", columns, rows, caption=caption)
+    console = Console()
+    for table in tables(report):
+        console.print(table)
 
 
 @calibrate_app.command("poses")
@@ -107,6 +79,7 @@ def poses(
     executor: str = executor_options.EXECUTOR,
     executor_address: str = executor_options.ADDRESS,
     executor_option: list[str] | None = executor_options.OPTION,
+    as_json: bool = _JSON,
 ) -> None:
     """Ego poses by LiDAR odometry (open3d point-to-plane ICP); writes the log with them and a quality report.
     Scene by scene: the odometry of each scene is kept in OUT.parts/, and a rerun resumes."""
@@ -138,7 +111,7 @@ def poses(
         )
     exit_failed_scenes(result.failed)
     assert result.report is not None  # every scene is done
-    _print(result.report, None)
+    _show(result.report, None, as_json, calibrate_tables.poses_summary)
 
 
 @calibrate_app.command("ground")
@@ -155,19 +128,10 @@ def ground(
     ),
 ) -> None:
     """Ground plane per key sweep (RANSAC): sensor height, pitch, roll and their drift; prints a summary per scene."""
-    from rich.console import Console
-
     from stridegen.logs.calibrate.ground import ground_report
 
     result = ground_report(log, format_name=format_name, version=version, scenes=scene or None, channel=lidar)
-    if as_json:
-        _print(result, report)
-        return
-    if report is not None:
-        _write(result, report)
-    console = Console()
-    for table in ground_summary(result):
-        console.print(table)
+    _show(result, report, as_json, calibrate_tables.ground_summary)
 
 
 @calibrate_app.command("align")
@@ -177,11 +141,12 @@ def align(
     b: Path = typer.Argument(..., help="Reference log (e.g. RTK-GNSS poses); scenes matched by token."),
     scale: bool = typer.Option(False, "--scale", help="Sim(3): also estimate a scale."),
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
+    as_json: bool = _JSON,
 ) -> None:
     """Align A's ego trajectory onto B's (Umeyama 1991), with residuals."""
     from stridegen.logs.calibrate.align import align_logs
 
-    _print(align_logs(a, b, with_scale=scale), report)
+    _show(align_logs(a, b, with_scale=scale), report, as_json, calibrate_tables.align_summary)
 
 
 @calibrate_app.command("lidar-camera")
@@ -203,6 +168,7 @@ def lidar_camera(
     rig: str = typer.Option("calibrated", "--rig", help="Name of the rig YAML written into calibration/."),
     rig_dir: Path = typer.Option(Path("calibration"), "--rig-dir", help="Folder of the rig YAML."),
     report: Path | None = typer.Option(None, "--report", help="Also write the JSON report here."),
+    as_json: bool = _JSON,
 ) -> None:
     """Edge misalignment (pixels) of each camera against the LiDAR, refined extrinsics, rig YAML."""
     from stridegen.logs.calibrate.lidar_camera import lidar_camera_report
@@ -222,4 +188,4 @@ def lidar_camera(
     )
     for warning in result["warnings"]:
         typer.echo(f"warning: {warning}", err=True)
-    _print(result, report)
+    _show(result, report, as_json, calibrate_tables.lidar_camera_summary)
