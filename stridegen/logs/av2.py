@@ -109,6 +109,10 @@ class _PoseTable:
         return make_transform(rotation, translation)
 
 
+# The AV2 pose table as the ROS reader uses it (stridegen.logs.ros.poses): one interpolation rule for both.
+PoseTable = _PoseTable
+
+
 @dataclass
 class _LogData:
     """Annotation table of one log (rows sorted by timestamp) with per-row global-frame quantities."""

@@ -1,0 +1,2 @@
+"""ROS recordings (ROS 1 ``.bag`` files, ROS 2 bag folders with sqlite3 or MCAP storage, bare ``.mcap`` files) as
+a stridegen log: ``log.format=ros`` (docs/ros.md)."""

@@ -1,0 +1,100 @@
+"""Ego poses of a recording: a time-sorted track of ``T_global_from_ego`` queried at each sensor's own timestamp,
+with the AV2 reader's interpolation (``stridegen.logs.av2._PoseTable``: exact stamp, else slerp between the two
+neighbours); and GNSS fixes turned into a local metric frame.
+
+Outside the track a query is refused (InvalidPoseError) unless it lies within ``extrapolate_ns`` of an end: a
+sweep's first points are seen before its stamp, and the pose stream may start with the sweep. There the end
+segment is extended at its constant velocity (the same slerp with a fraction outside [0, 1]).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stridegen.core.errors import InvalidPoseError
+from stridegen.core.transforms import make_transform, rotmat_to_quat
+from stridegen.logs.av2 import PoseTable, slerp
+
+# WGS84 ellipsoid (NIMA TR8350.2, "Department of Defense World Geodetic System 1984", 3rd ed., table 3.1):
+# semi-major axis a and flattening f; e^2 = f (2 - f).
+WGS84_A_M = 6_378_137.0
+WGS84_F = 1.0 / 298.257223563
+WGS84_E2 = WGS84_F * (2.0 - WGS84_F)
+
+
+class PoseTrack:
+    """``T_global_from_ego`` at stamps (ns, strictly increasing after dropping duplicates: the first one wins)."""
+
+    def __init__(self, source: Path, timestamp_ns: np.ndarray, T_global_from_ego: np.ndarray) -> None:
+        ts = np.asarray(timestamp_ns, dtype=np.int64).reshape(-1)
+        T = np.asarray(T_global_from_ego, dtype=np.float64).reshape(-1, 4, 4)
+        order = np.argsort(ts, kind="stable")
+        ts, T = ts[order], T[order]
+        ts, first = np.unique(ts, return_index=True)
+        T = T[first]
+        self.source = source
+        self.table = PoseTable(source, ts, rotmat_to_quat(T[:, :3, :3]).reshape(-1, 4), T[:, :3, 3].copy())
+
+    @property
+    def timestamp_ns(self) -> np.ndarray:
+        return np.asarray(self.table.timestamp_ns)
+
+    def __len__(self) -> int:
+        return int(self.table.timestamp_ns.size)
+
+    def T_global_from_ego(self, timestamp_ns: np.ndarray, extrapolate_ns: int = 0) -> np.ndarray:
+        """Poses [Q, 4, 4] at the given stamps (module docstring for the rule)."""
+        ts = np.asarray(timestamp_ns, dtype=np.int64).reshape(-1)
+        stamps = self.table.timestamp_ns
+        if stamps.size == 0:
+            raise InvalidPoseError(self.source, "no ego poses")
+        out = np.empty((ts.size, 4, 4))
+        inside = (ts >= stamps[0]) & (ts <= stamps[-1])
+        if np.any(inside):
+            out[inside] = self.table.T_city_from_ego(ts[inside])
+        if np.all(inside):
+            return out
+        outside = ~inside
+        gap = np.where(ts < stamps[0], stamps[0] - ts, ts - stamps[-1])
+        if stamps.size < 2 or np.any(gap[outside] > extrapolate_ns):
+            bad = int(ts[np.flatnonzero(outside)[np.argmax(gap[outside])]])
+            raise InvalidPoseError(
+                self.source,
+                f"timestamp {bad} ns is outside the pose range [{stamps[0]}, {stamps[-1]}] ns "
+                f"(by more than {extrapolate_ns} ns)",
+            )
+        before = ts < stamps[0]
+        lo = np.where(before, 0, stamps.size - 2)
+        hi = lo + 1
+        frac = (ts - stamps[lo]).astype(np.float64) / (stamps[hi] - stamps[lo]).astype(np.float64)
+        rot = slerp(self.table.rotation[lo[outside]], self.table.rotation[hi[outside]], frac[outside])
+        f = frac[outside][:, None]
+        trans = (1.0 - f) * self.table.translation[lo[outside]] + f * self.table.translation[hi[outside]]
+        out[outside] = make_transform(rot, trans)
+        return out
+
+
+def geodetic_to_ecef(lat_deg: np.ndarray, lon_deg: np.ndarray, alt_m: np.ndarray) -> np.ndarray:
+    """[N, 3] Earth-centred Earth-fixed coordinates (m) of WGS84 latitude, longitude (degrees) and ellipsoidal
+    height (m). Formula: NIMA TR8350.2 eq. 4-14 (N = a / sqrt(1 - e^2 sin^2 phi))."""
+    lat = np.radians(np.asarray(lat_deg, dtype=np.float64))
+    lon = np.radians(np.asarray(lon_deg, dtype=np.float64))
+    alt = np.asarray(alt_m, dtype=np.float64)
+    n = WGS84_A_M / np.sqrt(1.0 - WGS84_E2 * np.sin(lat) ** 2)
+    x = (n + alt) * np.cos(lat) * np.cos(lon)
+    y = (n + alt) * np.cos(lat) * np.sin(lon)
+    z = (n * (1.0 - WGS84_E2) + alt) * np.sin(lat)
+    return np.stack([x, y, z], axis=-1)
+
+
+def enu_from_geodetic(lat_deg: np.ndarray, lon_deg: np.ndarray, alt_m: np.ndarray) -> np.ndarray:
+    """[N, 3] east, north, up (m) of each fix in the local tangent frame about the first fix (ECEF difference
+    rotated by the first fix's latitude and longitude: the standard ECEF -> ENU rotation)."""
+    ecef = geodetic_to_ecef(lat_deg, lon_deg, alt_m)
+    lat0 = np.radians(float(np.asarray(lat_deg).reshape(-1)[0]))
+    lon0 = np.radians(float(np.asarray(lon_deg).reshape(-1)[0]))
+    sl, cl, so, co = np.sin(lat0), np.cos(lat0), np.sin(lon0), np.cos(lon0)
+    R = np.array([[-so, co, 0.0], [-sl * co, -sl * so, cl], [cl * co, cl * so, sl]])
+    return (ecef - ecef[0]) @ R.T
