@@ -87,12 +87,17 @@ def eval_tracking(
         None, "--config", help="Tracking config YAML or devkit JSON (default: tracking_nips_2019)."
     ),
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON summary (the --out file) instead of the tables."),
 ) -> None:
     """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""
     cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
     report = evaluate_log(gt, pred, cfg, version)
-    print_report(report)
+    text = json.dumps(report.to_dict(), indent=2)
+    if as_json:
+        typer.echo(text)
+    else:
+        print_report(report)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report.to_dict(), indent=2))
-        typer.echo(f"wrote {out}")
+        out.write_text(text)
+        typer.echo(f"wrote {out}", err=as_json)

@@ -114,6 +114,13 @@ def test_cli_detect_and_track_write_the_files(log, tmp_path):
     assert (tmp_path / "t.json").exists()
     ev = runner.invoke(app, ["eval", "tracking", "--gt", str(log), "--pred", str(tmp_path / "t.json")])
     assert ev.exit_code == 0, ev.output
+    assert "AMOTA" in ev.stdout and not ev.stdout.lstrip().startswith("{")
+    # --json: the summary that --out writes, and nothing else on stdout (issue 31)
+    for command, results in (("tracking", "t.json"), ("detection", "d.json")):
+        args = ["eval", command, "--gt", str(log), "--pred", str(tmp_path / results), "--json"]
+        printed = runner.invoke(app, [*args, "--out", str(tmp_path / f"{command}-summary.json")])
+        assert printed.exit_code == 0, printed.output
+        assert json.loads(printed.stdout) == json.loads((tmp_path / f"{command}-summary.json").read_text())
 
 
 @pytest.mark.parametrize(
