@@ -73,7 +73,9 @@ def eval_detection(
     out: Path | None = typer.Option(None, "--out", help="Write the JSON summary here."),
     config: Path | None = typer.Option(None, "--config", help="Detection config YAML (default: detection_cvpr_2019)."),
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
-    as_json: bool = typer.Option(False, "--json", help="Print the JSON summary (the --out file) instead of the tables."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the JSON summary (the --out file) instead of the tables."
+    ),
 ) -> None:
     """nuScenes detection metrics (mAP, mATE, mASE, mAOE, mAVE, mAAE, NDS) of a results file."""
     cfg = DetectionConfig.from_yaml(config) if config else DetectionConfig.cvpr_2019()

@@ -87,7 +87,9 @@ def eval_tracking(
         None, "--config", help="Tracking config YAML or devkit JSON (default: tracking_nips_2019)."
     ),
     version: str | None = typer.Option(None, "--version", help="Dataset version folder, e.g. v1.0-mini."),
-    as_json: bool = typer.Option(False, "--json", help="Print the JSON summary (the --out file) instead of the tables."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the JSON summary (the --out file) instead of the tables."
+    ),
 ) -> None:
     """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""
     cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
