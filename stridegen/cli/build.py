@@ -83,7 +83,7 @@ def build(
         result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
     console.print(summary_table(result))
     console.print(f"manifest: {result.manifest_path}", markup=False)
-    print_warnings(console, result)
+    print_warnings(Console(stderr=True), result)  # warnings go to stderr (docs/cli.md)
     if not result.ok:
         typer.echo(f"{len(result.failed)} scene(s) failed:", err=True)
         for r in result.failed:

@@ -3,11 +3,12 @@ keeps."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from stridegen.core.errors import GeometryError, InvalidPoseError
+from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError
 from stridegen.core.transforms import check_unit_quaternion
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
@@ -89,3 +90,63 @@ def neighbour_velocity(
     velocity = np.full(position.shape, np.nan)
     velocity[ok] = (position[last[ok]] - position[first[ok]]) / time_diff[ok, None]
     return velocity
+
+
+# ---------------------------------------------------------------------------------------------- files of a log
+# A log's sensor files are named relative to its root. A name that leaves the root (an absolute path, '..' parts
+# climbing above it) would make a build read another log's data; it is refused unless this variable is "1". Symbolic
+# links inside the root are followed (a samples/ folder linked to another disk is a common, deliberate layout): the
+# rule is about the names the log's records hold.
+FILES_OUTSIDE_ENV = "STRIDEGEN_LOG_FILES_OUTSIDE"
+
+
+class FileOutsideLogError(LogFormatError):
+    """A record names a file outside the log's root folder."""
+
+
+def log_file(root: Path, name: str, table: str | Path, what: str) -> Path:
+    """The file a record of ``table`` names as ``name``, relative to the log ``root``.
+
+    FileOutsideLogError naming ``table`` and ``what`` (the record) when ``name`` is absolute or its ``..`` parts
+    climb out of ``root`` (a lexical test: no file-system access, so it costs nothing per sample), unless
+    ``STRIDEGEN_LOG_FILES_OUTSIDE=1``. Backslashes count as separators (a name written on Windows).
+    """
+    text = str(name)
+    parts = PurePosixPath(text.replace("\\", "/"))
+    if os.environ.get(FILES_OUTSIDE_ENV) == "1":
+        return root / text
+    depth = 0
+    escapes = parts.is_absolute()
+    for part in parts.parts:
+        if part == "..":
+            depth -= 1
+            escapes = escapes or depth < 0
+        elif part not in (".", "/"):
+            depth += 1
+    if escapes:
+        raise FileOutsideLogError(
+            table,
+            f"{what}: file {text!r} is outside the log folder {root} (an absolute path or '..' leaving it); files "
+            f"must lie inside the log (set {FILES_OUTSIDE_ENV}=1 to allow it)",
+        )
+    return root / parts
+
+
+def require_utf8_path(path: Path) -> None:
+    """LogFormatError when ``path`` holds bytes that are not UTF-8 (a folder name from another system's encoding):
+    paths are written into manifests, shards and reports as UTF-8 text. The message shows the bytes escaped."""
+    shown = shown_path(path)
+    if shown != str(path):
+        raise LogFormatError(
+            shown, "the path holds bytes that are not UTF-8 (e.g. a Latin-1 folder name); rename the folder"
+        ) from None
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as text that any UTF-8 stream can print: bytes that are not UTF-8 escaped (``\\xff``)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text

@@ -17,6 +17,7 @@ from stridegen.core.boxes import Boxes
 from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChannelError
 from stridegen.core.transforms import transform_points
 from stridegen.formats.images import decode_image
+from stridegen.logs._common import require_utf8_path
 
 # The sensor modalities the pipeline knows (nuScenes ``sensor.modality`` values). A sensor of any other modality is
 # neither a camera nor a LiDAR for the build: its images and points are never used (``stridegen check`` flags it).
@@ -229,6 +230,7 @@ class LogReader(ABC):
         self.root = Path(root)
         if not self.root.exists():
             raise MissingFileError(self.root, "log root does not exist")
+        require_utf8_path(self.root)
 
     @abstractmethod
     def scenes(self) -> list[Scene]:

@@ -26,6 +26,7 @@ from stridegen.core.transforms import pose_transform, quat_to_yaw
 from stridegen.core.vocabulary import detection_class
 from stridegen.logs._common import (
     SCENE_CACHE,
+    log_file,
     neighbour_velocity,
     valid_poses,
     validate_pose,
@@ -181,11 +182,17 @@ class NuScenesReader(LogReader):
 
     def sensor_sample(self, sample_data: dict[str, Any]) -> SensorSample:
         calibration = self.calibration(sample_data)
+        token = sample_data["token"]
         return SensorSample(
-            token=sample_data["token"],
+            token=token,
             channel=calibration.channel,
             timestamp_us=int(sample_data["timestamp"]),
-            path=self.root / sample_data["filename"],
+            path=log_file(
+                self.root,
+                sample_data["filename"],
+                self.table_path("sample_data"),
+                f"sample_data {sample_data['token']}",
+            ),
             T_global_from_ego=self.ego_pose(sample_data["ego_pose_token"]),
             calibration=calibration,
             is_key_frame=bool(sample_data.get("is_key_frame", False)),

@@ -15,6 +15,7 @@ from stridegen.core.errors import (
     MissingFileError,
     PointCloudSizeError,
 )
+from stridegen.logs._common import FILES_OUTSIDE_ENV, FileOutsideLogError
 
 ERROR, WARNING = "error", "warning"
 
@@ -30,6 +31,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "invalid_intrinsics": (ERROR, "camera intrinsics missing, NaN, or a focal length <= 0", "fails the scene"),
     "duplicate_token": (ERROR, "two different records of one table share a token", "fails the scene"),
     "missing_file": (ERROR, "a table record or sensor file the scene refers to does not exist", "fails the scene"),
+    "file_outside_log": (ERROR, "a record names a file outside the log folder (absolute or '..')", "fails the scene"),
     "log_format": (ERROR, "another broken record (dangling token, sample loop, ...)", "fails the scene"),
     "no_frames": (ERROR, "a scene without frames", "fails the scene"),
     "timestamps_not_increasing": (ERROR, "two frames with the same (or a decreasing) timestamp", "fails the scene"),
@@ -176,6 +178,12 @@ READER_ERRORS: tuple[tuple[type[LogFormatError], str, str], ...] = (
         "unique, e.g. a hash of (table, sensor, timestamp)",
     ),
     (MissingFileError, "missing_file", MISSING_FILE_CAUSE),
+    (
+        FileOutsideLogError,
+        "file_outside_log",
+        "a converter that wrote paths relative to another folder, or a log that names another log's files; copy "
+        f"the files into the log (or set {FILES_OUTSIDE_ENV}=1 to read them where they are)",
+    ),
     (PointCloudSizeError, "empty_sensor_file", "the converter wrote an empty or truncated point cloud"),
 )
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from stridegen.core.errors import LogCheckError, LogFormatError, MissingFileError
 from stridegen.logs import open_log
+from stridegen.logs._common import shown_path
 from stridegen.logs.base import KNOWN_MODALITIES, LogReader
 from stridegen.logs.check.findings import (
     ERROR,
@@ -47,7 +48,9 @@ def check_log(
             reader = open_log(reader_or_path, settings.log_format, settings.log_version)
         except LogFormatError as exc:
             finding = Finding(ERROR, "log_unreadable", str(exc), _open_cause(exc), None, exc.path)
-            return CheckReport(str(reader_or_path), settings.log_format or "", "", [], [finding], 0.0, _since(start))
+            return CheckReport(
+                shown_path(reader_or_path), settings.log_format or "", "", [], [finding], 0.0, _since(start)
+            )
     open_s = time.perf_counter() - start
     ctx = CheckContext(reader, settings, deep)
     try:
@@ -181,6 +184,8 @@ def _log_findings(ctx: CheckContext, ids: list[tuple[str, str]]) -> list[Finding
 
 
 def _open_cause(exc: LogFormatError) -> str:
+    if "not UTF-8" in exc.reason:
+        return "the folder was named on a system with another file-name encoding"
     if isinstance(exc, MissingFileError):
         return "a required table is missing, or the path is not the log root (it holds the version folder)"
     return "a table is not valid JSON or not a list of records with tokens, or the folder is no known layout"
