@@ -34,3 +34,16 @@ def cache_root() -> Path:
         return Path(old)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "stridegen"
+
+
+CACHE_PREFIX = f"${CACHE_ENV}"  # written at the start of a path: the cache folder, whatever decides it on this machine
+
+
+def expand_cache_path(path: str | Path) -> Path:
+    """``path`` with a leading ``$STRIDEGEN_CACHE`` (``CACHE_PREFIX``) replaced by ``cache_root()`` (so the XDG rule
+    applies where the variable is unset) and a leading ``~`` by the home folder. Default model checkpoints are
+    written this way (``$STRIDEGEN_CACHE/sam2/...``): the same text in every config, a file under the one cache."""
+    text = str(path)
+    if text == CACHE_PREFIX or text.startswith(CACHE_PREFIX + "/"):
+        return cache_root() / text[len(CACHE_PREFIX) :].lstrip("/")
+    return Path(text).expanduser()

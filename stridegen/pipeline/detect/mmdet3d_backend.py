@@ -28,12 +28,12 @@ sample's ``T_global_from_sensor``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from stridegen.core.boxes import Boxes
+from stridegen.core.cache_dir import expand_cache_path
 from stridegen.core.errors import ConfigError
 from stridegen.core.vocabulary import DETECTION_CLASSES, KITTI_TO_DETECTION
 from stridegen.logs.base import Frame, SensorSample
@@ -152,7 +152,7 @@ class Mmdet3dDetector:
         config_path, root = resolve_config_path(model, mmdet3d_repo)
         prepare_repo(root)
         self.device = check_device(device)
-        self.loaded = load_model(config_path, Path(checkpoint).expanduser(), self.device, cfg_options)
+        self.loaded = load_model(config_path, expand_cache_path(checkpoint), self.device, cfg_options)
         self.class_map = resolve_class_map(self.loaded.classes, class_map)
         self._labels = np.array([self.class_map[c] for c in self.loaded.classes] + [""], dtype=object)
         self._model_labels = np.array(list(self.loaded.classes) + [""], dtype=object)

@@ -37,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from stridegen.core.cache_dir import expand_cache_path
 from stridegen.core.errors import ConfigError, GeometryError, MissingExtraError, StrideGenError
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 
 DEFAULT_CONFIG = "configs/sam2.1/sam2.1_hiera_l.yaml"
-DEFAULT_CHECKPOINT = "~/.cache/stridegen/sam2/sam2.1_hiera_large.pt"
+DEFAULT_CHECKPOINT = "$STRIDEGEN_CACHE/sam2/sam2.1_hiera_large.pt"  # core.cache_dir.expand_cache_path
 
 # facebookresearch/sam2, checkpoints/download_ckpts.sh (SAM 2.1 release of 2024-09-28): SAM2p1_BASE_URL and the
 # four checkpoint names; each goes with the config of the same size in sam2/configs/sam2.1/.
@@ -204,7 +205,7 @@ class Sam2Segmenter:
                 f"meaningless masks); {download_hint(DEFAULT_CHECKPOINT)}"
             )
         device = resolve_device(torch, device)
-        model = build_model(build_sam2, model_config, Path(checkpoint).expanduser(), device)
+        model = build_model(build_sam2, model_config, expand_cache_path(checkpoint), device)
         self._setup(torch, model, multimask, mask_threshold)
         self.model_config = model_config
         self.checkpoint = str(checkpoint)
