@@ -52,6 +52,7 @@ BUILTIN: dict[str, dict[str, str]] = {
         "stridegen-log": "stridegen.logs.native:open_native",
         "nuscenes": "stridegen.logs.nuscenes:open_nuscenes",
         "av2": "stridegen.logs.av2:open_av2",
+        "ros": "stridegen.logs.ros:open_ros",
     },
     "detector": {
         "oracle": "stridegen.pipeline.detect.oracle:OracleDetector",

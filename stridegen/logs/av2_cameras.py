@@ -88,12 +88,35 @@ def undistort_image(image: np.ndarray, intrinsic: np.ndarray, k: np.ndarray) -> 
     ``cv2.undistort``: for each output pixel, the distorted position of its ray is sampled bilinearly; pixels whose
     source falls outside the image are black. Returns the input unchanged when every ``k`` is zero.
     """
-    import cv2
-
     if not np.any(np.asarray(k, dtype=np.float64)):
         return image
+    return undistort_model(image, intrinsic, "plumb_bob", opencv_distortion(k))
+
+
+# Distortion models of sensor_msgs/CameraInfo (sensor_msgs/distortion_models.hpp) -> coefficient count OpenCV takes.
+DISTORTION_MODELS = {"plumb_bob": 5, "rational_polynomial": 8, "equidistant": 4}
+
+
+def undistort_model(image: np.ndarray, intrinsic: np.ndarray, model: str, coefficients: np.ndarray) -> np.ndarray:
+    """The pinhole image onto the same ``K`` and size of an image with lens distortion ``coefficients`` of
+    ``model`` (the one undistortion of the log readers: AV2's radial model is ``plumb_bob`` with p1 = p2 = 0).
+
+    ``plumb_bob`` (k1, k2, p1, p2, k3) and ``rational_polynomial`` (k1, k2, p1, p2, k3, k4, k5, k6): OpenCV's
+    pinhole model, ``cv2.undistort``; ``equidistant`` (k1..k4): OpenCV's fisheye model,
+    ``cv2.fisheye.undistortImage``. Each output pixel samples the distorted position of its ray bilinearly; pixels
+    whose source falls outside the image are black. The input is returned unchanged when every coefficient is 0.
+    """
+    import cv2
+
+    d = np.asarray(coefficients, dtype=np.float64).reshape(-1)
+    if model not in DISTORTION_MODELS:
+        raise ValueError(f"unknown distortion model {model!r}: one of {sorted(DISTORTION_MODELS)}")
+    if not np.any(d):
+        return image
     K = np.asarray(intrinsic, dtype=np.float64)
-    return cv2.undistort(image, K, opencv_distortion(k), None, K)
+    if model == "equidistant":
+        return cv2.fisheye.undistortImage(image, K, d[:4].reshape(4, 1), Knew=K)
+    return cv2.undistort(image, K, d[: DISTORTION_MODELS[model]], None, K)
 
 
 def undistort_jpeg(data: bytes, intrinsic: np.ndarray, k: np.ndarray, path: str | Path) -> bytes:

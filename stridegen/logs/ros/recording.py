@@ -1,0 +1,241 @@
+"""Finding ROS recordings under a log root, opening them with rosbags, and their message index.
+
+A recording is a ROS 1 ``.bag`` file, a ROS 2 bag folder (``metadata.yaml`` with sqlite3 or MCAP storage) or a
+bare ``.mcap`` file. The log root is one recording, or a folder whose direct children are (in name order).
+
+The index of a recording (an SQLite file, ``stridegen.logs.index.ensure_index``: in
+``<folder>/.stridegen-index/`` or the cache folder, rebuilt when the recording changes) is made in one pass over
+its messages, which are not deserialised except the first of each topic: per topic its type, count, first
+``frame_id`` and first message; per message its topic, header stamp (read from the serialised bytes: the first
+field of every stamped message is a ``std_msgs/Header``) and receive time; and the bytes of the few light
+messages (tf, odometry, poses, GNSS, IMU). A build worker then reads only its scene's rows and, by receive time,
+its scene's sensor messages: its memory does not grow with the recording's length.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import threading
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from stridegen.core.errors import LogFormatError
+from stridegen.logs.index import INDEX_DIR_NAME, connect_index, ensure_index, index_cache_dir, source_key
+from stridegen.logs.ros.types import require_rosbags, typestore
+
+SCHEMA = "ros-recording-1"
+# Messages whose bytes go into the index (small, needed over a whole scene).
+LIGHT_TYPES = (
+    "tf2_msgs/msg/TFMessage",
+    "nav_msgs/msg/Odometry",
+    "geometry_msgs/msg/PoseStamped",
+    "geometry_msgs/msg/PoseWithCovarianceStamped",
+    "sensor_msgs/msg/NavSatFix",
+    "sensor_msgs/msg/Imu",
+    "sensor_msgs/msg/CameraInfo",
+)
+_SQL = """
+CREATE TABLE topic (name TEXT PRIMARY KEY, msgtype TEXT, count INTEGER, frame_id TEXT, first BLOB,
+                    stamped INTEGER, detail TEXT);
+CREATE TABLE message (topic TEXT, header_ns INTEGER, receive_ns INTEGER);
+CREATE TABLE blob (topic TEXT, header_ns INTEGER, receive_ns INTEGER, data BLOB);
+"""
+
+
+def is_recording(path: Path) -> bool:
+    """A ``.bag`` file, a ``.mcap`` file or a folder with a ``metadata.yaml``."""
+    if path.is_file():
+        return path.suffix in (".bag", ".mcap")
+    return path.is_dir() and (path / "metadata.yaml").is_file()
+
+
+def find_recordings(root: Path) -> list[Path]:
+    """``root`` when it is a recording, else its children that are, by name."""
+    if is_recording(root):
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.name != INDEX_DIR_NAME and is_recording(p))
+
+
+def is_ros_layout(root: Path) -> bool:
+    """Whether ``root`` is a recording or a folder of recordings (the ``ros`` reader's ``detect``)."""
+    return bool(find_recordings(Path(root)))
+
+
+def recording_files(path: Path) -> list[Path]:
+    """The files whose change invalidates a recording's index."""
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if p.is_file())
+
+
+def header_stamp_ns(raw: bytes | memoryview, ros1: bool) -> int:
+    """The header stamp (ns) of a serialised message whose first field is a ``std_msgs/Header``: ROS 1 (uint32
+    seq, uint32 sec, uint32 nsec, little endian; ROS wiki roslib/Serialization) or CDR (4-byte encapsulation header
+    whose second byte says the byte order, then int32 sec, uint32 nanosec; OMG DDS-XTypes 7.6.3.1)."""
+    if ros1:
+        sec, nsec = struct.unpack_from("<II", raw, 4)
+    else:
+        order = "<" if bytes(raw[1:2]) == b"\x01" else ">"
+        sec, nsec = struct.unpack_from(order + "iI", raw, 4)
+    return int(sec) * 1_000_000_000 + int(nsec)
+
+
+class Recording:
+    """One recording: its open rosbags reader (per process, opened on first use) and its index."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = path.stem if path.is_file() else path.name
+        self.ros1 = path.suffix == ".bag"
+        self._anyreader: Any = None
+        self._lock = threading.RLock()
+        place = sha256(str(path.resolve()).encode()).hexdigest()[:16]
+        file_name = f"ros-{place}.sqlite"
+        folder = path.parent
+        self.candidates = (folder / INDEX_DIR_NAME / file_name, index_cache_dir() / file_name)
+        self.index_path = ensure_index(
+            self.candidates, path, lambda: source_key(recording_files(path)), SCHEMA, self._build
+        )
+        if self.index_path is None:
+            raise LogFormatError(path, "cannot write the recording's index anywhere (log folder and cache read-only)")
+        self._db = connect_index(self.index_path)
+        self.topics: dict[str, tuple[str, int, str, bool, str]] = {
+            name: (msgtype, count, frame_id, bool(stamped), detail)
+            for name, msgtype, count, frame_id, stamped, detail in self._db.execute(
+                "SELECT name, msgtype, count, frame_id, stamped, detail FROM topic ORDER BY name"
+            )
+        }
+
+    # ------------------------------------------------------------------------------------------ rosbags
+    def reader(self) -> Any:
+        """The open ``rosbags.highlevel.AnyReader`` of this recording (ROS 1 or ROS 2 stores as the default)."""
+        with self._lock:
+            if self._anyreader is None:
+                require_rosbags()
+                from rosbags.highlevel import AnyReader
+
+                reader = AnyReader([self.path], default_typestore=typestore(self.ros1))
+                try:
+                    reader.open()
+                except Exception as exc:  # rosbags raises its own errors for unreadable containers
+                    raise LogFormatError(self.path, f"not a readable recording ({type(exc).__name__}: {exc})") from None
+                self._anyreader = reader
+            return self._anyreader
+
+    def close(self) -> None:
+        with self._lock:
+            if self._anyreader is not None:
+                self._anyreader.close()
+                self._anyreader = None
+
+    def deserialize(self, raw: bytes | memoryview, msgtype: str) -> Any:
+        return self.reader().deserialize(raw, msgtype)
+
+    def read(self, topic: str, receive_ns: int, header_ns: int) -> Any:
+        """The deserialised message of ``topic`` received at ``receive_ns`` with that header stamp."""
+        reader = self.reader()
+        conns = [c for c in reader.connections if c.topic == topic]
+        msgtype = self.topics[topic][0]
+        stamped = self.topics[topic][3]
+        with self._lock:
+            for _conn, _ts, raw in reader.messages(connections=conns, start=receive_ns, stop=receive_ns + 1):
+                if not stamped or header_stamp_ns(raw, self.ros1) == header_ns:
+                    return reader.deserialize(raw, msgtype)
+        raise LogFormatError(self.path, f"no {topic} message received at {receive_ns} ns with stamp {header_ns} ns")
+
+    # ------------------------------------------------------------------------------------------ index
+    def _build(self, conn: sqlite3.Connection) -> None:
+        """One pass over the recording's messages (module docstring)."""
+        conn.executescript(_SQL)
+        reader = self.reader()
+        store = reader.typestore
+        info: dict[str, list[Any]] = {}
+        rows: list[tuple[str, int, int]] = []
+        blobs: list[tuple[str, int, int, bytes]] = []
+        for connection, receive_ns, raw in reader.messages():
+            topic, msgtype = connection.topic, connection.msgtype
+            if topic not in info:
+                fields = store.fielddefs.get(msgtype, ((), ()))[1]
+                stamped = bool(fields) and fields[0][0] == "header"
+                info[topic] = [msgtype, 0, "", bytes(raw), stamped, ""]
+                frame_id, detail = _first_message_facts(reader, raw, msgtype)
+                info[topic][2], info[topic][5] = frame_id, detail
+            entry = info[topic]
+            entry[1] += 1
+            header_ns = header_stamp_ns(raw, self.ros1) if entry[4] else int(receive_ns)
+            rows.append((topic, header_ns, int(receive_ns)))
+            if msgtype in LIGHT_TYPES and not (msgtype.endswith("CameraInfo") and entry[1] > 1):
+                blobs.append((topic, header_ns, int(receive_ns), bytes(raw)))
+            if len(rows) >= 10000:
+                conn.executemany("INSERT INTO message VALUES (?, ?, ?)", rows)
+                rows = []
+            if len(blobs) >= 1000:
+                conn.executemany("INSERT INTO blob VALUES (?, ?, ?, ?)", blobs)
+                blobs = []
+        conn.executemany("INSERT INTO message VALUES (?, ?, ?)", rows)
+        conn.executemany("INSERT INTO blob VALUES (?, ?, ?, ?)", blobs)
+        # Topics that have a connection and no message (an empty topic) are listed with count 0.
+        for connection in reader.connections:
+            info.setdefault(connection.topic, [connection.msgtype, 0, "", b"", False, ""])
+        conn.executemany(
+            "INSERT INTO topic VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(name, e[0], e[1], e[2], e[3], int(e[4]), e[5]) for name, e in info.items()],
+        )
+        conn.execute("CREATE INDEX message_by_topic ON message (topic, header_ns)")
+        conn.execute("CREATE INDEX blob_by_topic ON blob (topic, header_ns)")
+
+    def stamps(self, topic: str, start_ns: int | None = None, stop_ns: int | None = None) -> list[tuple[int, int]]:
+        """(header_ns, receive_ns) of a topic's messages with start <= header stamp < stop, in receive order."""
+        lo = -(2**63) if start_ns is None else int(start_ns)
+        hi = 2**63 - 1 if stop_ns is None else int(stop_ns)
+        with self._lock:
+            return [
+                (int(h), int(r))
+                for h, r in self._db.execute(
+                    "SELECT header_ns, receive_ns FROM message WHERE topic = ? AND header_ns >= ? AND header_ns < ? "
+                    "ORDER BY rowid",
+                    (topic, lo, hi),
+                )
+            ]
+
+    def blobs(self, topic: str, start_ns: int | None = None, stop_ns: int | None = None) -> list[tuple[int, Any]]:
+        """(header_ns, deserialised message) of a light topic's messages in the window, in receive order."""
+        lo = -(2**63) if start_ns is None else int(start_ns)
+        hi = 2**63 - 1 if stop_ns is None else int(stop_ns)
+        msgtype = self.topics[topic][0]
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT header_ns, data FROM blob WHERE topic = ? AND header_ns >= ? AND header_ns < ? ORDER BY rowid",
+                (topic, lo, hi),
+            ).fetchall()
+        return [(int(h), self.deserialize(data, msgtype)) for h, data in rows]
+
+    def first(self, topic: str) -> Any:
+        """The deserialised first message of a topic (None when it has none)."""
+        with self._lock:
+            row = self._db.execute("SELECT msgtype, first FROM topic WHERE name = ?", (topic,)).fetchone()
+        if row is None or not row[1]:
+            return None
+        return self.deserialize(row[1], row[0])
+
+
+def _first_message_facts(reader: Any, raw: bytes | memoryview, msgtype: str) -> tuple[str, str]:
+    """(header frame_id, detail) of a topic's first message: the detail is an image's encoding (Image) or its
+    data's kind (CompressedImage: "jpeg", "png" or "format <what it says>")."""
+    try:
+        msg = reader.deserialize(raw, msgtype)
+    except Exception as exc:  # a message that does not match its definition: the check reports it
+        return "", f"undecodable ({type(exc).__name__}: {exc})"
+    header = getattr(msg, "header", None)
+    frame_id = str(getattr(header, "frame_id", "")) if header is not None else ""
+    detail = ""
+    if msgtype == "sensor_msgs/msg/Image":
+        detail = str(msg.encoding)
+    elif msgtype == "sensor_msgs/msg/CompressedImage":
+        data = bytes(msg.data[:4])
+        detail = "jpeg" if data[:2] == b"\xff\xd8" else "png" if data == b"\x89PNG" else f"format {msg.format}"
+    return frame_id, detail
