@@ -52,10 +52,11 @@ def build_configs(
     detector: str,
     detector_options: dict[str, Any],
     candidate_overrides: list[str] | tuple[str, ...] = (),
+    common_overrides: list[str] | tuple[str, ...] = (),
 ) -> tuple[BuildConfig, BuildConfig]:
     """(reference, candidate) build configs from one base config (a YAML file or the defaults): the reference with
     the oracle detector and no detector options, the candidate with ``detector`` and ``detector_options`` (over
-    none of the base's), then ``candidate_overrides`` (``key=value``)."""
+    none of the base's), then ``candidate_overrides`` (``key=value``); ``common_overrides`` apply to both, first."""
 
     def detector_overrides(name: str, options: dict[str, Any]) -> list[str]:
         # JSON is YAML: the override parser reads each value back as the same type
@@ -63,8 +64,11 @@ def build_configs(
             f"detector.options.{k}={json.dumps(v)}" for k, v in options.items()
         ]
 
-    reference = load_build_config(config_path, detector_overrides(REFERENCE_DETECTOR, {}))
-    candidate = load_build_config(config_path, [*detector_overrides(detector, detector_options), *candidate_overrides])
+    common = list(common_overrides)
+    reference = load_build_config(config_path, [*common, *detector_overrides(REFERENCE_DETECTOR, {})])
+    candidate = load_build_config(
+        config_path, [*common, *detector_overrides(detector, detector_options), *candidate_overrides]
+    )
     return reference, candidate
 
 
