@@ -311,6 +311,17 @@ class RosReader(LogReader):
             data = undistort_bytes(data, ref.camera, where)
         return data
 
+    def sample_size(self, sample: SensorSample) -> int | None:
+        """Bytes of the sample's serialised message (the log check's file size)."""
+        ref = self._ref(sample)
+        return ref.recording.size(ref.topic, ref.receive_ns, ref.header_ns)
+
+    def sample_head(self, sample: SensorSample, limit: int) -> bytes:
+        """The first ``limit`` bytes of the sample's camera bytes (``load_bytes``) or serialised message."""
+        if sample.calibration.is_camera:
+            return self.load_bytes(sample)[:limit]
+        return b""
+
     def load_points(self, sample: SensorSample) -> np.ndarray:
         """Sweep [N, 5] float32 in the sensor frame (x, y, z, intensity, ring), NaN points dropped, de-skewed to the
         header stamp when it has per-point times and poses."""

@@ -25,7 +25,7 @@ from stridegen.core.errors import LogFormatError
 from stridegen.logs.index import INDEX_DIR_NAME, connect_index, ensure_index, index_cache_dir, source_key
 from stridegen.logs.ros.types import require_rosbags, typestore
 
-SCHEMA = "ros-recording-1"
+SCHEMA = "ros-recording-2"
 # Messages whose bytes go into the index (small, needed over a whole scene).
 LIGHT_TYPES = (
     "tf2_msgs/msg/TFMessage",
@@ -39,7 +39,7 @@ LIGHT_TYPES = (
 _SQL = """
 CREATE TABLE topic (name TEXT PRIMARY KEY, msgtype TEXT, count INTEGER, frame_id TEXT, first BLOB,
                     stamped INTEGER, detail TEXT);
-CREATE TABLE message (topic TEXT, header_ns INTEGER, receive_ns INTEGER);
+CREATE TABLE message (topic TEXT, header_ns INTEGER, receive_ns INTEGER, size INTEGER);
 CREATE TABLE blob (topic TEXT, header_ns INTEGER, receive_ns INTEGER, data BLOB);
 """
 
@@ -154,7 +154,7 @@ class Recording:
         reader = self.reader()
         store = reader.typestore
         info: dict[str, list[Any]] = {}
-        rows: list[tuple[str, int, int]] = []
+        rows: list[tuple[str, int, int, int]] = []
         blobs: list[tuple[str, int, int, bytes]] = []
         for connection, receive_ns, raw in reader.messages():
             topic, msgtype = connection.topic, connection.msgtype
@@ -167,16 +167,16 @@ class Recording:
             entry = info[topic]
             entry[1] += 1
             header_ns = header_stamp_ns(raw, self.ros1) if entry[4] else int(receive_ns)
-            rows.append((topic, header_ns, int(receive_ns)))
+            rows.append((topic, header_ns, int(receive_ns), len(raw)))
             if msgtype in LIGHT_TYPES and not (msgtype.endswith("CameraInfo") and entry[1] > 1):
                 blobs.append((topic, header_ns, int(receive_ns), bytes(raw)))
             if len(rows) >= 10000:
-                conn.executemany("INSERT INTO message VALUES (?, ?, ?)", rows)
+                conn.executemany("INSERT INTO message VALUES (?, ?, ?, ?)", rows)
                 rows = []
             if len(blobs) >= 1000:
                 conn.executemany("INSERT INTO blob VALUES (?, ?, ?, ?)", blobs)
                 blobs = []
-        conn.executemany("INSERT INTO message VALUES (?, ?, ?)", rows)
+        conn.executemany("INSERT INTO message VALUES (?, ?, ?, ?)", rows)
         conn.executemany("INSERT INTO blob VALUES (?, ?, ?, ?)", blobs)
         # Topics that have a connection and no message (an empty topic) are listed with count 0.
         for connection in reader.connections:
@@ -201,6 +201,15 @@ class Recording:
                     (topic, lo, hi),
                 )
             ]
+
+    def size(self, topic: str, receive_ns: int, header_ns: int) -> int | None:
+        """Bytes of the serialised message (None when the index has no such message)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT size FROM message WHERE topic = ? AND header_ns = ? AND receive_ns = ?",
+                (topic, int(header_ns), int(receive_ns)),
+            ).fetchone()
+        return None if row is None else int(row[0])
 
     def blobs(self, topic: str, start_ns: int | None = None, stop_ns: int | None = None) -> list[tuple[int, Any]]:
         """(header_ns, deserialised message) of a light topic's messages in the window, in receive order."""

@@ -77,10 +77,14 @@ def write_ros_log(
     poses: str = "tf",
     skew_period_s: float | None = None,
     boxes: bool = True,
+    name_by_token: bool = False,
 ) -> RosWriteSummary:
     """Write the scenes of ``reader`` (all, or those named in ``scenes``) as recordings under ``out_root``.
 
-    ``container``: one of ``CONTAINERS``; ``poses``: one of ``POSE_SOURCES``; ``boxes``: write ``/detections``.
+    ``container``: one of ``CONTAINERS``; ``poses``: one of ``POSE_SOURCES``; ``boxes``: write ``/detections``;
+    ``name_by_token``: name each recording by the scene's token instead of its name (the ROS reader's scene token
+    is the recording's name, and a build seeds its draws from the scene token: a copy named by token builds the
+    same questions as its source).
     An existing recording is refused (FileExistsError).
     """
     if container not in CONTAINERS:
@@ -99,7 +103,7 @@ def write_ros_log(
     out.mkdir(parents=True, exist_ok=True)
     summary = RosWriteSummary(container)
     for scene in chosen:
-        path = recording_path(out, scene.name, container)
+        path = recording_path(out, scene.token if name_by_token else scene.name, container)
         if path.exists():
             raise FileExistsError(f"{path} exists")
         messages = _scene_messages(scene, poses, skew_period_s, boxes)
