@@ -7,6 +7,7 @@ moment that sensor sample was taken; every calibration is ``T_ego_from_sensor``.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,6 +252,19 @@ class LogReader(ABC):
             raise MissingFileError(
                 sample.path, f"{sample.channel} file of sample_data {sample.token} is missing"
             ) from None
+
+    def sample_size(self, sample: SensorSample) -> int | None:
+        """Bytes of a sample's data for the log check: its file's size, None where the file is missing. A reader
+        whose samples are not files (ROS recordings: messages) overrides it with ``sample_head``."""
+        try:
+            return os.stat(sample.path).st_size
+        except OSError:
+            return None
+
+    def sample_head(self, sample: SensorSample, limit: int) -> bytes:
+        """The first ``limit`` bytes of a sample's data (the log check reads image headers from them)."""
+        with open(sample.path, "rb") as fh:
+            return fh.read(limit)
 
     def scene_ids(self) -> list[tuple[str, str]]:
         """(name, token) of every scene, in ``scenes()`` order. Readers that can list scenes without building their

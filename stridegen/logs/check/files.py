@@ -21,7 +21,7 @@ def file_findings(ctx: CheckContext, scene: Scene) -> list[Finding]:
     optional_bad = 0
     for frame in scene.frames:
         for sample in frame.sensors.values():
-            size = _size(sample.path)
+            size = ctx.reader.sample_size(sample)
             if sample.calibration.modality not in ("camera", "lidar"):
                 optional_bad += not size
             elif size is None:
@@ -29,7 +29,7 @@ def file_findings(ctx: CheckContext, scene: Scene) -> list[Finding]:
             elif size == 0:
                 empty.append(str(sample.path))
         for samples in frame.sweeps.values():
-            optional_bad += sum(1 for s in samples if not _size(s.path))
+            optional_bad += sum(1 for s in samples if not ctx.reader.sample_size(s))
     if missing:
         out.append(
             ctx.finding(
@@ -75,9 +75,10 @@ def image_header_findings(ctx: CheckContext, frame: Frame, scene: str) -> list[F
     out = []
     for channel in frame.camera_channels:
         sample = frame.sensors[channel]
-        if not _size(sample.path):
+        if not ctx.reader.sample_size(sample):
             continue  # the file findings report it
-        size = image_header_size(sample.path)
+        stored = stored_image_size(ctx.reader.sample_head(sample, 1 << 16))
+        size = None if stored is None else (stored[1], stored[0])
         cal = sample.calibration
         if size is None:
             out.append(
