@@ -10,20 +10,25 @@ no model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from stridegen.core.errors import DataFormatError
+from stridegen.formats.textfile import load_json
 
 PREDICT_MANIFEST = "predict.json"  # the manifest stridegen predict writes beside predictions.jsonl
 
 
 def predictions_model(pred_path: str | Path) -> dict[str, Any] | None:
     """``{model, blind, predictor}`` from the ``predict.json`` beside ``pred_path``; None when there is none or it
-    is not a predict manifest (an unreadable manifest names no model rather than failing the evaluation)."""
+    is not a predict manifest (an unreadable manifest, or one over the size or depth limits of
+    stridegen.formats.bounded_json, names no model rather than failing the evaluation)."""
     manifest = Path(pred_path).parent / PREDICT_MANIFEST
+    if not manifest.is_file():
+        return None
     try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        doc = load_json(manifest, "predict manifest", DataFormatError)
+    except DataFormatError:
         return None
     predictor = doc.get("predictor") if isinstance(doc, dict) else None
     if not isinstance(predictor, dict):

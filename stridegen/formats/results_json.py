@@ -30,7 +30,6 @@ angles, a zero quaternion or a rotation matrix written as a quaternion are far o
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import PredictionFormatError
-from stridegen.formats.textfile import json_error_reason, read_text
+from stridegen.formats.bounded_json import loads
+from stridegen.formats.textfile import read_text
 
 # The five flags of the results format's "meta" block (nuScenes detection/tracking README, "Results format").
 META_KEYS: tuple[str, ...] = ("use_camera", "use_lidar", "use_radar", "use_map", "use_external")
@@ -58,31 +58,12 @@ SCORE_RANGE = (0.0, 1.0)  # devkit README: "Object prediction score between 0 an
 COMMON_FIELDS: tuple[str, ...] = ("sample_token", "translation", "size", "rotation", "velocity")
 
 
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
 def read_results_json(path: Path) -> object:
-    """Decode a results file; a missing or unreadable file, invalid JSON or a repeated object key (JSON would keep
-    only the last one silently) raises PredictionFormatError naming the file."""
+    """Decode a results file; a missing or unreadable file, one over the size limit, invalid JSON, JSON nested
+    deeper than the limit or a repeated object key (JSON would keep only the last one silently) raises
+    PredictionFormatError naming the file (stridegen.formats.bounded_json, the reader of every JSON input)."""
     text = read_text(path, "results file", PredictionFormatError)
-    try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except _DuplicateKeyError as exc:
-        raise PredictionFormatError(
-            path, f"duplicate key {shown(exc.args[0])} (a JSON object keeps only the last one; merge the lists instead)"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise PredictionFormatError(path, json_error_reason(exc)) from None
+    return loads(text, path, PredictionFormatError)
 
 
 def is_number(value: object) -> bool:

@@ -111,7 +111,7 @@ def _flag(path: Path, line: int, value: str | None) -> int:
 
 
 def _load_json_list(path: Path) -> list[Any]:
-    data = load_json(path, "file", PredictionFormatError)
+    data = load_json(path, "file", PredictionFormatError, reject_duplicates=True)  # a repeated key is an error
     if not isinstance(data, list):
         raise PredictionFormatError(path, f"expected a JSON list of records, got {type(data).__name__}")
     return data

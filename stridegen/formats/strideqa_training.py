@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import DataFormatError
+from stridegen.formats.bounded_json import loads
 
 TASKS = ("object_centric_spatial_qa", "ego_centric_spatial_qa", "ego_centric_spatiotemporal_qa")
 IMAGES_DIR = "images"
@@ -70,10 +71,7 @@ def read_annotations(split_dir: str | Path, task: str) -> list[dict[str, Any]]:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataFormatError(path, f"line {n}: not JSON ({exc.msg})") from None
+                record = loads(line, path, DataFormatError, line=n)  # depth-limited, no repeated key
                 if not isinstance(record, dict):
                     raise DataFormatError(path, f"line {n}: a record must be a JSON object")
                 records.append(record)

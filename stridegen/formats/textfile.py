@@ -8,6 +8,9 @@
   as such with the fix (save as UTF-8), not as a puzzling "invalid start byte".
 - Any other byte that is not UTF-8 is reported with its value, line, column and byte offset.
 - A missing path, a folder where a file is expected and an unreadable file are errors naming the path.
+- Reading is bounded (stridegen.formats.bounded_json): a file over ``STRIDEGEN_JSON_MAX_MB`` is refused before it
+  is read, a text file's NUL byte (``/dev/zero``) ends the read, JSON nested deeper than
+  ``STRIDEGEN_JSON_MAX_DEPTH`` is refused before it is parsed, and a JSON Lines object may not repeat a key.
 
 Every error is raised through the caller's ``error(path, reason)`` factory (``PredictionFormatError``,
 ``DataFormatError``, ...: the typed errors of stridegen.core.errors), so the message always starts with the file.
@@ -15,12 +18,13 @@ Every error is raised through the caller's ``error(path, reason)`` factory (``Pr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import ConfigError, DataFormatError
+from stridegen.formats.bounded_json import json_error_reason as json_error_reason  # re-exported
+from stridegen.formats.bounded_json import loads, read_limited
 
 ErrorFactory = Callable[[Path, str], Exception]
 
@@ -57,16 +61,9 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 
 
 def read_bytes(path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError) -> bytes:
-    """The bytes of a file; ``error(path, reason)`` for a missing path, a folder or an unreadable file."""
-    path = Path(path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise error(path, f"{what} does not exist") from None
-    except IsADirectoryError:
-        raise error(path, f"{what} is a folder; expected a file") from None
-    except OSError as exc:
-        raise error(path, f"cannot read {what}: {exc.strerror or exc}") from None
+    """The bytes of a file, within the size limit (``bounded_json.read_limited``); ``error(path, reason)`` for a
+    missing path, a folder, an unreadable file or one over the limit."""
+    return read_limited(path, what, error)
 
 
 def decode_text(data: bytes, path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError) -> str:
@@ -109,12 +106,7 @@ def wide_encoding(data: bytes) -> str | None:
 
 def read_text(path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError) -> str:
     """A user's text file as a string (UTF-8, byte-order mark dropped); ``error(path, reason)`` otherwise."""
-    return decode_text(read_bytes(path, what, error), path, what, error)
-
-
-def json_error_reason(exc: json.JSONDecodeError, line: int | None = None) -> str:
-    """``line L: not valid JSON at column C (msg)``; ``line`` overrides the decoder's (a JSONL line number)."""
-    return f"line {line or exc.lineno}: not valid JSON at column {exc.colno} ({exc.msg})"
+    return decode_text(read_limited(path, what, error, text=True, is_wide=wide_encoding), path, what, error)
 
 
 def load_json(
@@ -122,16 +114,16 @@ def load_json(
     what: str = "file",
     error: ErrorFactory = DataFormatError,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    reject_duplicates: bool = False,
 ) -> Any:
-    """A user's JSON file, decoded; errors name the file and, for bad JSON, the line and column."""
+    """A user's JSON file, decoded within the depth limit (``bounded_json.loads``); errors name the file and, for
+    bad JSON, the line and column. ``reject_duplicates``: a repeated key in an object is an error (callers whose
+    files are read with ``json.loads`` elsewhere, the log tables, keep JSON's last-one-wins)."""
     path = Path(path)
     text = read_text(path, what, error)
     if not text.strip():
         raise error(path, f"{what} is empty; expected JSON")
-    try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook)
-    except json.JSONDecodeError as exc:
-        raise error(path, json_error_reason(exc)) from None
+    return loads(text, path, error, reject_duplicates=reject_duplicates, object_pairs_hook=object_pairs_hook)
 
 
 def load_yaml(path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError) -> Any:
@@ -154,14 +146,12 @@ def load_yaml(path: str | Path, what: str = "file", error: ErrorFactory = DataFo
 def iter_jsonl(
     path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError, allow_empty: bool = False
 ) -> Iterator[tuple[int, Any]]:
-    """(line number, decoded value) of every non-blank line of a JSON Lines file; a line that is not JSON raises
-    ``error`` naming the file and the line (callers with a skip policy decode ``iter_jsonl_lines`` themselves)."""
+    """(line number, decoded value) of every non-blank line of a JSON Lines file; a line that is not JSON, nests
+    deeper than the limit or repeats a key in an object raises ``error`` naming the file and the line (callers
+    with a skip policy decode ``iter_jsonl_lines`` themselves, with ``bounded_json.loads``)."""
     path = Path(path)
     for line_no, line in iter_jsonl_lines(path, what, error, allow_empty):
-        try:
-            yield line_no, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise error(path, json_error_reason(exc, line_no)) from None
+        yield line_no, loads(line, path, error, line=line_no)
 
 
 def iter_jsonl_lines(

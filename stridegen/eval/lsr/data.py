@@ -268,14 +268,14 @@ class PredictionFile:
 def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
     """question_id -> prediction from ``{"question_id", "pred"}`` lines (``pred``: text, number or mapping), or
     ``{"question_id", "value"[, "unit"]}``. A question id is a string or an integer (read as its decimal text).
-    A line that is not JSON, lacks a usable question id or a prediction, or repeats an id follows ``on_invalid``
-    (``error`` raises PredictionFormatError naming the file and line; otherwise the line is dropped and counted).
-    A UTF-8 byte-order mark is tolerated; an empty file, another encoding or bytes that are not UTF-8 are errors
-    (stridegen.formats.textfile)."""
-    import json
-
+    A line that is not JSON, nests deeper than the limit, repeats a key in its object (JSON would keep the last
+    one), lacks a usable question id or a prediction, or repeats an id follows ``on_invalid`` (``error`` raises
+    PredictionFormatError naming the file and line; otherwise the line is dropped and counted). A UTF-8
+    byte-order mark is tolerated; an empty file, another encoding, bytes that are not UTF-8, a NUL byte or a file
+    over the size limit are errors (stridegen.formats.textfile, stridegen.formats.bounded_json)."""
     from stridegen.core.errors import PredictionFormatError
-    from stridegen.formats.textfile import iter_jsonl_lines, json_error_reason
+    from stridegen.formats.bounded_json import JsonProblem, decode
+    from stridegen.formats.textfile import iter_jsonl_lines
 
     out = PredictionFile({}, {}, {})
 
@@ -287,9 +287,9 @@ def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
 
     for line_no, line in iter_jsonl_lines(path, "predictions file", PredictionFormatError):
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad("not_valid_json", json_error_reason(exc, line_no))
+            obj = decode(line, line=line_no)
+        except JsonProblem as exc:
+            bad(exc.key, exc.reason)
             continue
         if not isinstance(obj, dict):
             bad("not_an_object", f"line {line_no}: expected a JSON object, got {type(obj).__name__}")
