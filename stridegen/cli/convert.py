@@ -11,10 +11,10 @@ from stridegen.cli.errors import guarded
 
 @guarded
 def convert(
-    log: Path = typer.Argument(..., help="Log folder in any format stridegen reads (nuScenes, AV2, a plugin)."),
+    log: Path = typer.Argument(..., help="Log folder in any format stridegen reads (nuScenes, AV2, ROS, a plugin)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder of the stridegen-log copy."),
     format_name: str | None = typer.Option(
-        None, "--format", "-f", help="Input log format (nuscenes, av2, stridegen-log, a plugin); default: detected."
+        None, "--format", "-f", help="Input log format (nuscenes, av2, ros, stridegen-log, plugin); default: detected."
     ),
     version: str | None = typer.Option(
         None, "--version", help="nuScenes version folder, e.g. v1.0-mini (when the root has several)."

@@ -32,6 +32,11 @@ def synth(
         help="Place unannotated buildings, poles and walls along the roads (LiDAR odometry, `calibrate poses`).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty output folder."),
+    log_format: str = typer.Option(
+        "nuscenes",
+        "--format",
+        help="nuscenes, or a ROS recording per scene: ros2-mcap, ros1, ros2-sqlite3 (docs/ros.md).",
+    ),
 ) -> None:
     """Generate a synthetic driving dataset in nuScenes format (tables in OUT/v1.0-synthetic).
 
@@ -52,6 +57,13 @@ def synth(
     from stridegen.logs.synthetic.generator import generate_dataset
 
     console = Console()
+    if log_format != "nuscenes":
+        from stridegen.logs.synthetic.ros_writer import synth_recordings
+
+        written = synth_recordings(out, log_format, scenes, seconds, seed, width, height, rig, overwrite)
+        for path in written.recordings:
+            console.print(escape(str(path)))
+        return
     summary = generate_dataset(
         out,
         scenes=scenes,

@@ -34,10 +34,18 @@ import numpy as np
 from stridegen.core.boxes import Boxes
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError
-from stridegen.core.transforms import make_transform, quat_multiply, quat_normalize, quat_to_yaw, rotmat_to_quat
+from stridegen.core.transforms import (
+    make_transform,
+    quat_multiply,
+    quat_normalize,
+    quat_to_rotmat,
+    quat_to_yaw,
+    rotmat_to_quat,
+)
 from stridegen.logs._common import (
     SCENE_CACHE,
     neighbour_velocity,
+    require_finite_points,
     validate_pose_table,
 )
 from stridegen.logs.av2_cameras import AV2Camera, camera_period_ns, image_timestamps, match_nearest, undistort_jpeg
@@ -106,7 +114,8 @@ class _PoseTable:
         frac = np.where(exact, 0.0, (ts - self.timestamp_ns[lo]).astype(np.float64) / span)
         rotation = slerp(self.rotation[lo], self.rotation[hi], frac)
         translation = (1.0 - frac)[:, None] * self.translation[lo] + frac[:, None] * self.translation[hi]
-        return make_transform(rotation, translation)
+        # Rotation matrices, not quaternions: make_transform takes a [4, 4] array (four quaternions) for a matrix.
+        return make_transform(quat_to_rotmat(rotation), translation)
 
 
 # The AV2 pose table as the ROS reader uses it (stridegen.logs.ros.poses): one interpolation rule for both.
@@ -383,7 +392,7 @@ class AV2Reader(LogReader):
         if missing:
             raise LogFormatError(sample.path, f"LiDAR sweep lacks columns {missing}")
         names = list(LIDAR_COLUMNS) + [c for c in ("laser_number", "offset_ns") if c in cols]
-        return np.stack([cols[c].astype(np.float32) for c in names], axis=1)
+        return require_finite_points(np.stack([cols[c].astype(np.float32) for c in names], axis=1), sample.path)
 
     def load_annotations(self, frame: Frame) -> Annotations:
         log_id, i = self._frame_rows.get(frame.token, (frame.scene_token, frame.index))

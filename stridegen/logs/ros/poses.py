@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from stridegen.core.errors import InvalidPoseError
-from stridegen.core.transforms import make_transform, rotmat_to_quat
+from stridegen.core.transforms import make_transform, quat_to_rotmat, rotmat_to_quat
 from stridegen.logs.av2 import PoseTable, slerp
 
 # WGS84 ellipsoid (NIMA TR8350.2, "Department of Defense World Geodetic System 1984", 3rd ed., table 3.1):
@@ -72,7 +72,7 @@ class PoseTrack:
         rot = slerp(self.table.rotation[lo[outside]], self.table.rotation[hi[outside]], frac[outside])
         f = frac[outside][:, None]
         trans = (1.0 - f) * self.table.translation[lo[outside]] + f * self.table.translation[hi[outside]]
-        out[outside] = make_transform(rot, trans)
+        out[outside] = make_transform(quat_to_rotmat(rot), trans)
         return out
 
 

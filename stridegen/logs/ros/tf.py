@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import InvalidPoseError, LogFormatError
-from stridegen.core.transforms import invert_transform, make_transform
+from stridegen.core.transforms import invert_transform, make_transform, quat_to_rotmat
 from stridegen.logs._common import validate_pose
 from stridegen.logs.ros.poses import PoseTrack, enu_from_geodetic
 
@@ -186,7 +186,7 @@ def navsat_track(
         d = np.gradient(enu[:, :2], axis=0)
         yaw = np.arctan2(d[:, 1], d[:, 0])
         q = np.stack([np.cos(yaw / 2), np.zeros_like(yaw), np.zeros_like(yaw), np.sin(yaw / 2)], axis=1)
-    T = make_transform(q, enu)
+    T = make_transform(quat_to_rotmat(q), enu)
     antenna = strip(str(ok[0][1].header.frame_id)) or ego_frame
     parts: list[PoseTrack | np.ndarray] = [PoseTrack(source, stamps, T)]
     if antenna != ego_frame:

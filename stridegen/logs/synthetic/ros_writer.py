@@ -415,3 +415,38 @@ def _detections_message(frame: Frame) -> _Message:
         return make(st, "vision_msgs/msg/Detection3DArray", header=_header(st, ns, EGO_FRAME), detections=detections)
 
     return (DETECTIONS_TOPIC, "vision_msgs/msg/Detection3DArray", ns, build)
+
+
+def synth_recordings(
+    out: str | Path,
+    container: str,
+    scenes: int,
+    seconds: float,
+    seed: int,
+    width: int,
+    height: int,
+    rig: str = "nuscenes",
+    overwrite: bool = False,
+) -> RosWriteSummary:
+    """``stridegen synth --format <container>``: a synthetic log generated in a temporary folder next to ``out``
+    and written as one recording per scene under ``out`` (named by scene)."""
+    import shutil
+    import tempfile
+
+    from stridegen.logs import open_log
+    from stridegen.logs.synthetic.generator import OutputExistsError, generate_dataset
+
+    if container not in CONTAINERS:
+        raise ConfigError(f"--format {container!r} is not nuscenes or one of {list(CONTAINERS)}")
+    target = Path(out)
+    if target.exists() and any(target.iterdir()):
+        if not overwrite:
+            raise OutputExistsError(f"{target} is not empty (pass --overwrite to replace it)")
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".synth-", dir=target.parent) as tmp:
+        source = Path(tmp) / "nuscenes"
+        generate_dataset(
+            source, scenes=scenes, seconds=seconds, seed=seed, width=width, height=height, rig=rig, progress=False
+        )
+        return write_ros_log(open_log(source, "nuscenes"), target, container)
