@@ -175,8 +175,8 @@ def run_build(
         for r in results:
             if r.status == "resumed":
                 r.warnings = scene_warnings(check_scene(reader, config.check_settings(), r.scene))
-    source = {
-        "root": str(log_root.resolve()),
+    source = {  # the log folder's name only: no path in a file that travels, the same bytes wherever out lies
+        "root": log_root.resolve().name,
         "format": reader.format_name,
         "version": source_version,
     }

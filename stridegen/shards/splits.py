@@ -6,6 +6,7 @@ listing the sub-datasets of one source (``check_index``, ``write_index``). The s
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ INDEX_FORMAT = "stridegen-robustness-index"
 class SourceInfo:
     """The source dataset as the splits record it."""
 
-    path: str  # absolute
+    path: str  # absolute, on this machine; files record it relative to themselves (to_json)
     config_hash: str
     shards_digest: str  # SHA-256 of the canonical JSON of [[file, sha256], ...] of the source manifest
     scenes: tuple[str, ...]
@@ -43,8 +44,11 @@ class SourceInfo:
             tuple(dataset.scenes),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "config_hash": self.config_hash, "shards_digest": self.shards_digest}
+    def to_json(self, folder: Path) -> dict[str, Any]:
+        """The source as a file in ``folder`` records it: its path relative to ``folder`` (POSIX separators, e.g.
+        ``../../demo``; no absolute path in a file that travels with the splits), config hash, shards digest."""
+        relative = Path(os.path.relpath(self.path, Path(folder).resolve())).as_posix()
+        return {"path": relative, "config_hash": self.config_hash, "shards_digest": self.shards_digest}
 
     def split_hash(self, spec: SplitSpec) -> str:
         """The config hash of the sub-dataset ``spec`` of this source."""
@@ -100,7 +104,7 @@ def write_split_manifest(
         "format": SPLIT_FORMAT,
         "version": SPLIT_VERSION,
         **spec.describe(),
-        "source_dataset": source.to_json(),
+        "source_dataset": source.to_json(path),
         "versions": {"opencv": cv2.__version__},
         "totals": augmentation_totals(path, shards),
     }
@@ -132,7 +136,7 @@ def write_index(out: Path, source: SourceInfo, kept: list[dict[str, Any]], entri
     by_key.update({(e["corruption"], int(e["severity"])): e for e in entries})
     order = {name: k for k, name in enumerate(all_names())}
     ordered = [by_key[k] for k in sorted(by_key, key=lambda k: (order.get(k[0], len(order)), k[0], k[1]))]
-    index = {"format": INDEX_FORMAT, "version": SPLIT_VERSION, "source": source.to_json(), "splits": ordered}
+    index = {"format": INDEX_FORMAT, "version": SPLIT_VERSION, "source": source.to_json(out), "splits": ordered}
     path = out / INDEX_NAME
     atomic_write_bytes(path, manifest_bytes(index))
     return path

@@ -192,14 +192,16 @@ def test_split_is_readable_keeps_qa_and_truth_and_changes_images(source, tmp_pat
         ("fog", 1),
         ("fog", 3),
     ]
-    assert index["source"]["path"] == str(source.resolve())
+    # no absolute path in files that travel (issue 31): each records the source relative to its own folder
+    assert not Path(index["source"]["path"]).is_absolute()
+    assert (tmp_path / index["source"]["path"]).resolve() == source.resolve()
     src = open_dataset(source)
     for entry in index["splits"]:
         ds = open_dataset(tmp_path / entry["path"], verify=True)
         aug = ds.manifest["augmentation"]
+        assert (tmp_path / entry["path"] / aug["source_dataset"]["path"]).resolve() == source.resolve()
         assert (aug["corruption"], aug["severity"]) == (entry["corruption"], entry["severity"])
         assert aug["source_dataset"]["config_hash"] == src.manifest["config_hash"]
-        assert aug["source_dataset"]["path"] == str(source.resolve())
         assert ds.manifest["config"] == src.manifest["config"]
         assert ds.manifest["config_hash"] == entry["config_hash"] != src.manifest["config_hash"]
         assert ds.scenes == src.scenes
