@@ -36,9 +36,8 @@ from stridegen.eval.validate.qa_data import KIND_UNIT, MATCH_GATE_M, read_pair
 from stridegen.jobs.build import BuildResult, run_build
 from stridegen.run.config import BuildConfig, load_build_config
 from stridegen.run.runner import RunObserver
+from stridegen.viz.report.validate_qa_section import PLOT_NAME, RESULTS_NAME
 
-RESULTS_NAME = "validate_qa.json"
-PLOT_NAME = "validate_qa_errors.png"
 REFERENCE_SUBDIR = "oracle"
 CANDIDATE_SUBDIR = "candidate"
 REFERENCE_DETECTOR = "oracle"

@@ -25,6 +25,7 @@ from stridegen.viz.report.markup import esc, fmt_int
 from stridegen.viz.report.page import render_page
 from stridegen.viz.report.results import EvalInputs, load_results
 from stridegen.viz.report.stats import collect_stats
+from stridegen.viz.report.validate_qa_section import validate_qa_section
 from stridegen.viz.report.worst_answers import DEFAULT_WORST, attach_questions, worst_failures
 
 DEFAULT_SAMPLES = 24
@@ -97,6 +98,9 @@ def write_report(
         gallery_section(gallery, len(stats.scenes)),
         evaluations_section(inputs, worst_answers),
     ]
+    validate_qa = validate_qa_section(dataset_dir)  # present when `stridegen validate --qa` wrote its results here
+    if validate_qa is not None:
+        sections.append(validate_qa)
     name = Path(dataset_dir).resolve().name
     subtitle = f"{esc(name)} · {fmt_int(len(stats.scenes))} scenes · {fmt_int(stats.qa_total)} QA"  # no absolute path
     footer = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from stridegen.viz.report import validate_qa_section as validate_qa
 from stridegen.viz.report.assets import CSP, SCRIPT, STYLE
 from stridegen.viz.report.markup import esc
 
@@ -13,11 +14,15 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("gallery", "Gallery"),
     ("evaluations", "Evaluations"),
 )
+# Sections a report has only when their input exists, after those above: (section id, navigation label).
+OPTIONAL_SECTIONS: tuple[tuple[str, str], ...] = ((validate_qa.SECTION_ID, validate_qa.SECTION_LABEL),)
 
 
 def render_page(title: str, subtitle: str, sections: list[str], footer: str) -> str:
-    """The whole HTML document. ``sections`` are complete ``<section>`` elements in ``SECTIONS`` order."""
-    nav = "".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label in SECTIONS)
+    """The whole HTML document. ``sections`` are complete ``<section>`` elements in ``SECTIONS`` order, then
+    those of ``OPTIONAL_SECTIONS`` present."""
+    shown = [*SECTIONS, *(s for s in OPTIONAL_SECTIONS if any(f'<section id="{s[0]}"' in x for x in sections))]
+    nav = "".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label in shown)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -234,3 +234,28 @@ def test_simulated_detector_moves_few_answers_and_loses_questions(two_scene_log,
     assert total["lost"] > total["gained"]  # misses and the visibility filter cost more than false positives add
     assert result.plot_path is not None and result.plot_path.stat().st_size > 0
     assert result.summary["candidate"]["detector"]["name"] == "simulated"
+    # the report of the compared dataset shows the results, linked from the navigation
+    from stridegen.viz.report.build import write_report
+
+    page = (tmp_path / "report.html").resolve()
+    write_report(result.candidate_dir, page, samples=0)
+    html = page.read_text(encoding="utf-8")
+    assert '<section id="validate-qa">' in html and '<a href="#validate-qa">' in html
+    assert html.count("<tr>", html.index('id="validate-qa-rows"')) >= len(result.summary["rows"])
+    assert 'data-chart="validate-qa-errors"' in html
+
+
+def test_report_section_only_with_a_readable_results_file(tmp_path):
+    from stridegen.core.errors import DataFormatError
+    from stridegen.viz.report.validate_qa_section import RESULTS_NAME, validate_qa_section
+
+    assert validate_qa_section(tmp_path) is None
+    (tmp_path / RESULTS_NAME).write_text('{"total": {}}')
+    with pytest.raises(DataFormatError, match="not the results of stridegen validate --qa"):
+        validate_qa_section(tmp_path)
+    ref, cand = _hand_made()
+    doc = {"candidate": {"detector": {"name": "simulated"}, "tracker": "center", "segmenter": "lidar"}}
+    doc.update(summarize(compare_questions(ref, cand)))
+    (tmp_path / RESULTS_NAME).write_text(json.dumps(doc))
+    html = validate_qa_section(tmp_path)
+    assert html is not None and "bigger/smaller" in html and "50.0%" in html  # 5 of 10 answers beyond tolerance
