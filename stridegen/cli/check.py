@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @guarded
 def check(
-    log_root: Path = typer.Argument(..., help="Log folder (nuScenes or AV2 layout, or a plugin reader's)."),
+    log_root: Path = typer.Argument(..., help="Log folder (nuScenes, AV2, ROS recordings, or a plugin reader's)."),
     overrides: list[str] | None = typer.Argument(
         None,
         help="Build config overrides key=value, as for build (e.g. segmenter.name=projected_box).",
@@ -55,9 +55,12 @@ def check(
         extra.append(f"log.version={version}")
     cfg = load_build_config(config, extra)
     report = check_log(log_root, cfg.check_settings())
+    topics = recording_topics(log_root) if report.format == "ros" else None
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        typer.echo(json.dumps({**report.to_json(), **({"topics": topics} if topics is not None else {})}, indent=2))
     else:
+        if topics:
+            console.print(topic_table(topics))
         print_report(console, report)
     if report.errors:
         typer.echo(error_line(report), err=True)
@@ -98,6 +101,36 @@ def print_report(console: Console, report: CheckReport) -> None:
     errors, warnings = len(report.errors), len(report.warnings)
     verdict = "[green]ok[/green]" if not errors else f"[red]{errors} error(s)[/red]"
     console.print(f"{verdict}, {warnings} warning(s)" + (": build would fail these scenes or stop" if errors else ""))
+
+
+def recording_topics(log_root: Path) -> list[dict[str, Any]]:
+    """Per topic of every recording: type, count, rate, gaps, stamp order (``stridegen.logs.ros.check``)."""
+    from stridegen.logs.ros.check import topic_stats
+    from stridegen.logs.ros.reader import RosReader
+
+    reader = RosReader(log_root)
+    return [s.to_json() for rec in reader.recordings for s in topic_stats(rec, reader.mappings[rec.name])]
+
+
+def topic_table(topics: list[dict[str, Any]]) -> Any:
+    """The recordings' topics as a table."""
+    from rich.table import Table
+
+    table = Table(caption="Hz = 1 / median stamp interval; gaps = intervals above max_gap_periods periods")
+    for header in ("recording", "topic", "type", "count", "Hz", "gaps", "max gap s", "frame_id"):
+        table.add_column(header, overflow="fold")
+    for t in topics:
+        table.add_row(
+            escape_text(t["recording"]),
+            escape_text(t["topic"]),
+            escape_text(t["msgtype"].replace("/msg/", "/")),
+            str(t["count"]),
+            f"{t['rate_hz']:.3g}" if t["rate_hz"] else "-",
+            str(t["gaps"]),
+            f"{t['max_gap_s']:.3f}" if t["max_gap_s"] is not None else "-",
+            escape_text(t["frame_id"]),
+        )
+    return table
 
 
 def escape_text(text: str) -> str:

@@ -11,6 +11,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from stridegen.core.errors import LogFormatError, MissingFileError, UnknownChann
 from stridegen.core.transforms import transform_points
 from stridegen.formats.images import decode_image
 from stridegen.logs._common import require_utf8_path
+
+if TYPE_CHECKING:
+    from stridegen.logs.check.findings import Finding
 
 # The sensor modalities the pipeline knows (nuScenes ``sensor.modality`` values). A sensor of any other modality is
 # neither a camera nor a LiDAR for the build: its images and points are never used (``stridegen check`` flags it).
@@ -260,6 +264,11 @@ class LogReader(ABC):
             return os.stat(sample.path).st_size
         except OSError:
             return None
+
+    def log_findings(self) -> list[Finding]:
+        """Findings about the whole log that only the reader can make (``stridegen.logs.check``: added to its
+        log-wide findings; a ROS recording's topics, stamps and tf); none by default."""
+        return []
 
     def sample_head(self, sample: SensorSample, limit: int) -> bytes:
         """The first ``limit`` bytes of a sample's data (the log check reads image headers from them)."""

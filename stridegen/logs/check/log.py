@@ -180,6 +180,7 @@ def _log_findings(ctx: CheckContext, ids: list[tuple[str, str]]) -> list[Finding
                     ctx.path("scene"),
                 )
             )
+    out += ctx.reader.log_findings()
     return out
 
 

@@ -32,6 +32,7 @@ from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs._common import SCENE_CACHE
 from stridegen.logs.av2_cameras import camera_period_ns, match_nearest
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
+from stridegen.logs.check.findings import Finding
 from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, scene_boxes
 from stridegen.logs.ros.camera_info import CameraModel, camera_model, undistort_bytes
 from stridegen.logs.ros.images import image_bytes
@@ -180,6 +181,16 @@ class RosReader(LogReader):
         for (parent, child), values in dynamic.items():  # off-chain dynamic links serve extrinsics (first value)
             tree.add(parent, child, values[0][1])
         return tree, poses
+
+    def tf_and_poses(self, cut: _Cut) -> tuple[TfTree, ChainPoses | None]:
+        """The static tf tree and the ego pose source of a scene's window (the log check's view)."""
+        return self._tf(cut, self.mappings[cut.recording.name])
+
+    def log_findings(self) -> list[Finding]:
+        """The recordings' warnings for the log check (``stridegen.logs.ros.check``)."""
+        from stridegen.logs.ros.check import recording_findings
+
+        return recording_findings(self)
 
     def _pose_source(
         self, cut: _Cut, mapping: TopicMapping, tree: TfTree, tracks: dict[tuple[str, str], PoseTrack]
