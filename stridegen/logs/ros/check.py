@@ -210,7 +210,7 @@ def _known_encoding(s: TopicStats) -> bool:
 
 
 def _tf_and_pose_findings(reader: RosReader, rec: Recording, mapping: TopicMapping) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     cut = next((c for c in reader.cuts() if c.recording is rec), None)
     if cut is None:
         return out
