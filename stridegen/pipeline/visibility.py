@@ -15,6 +15,11 @@ define the first two. Our definitions (docs/visibility.md), all in pixels of one
   occlude.
 - **mask quality**: the segmenter's own score (``SegmentResult.quality``; SAM 2's predicted IoU, or the offline
   backends' documented scores).
+- **image agreement** (stridegen's own rule, not the paper's): whether the mask's outline sits on the image's edges
+  where it is rather than somewhere close by (``stridegen.pipeline.segment.edge_alignment``). The three rules above
+  measure the mask against the boxes and LiDAR points that made it, so a mask made by points of a moving object
+  taken at another time than the image (or any other shift of boxes and points together) passes them all; this
+  one asks the image alone. NaN (the image cannot tell: flat, tiny, or no outline left) passes.
 
 Each rule has its own pass flag, so the manifest can report how many candidates each rule removed.
 
@@ -31,11 +36,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stridegen.core.iou import iou_2d_rowwise
 from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
+from stridegen.pipeline.segment.edge_alignment import EdgeAlignment
 from stridegen.pipeline.segment.raster import MaskCrop, crop_boxes, inside_share
 
 __all__ = [
     "Visibility",
     "VisibilityThresholds",
+    "image_agreement",
     "inside_share",
     "mask_boxes",
     "measure_visibility",
@@ -59,6 +66,9 @@ class VisibilityThresholds(BaseModel):
     min_box_iou: float = Field(0.3, ge=0.0, le=1.0)
     min_coverage: float = Field(0.8, ge=0.0, le=1.0)
     min_quality: float = Field(0.8, ge=0.0, le=1.0)
+    # stridegen's image-evidence rule (docs/visibility.md#image-agreement): a mask passes when its image agreement
+    # is at least this (``>=``) or NaN; 0 switches the rule off (and skips its measurement).
+    min_image_agreement: float = Field(0.5, ge=0.0, le=1.0)
     min_region_area_frac: float = Field(1e-4, ge=0.0, le=1.0)
 
 
@@ -83,10 +93,12 @@ class Visibility:
     pass_box_iou: np.ndarray
     pass_coverage: np.ndarray
     pass_quality: np.ndarray
+    image_agreement: np.ndarray  # [N] float64 in (0, 1], NaN where the image cannot tell or the rule is off
+    pass_image: np.ndarray
 
     @property
     def visible(self) -> np.ndarray:
-        return self.pass_box_iou & self.pass_coverage & self.pass_quality
+        return self.pass_box_iou & self.pass_coverage & self.pass_quality & self.pass_image
 
 
 def mask_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -135,6 +147,9 @@ def measure_visibility(
     inside = np.array([request.inside_share(i) for i in range(n)], dtype=np.float64)
     hulls = [request.hull_crop(i) for i in range(n)]
     coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)
+    agreement = np.full(n, np.nan)
+    if t.min_image_agreement > 0 and n:
+        agreement = image_agreement(request, result)
     return Visibility(
         area_px=area,
         mask_box_xyxy=box,
@@ -144,4 +159,29 @@ def measure_visibility(
         pass_box_iou=box_iou > t.min_box_iou,
         pass_coverage=coverage > t.min_coverage,
         pass_quality=quality > t.min_quality,
+        image_agreement=agreement,
+        pass_image=~(agreement < t.min_image_agreement),  # NaN: no evidence either way, kept
     )
+
+
+def image_agreement(
+    request: SegmentRequest, result: SegmentResult, alignment: EdgeAlignment | None = None
+) -> np.ndarray:
+    """[N] image agreement of each mask (``EdgeAlignment.score``, NaN for an empty mask or where the image cannot
+    tell). Outline pixels on nearer objects (their hulls and masks: nearer by ``depth_m``, ties by index as in
+    the occlusion rule) are left out: the mask was cut there, and the edge there is the occluder's. Reads the
+    request's image (decoding a deferred one)."""
+    alignment = alignment or EdgeAlignment()
+    n = len(request)
+    out = np.full(n, np.nan)
+    crops = result.crops
+    if not any(c.any() for c in crops):
+        return out
+    image = np.asarray(request.image_rgb, dtype=np.uint8)
+    nearer = np.zeros((request.height, request.width), dtype=bool)
+    for i in np.argsort(np.asarray(request.depth_m, dtype=np.float64), kind="stable").tolist():
+        if crops[i].any():
+            out[i] = alignment.score(image, crops[i], nearer if nearer.any() else None)[0]
+        request.hull_crop(i).paint(nearer)
+        crops[i].paint(nearer)
+    return out

@@ -168,7 +168,8 @@ def attributes_table(attrs: SceneAttributes) -> AttributesTable:
 
 
 def masks_table(masks: SceneMasks) -> MasksTable:
-    columns = {f.name: getattr(masks, f.name) for f in dataclasses.fields(masks)}
+    # the table's columns (the build's record also holds the image rule's measure, which shards do not store)
+    columns = {f.name: getattr(masks, f.name) for f in dataclasses.fields(MasksTable)}
     columns["rle_counts"] = str_array(masks.rle_counts)
     return MasksTable(**columns)
 

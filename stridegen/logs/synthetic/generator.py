@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from stridegen.calibration.rig import CameraSpec, LidarSpec
     from stridegen.core.boxes import Boxes
     from stridegen.logs.synthetic.background import GroundShader
-    from stridegen.logs.synthetic.lidar import LidarSweep
+    from stridegen.logs.synthetic.lidar import LidarSweep, SweepTiming
     from stridegen.logs.synthetic.render import CameraRender
     from stridegen.logs.synthetic.scenery import StaticScenery
 
@@ -90,6 +90,7 @@ def generate_dataset(
     overwrite: bool = False,
     privacy_patches: bool = False,
     static_scenery: bool = False,
+    lidar_timing: dict[str, float] | None = None,
 ) -> GenerationSummary:
     """Write ``scenes`` synthetic scenes of ``seconds`` each as a nuScenes-format dataset under ``out_dir``.
 
@@ -98,6 +99,10 @@ def generate_dataset(
     ``static_scenery`` places unannotated buildings, poles and low walls along the roads
     (stridegen.logs.synthetic.scenery) that the LiDAR and the cameras see, so that LiDAR odometry is well posed;
     off, the output is likewise unchanged.
+    ``lidar_timing`` (``{"period_s": .., "end_s": ..}``, ``lidar.SweepTiming``) writes LiDAR sweeps that are not
+    motion-compensated: each azimuth column meets the agents where they are at its firing time, relative to the
+    sample time the cameras and annotations use, so a moving agent's points lag its annotated box; None (the
+    default) keeps the instantaneous sweeps, byte for byte.
 
     The dataset is written into a temporary sibling folder and renamed into place at the end, so ``out_dir`` is
     either untouched or complete. A non-empty ``out_dir`` is refused unless ``overwrite``.
@@ -137,6 +142,7 @@ def generate_dataset(
                     (lambda task=task: prog.advance(task)) if prog else None,
                     privacy_patches,
                     static_scenery,
+                    lidar_timing,
                 )
                 metas.append(scene.metadata())
         t0 = _cpu()
@@ -153,6 +159,7 @@ def generate_dataset(
                 "sweeps": sweeps,
                 **({"privacy_patches": True} if privacy_patches else {}),  # recorded only when on
                 **({"static_scenery": True} if static_scenery else {}),  # recorded only when on
+                **({"lidar_timing": dict(lidar_timing)} if lidar_timing else {}),  # recorded only when set
             },
             "scenes": metas,
         }
@@ -213,6 +220,7 @@ def _write_scene(
     advance,
     privacy_patches: bool = False,
     static_scenery: bool = False,
+    lidar_timing: dict[str, float] | None = None,
 ) -> None:
     from stridegen.logs.synthetic.render import render_camera
 
@@ -235,7 +243,7 @@ def _write_scene(
         ts = sample["timestamp"]
 
         t0 = _cpu()
-        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, 0, world)
+        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, 0, world, lidar_timing)
         timings["lidar"] += _cpu() - t0
         rel = writer.filename("samples", lidar.channel, ts)
         t0 = _cpu()
@@ -278,7 +286,7 @@ def _write_scene(
         timings["write"] += _cpu() - t0
 
         if sweeps and k + 1 < len(times):
-            _write_sweeps(writer, scene, k, t, sample["token"], lidar, timings, world)
+            _write_sweeps(writer, scene, k, t, sample["token"], lidar, timings, world, lidar_timing)
         if advance is not None:
             advance()
     writer.finish(_describe(scene))
@@ -330,6 +338,7 @@ def _write_sweeps(
     lidar,
     timings: defaultdict[str, float],
     world: _SceneryWorld | None = None,
+    lidar_timing: dict[str, float] | None = None,
 ) -> None:
     """Non-key LiDAR sweeps at 20 Hz between key frame k and k + 1 (sample_token: key frame k)."""
     per_key = round(SWEEP_HZ / 2.0)
@@ -338,7 +347,7 @@ def _write_sweeps(
         boxes = scene.agent_states(t)
         T_global_from_ego = scene.ego_pose(t)
         t0 = _cpu()
-        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, j, world)
+        sweep = _cast(lidar, T_global_from_ego, boxes, scene, k, j, world, lidar_timing)
         timings["lidar"] += _cpu() - t0
         t0 = _cpu()
         ts = scene.timestamp_us(t)
@@ -356,16 +365,27 @@ def _cast(
     k: int,
     j: int,
     world: _SceneryWorld | None,
+    lidar_timing: dict[str, float] | None = None,
 ) -> LidarSweep:
     """Sweep j after key frame k against the agents (and the scenery when ``world`` is given); ``hits_per_box``
-    of the result covers the agents only."""
-    from stridegen.logs.synthetic.lidar import cast_lidar
+    of the result covers the agents only. ``lidar_timing``: not motion-compensated (``generate_dataset``)."""
+    from stridegen.logs.synthetic.lidar import SweepTiming, cast_lidar
 
     rng = np.random.default_rng([scene.seed, scene.scene_index, LIDAR_RNG_TAG, k, j])
     T_global_from_sensor = T_global_from_ego @ lidar.T_ego_from_sensor
+    timing = SweepTiming(**lidar_timing) if lidar_timing else None
     if world is None:
-        return cast_lidar(T_global_from_sensor, lidar, boxes.center, boxes.size_lwh, boxes.yaw, rng)
-    return world.cast(lidar, T_global_from_sensor, boxes, rng)
+        return cast_lidar(
+            T_global_from_sensor,
+            lidar,
+            boxes.center,
+            boxes.size_lwh,
+            boxes.yaw,
+            rng,
+            velocity_global=boxes.velocity if timing else None,
+            timing=timing,
+        )
+    return world.cast(lidar, T_global_from_sensor, boxes, rng, timing)
 
 
 @dataclass(frozen=True)
@@ -390,7 +410,12 @@ class _SceneryWorld:
         )
 
     def cast(
-        self, lidar: LidarSpec, T_global_from_sensor: np.ndarray, boxes: Boxes, rng: np.random.Generator
+        self,
+        lidar: LidarSpec,
+        T_global_from_sensor: np.ndarray,
+        boxes: Boxes,
+        rng: np.random.Generator,
+        timing: SweepTiming | None = None,
     ) -> LidarSweep:
         """``cast_lidar`` against agents + scenery within the LiDAR's range: ``hits_per_box`` covers the agents
         only, ``hit_box`` is -2 on a scenery return (-1 ground, i agent i)."""
@@ -399,7 +424,17 @@ class _SceneryWorld:
         n = len(boxes.yaw)
         idx = self.scenery.near(T_global_from_sensor[:2, 3], float(lidar.max_range_m))
         refl = np.concatenate([np.full(n, BOX_REFLECTIVITY), self.scenery.reflectivity[idx]])
-        sweep = cast_lidar(T_global_from_sensor, lidar, *self._join(boxes, idx), rng, reflectivity=refl)
+        # the scenery stands still
+        velocity = np.concatenate([boxes.velocity, np.zeros((len(idx), 3))]) if timing else None
+        sweep = cast_lidar(
+            T_global_from_sensor,
+            lidar,
+            *self._join(boxes, idx),
+            rng,
+            reflectivity=refl,
+            velocity_global=velocity,
+            timing=timing,
+        )
         hit_box = np.where(sweep.hit_box >= n, -2, sweep.hit_box)  # -2: scenery
         return LidarSweep(sweep.points_sensor, sweep.hits_per_box[:n], hit_box)
 

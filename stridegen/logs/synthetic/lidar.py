@@ -2,8 +2,14 @@
 
 Model (kept deliberately simple, every choice is deterministic given the ``rng``):
 
-- One full revolution per sweep, all rays fired from the sensor origin at one instant: **no motion distortion**
-  (the ego and the agents do not move during the sweep).
+- One full revolution per sweep, all rays fired from the sensor origin at one instant by default: **no motion
+  distortion** (the ego and the agents do not move during the sweep), as in a motion-compensated sweep whose
+  boxes are given at the camera's time. With a ``SweepTiming`` and the boxes' velocities the sweep is **not
+  motion-compensated** for the agents: azimuth column ``a`` fires at its own time (``SweepTiming.column_times``,
+  relative to the time of the given boxes) and each box is met where it is at that time, moved at its constant
+  velocity (the ego stays put: its own motion counts as compensated). The points of a moving agent then lag (or
+  lead) the position the camera sees it at, as the returns of a real spinning LiDAR do where the log compensates
+  only the ego's motion.
 - Rays: one per (azimuth column, beam). Beams sit at ``spec.beam_elevations_deg``; azimuth columns are spaced
   ``360 / round(360 / spec.azimuth_resolution_deg)`` degrees apart (so that a revolution closes exactly), starting
   at ``azimuth_offset_deg``, azimuth measured counter-clockwise from the sensor's +x axis.
@@ -38,6 +44,28 @@ from stridegen.core.transforms import invert_transform, transform_points
 GROUND_REFLECTIVITY = 0.12
 BOX_REFLECTIVITY = 0.45
 _EPS_T = 1e-9  # a hit closer than this to the origin counts as "origin on the surface" and is ignored
+
+
+@dataclass(frozen=True)
+class SweepTiming:
+    """When each azimuth column of a revolution is fired, relative to the time the boxes are given at (seconds).
+
+    The revolution takes ``period_s`` (1 / rotation rate: 0.05 s for a 20 Hz LiDAR) and ends ``end_s`` after that
+    time (negative: before). Column ``a`` of ``n`` fires at ``end_s - period_s + period_s * (a + 1) / n``, so the
+    last column fires at ``end_s`` (nuScenes stamps a LIDAR_TOP sweep at the end of its revolution; nuScenes
+    devkit, ``LidarPointCloud.from_file_multisweep`` uses that timestamp for the whole sweep).
+    """
+
+    period_s: float = 0.05
+    end_s: float = 0.0
+
+    def column_times(self, n_az: int) -> np.ndarray:
+        """[n_az] firing time of each azimuth column, seconds relative to the boxes' time."""
+        return self.end_s - self.period_s + self.period_s * (np.arange(n_az, dtype=np.float64) + 1.0) / n_az
+
+    def max_abs_s(self) -> float:
+        """The largest |firing time| of any column (bounds how far a box moves during the sweep)."""
+        return max(abs(self.end_s), abs(self.end_s - self.period_s))
 
 
 @dataclass(frozen=True)
@@ -235,17 +263,28 @@ def _box_hits(
     pair_box: np.ndarray,
     pair_ray: np.ndarray,
     max_range: float,
+    shift_global: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nearest box hit per ray: (ray [K], box [K], range [K], |cos incidence| [K]) for the rays that hit a box,
-    each ray once, in no particular order."""
+    each ray once, in no particular order. ``shift_global`` = (velocity [N, 3] m/s, firing time [R] s): box n is
+    met by ray r at ``center_global[n] + velocity[n] * time[r]`` (a sweep that is not motion-compensated)."""
     c, s = np.cos(yaw_global), np.sin(yaw_global)
     rel = origin_global[None, :] - center_global  # [N, 3]
-    ox, oy = c * rel[:, 0] + s * rel[:, 1], -s * rel[:, 0] + c * rel[:, 1]
-    dx, dy, dz = dirs_global[:, 0][pair_ray], dirs_global[:, 1][pair_ray], dirs_global[:, 2][pair_ray]
     cp, sp = c[pair_box], s[pair_box]
+    if shift_global is None:
+        ox, oy = c * rel[:, 0] + s * rel[:, 1], -s * rel[:, 0] + c * rel[:, 1]
+        rel_x, rel_y, rel_z = ox[pair_box], oy[pair_box], rel[:, 2][pair_box]
+    else:
+        velocity, ray_time = shift_global
+        t_pair = ray_time[pair_ray]
+        px = rel[:, 0][pair_box] - velocity[:, 0][pair_box] * t_pair
+        py = rel[:, 1][pair_box] - velocity[:, 1][pair_box] * t_pair
+        rel_z = rel[:, 2][pair_box] - velocity[:, 2][pair_box] * t_pair
+        rel_x, rel_y = cp * px + sp * py, -sp * px + cp * py
+    dx, dy, dz = dirs_global[:, 0][pair_ray], dirs_global[:, 1][pair_ray], dirs_global[:, 2][pair_ray]
     half = 0.5 * size_lwh
     t_near, t_far, cos_inc = _slab_entry(
-        (ox[pair_box], oy[pair_box], rel[:, 2][pair_box]),
+        (rel_x, rel_y, rel_z),
         (cp * dx + sp * dy, -sp * dx + cp * dy, dz),
         (half[:, 0][pair_box], half[:, 1][pair_box], half[:, 2][pair_box]),
     )
@@ -274,11 +313,17 @@ def cast_lidar(
     dropout: float = 0.05,
     azimuth_offset_deg: float = 0.0,
     reflectivity: np.ndarray | None = None,
+    velocity_global: np.ndarray | None = None,
+    timing: SweepTiming | None = None,
 ) -> LidarSweep:
     """Cast one revolution of ``spec`` mounted at ``T_global_from_sensor`` against N boxes and the ground.
 
     Boxes: ``center_global`` [N, 3], ``size_lwh`` [N, 3], ``yaw_global`` [N] (rotation about global +z).
     ``reflectivity`` [N] in 0..1 overrides the default box reflectivity used for the intensity channel.
+    ``timing`` with ``velocity_global`` [N, 3] (m/s; NaN counts as 0) casts a sweep that is not
+    motion-compensated: each column fires at its ``SweepTiming.column_times`` and meets the boxes moved by their
+    velocity times that time (module docstring). Without them (or with all velocities 0) the result is the
+    instantaneous sweep, bit for bit.
     """
     T = np.asarray(T_global_from_sensor, dtype=np.float64)
     center_global = np.asarray(center_global, dtype=np.float64).reshape(-1, 3)
@@ -293,6 +338,17 @@ def cast_lidar(
 
     dirs_sensor, ring = lidar_rays_sensor(spec, azimuth_offset_deg)
     dirs_global = dirs_sensor @ T[:3, :3].T
+    shift: tuple[np.ndarray, np.ndarray] | None = None
+    prune_size = size_lwh
+    if timing is not None and velocity_global is not None and n_boxes:
+        velocity = np.nan_to_num(np.asarray(velocity_global, dtype=np.float64).reshape(n_boxes, 3))
+        if np.any(velocity != 0.0):
+            n_beams = np.size(spec.beam_elevations_deg)
+            shift = (velocity, np.repeat(timing.column_times(azimuth_columns(spec)), n_beams))
+            # A box moved by at most |v| * max|t| stays inside itself grown by that much along each of its axes,
+            # so pruning with the grown box keeps every ray that can meet the moving one.
+            reach = np.linalg.norm(velocity, axis=1) * timing.max_abs_s()
+            prune_size = size_lwh + 2.0 * reach[:, None]
     origin = T[:3, 3]
     max_range = float(spec.max_range_m)
 
@@ -308,10 +364,10 @@ def cast_lidar(
         # A level sensor (its z axis the global z axis) sees yaw-only boxes as yaw-only boxes: tighter pruning.
         level = abs(T[2, 2] - 1.0) < 1e-9
         yaw_sensor = yaw_global - np.arctan2(T[1, 0], T[0, 0]) if level else None
-        pair_box, pair_ray = _candidate_pairs(centers_sensor, size_lwh, yaw_sensor, spec, azimuth_offset_deg)
+        pair_box, pair_ray = _candidate_pairs(centers_sensor, prune_size, yaw_sensor, spec, azimuth_offset_deg)
         if pair_box.size:
             ray, box, t, cos_box = _box_hits(
-                origin, dirs_global, center_global, size_lwh, yaw_global, pair_box, pair_ray, max_range
+                origin, dirs_global, center_global, size_lwh, yaw_global, pair_box, pair_ray, max_range, shift
             )
             closer = t < best_t[ray]
             ray, box, t, cos_box = ray[closer], box[closer], t[closer], cos_box[closer]

@@ -59,10 +59,12 @@ class MaskRows:
     pass_box_iou: list[np.ndarray]
     pass_coverage: list[np.ndarray]
     pass_quality: list[np.ndarray]
+    image_agreement: list[np.ndarray]
+    pass_image: list[np.ndarray]
 
     @classmethod
     def empty(cls) -> MaskRows:
-        return cls(*([] for _ in range(13)))
+        return cls(*([] for _ in range(15)))
 
     def concat(self) -> SceneMasks:
         """The gathered rows as one array per column."""
@@ -72,7 +74,7 @@ class MaskRows:
                 return np.zeros((0, width) if width else 0, dtype=dtype)
             return np.concatenate(parts).astype(dtype)
 
-        passes = [cat(p, bool) for p in (self.pass_box_iou, self.pass_coverage, self.pass_quality)]
+        passes = [cat(p, bool) for p in (self.pass_box_iou, self.pass_coverage, self.pass_quality, self.pass_image)]
         rle = np.empty(len(self.rle_counts), dtype=object)
         rle[:] = list(self.rle_counts)
         return SceneMasks(
@@ -89,7 +91,9 @@ class MaskRows:
             pass_box_iou=passes[0],
             pass_coverage=passes[1],
             pass_quality=passes[2],
-            visible=passes[0] & passes[1] & passes[2],
+            visible=passes[0] & passes[1] & passes[2] & passes[3],
+            image_agreement=cat(self.image_agreement, np.float64),
+            pass_image=passes[3],
         )
 
 
@@ -110,7 +114,11 @@ class SceneMasks:
     pass_box_iou: np.ndarray  # [M] bool
     pass_coverage: np.ndarray  # [M] bool
     pass_quality: np.ndarray  # [M] bool
-    visible: np.ndarray  # [M] bool
+    visible: np.ndarray  # [M] bool, all four rules pass (docs/visibility.md)
+    # The image-evidence rule (docs/visibility.md#image-agreement). Not stored in the shards (their masks table
+    # keeps the paper's three flags and ``visible``); the build's in-memory record has them.
+    image_agreement: np.ndarray | None = None  # [M] float64, NaN where the image cannot tell (None: not measured)
+    pass_image: np.ndarray | None = None  # [M] bool (None: not measured)
 
 
 @dataclass
@@ -239,6 +247,8 @@ def _add_rows(
     rows.pass_box_iou.append(vis.pass_box_iou[order])
     rows.pass_coverage.append(vis.pass_coverage[order])
     rows.pass_quality.append(vis.pass_quality[order])
+    rows.image_agreement.append(vis.image_agreement[order])
+    rows.pass_image.append(vis.pass_image[order])
 
 
 def region_candidates(images: ImageRows, masks: SceneMasks, min_area_px: np.ndarray | int = 0) -> np.ndarray:
