@@ -155,7 +155,8 @@ def print_summary(console: Any, summary: dict[str, Any], label: str = "") -> Non
         f"questions: oracle {total['reference_questions']}, candidate {total['candidate_questions']}. matched, "
         "changed: scored answer dimensions; lost, gained: questions, (object) those lost or gained because an "
         "object they name is not a marked region of that image in the other build (the rest were not asked "
-        "there: an ambiguity threshold crossed, or another draw of the per-image caps).",
+        "there: an ambiguity threshold crossed, another draw of the per-image caps, or a spatiotemporal group "
+        "skipped, e.g. its target's track breaks before a horizon).",
         markup=False,
         highlight=False,
     )

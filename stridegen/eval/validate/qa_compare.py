@@ -16,7 +16,8 @@ A question both builds ask is *matched*; each of its dimensions is *changed* whe
 rule. A question only the reference asks is *lost*, one only the candidate asks *gained*, each with a reason:
 ``object`` when an object it names is not a marked region of that image in the other build (missed, displaced by
 2 m or more, or dropped by the visibility filter), else ``not_asked`` (every object is marked there, but the other
-build did not ask it: an ambiguity threshold crossed, or a different draw of the per-image pair / QA caps).
+build did not ask it: an ambiguity threshold crossed, another draw of the per-image pair / QA caps, or a
+spatiotemporal group skipped there, e.g. because the target's track ends or breaks before a horizon).
 """
 
 from __future__ import annotations

@@ -201,7 +201,11 @@ def plot_errors(comparison: QAComparison, path: str | Path) -> Path | None:
         err = m.abs_error[sel]
         err = err[np.isfinite(err)]
         beyond = int(m.changed[sel].sum())
-        ax.hist(err, bins=PLOT_BINS, color="tab:blue", alpha=0.8, log=True)
+        # integer degrees / hours over a short range: one bar per value
+        whole = err.size > 0 and bool(np.all(err == np.round(err))) and float(err.max()) <= 60.0
+        bins = np.arange(0.0, float(err.max()) + 2.0) - 0.5 if whole else PLOT_BINS
+        ax.hist(err, bins=bins, color="tab:blue", alpha=0.8, log=True)
+        ax.set_xlim(left=-0.5 if whole else 0.0)
         ax.set_title(
             f"{kind} (n={int(sel.sum())}, beyond tolerance {100.0 * beyond / max(1, sel.sum()):.1f}%)", fontsize=9
         )

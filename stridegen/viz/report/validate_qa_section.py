@@ -125,6 +125,7 @@ def validate_qa_section(dataset_dir: str | Path) -> str | None:
     rules = "; ".join(f"{esc(k)}: {esc(v)}" for k, v in doc["tolerances"].items())
     body += note(
         "lost / gained (object): an object the question names is not a marked region of that image in the other "
-        f"build; the others were not asked there. Tolerances: {rules}"
+        "build; the others were not asked there (an ambiguity threshold crossed, another draw of the per-image "
+        f"caps, or a spatiotemporal group skipped). Tolerances: {rules}"
     )
     return section(SECTION_ID, SECTION_LABEL, body, intro)

@@ -215,6 +215,20 @@ def test_oracle_against_itself_reports_zero_changed_answers(two_scene_log, small
     assert all(r["abs_error"]["max"] == 0.0 for r in doc["rows"] if "abs_error" in r)
     on_disk = json.loads((tmp_path / "candidate" / "validate_qa.json").read_text())
     assert on_disk == doc
+    # given folders are compared as they are, nothing built
+    again = _run(["--reference", str(tmp_path / "oracle"), "--candidate", str(tmp_path / "candidate"), "--no-plots"])
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "candidate" / "validate_qa.json").read_text())["total"] == total
+    assert "beyond %" in again.stdout and "all" in again.stdout
+
+
+def test_usage_errors(tmp_path):
+    result = _run(["--reference", str(tmp_path)])
+    assert result.exit_code == 2 and "pass --out DIR" in result.output
+    from stridegen.cli import app
+
+    result = CliRunner().invoke(app, ["validate", "--json"])
+    assert result.exit_code == 2 and "--json is an option of validate --qa" in result.output
 
 
 @pytest.mark.slow
