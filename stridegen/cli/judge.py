@@ -76,6 +76,13 @@ def run_command(
         min=0,
         help="cut longer answers before judging, recorded per item (default: config, else 4000; 0: no cap)",
     ),
+    max_reply_chars: int | None = typer.Option(
+        None,
+        "--max-reply-chars",
+        min=1,
+        help="a longer judge reply is an error of its item, not stored "
+        "(default: env STRIDEGEN_REPLY_MAX_CHARS, config, else 1000000)",
+    ),
     dry_run: bool = typer.Option(
         False,
         "--dry-run",
@@ -106,6 +113,7 @@ def run_command(
         backoff_base_s=backoff_base_s,
         budget_usd=budget_usd,
         supports_images=images,
+        max_reply_chars=max_reply_chars,
     )
     options = JudgeRunOptions(
         method,

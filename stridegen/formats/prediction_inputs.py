@@ -22,7 +22,7 @@ PREDICT_MANIFEST = "predict.json"  # the manifest stridegen predict writes besid
 def predictions_model(pred_path: str | Path) -> dict[str, Any] | None:
     """``{model, blind, predictor}`` from the ``predict.json`` beside ``pred_path``; None when there is none or it
     is not a predict manifest (an unreadable manifest, or one over the size or depth limits of
-    stridegen.formats.bounded_json, names no model rather than failing the evaluation)."""
+    stridegen.core.bounded_json, names no model rather than failing the evaluation)."""
     manifest = Path(pred_path).parent / PREDICT_MANIFEST
     if not manifest.is_file():
         return None

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import loads
 from stridegen.core.errors import DataFormatError
-from stridegen.formats.bounded_json import loads
 
 TASKS = ("object_centric_spatial_qa", "ego_centric_spatial_qa", "ego_centric_spatiotemporal_qa")
 IMAGES_DIR = "images"

@@ -8,7 +8,7 @@
   as such with the fix (save as UTF-8), not as a puzzling "invalid start byte".
 - Any other byte that is not UTF-8 is reported with its value, line, column and byte offset.
 - A missing path, a folder where a file is expected and an unreadable file are errors naming the path.
-- Reading is bounded (stridegen.formats.bounded_json): a file over ``STRIDEGEN_JSON_MAX_MB`` is refused before it
+- Reading is bounded (stridegen.core.bounded_json): a file over ``STRIDEGEN_JSON_MAX_MB`` is refused before it
   is read, a text file's NUL byte (``/dev/zero``) ends the read, JSON nested deeper than
   ``STRIDEGEN_JSON_MAX_DEPTH`` is refused before it is parsed, and a JSON Lines object may not repeat a key.
 
@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import json_error_reason as json_error_reason  # re-exported
+from stridegen.core.bounded_json import loads, read_limited
 from stridegen.core.errors import ConfigError, DataFormatError
-from stridegen.formats.bounded_json import json_error_reason as json_error_reason  # re-exported
-from stridegen.formats.bounded_json import loads, read_limited
 
 ErrorFactory = Callable[[Path, str], Exception]
 

@@ -17,14 +17,14 @@ import mimetypes
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from stridegen.core.errors import require
+from stridegen.core.errors import ConfigError, require
 from stridegen.llm.ratelimit import RateLimiter
 from stridegen.llm.records import BudgetExceededError, ChatAuthError, ChatRequestError, Completion
 from stridegen.llm.redact import redact, register_secret
@@ -34,6 +34,11 @@ from stridegen.llm.redact import redact, register_secret
 CHARS_PER_TOKEN = 4.0
 # Per-message framing overhead in tokens (OpenAI cookbook "How to count tokens with tiktoken": 3-4 per message).
 TOKENS_PER_MESSAGE = 4
+# The longest reply text kept (characters): about 250,000 tokens at CHARS_PER_TOKEN, far above any answer or
+# verdict (a judge's reply is a few hundred tokens, a reasoning model's at most tens of thousands). A longer one
+# is a failure of its item (kind ``reply_too_large``), recorded in a line, never stored.
+DEFAULT_MAX_REPLY_CHARS = 1_000_000
+ENV_MAX_REPLY_CHARS = "STRIDEGEN_REPLY_MAX_CHARS"
 
 
 class ClientSettings(BaseModel):
@@ -62,6 +67,11 @@ class ClientSettings(BaseModel):
         default=None, description="hard cap on prompt + completion tokens of the run (worst case reserved per request)"
     )
     jitter_seed: int = 0
+    max_reply_chars: int = Field(
+        default=DEFAULT_MAX_REPLY_CHARS,
+        gt=0,
+        description="a longer reply is a failure of its item, never stored (env STRIDEGEN_REPLY_MAX_CHARS)",
+    )
 
 
 def settings_from_sources(
@@ -70,7 +80,8 @@ def settings_from_sources(
     """Client settings by precedence: explicit ``overrides`` (CLI) > environment > ``config`` (YAML) > defaults.
 
     Environment: ``STRIDEGEN_JUDGE_BASE_URL`` and ``STRIDEGEN_JUDGE_MODEL``; ``OPENAI_BASE_URL`` is used only
-    when neither the config nor ``STRIDEGEN_JUDGE_BASE_URL`` names an endpoint.
+    when neither the config nor ``STRIDEGEN_JUDGE_BASE_URL`` names an endpoint; ``STRIDEGEN_REPLY_MAX_CHARS`` (the
+    longest reply kept, ``max_reply_chars``).
     """
     env = os.environ if environ is None else environ
     config = dict(config or {})
@@ -81,7 +92,20 @@ def settings_from_sources(
         from_env["base_url"] = env["OPENAI_BASE_URL"]
     if env.get("STRIDEGEN_JUDGE_MODEL"):
         from_env["model"] = env["STRIDEGEN_JUDGE_MODEL"]
+    if env.get(ENV_MAX_REPLY_CHARS):
+        from_env["max_reply_chars"] = reply_limit(env)
     return ClientSettings.model_validate({**config, **from_env, **(overrides or {})})
+
+
+def reply_limit(environ: Mapping[str, str] | None = None) -> int:
+    """``max_reply_chars`` when a caller builds ``ClientSettings`` itself: ``STRIDEGEN_REPLY_MAX_CHARS`` when set
+    (a whole number > 0, else ConfigError), else the default."""
+    raw = (os.environ if environ is None else environ).get(ENV_MAX_REPLY_CHARS, "").strip()
+    if not raw:
+        return DEFAULT_MAX_REPLY_CHARS
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigError(f"{ENV_MAX_REPLY_CHARS}={raw!r}: expected a whole number of characters > 0")
+    return int(raw)
 
 
 def apply_pricing(settings: ClientSettings, pricing: dict[str, dict[str, float]]) -> ClientSettings:
@@ -355,7 +379,7 @@ class ChatClient:
                 try:
                     with self._mapped_errors():
                         response = self._sdk.post(**self._request(messages, sampling))
-                    return call.succeeded(self._completion_of(response, messages), attempt)
+                    return self._within_limit(call.succeeded(self._completion_of(response, messages), attempt))
                 except _Retryable as exc:
                     self._sleep(call.wait_after(exc, attempt))
         finally:
@@ -373,7 +397,7 @@ class ChatClient:
                 try:
                     with self._mapped_errors():
                         response = await sdk.post(**self._request(messages, sampling))
-                    return call.succeeded(self._completion_of(response, messages), attempt)
+                    return self._within_limit(call.succeeded(self._completion_of(response, messages), attempt))
                 except _Retryable as exc:
                     await self._async_sleep(call.wait_after(exc, attempt))
         finally:
@@ -440,6 +464,20 @@ class ChatClient:
             raise ChatRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
             raise _Retryable("malformed_response", redact(f"{type(exc).__name__}: {exc}")) from exc
+
+    def _within_limit(self, completion: Completion) -> Completion:
+        """``completion``, or ChatRequestError ``reply_too_large`` when its text is longer than
+        ``max_reply_chars`` (its cost is counted: the server did the work; the text is dropped, so no cache, error
+        log or output holds it). Not retried: a server that writes that much once will again."""
+        limit = self.settings.max_reply_chars
+        if len(completion.text) <= limit:
+            return completion
+        raise ChatRequestError(
+            "reply_too_large",
+            f"the reply is {len(completion.text):,} characters, over the limit of {limit:,} (max_reply_chars; raise "
+            f"it with {ENV_MAX_REPLY_CHARS}=<characters> or the client setting); not stored",
+            completion.attempts,
+        )
 
     def _completion_of(self, response: Any, messages: list[dict[str, Any]]) -> Completion:
         choices = getattr(response, "choices", None)

@@ -9,13 +9,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import decode
+
+READ_CHUNK = 1 << 20
+# The longest line read back: a record holds one reply (at most the client's max_reply_chars, 1,000,000
+# characters, up to 4 bytes each in UTF-8) plus its accounting; JSON escapes can double a character's bytes.
+MAX_LINE_BYTES = 16 << 20
+
 
 class AppendOnlyJsonl:
     """An append-only JSONL file: one write and one fsync per record, a truncated last line (a process killed
     mid-write) ignored on read and closed with a newline before the next append."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = path
+        self.max_line_bytes = max_line_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._repair_tail()
@@ -40,16 +48,24 @@ class AppendOnlyJsonl:
             os.fsync(f.fileno())
 
     def read(self) -> tuple[list[dict[str, Any]], int]:
-        """All readable records and the number of unreadable (truncated) lines."""
+        """All readable records and the number of unreadable lines: truncated (a kill), not UTF-8, or refused by
+        the bounded decoder (nested deeper than ``STRIDEGEN_JSON_MAX_DEPTH``, a repeated key:
+        stridegen.core.bounded_json). A line longer than the file's ``max_line_bytes`` is skipped unread (it
+        counts as unreadable), so a reply stored before the reply limit existed cannot fill the memory twice."""
         if not self.path.exists():
             return [], 0
         records, bad = [], 0
         with self.path.open("rb") as f:
-            for raw in f:
+            while raw := f.readline(self.max_line_bytes + 1):
+                if len(raw) > self.max_line_bytes and not raw.endswith(b"\n"):
+                    bad += 1
+                    while (rest := f.readline(READ_CHUNK)) and not rest.endswith(b"\n"):
+                        pass  # the rest of the overlong line, read and dropped in chunks
+                    continue
                 if not raw.strip():
                     continue
                 try:
-                    records.append(json.loads(raw))
-                except ValueError:
+                    records.append(decode(raw.decode("utf-8")))
+                except ValueError:  # JsonProblem, UnicodeDecodeError
                     bad += 1
         return records, bad

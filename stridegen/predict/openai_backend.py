@@ -16,7 +16,7 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from stridegen.llm.client import ChatClient, ClientSettings
+from stridegen.llm.client import ChatClient, ClientSettings, reply_limit
 from stridegen.llm.records import ChatAuthError, ChatRequestError
 from stridegen.predict.base import GenerationSettings, PromptRequest, Reply, ReplyCallback
 
@@ -67,6 +67,7 @@ class OpenAIPredictor:
         token_budget: int | None = None,
         image_tokens_estimate: int = 765,
         detail: str | None = None,
+        max_reply_chars: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -87,6 +88,7 @@ class OpenAIPredictor:
             budget_usd=budget_usd,
             token_budget=token_budget,
             image_tokens_estimate=image_tokens_estimate,
+            max_reply_chars=max_reply_chars or reply_limit(),
         )
         self.concurrency = concurrency
         self.detail = detail

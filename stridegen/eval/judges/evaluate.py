@@ -56,6 +56,7 @@ class ClientOverrides:
     backoff_base_s: float | None = None
     budget_usd: float | None = None
     supports_images: bool | None = None
+    max_reply_chars: int | None = None
 
     def given(self) -> dict[str, Any]:
         """The settings that were given, by ``ClientSettings`` field name."""

@@ -8,10 +8,10 @@ VerdictParseError rather than being clipped.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from stridegen.core.bounded_json import decode
 from stridegen.eval.judges.records import VerdictParseError
 from stridegen.eval.judges.safety import strip_delimited
 
@@ -97,8 +97,8 @@ def parse_dimension_json(
     """
     text = strip_delimited(reply, nonce)
     for _, candidate in reversed(_json_objects(text)):
-        try:
-            obj = json.loads(candidate)
+        try:  # depth-limited, a repeated key refused (an ambiguous verdict): stridegen.core.bounded_json
+            obj = decode(candidate)
         except ValueError:
             continue
         if not isinstance(obj, dict):

@@ -272,9 +272,9 @@ def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
     one), lacks a usable question id or a prediction, or repeats an id follows ``on_invalid`` (``error`` raises
     PredictionFormatError naming the file and line; otherwise the line is dropped and counted). A UTF-8
     byte-order mark is tolerated; an empty file, another encoding, bytes that are not UTF-8, a NUL byte or a file
-    over the size limit are errors (stridegen.formats.textfile, stridegen.formats.bounded_json)."""
+    over the size limit are errors (stridegen.formats.textfile, stridegen.core.bounded_json)."""
+    from stridegen.core.bounded_json import JsonProblem, decode
     from stridegen.core.errors import PredictionFormatError
-    from stridegen.formats.bounded_json import JsonProblem, decode
     from stridegen.formats.textfile import iter_jsonl_lines
 
     out = PredictionFile({}, {}, {})
