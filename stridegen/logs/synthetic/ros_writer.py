@@ -106,8 +106,8 @@ def write_ros_log(
         path = recording_path(out, scene.token if name_by_token else scene.name, container)
         if path.exists():
             raise FileExistsError(f"{path} exists")
-        messages = _scene_messages(scene, poses, skew_period_s, boxes)
-        _write(path, container, messages)
+        messages = scene_messages(scene, poses, skew_period_s, boxes)
+        write_recording(path, container, messages)
         summary.recordings.append(path)
         for topic, _, _, _ in messages:
             summary.messages[topic] = summary.messages.get(topic, 0) + 1
@@ -115,10 +115,14 @@ def write_ros_log(
 
 
 # A message to write: (topic, msgtype, receive time ns, fields builder taking the store).
-_Message = tuple[str, str, int, Any]
+RosMessage = tuple[str, str, int, Any]
 
 
-def _write(path: Path, container: str, messages: list[_Message]) -> None:
+def write_recording(
+    path: Path, container: str, messages: list[RosMessage], empty_topics: Sequence[tuple[str, str]] = ()
+) -> None:
+    """Write ``messages`` (``scene_messages``, possibly edited: tests of bad recordings) in receive-time order as
+    one recording; ``empty_topics``: (topic, msgtype) connections declared without any message."""
     ros1 = container == "ros1"
     store = typestore(ros1)
     messages = sorted(messages, key=lambda m: m[2])  # stable: same-time messages keep their order
@@ -129,6 +133,8 @@ def _write(path: Path, container: str, messages: list[_Message]) -> None:
         writer1.set_compression(Writer1.CompressionFormat.LZ4)
         with writer1:
             conns1: dict[str, Any] = {}
+            for topic, msgtype in empty_topics:
+                conns1[topic] = writer1.add_connection(topic, msgtype, typestore=store)
             for topic, msgtype, time_ns, build in messages:
                 if topic not in conns1:
                     latching = 1 if topic == "/tf_static" else None
@@ -141,6 +147,8 @@ def _write(path: Path, container: str, messages: list[_Message]) -> None:
     plugin = StoragePlugin.MCAP if container == "ros2-mcap" else StoragePlugin.SQLITE3
     with Writer2(path, version=9, storage_plugin=plugin) as writer2:
         conns2: dict[str, Any] = {}
+        for topic, msgtype in empty_topics:
+            conns2[topic] = writer2.add_connection(topic, msgtype, typestore=store)
         for topic, msgtype, time_ns, build in messages:
             if topic not in conns2:
                 conns2[topic] = writer2.add_connection(topic, msgtype, typestore=store)
@@ -185,7 +193,7 @@ def _transform(store: Any, ns: int, parent: str, child: str, T: np.ndarray) -> A
     )
 
 
-def _scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes: bool) -> list[_Message]:
+def scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes: bool) -> list[RosMessage]:
     """Every message of one scene's recording."""
     samples: list[SensorSample] = [s for f in scene.frames for s in f.sensors.values()]
     if not samples:
@@ -193,7 +201,7 @@ def _scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes
     first_ns = min(s.timestamp_us for s in samples) * 1000
     calibrations = {s.channel: s.calibration for s in samples}
     statics = [(EGO_FRAME, c, cal.T_ego_from_sensor) for c, cal in calibrations.items()]
-    out: list[_Message] = [
+    out: list[RosMessage] = [
         (
             "/tf_static",
             "tf2_msgs/msg/TFMessage",
@@ -226,7 +234,7 @@ def _scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes
     return out
 
 
-def _pose_message(poses: str, ns: int, T: np.ndarray) -> list[_Message]:
+def _pose_message(poses: str, ns: int, T: np.ndarray) -> list[RosMessage]:
     if poses == "tf":
         return [
             (
@@ -265,7 +273,7 @@ def _pose_message(poses: str, ns: int, T: np.ndarray) -> list[_Message]:
 
 def _cloud_message(
     frame: Frame, sample: SensorSample, ns: int, track: PoseTrack, skew_period_s: float | None
-) -> _Message:
+) -> RosMessage:
     points = frame.reader.load_points(sample)
     xyz = points[:, :3].astype(np.float64)
     n = xyz.shape[0]
@@ -275,7 +283,10 @@ def _cloud_message(
         T_ego_from_sensor = sample.calibration.T_ego_from_sensor
         T_ref = sample.T_global_from_ego @ T_ego_from_sensor
         stamps, inverse = np.unique(ns + np.round(times * 1e9).astype(np.int64), return_inverse=True)
-        T_at = track.T_global_from_ego(stamps) @ T_ego_from_sensor  # sensor pose at each point's time
+        # The sensor pose at each point's time; the first sweep's points precede the first pose: the reader's
+        # extrapolation rule (stridegen.logs.ros.poses) covers them.
+        reach = int(skew_period_s * 1e9) + 1
+        T_at = track.T_global_from_ego(stamps, extrapolate_ns=reach) @ T_ego_from_sensor
         T_point_from_ref = np.einsum("nij,jk->nik", np.linalg.inv(T_at), T_ref)[inverse.reshape(-1)]
         xyz = np.einsum("nij,nj->ni", T_point_from_ref[:, :3, :3], xyz) + T_point_from_ref[:, :3, 3]
         times = (stamps[inverse.reshape(-1)] - ns) * 1e-9
@@ -327,7 +338,7 @@ def _cloud_message(
     return (f"/{channel}/points", "sensor_msgs/msg/PointCloud2", ns, build)
 
 
-def _camera_messages(frame: Frame, sample: SensorSample, ns: int) -> list[_Message]:
+def _camera_messages(frame: Frame, sample: SensorSample, ns: int) -> list[RosMessage]:
     channel = sample.channel
     data = np.frombuffer(frame.image_bytes(channel), dtype=np.uint8)
     fmt = "jpeg" if data[:2].tobytes() == b"\xff\xd8" else "png"
@@ -362,7 +373,7 @@ def _camera_messages(frame: Frame, sample: SensorSample, ns: int) -> list[_Messa
     ]
 
 
-def _detections_message(frame: Frame) -> _Message:
+def _detections_message(frame: Frame) -> RosMessage:
     """The frame's boxes in the ego frame at the frame time (full rotation from ``ROTATION_GLOBAL`` when kept)."""
     ann = frame.annotations()
     ns = frame.timestamp_us * 1000
