@@ -166,6 +166,8 @@ def anonymize_stage(st: SceneState) -> None:
         [st.detections_table(), st.ground_truth],
         section.image_options(),
         backends.face_detector(section),
+        st.masks,
+        st.regions,
     )
     st.frames, st.images, extra = adapters.anonymized_tables(frames, images, out)
     st.scene = replace(st.scene, log_name=out.log_name)

@@ -45,6 +45,7 @@ from stridegen.shards.schema import (
 # The extra tables an anonymized scene carries (read back by stridegen.shards.anonymization).
 ANONYMIZATION_REGIONS_TABLE = "anonymization"
 ANONYMIZATION_IMAGES_TABLE = "anonymization_images"
+ANONYMIZATION_QA_REGIONS_TABLE = "anonymization_qa_regions"
 
 
 def frames_table(scene: Scene) -> FramesTable:
@@ -254,7 +255,7 @@ def anonymized_tables(
     frames: FramesTable, images: ImagesTable, out: SceneAnonymization
 ) -> tuple[FramesTable, ImagesTable, dict[str, dict[str, np.ndarray]]]:
     """The frames and images tables after the privacy pass ``out`` (new image bytes, times relative to the scene's
-    first frame), and the two tables it adds (``stridegen.shards.anonymization``)."""
+    first frame), and the three tables it adds (``stridegen.shards.anonymization``)."""
     new_frames = dataclasses.replace(frames, timestamp_us=out.frame_timestamp_us)
     new_images = dataclasses.replace(images, data=bytes_array(out.data), timestamp_us=out.image_timestamp_us)
     regions = {
@@ -269,5 +270,14 @@ def anonymized_tables(
         "regions": np.array(out.region_counts, dtype=np.int32),
         "metadata_removed": np.array(out.metadata_removed, dtype=bool),
         "reencoded": np.array(out.reencoded, dtype=bool),
+        "faces_rejected": np.array(out.faces_rejected, dtype=np.int32),
     }
-    return new_frames, new_images, {ANONYMIZATION_REGIONS_TABLE: regions, ANONYMIZATION_IMAGES_TABLE: per_image}
+    # per QA region (row of the regions table): its mask's pixels and how many of them were blurred
+    qa_regions: dict[str, np.ndarray] = {
+        "region_index": np.array(out.qa_region_index, dtype=np.int32),
+        "image_index": np.array(out.qa_region_image, dtype=np.int32),
+        "mask_px": np.array(out.qa_region_mask_px, dtype=np.int64),
+        "blurred_px": np.array(out.qa_region_blurred_px, dtype=np.int64),
+    }
+    tables = {ANONYMIZATION_REGIONS_TABLE: regions, ANONYMIZATION_IMAGES_TABLE: per_image}
+    return new_frames, new_images, {**tables, ANONYMIZATION_QA_REGIONS_TABLE: qa_regions}

@@ -1,7 +1,9 @@
-"""What the privacy pass leaves in a dataset (``stridegen.pipeline.anonymize.scene``; docs/anonymize.md): two extra
+"""What the privacy pass leaves in a dataset (``stridegen.pipeline.anonymize.scene``; docs/anonymize.md): three extra
 shard tables per scene, ``anonymization`` (one row per region: ``image_index``, ``kind``, ``source``,
-``box_xyxy``, ``score``) and ``anonymization_images`` (per image: ``blurred_px``, ``regions``,
-``metadata_removed``, ``reencoded``), and ``anonymization.json`` beside the manifest, which lists them per image.
+``box_xyxy``, ``score``), ``anonymization_images`` (per image: ``blurred_px``, ``regions``,
+``metadata_removed``, ``reencoded``, ``faces_rejected``) and ``anonymization_qa_regions`` (per QA region:
+``region_index``, ``image_index``, ``mask_px``, ``blurred_px``), and ``anonymization.json`` beside the manifest,
+which lists them per image and totals them (the mean and largest blurred share of a QA region's mask).
 ``anonymize_record`` runs the pass over a stored scene (``read_stored_scene``): what ``stridegen anonymize`` does
 to each scene of a built dataset (stridegen.jobs.anonymize), with the bytes the build's anonymize stage gives.
 """
@@ -40,6 +42,8 @@ def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> d
 
     images_out: list[dict[str, Any]] = []
     totals = {"images": 0, "images_blurred": 0, "faces": 0, "plates": 0, "blurred_px": 0, "image_px": 0}
+    totals["faces_rejected"] = 0
+    shares: list[float] = []
     with open_dataset(out_dir) as dataset:
         for name in dataset.scenes:
             view = dataset.scene(name)
@@ -53,11 +57,24 @@ def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> d
             channel = [str(c) for c in cameras.channel]
             area = np.asarray(cameras.width, dtype=np.int64) * np.asarray(cameras.height, dtype=np.int64)
             image_of = np.asarray(regions["image_index"], dtype=np.int64)
+            qa: Any = view.table(adapters.ANONYMIZATION_QA_REGIONS_TABLE) if (
+                adapters.ANONYMIZATION_QA_REGIONS_TABLE in view.table_names
+            ) else None  # fmt: skip
+            qa_image = np.asarray(qa["image_index"], dtype=np.int64) if qa is not None else np.zeros(0, np.int64)
+            if "faces_rejected" in per_image:
+                totals["faces_rejected"] += int(np.sum(per_image["faces_rejected"]))
             for i in range(len(per_image["blurred_px"])):
                 c = int(images.channel_index[i])
                 totals["images"] += 1
                 totals["image_px"] += int(area[c])
                 totals["blurred_px"] += int(per_image["blurred_px"][i])
+                measured = []
+                for q in np.flatnonzero(qa_image == i).tolist():
+                    mask_px, hit = int(qa["mask_px"][q]), int(qa["blurred_px"][q])
+                    share = hit / mask_px if mask_px else 0.0
+                    shares.append(share)
+                    measured.append({"region_index": int(qa["region_index"][q]), "mask_px": mask_px,
+                                     "blurred_px": hit, "share": round(share, 6)})  # fmt: skip
                 rows = np.flatnonzero(image_of == i)
                 if not rows.size:
                     continue
@@ -77,6 +94,7 @@ def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> d
                         "frame_index": int(images.frame_index[i]),
                         "blurred_px": int(per_image["blurred_px"][i]),
                         "regions": entry,
+                        "qa_regions": measured,
                     }
                 )
     versions = {"opencv": cv2.__version__}
@@ -85,6 +103,10 @@ def anonymization_summary(out_dir: str | Path, settings: Mapping[str, Any]) -> d
 
         versions["onnxruntime"] = onnxruntime.__version__
     totals["blurred_fraction"] = round(totals["blurred_px"] / totals["image_px"], 8) if totals["image_px"] else 0.0  # type: ignore[assignment]
+    # the evidence the blurring took: per QA region, the blurred share of its mask (docs/anonymize.md)
+    totals["qa_regions"] = len(shares)
+    totals["qa_region_blurred_share_mean"] = round(float(np.mean(shares)), 6) if shares else 0.0  # type: ignore[assignment]
+    totals["qa_region_blurred_share_max"] = round(float(np.max(shares)), 6) if shares else 0.0  # type: ignore[assignment]
     return {
         "format": SIDECAR_FORMAT,
         "version": SIDECAR_VERSION,
@@ -133,6 +155,8 @@ def anonymize_record(record: SceneRecord, options: AnonymizeOptions, face_detect
         [record.detections, record.ground_truth],
         options,
         face_detector,
+        record.masks,
+        record.regions,
     )
     frames, images, extra = adapters.anonymized_tables(record.frames, record.images, out)
     return replace(

