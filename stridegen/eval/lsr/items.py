@@ -414,6 +414,8 @@ def _read_prediction(pred: Any, dimension: str, kind: Kind, n_dims: int) -> tupl
             entry = pred.get(dimension, pred.get(kind))
             return _read_prediction(entry, dimension, kind, 1)
         if "value" in pred:
+            if n_dims > 1:  # one value for a question of two dimensions (distance and direction): which one?
+                return None, nan, "ambiguous_numeric_prediction"
             v = finite_number(pred["value"])
             if v is None:
                 return None, nan, "bad_prediction_value"
