@@ -1,7 +1,10 @@
 """The `stridegen` command line. Thin: parse arguments, call library functions, print results.
 
-Every command registered here is wrapped by ``stridegen.cli.errors.guarded`` (one-line errors on stderr,
-the exit codes of docs/cli.md); command modules apply it where they define a command, and registration applies it
+``main`` (the console script) imports only the module of the command it runs, so that `stridegen build --help` does
+not pay for the imports of every other command; ``app`` (every command, built on first use) is what tests use.
+
+Every command registered here is wrapped by ``stridegen.cli.errors.guarded`` (one-line errors on stderr, the exit
+codes of docs/cli.md); command modules apply it where they define a command, and registration applies it
 again, a no-op then, so that a command that forgot it is covered all the same.
 """
 
@@ -9,19 +12,13 @@ from __future__ import annotations
 
 import copy
 import importlib
+import sys
+from typing import Any
 
 import typer
 
 from stridegen import __version__
 from stridegen.cli.errors import guarded
-
-app = typer.Typer(
-    name="stridegen",
-    help="Build spatiotemporal VQA datasets from driving logs (STRIDE-QA pipeline) and score models on them.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
 
 # Each entry: (module, attribute, command name). Every command lives in this package and calls the library
 # functions of its layer; importing them is cheap (heavy dependencies are imported inside the command functions).
@@ -49,10 +46,7 @@ _GROUPS: list[tuple[str, str, str]] = [
 ]
 
 # `stridegen eval ...`: evaluators. (module, attribute, command name).
-eval_app = typer.Typer(
-    help="Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR, spatial QA).",
-    no_args_is_help=True,
-)
+_EVAL_HELP = "Score predictions against ground truth (nuScenes detection / tracking, STRIDE-QA LSR, spatial QA)."
 _EVAL_COMMANDS: list[tuple[str, str, str]] = [
     ("stridegen.cli.eval_detection", "eval_detection", "detection"),
     ("stridegen.cli.eval_tracking", "eval_tracking", "tracking"),
@@ -67,8 +61,7 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def main(
+def root(
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
@@ -95,10 +88,55 @@ def guarded_group(group: typer.Typer) -> typer.Typer:
     return out
 
 
-for _module, _attr, _name in _COMMANDS:
-    app.command(_name)(guarded(getattr(importlib.import_module(_module), _attr)))
-for _module, _attr, _name in _EVAL_COMMANDS:
-    eval_app.command(_name)(guarded(getattr(importlib.import_module(_module), _attr)))
-app.add_typer(eval_app, name="eval")
-for _module, _attr, _name in _GROUPS:
-    app.add_typer(guarded_group(getattr(importlib.import_module(_module), _attr)), name=_name)
+def _load(module: str, attr: str) -> Any:
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_app(command: str | None = None) -> typer.Typer:
+    """The `stridegen` app with every command (``command`` None), or with only the command or group ``command``."""
+    out = typer.Typer(
+        name="stridegen",
+        help="Build spatiotemporal VQA datasets from driving logs (STRIDE-QA pipeline) and score models on them.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_show_locals=False,
+    )
+    out.callback()(root)
+    for module, attr, name in _COMMANDS:
+        if command in (None, name):
+            out.command(name)(guarded(_load(module, attr)))
+    if command in (None, "eval"):
+        eval_app = typer.Typer(help=_EVAL_HELP, no_args_is_help=True)
+        for module, attr, name in _EVAL_COMMANDS:
+            eval_app.command(name)(guarded(_load(module, attr)))
+        out.add_typer(eval_app, name="eval")
+    for module, attr, name in _GROUPS:
+        if command in (None, name):
+            out.add_typer(guarded_group(_load(module, attr)), name=name)
+    return out
+
+
+def command_names() -> set[str]:
+    """The first words of every command line: commands, groups and ``eval``."""
+    return {name for *_, name in _COMMANDS} | {name for *_, name in _GROUPS} | {"eval"}
+
+
+def main() -> None:
+    """The console script: the app with only the command named on the command line (the first word that is not an
+    option: the root has no option that takes a value), or with every command for the root's help and for a word
+    that is no command (click then lists them)."""
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    build_app(command if command in command_names() else None)()
+
+
+_app: typer.Typer | None = None
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: every command, built on first use (PEP 562)."""
+    global _app
+    if name == "app":
+        if _app is None:
+            _app = build_app()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

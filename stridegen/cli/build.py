@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from stridegen.cli.errors import EXIT_EMPTY, EXIT_FAILED, guarded, one_line
-from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,6 +64,7 @@ def build(
 
     from stridegen.cli.progress import SceneProgress
     from stridegen.jobs.build import STAGES, run_build
+    from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
     from stridegen.run.config import load_build_config
 
     console = Console()

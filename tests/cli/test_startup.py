@@ -1,0 +1,51 @@
+"""The console script imports only the command it runs (issue 35): `stridegen build --help` loads neither numpy
+nor the engine, and the full app (``stridegen.cli.app``) still holds every command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+sys.argv = ["stridegen", *sys.argv[1:]]
+from stridegen.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_after(*args: str) -> tuple[str, set[str]]:
+    """stdout + stderr of `stridegen ARGS` run in a fresh interpreter, and the modules it had imported."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True)
+    *err, modules = done.stderr.strip().splitlines()
+    return done.stdout + "\n".join(err), set(json.loads(modules))
+
+
+def test_build_help_imports_only_the_build_command():
+    out, modules = _modules_after("build", "--help")
+    assert "Build a sharded dataset" in out
+    assert "stridegen.cli.build" in modules
+    for heavy in ("numpy", "stridegen.run.config", "stridegen.logs", "stridegen.cli.judge", "stridegen.cli.export"):
+        assert heavy not in modules, heavy
+
+
+def test_group_and_root_help():
+    out, modules = _modules_after("eval", "lsr", "--help")
+    assert "stridegen.cli.eval_lsr" in modules and "stridegen.cli.build" not in modules
+    out, modules = _modules_after("--help")
+    for name in ("synth", "build", "eval", "judge", "calibrate", "predict"):
+        assert name in out
+    out, modules = _modules_after("nosuch")  # not a command: the full app answers (click names the mistake)
+    assert "No such command" in out and "stridegen.cli.judge" in modules
+
+
+def test_full_app_has_every_command():
+    from stridegen.cli import _COMMANDS, _GROUPS, app, command_names
+
+    names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    assert names == command_names() == {n for *_, n in _COMMANDS} | {n for *_, n in _GROUPS} | {"eval"}
