@@ -102,6 +102,7 @@ def print_summary(console: Any, summary: dict[str, Any], label: str = "") -> Non
     from rich.markup import escape
 
     from stridegen.cli.terminal_tables import fitted_tables
+    from stridegen.eval.validate.qa_compare import REASONS
 
     cand = summary["candidate"]
     console.print(
@@ -131,32 +132,39 @@ def print_summary(console: Any, summary: dict[str, Any], label: str = "") -> Non
             rows.append((escape(name), [escape(c) for c in cells]))
         for table in fitted_tables(escape(category), "predicate", columns, rows, justify=justify):
             console.print(table)
-    columns = ["matched", "changed", "beyond %", "lost", "(object)", "gained", "(object)"]
+    blocks = [*summary["categories"].items(), ("all", summary["total"])]
+    styles = [None] * (len(blocks) - 1) + ["bold"]
+    columns = ["matched", "changed", "beyond %", "lost", "gained"]
     rows = [
         (
             escape(cat),
             [
-                str(block["matched"]),
-                str(block["changed"]),
-                _pct(block["changed"], block["matched"]),
-                str(block["lost"]),
-                str(block["lost_by_reason"]["object"]),
-                str(block["gained"]),
-                str(block["gained_by_reason"]["object"]),
+                str(b["matched"]),
+                str(b["changed"]),
+                _pct(b["changed"], b["matched"]),
+                str(b["lost"]),
+                str(b["gained"]),
             ],
         )
-        for cat, block in [*summary["categories"].items(), ("all", summary["total"])]
+        for cat, b in blocks
     ]
-    styles = [None] * (len(rows) - 1) + ["bold"]
     for table in fitted_tables("totals", "category", columns, rows, row_styles=styles):
+        console.print(table)
+    columns = [f"{side}: {r.replace('_', ' ')}" for side in ("lost", "gained") for r in REASONS]
+    rows = [
+        (escape(cat), [str(b[f"{side}_by_reason"][r]) for side in ("lost", "gained") for r in REASONS])
+        for cat, b in blocks
+    ]
+    for table in fitted_tables("questions lost and gained, by reason", "category", columns, rows, row_styles=styles):
         console.print(table)
     total = summary["total"]
     console.print(
         f"questions: oracle {total['reference_questions']}, candidate {total['candidate_questions']}. matched, "
-        "changed: scored answer dimensions; lost, gained: questions, (object) those lost or gained because an "
-        "object they name is not a marked region of that image in the other build (the rest were not asked "
-        "there: an ambiguity threshold crossed, another draw of the per-image caps, or a spatiotemporal group "
-        "skipped, e.g. its target's track breaks before a horizon).",
+        "changed: scored answer dimensions; lost, gained: questions. Reasons, looking at the other build's "
+        "keyframe: no track: an object the question names has no track there (missed, 2 m or more away, or a "
+        "false positive); not marked: tracked but not a marked region of that image (visibility filter, region "
+        "size); not asked: every object marked, the question not asked (an ambiguity threshold, another draw of "
+        "the per-image caps, or a spatiotemporal group skipped, e.g. its target's track breaks before a horizon).",
         markup=False,
         highlight=False,
     )

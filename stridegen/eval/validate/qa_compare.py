@@ -13,11 +13,16 @@ applies to a model's answer of that kind (``QATolerances``):
 - words (yes/no, left/right): changed when they differ.
 
 A question both builds ask is *matched*; each of its dimensions is *changed* when the candidate's answer fails the
-rule. A question only the reference asks is *lost*, one only the candidate asks *gained*, each with a reason:
-``object`` when an object it names is not a marked region of that image in the other build (missed, displaced by
-2 m or more, or dropped by the visibility filter), else ``not_asked`` (every object is marked there, but the other
-build did not ask it: an ambiguity threshold crossed, another draw of the per-image pair / QA caps, or a
-spatiotemporal group skipped there, e.g. because the target's track ends or breaks before a horizon).
+rule. A question only the reference asks is *lost*, one only the candidate asks *gained*, each with the first
+reason that holds, looking at the other build's keyframe:
+
+- ``no_track``: an object the question names has no track there (the detector missed it, or its box is 2 m or
+  more away; a gained question's false-positive object has none in the oracle build);
+- ``not_marked``: every object is tracked there, but one is not a marked region of that image (dropped by the
+  visibility filter or the minimum region size);
+- ``not_asked``: every object is marked there, but the other build did not ask it (an ambiguity threshold crossed,
+  another draw of the per-image pair / QA caps, or a spatiotemporal group skipped there, e.g. because the target's
+  track ends or breaks before a horizon).
 """
 
 from __future__ import annotations
@@ -57,9 +62,10 @@ from stridegen.pipeline.qa.spatial_predicates import (
     SPATIAL_PREDICATES,
 )
 
-REASON_OBJECT = "object"  # an object the question names is not a marked region of that image in the other build
+REASON_NO_TRACK = "no_track"  # an object the question names has no track at that keyframe in the other build
+REASON_NOT_MARKED = "not_marked"  # every object is tracked there, one is not a marked region of that image
 REASON_NOT_ASKED = "not_asked"  # every object is marked there, but the other build did not ask it
-REASONS: tuple[str, ...] = (REASON_OBJECT, REASON_NOT_ASKED)
+REASONS: tuple[str, ...] = (REASON_NO_TRACK, REASON_NOT_MARKED, REASON_NOT_ASKED)
 
 _FAMILY_OF = {p: f"{pos}/{neg}" for pos, neg in (*PAIR_YES_NO_FAMILIES, *EGO_YES_NO_FAMILIES) for p in (pos, neg)}
 # Row order: the spatial generator's predicate order (a family at its positive predicate), then the bench's.
@@ -170,11 +176,17 @@ class Unpaired:
         return len(self.category)
 
     def add(self, qa: CanonicalQA, other: DatasetQuestions) -> None:
-        marked = other.regions.get(qa.image, frozenset())
+        objects = set(qa.key[5])
+        if not objects <= other.tracked.get((qa.key[0], qa.key[1]), frozenset()):
+            reason = REASON_NO_TRACK
+        elif not objects <= other.regions.get(qa.image, frozenset()):
+            reason = REASON_NOT_MARKED
+        else:
+            reason = REASON_NOT_ASKED
         self.category.append(qa.category)
         self.predicate.append(qa.predicate)
         self.question_id.append(qa.question_id)
-        self.reason.append(REASON_NOT_ASKED if set(qa.key[5]) <= marked else REASON_OBJECT)
+        self.reason.append(reason)
 
 
 @dataclass

@@ -208,11 +208,13 @@ def object_names(own: SceneTracks, reference: SceneTracks | None, frame: int) ->
 
 @dataclass
 class DatasetQuestions:
-    """The canonical questions of a dataset (by key), the named regions of each keyframe image, the scenes read,
-    and ``frame_token`` per scene (to check that two datasets come from the same log)."""
+    """The canonical questions of a dataset (by key), the named objects marked as regions in each keyframe image,
+    the named objects its tracks cover at each keyframe's frame (``tracked``: by (scene, frame row)), and the
+    scenes read."""
 
     questions: dict[QAKey, CanonicalQA] = field(default_factory=dict)
     regions: dict[ImageKey, frozenset[str]] = field(default_factory=dict)
+    tracked: dict[tuple[str, int], frozenset[str]] = field(default_factory=dict)
     scenes: list[str] = field(default_factory=list)
 
     def add(self, qa: CanonicalQA, where: str) -> None:
@@ -230,8 +232,8 @@ class DatasetQuestions:
 def scene_questions(
     scene: SceneView, out: DatasetQuestions, where: str, names: Callable[[int], list[str]] | None = None
 ) -> None:
-    """Add one scene's canonical questions and named regions to ``out``. ``names(frame)`` names the scene's tracks
-    at a keyframe's frame row (default: the scene is the reference)."""
+    """Add one scene's canonical questions, named regions and tracked objects to ``out``. ``names(frame)`` names
+    the scene's tracks at a keyframe's frame row (default: the scene is the reference)."""
     own = scene_tracks(scene)
     name_at = names or (lambda frame: object_names(own, None, frame))
     out.scenes.append(scene.name)
@@ -244,6 +246,9 @@ def scene_questions(
             cache[frame] = name_at(frame)
         return cache[frame]
 
+    for frame in sorted(set(kf_frame.tolist())):
+        here = own.present[:, frame] if own.present.shape[0] else np.zeros(0, dtype=bool)
+        out.tracked[(scene.name, frame)] = frozenset(n for n, p in zip(named(frame), here.tolist(), strict=True) if p)
     regions = scene.regions
     if regions is not None:
         sets: dict[ImageKey, set[str]] = {}

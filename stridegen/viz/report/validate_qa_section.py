@@ -66,8 +66,13 @@ def validate_qa_section(dataset_dir: str | Path) -> str | None:
         "by what they ask about which objects, the oracle's answer taken as the truth and judged with the bench's "
         f"tolerance (<code>{esc(RESULTS_NAME)}</code> of <code>stridegen validate --qa</code>)"
     )
+    blocks = [*doc["categories"].items(), ("all", doc["total"])]
+    reasons = list(doc["total"].get("lost_by_reason", {}))  # the file's own reason names, in its order
     total_rows = []
-    for name, block in [*doc["categories"].items(), ("all", doc["total"])]:
+    for name, block in blocks:
+        by_reason = [
+            fmt_int(block.get(f"{side}_by_reason", {}).get(r, 0)) for side in ("lost", "gained") for r in reasons
+        ]
         total_rows.append(
             [
                 esc(name),
@@ -75,21 +80,12 @@ def validate_qa_section(dataset_dir: str | Path) -> str | None:
                 fmt_int(block.get("changed", 0)),
                 fmt_pct(block.get("changed", 0), block.get("matched", 0)),
                 fmt_int(block.get("lost", 0)),
-                fmt_int(block.get("lost_by_reason", {}).get("object", 0)),
                 fmt_int(block.get("gained", 0)),
-                fmt_int(block.get("gained_by_reason", {}).get("object", 0)),
+                *by_reason,
             ]
         )
-    headers = [
-        "category",
-        "matched",
-        "changed",
-        "beyond tolerance",
-        "lost",
-        "lost (object)",
-        "gained",
-        "gained (object)",
-    ]
+    headers = ["category", "matched", "changed", "beyond tolerance", "lost", "gained"]
+    headers += [f"{side}: {r.replace('_', ' ')}" for side in ("lost", "gained") for r in reasons]
     body = subsection("Totals", table(headers, total_rows, table_id="validate-qa-totals"))
     rows = []
     for r in doc["rows"]:
@@ -124,8 +120,10 @@ def validate_qa_section(dataset_dir: str | Path) -> str | None:
         )
     rules = "; ".join(f"{esc(k)}: {esc(v)}" for k, v in doc["tolerances"].items())
     body += note(
-        "lost / gained (object): an object the question names is not a marked region of that image in the other "
-        "build; the others were not asked there (an ambiguity threshold crossed, another draw of the per-image "
-        f"caps, or a spatiotemporal group skipped). Tolerances: {rules}"
+        "Reasons a question is lost or gained, looking at the other build's keyframe: no track: an object it "
+        "names has no track there (missed, 2 m or more away, or a false positive); not marked: tracked but not a "
+        "marked region of that image (visibility filter, region size); not asked: every object marked, the "
+        "question not asked (an ambiguity threshold, another draw of the per-image caps, or a spatiotemporal group "
+        f"skipped). Tolerances: {rules}"
     )
     return section(SECTION_ID, SECTION_LABEL, body, intro)

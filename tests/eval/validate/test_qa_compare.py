@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
 from stridegen.eval.validate.qa_compare import (
+    REASON_NO_TRACK,
     REASON_NOT_ASKED,
-    REASON_OBJECT,
+    REASON_NOT_MARKED,
     QATolerances,
     compare_questions,
     summarize,
@@ -84,8 +85,9 @@ def _qa(
     return CanonicalQA((*image, category, pred, objects), qid, dims)
 
 
-def _questions(items: list[CanonicalQA], regions: dict) -> DatasetQuestions:
+def _questions(items: list[CanonicalQA], regions: dict, tracked: set[str] = frozenset()) -> DatasetQuestions:
     out = DatasetQuestions(regions={k: frozenset(v) for k, v in regions.items()}, scenes=["s"])
+    out.tracked = {("s", 4): frozenset(tracked)}
     for q in items:
         out.add(q, "test")
     return out
@@ -106,8 +108,9 @@ def _hand_made() -> tuple[DatasetQuestions, DatasetQuestions]:
         _qa("r8", "target_speed_data_4d_t1", ("r/a",), "m/s", 0.8, category="spatiotemporal"),  # 1.35: beyond
         _qa("r9", "left_of", ("r/a", "r/b"), label="yes", category="object_spatial"),  # asked flipped, same truth
         _qa("r10", "bigger", ("r/a", "r/b"), label="yes", category="object_spatial"),  # truth changes
-        _qa("r11", "ego_distance", ("r/c",), "m", 20.0),  # lost: c is not a region of the candidate's image
-        _qa("r12", "ego_left_right", ("r/b",), label="left"),  # lost: a and b are regions there, not asked
+        _qa("r11", "ego_distance", ("r/c",), "m", 20.0),  # lost: c is tracked, not a region of the candidate's image
+        _qa("r12", "ego_left_right", ("r/b",), label="left"),  # lost: b is a region there, not asked
+        _qa("r13", "ego_distance", ("r/d",), "m", 30.0),  # lost: the candidate has no track of d
     ]
     cand = [
         _qa("c1", "ego_distance", ("r/a",), "m", 12.4),
@@ -120,11 +123,12 @@ def _hand_made() -> tuple[DatasetQuestions, DatasetQuestions]:
         _qa("c8", "target_speed_data_4d_t1", ("r/a",), "m/s", 1.35, category="spatiotemporal"),
         _qa("c9", "right_of", ("r/b", "r/a"), label="yes", category="object_spatial"),
         _qa("c10", "smaller", ("r/a", "r/b"), label="yes", category="object_spatial"),
-        _qa("c11", "ego_distance", ("c/7",), "m", 5.0),  # gained: an unmatched candidate track
+        _qa("c11", "ego_distance", ("c/7",), "m", 5.0),  # gained: an unmatched candidate track (no oracle track)
+        _qa("c12", "ego_distance", ("r/e",), "m", 8.0),  # gained: the oracle tracks e but does not mark it
     ]
     return (
-        _questions(ref, {IMG: {"r/a", "r/b", "r/c"}}),
-        _questions(cand, {IMG: {"r/a", "r/b", "c/7"}}),
+        _questions(ref, {IMG: {"r/a", "r/b", "r/c", "r/d"}}, {"r/a", "r/b", "r/c", "r/d", "r/e"}),
+        _questions(cand, {IMG: {"r/a", "r/b", "c/7", "r/e"}}, {"r/a", "r/b", "r/c", "c/7", "r/e"}),
     )
 
 
@@ -142,22 +146,28 @@ def test_comparison_of_hand_made_questions_known_answers():
     rel = dict(zip(comp.matched.reference_id, comp.matched.rel_error.tolist(), strict=True))
     assert rel["r2"] == pytest.approx(2.6 / (10.0 + 1e-4))
     assert list(zip(comp.lost.question_id, comp.lost.reason, strict=True)) == [
-        ("r11", REASON_OBJECT),
+        ("r11", REASON_NOT_MARKED),
         ("r12", REASON_NOT_ASKED),
+        ("r13", REASON_NO_TRACK),
     ]
-    assert list(zip(comp.gained.question_id, comp.gained.reason, strict=True)) == [("c11", REASON_OBJECT)]
+    assert list(zip(comp.gained.question_id, comp.gained.reason, strict=True)) == [
+        ("c11", REASON_NO_TRACK),
+        ("c12", REASON_NOT_MARKED),
+    ]
 
     s = summarize(comp)
-    assert s["total"] | {"lost_by_reason": None, "gained_by_reason": None} == {
-        "matched": 10, "changed": 5, "changed_share": 0.5, "lost": 2, "gained": 1,
-        "lost_by_reason": None, "gained_by_reason": None, "reference_questions": 12, "candidate_questions": 11,
+    assert s["total"] == {
+        "matched": 10, "changed": 5, "changed_share": 0.5, "lost": 3, "gained": 2,
+        "lost_by_reason": {"no_track": 1, "not_marked": 1, "not_asked": 1},
+        "gained_by_reason": {"no_track": 1, "not_marked": 1, "not_asked": 0},
+        "reference_questions": 13, "candidate_questions": 12,
     }  # fmt: skip
     rows = {(r["category"], r["predicate"]): r for r in s["rows"]}
     heading = rows[("ego_spatial", "ego_heading_angle")]
     assert (heading["matched"], heading["changed"], heading["unit"]) == (2, 1, "deg")
     assert heading["abs_error"]["p50"] == pytest.approx(8.5) and heading["abs_error"]["max"] == pytest.approx(11.0)
     assert heading["signed_error"]["mean"] == pytest.approx((-11.0 + 6.0) / 2)
-    assert rows[("ego_spatial", "ego_distance")]["lost"] == 1 and rows[("ego_spatial", "ego_distance")]["gained"] == 1
+    assert rows[("ego_spatial", "ego_distance")]["lost"] == 2 and rows[("ego_spatial", "ego_distance")]["gained"] == 2
     assert rows[("object_spatial", "bigger/smaller")]["changed"] == 1
     assert s["categories"]["spatiotemporal"]["changed"] == 1
     json.dumps(s, allow_nan=False)  # the results file takes it as it is
@@ -174,7 +184,7 @@ def test_the_lsr_profile_decides_the_spatiotemporal_tolerance():
 def test_a_dataset_against_itself_changes_nothing():
     ref, _ = _hand_made()
     s = summarize(compare_questions(ref, ref))
-    assert (s["total"]["matched"], s["total"]["changed"], s["total"]["lost"], s["total"]["gained"]) == (12, 0, 0, 0)
+    assert (s["total"]["matched"], s["total"]["changed"], s["total"]["lost"], s["total"]["gained"]) == (13, 0, 0, 0)
 
 
 def test_two_questions_with_one_identity_are_an_error():
