@@ -330,7 +330,10 @@ class RosReader(LogReader):
     def sample_head(self, sample: SensorSample, limit: int) -> bytes:
         """The first ``limit`` bytes of the sample's camera bytes (``load_bytes``) or serialised message."""
         if sample.calibration.is_camera:
-            return self.load_bytes(sample)[:limit]
+            try:
+                return self.load_bytes(sample)[:limit]
+            except LogFormatError:  # an unknown encoding: no image header (the check's unreadable_image)
+                return b""
         return b""
 
     def load_points(self, sample: SensorSample) -> np.ndarray:
