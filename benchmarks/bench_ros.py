@@ -1,0 +1,264 @@
+"""ROS recordings: read throughput of the ``ros`` reader against rosbags' own message iteration on the same file,
+the first open (the recording's index: what the first ``stridegen check`` pays), and a build worker's peak memory
+against the recording's length.
+
+Recordings are written with ``stridegen.logs.synthetic.ros_writer.write_recording``: a LiDAR at 10 Hz
+(``--points`` points of x, y, z, intensity, ring, t: 24 bytes each), ``--cameras`` JPEG cameras of 320x180 with
+CameraInfo at 10 Hz, ``/tf`` at 10 Hz and ``/tf_static``; the ego drives a straight line at 10 m/s.
+
+- throughput: MB of recording per second on one core. rosbags: ``AnyReader.messages()`` over every message, each
+  deserialised. ours: every frame of every scene of an opened ``RosReader`` (index already built): its sweep
+  (decoded, de-skewed) and its camera bytes. Median of ``--repeats`` passes. Goal: ours >= 0.8x rosbags.
+- first open: building the index (one pass over the recording), once.
+- memory: in a fresh process per length, ``RosReader(root).scene(<middle scene>)`` and every sweep and image of
+  it read; peak RSS (``ru_maxrss``) minus the RSS after imports. Goal: flat in the length.
+
+    .venv/bin/python benchmarks/bench_ros.py [--container ros2-mcap] [--minutes 1 3 10] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def write_recording_of(path: Path, container: str, seconds: float, points: int, cameras: int) -> None:
+    """A recording of ``seconds`` (module docstring)."""
+    from stridegen.core.transforms import make_transform
+    from stridegen.formats.images import encode_jpeg
+    from stridegen.logs.ros.types import make
+    from stridegen.logs.synthetic.ros_writer import _header, _transform, write_recording
+
+    rng = np.random.default_rng(0)
+    t0 = 1_700_000_000_000_000_000
+    period = 100_000_000
+    n = int(seconds * 10)
+    xyz = rng.normal(0.0, 20.0, (points, 3)).astype(np.float32)
+    record = np.zeros(
+        points,
+        dtype=np.dtype(
+            {
+                "names": ["x", "y", "z", "intensity", "ring", "t"],
+                "formats": ["<f4"] * 4 + ["<u2", "<f4"],
+                "offsets": [0, 4, 8, 12, 16, 20],
+                "itemsize": 24,
+            }
+        ),
+    )
+    record["x"], record["y"], record["z"] = xyz.T
+    record["intensity"] = rng.uniform(0, 100, points)
+    record["ring"] = rng.integers(0, 32, points)
+    record["t"] = -np.mod(np.arctan2(xyz[:, 1], xyz[:, 0]), 2 * np.pi) / (2 * np.pi) * 0.1
+    cloud = np.frombuffer(record.tobytes(), dtype=np.uint8)
+    image = rng.integers(0, 256, (180, 320, 3), dtype=np.uint8)
+    jpeg = np.frombuffer(encode_jpeg(image, 90).tobytes(), dtype=np.uint8)
+    K = np.array([[200.0, 0, 160], [0, 200.0, 90], [0, 0, 1]])
+    cams = [f"CAM_{i}" for i in range(cameras)]
+    statics = [("base_link", "LIDAR", make_transform(np.eye(3), np.array([1.0, 0.0, 1.8])))]
+    for i, cam in enumerate(cams):
+        yaw = 2 * np.pi * i / max(cameras, 1)
+        R = np.array([[0, 0, 1], [-1, 0, 0], [0, -1, 0]], dtype=float)  # camera z forward, x right, y down
+        Rz = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+        statics.append(("base_link", cam, make_transform(Rz @ R, np.array([1.5, 0.0, 1.6]))))
+    fields = [("x", 0, 7), ("y", 4, 7), ("z", 8, 7), ("intensity", 12, 7), ("ring", 16, 4), ("t", 20, 7)]
+    messages = [
+        (
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            t0,
+            lambda st: make(
+                st, "tf2_msgs/msg/TFMessage", transforms=[_transform(st, t0, p, c, T) for p, c, T in statics]
+            ),
+        )
+    ]
+    for k in range(n + 2):  # poses one period beyond the last sweep
+        ns = t0 + k * period
+        T = make_transform(np.eye(3), np.array([k * 1.0, 0.0, 0.0]))
+        messages.append(
+            (
+                "/tf",
+                "tf2_msgs/msg/TFMessage",
+                ns,
+                lambda st, ns=ns, T=T: make(
+                    st, "tf2_msgs/msg/TFMessage", transforms=[_transform(st, ns, "map", "base_link", T)]
+                ),
+            )
+        )
+    for k in range(1, n + 1):
+        ns = t0 + k * period
+        messages.append(
+            (
+                "/lidar/points",
+                "sensor_msgs/msg/PointCloud2",
+                ns,
+                lambda st, ns=ns: make(
+                    st,
+                    "sensor_msgs/msg/PointCloud2",
+                    header=_header(st, ns, "LIDAR"),
+                    height=1,
+                    width=points,
+                    fields=[
+                        make(st, "sensor_msgs/msg/PointField", name=a, offset=o, datatype=d, count=1)
+                        for a, o, d in fields
+                    ],
+                    is_bigendian=False,
+                    point_step=24,
+                    row_step=24 * points,
+                    data=cloud,
+                    is_dense=True,
+                ),
+            )
+        )
+        for cam in cams:
+            messages.append(
+                (
+                    f"/{cam}/image/compressed",
+                    "sensor_msgs/msg/CompressedImage",
+                    ns + 1_000_000,
+                    lambda st, ns=ns, cam=cam: make(
+                        st,
+                        "sensor_msgs/msg/CompressedImage",
+                        header=_header(st, ns + 1_000_000, cam),
+                        format="jpeg",
+                        data=jpeg,
+                    ),
+                )
+            )
+            messages.append(
+                (
+                    f"/{cam}/camera_info",
+                    "sensor_msgs/msg/CameraInfo",
+                    ns + 1_000_000,
+                    lambda st, ns=ns, cam=cam: make(
+                        st,
+                        "sensor_msgs/msg/CameraInfo",
+                        header=_header(st, ns + 1_000_000, cam),
+                        height=180,
+                        width=320,
+                        distortion_model="plumb_bob",
+                        d=np.zeros(5),
+                        k=K.reshape(-1),
+                        r=np.eye(3).reshape(-1),
+                        p=np.hstack([K, np.zeros((3, 1))]).reshape(-1),
+                        binning_x=0,
+                        binning_y=0,
+                        roi=make(
+                            st,
+                            "sensor_msgs/msg/RegionOfInterest",
+                            x_offset=0,
+                            y_offset=0,
+                            height=0,
+                            width=0,
+                            do_rectify=False,
+                        ),
+                    ),
+                )
+            )
+    write_recording(path, container, messages)
+
+
+def size_mb(path: Path) -> float:
+    files = [path] if path.is_file() else [p for p in path.iterdir() if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 1e6
+
+
+def rosbags_pass(path: Path) -> float:
+    from rosbags.highlevel import AnyReader
+
+    from stridegen.logs.ros.types import typestore
+
+    start = time.perf_counter()
+    with AnyReader([path], default_typestore=typestore(path.suffix == ".bag")) as reader:
+        for conn, _ts, raw in reader.messages():
+            reader.deserialize(raw, conn.msgtype)
+    return time.perf_counter() - start
+
+
+def our_pass(root: Path) -> float:
+    from stridegen.logs.ros.reader import RosReader
+
+    reader = RosReader(root)
+    start = time.perf_counter()
+    for name, _ in reader.scene_ids():
+        for frame in reader.scene(name):
+            frame.lidar()
+            for channel in frame.camera_channels:
+                frame.image_bytes(channel)
+    return time.perf_counter() - start
+
+
+MEMORY_CHILD = """
+import json, resource, sys
+from stridegen.logs.ros.reader import RosReader
+import rosbags.highlevel, numpy, scipy.spatial.transform, cv2
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+reader = RosReader(sys.argv[1])
+ids = reader.scene_ids()
+scene = reader.scene(ids[len(ids) // 2][0])
+for frame in scene:
+    frame.lidar()
+    for channel in frame.camera_channels:
+        frame.image_bytes(channel)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"scenes": len(ids), "frames": len(scene.frames), "base_mb": base / 1024, "peak_mb": peak / 1024}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--container", default="ros2-mcap", choices=["ros2-mcap", "ros1", "ros2-sqlite3"])
+    parser.add_argument("--minutes", type=float, nargs="+", default=[1.0, 3.0, 10.0])
+    parser.add_argument("--throughput-seconds", type=float, default=60.0)
+    parser.add_argument("--points", type=int, default=20000)
+    parser.add_argument("--cameras", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="bench-ros-") as tmp:
+        root = Path(tmp) / "throughput"
+        root.mkdir()
+        name = "rec.bag" if args.container == "ros1" else "rec"
+        write_recording_of(root / name, args.container, args.throughput_seconds, args.points, args.cameras)
+        mb = size_mb(root / name)
+        start = time.perf_counter()
+        from stridegen.logs.ros.reader import RosReader
+
+        RosReader(root)
+        first_open = time.perf_counter() - start
+        base = [rosbags_pass(root / name) for _ in range(args.repeats)]
+        ours = [our_pass(root) for _ in range(args.repeats)]
+        b, o = statistics.median(base), statistics.median(ours)
+        print(f"{args.container}: {args.throughput_seconds:.0f} s recording, {mb:.1f} MB")
+        print(f"  first open (index):  {first_open:.2f} s ({mb / first_open:.0f} MB/s)")
+        print(f"  rosbags iteration:   {mb / b:.0f} MB/s (min {mb / max(base):.0f}, max {mb / min(base):.0f})")
+        print(f"  ros reader:          {mb / o:.0f} MB/s (min {mb / max(ours):.0f}, max {mb / min(ours):.0f})")
+        print(f"  ratio ours/rosbags:  {b / o:.2f}x (goal >= 0.8x)")
+        for minutes in args.minutes:
+            folder = Path(tmp) / f"mem-{minutes}"
+            folder.mkdir()
+            write_recording_of(folder / name, args.container, minutes * 60.0, args.points, args.cameras)
+            RosReader(folder)  # the index, built once (not what a worker pays)
+            out = subprocess.run(
+                [sys.executable, "-c", MEMORY_CHILD, str(folder)], capture_output=True, text=True, check=True
+            )
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(
+                f"  {minutes:>5.1f} min ({size_mb(folder / name):7.1f} MB, {r['scenes']} scenes): worker peak "
+                f"{r['peak_mb']:.0f} MB, {r['peak_mb'] - r['base_mb']:.0f} MB over the imports"
+            )
+
+
+if __name__ == "__main__":
+    main()
