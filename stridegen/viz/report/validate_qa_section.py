@@ -9,12 +9,12 @@ questions lost and gained), the tolerances, and the error histograms when their 
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import DataFormatError
 from stridegen.viz.report.markup import esc, fmt_int, fmt_pct, note, section, subsection, table
+from stridegen.viz.report.results import _read_json
 
 # The files `stridegen validate --qa` writes into the compared (candidate) dataset's folder; the evaluator
 # (stridegen/eval/validate/qa_evaluate.py) takes these names from here.
@@ -25,20 +25,10 @@ SECTION_LABEL = "Detector QA error"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except OSError as exc:
-        raise DataFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
-    missing = [
-        k
-        for k in ("total", "categories", "rows", "candidate", "tolerances")
-        if not isinstance(doc, dict) or k not in doc
-    ]
-    if missing:
+    doc = _read_json(path)  # the report's one JSON reader: DataFormatError naming the file
+    keys = ("total", "categories", "rows", "candidate", "tolerances")
+    if not isinstance(doc, dict) or any(k not in doc for k in keys):
+        missing = [k for k in keys if not isinstance(doc, dict) or k not in doc]
         raise DataFormatError(path, f"not the results of stridegen validate --qa (no {', '.join(missing)})")
     return doc
 
