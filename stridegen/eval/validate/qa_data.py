@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stridegen.core.errors import DataFormatError
 from stridegen.pipeline.qa.base import (
     CATEGORY_SPATIOTEMPORAL,
     UNIT_CLOCK,
@@ -218,13 +219,14 @@ class DatasetQuestions:
     scenes: list[str] = field(default_factory=list)
 
     def add(self, qa: CanonicalQA, where: str) -> None:
-        """Add one question; ValueError when another has the same identity (two rows asking the same thing of
+        """Add one question; DataFormatError when another has the same identity (two rows asking the same thing of
         the same objects would make the comparison ambiguous)."""
         other = self.questions.get(qa.key)
         if other is not None:
-            raise ValueError(
-                f"{where}: questions {other.question_id!r} and {qa.question_id!r} ask the same thing "
-                f"({qa.predicate} of {', '.join(qa.key[5])}) in one image"
+            raise DataFormatError(
+                where,
+                f"questions {other.question_id!r} and {qa.question_id!r} ask the same thing "
+                f"({qa.predicate} of {', '.join(qa.key[5])}) in one image",
             )
         self.questions[qa.key] = qa
 
@@ -283,7 +285,7 @@ def scene_questions(
         try:
             pred, objects, dims = canonical_question(category, predicate, objs, unit, value, label, extra)
         except ValueError as exc:
-            raise ValueError(f"{where}: question {qid!r}: {exc}") from None
+            raise DataFormatError(where, f"question {qid!r}: {exc}") from None
         key: QAKey = (scene.name, frame, str(channels[c]), category, pred, objects)
         out.add(CanonicalQA(key, qid, dims), where)
 
@@ -296,7 +298,8 @@ def unmatched_names(own: SceneTracks, frame: int) -> list[str]:
 def read_pair(reference_dir: str | Path, candidate_dir: str | Path) -> tuple[DatasetQuestions, DatasetQuestions]:
     """The canonical questions of a reference build and of a candidate build of the same log, the candidate's
     objects named after the reference's tracks. Scenes only one of them has (failed in the other) are read too:
-    their questions are lost or gained. ValueError when a scene of both has other frames (not the same log)."""
+    their questions are lost or gained. DataFormatError (exit code 2 on the command line) when a scene of both has
+    other frames or no scene is in both (not the same log), or a question cannot be read."""
     from stridegen.shards.reader import open_dataset
 
     ref_dir, cand_dir = Path(reference_dir), Path(candidate_dir)
@@ -312,10 +315,13 @@ def read_pair(reference_dir: str | Path, candidate_dir: str | Path) -> tuple[Dat
             own = scene_tracks(scene)
             ref = tracks.get(scene.name)
             if ref is not None and not np.array_equal(ref.frame_token, own.frame_token):
-                raise ValueError(
-                    f"{where}: its frames differ from those of {ref_dir}'s scene {scene.name}: "
-                    "the two datasets are not builds of the same log"
+                raise DataFormatError(
+                    where,
+                    f"its frames differ from those of {ref_dir}'s scene {scene.name}: "
+                    "the two datasets are not builds of the same log",
                 )
             names = partial(unmatched_names, own) if ref is None else partial(object_names, own, ref)
             scene_questions(scene, candidate, where, names)
+    if reference.scenes and candidate.scenes and not set(reference.scenes) & set(candidate.scenes):
+        raise DataFormatError(cand_dir, f"no scene in common with {ref_dir}: the two are not builds of the same log")
     return reference, candidate

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from stridegen.eval.lsr.tolerance import STRIDEQA_BENCH
@@ -26,6 +28,7 @@ from stridegen.eval.validate.qa_data import (
     canonical_question,
     match_tracks,
 )
+from stridegen.pipeline.qa.spatial_predicates import PAIR_YES_NO_FAMILIES
 from tests.conftest import SMALL_BUILD
 
 
@@ -45,6 +48,28 @@ def test_order_and_polarity_of_a_yes_no_pair_do_not_change_the_question():
     # the opposite truth is another answer to the same question
     _, _, dims = canonical_question("object_spatial", "right_of", ("r/b", "r/a"), "", math.nan, "no")
     assert dims[0].label == "no"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    xa=st.floats(-50, 50),
+    xb=st.floats(-50, 50),
+    names=st.sampled_from([("r/1", "r/2"), ("r/2", "r/1"), ("r/10", "r/9")]),
+    family=st.sampled_from(PAIR_YES_NO_FAMILIES),
+    swap=st.booleans(),
+    negative=st.booleans(),
+)
+def test_any_order_and_polarity_gives_the_positive_predicate_of_sorted_objects(xa, xb, names, family, swap, negative):
+    assume(xa != xb)  # equal values are never asked
+    value = dict(zip(names, (xa, xb), strict=True))  # e.g. x_cam: positive(A, B) is value[A] < value[B]
+    first, second = (names[1], names[0]) if swap else names
+    positive_truth = value[first] < value[second]
+    predicate = family[1] if negative else family[0]
+    label = "yes" if positive_truth != negative else "no"
+    pred, objs, dims = canonical_question("object_spatial", predicate, (first, second), "", math.nan, label)
+    lo, hi = sorted(names)
+    assert (pred, objs) == (f"{family[0]}/{family[1]}", (lo, hi))
+    assert dims[0].label == ("yes" if value[lo] < value[hi] else "no")
 
 
 def test_ego_families_symmetric_numbers_and_directions():
