@@ -24,13 +24,15 @@ Rules, first match wins:
    ``Path_Divergence_at_Intersection``.
 3. heading beyond ``ONCOMING_MIN_DEG`` from the ego's: ``Oncoming_Pass``.
 4. heading between ``SAME_DIRECTION_MAX_DEG`` and ``ONCOMING_MIN_DEG`` (crossing the ego's road): ``Other``.
-5. same direction: the target's longitudinal position changes sign (one passes the other), or it comes
-   alongside (|x| <= ``ALONGSIDE_M``) while the gap changes: ``Overtake``; the longitudinal rate below
+5. same direction: the target's longitudinal position changes sign (one passes the other): ``Overtake``; the
+   longitudinal rate below
    ``MAINTAIN_MAX_RATE_MPS``: ``Maintain_State``; ahead of the ego in every frame and getting farther:
    ``Pulling_Away_from_Ego``; else (closing in from behind or ahead, falling behind): ``Overtake``.
 
-The names are the benchmark's relation spellings (``RELATIONS``). docs/qa-spatiotemporal.md lists the rules and
-the accuracy measured against the synthetic generator's analytic scenario of each agent.
+The names are the benchmark's relation spellings (``RELATIONS``). docs/scenarios.md lists the rules and the
+confusion matrix against the synthetic generator's per-window truth (``stridegen.logs.synthetic.scenario.
+window_relation``: the same definitions evaluated on the exact analytic motion, where these rules see a track
+sampled at the window's frames, with gaps where the target was not tracked).
 """
 
 from __future__ import annotations
@@ -55,19 +57,19 @@ MIN_PRESENT_FRAMES = 3
 MOVING_MIN_SPEED_MPS = 2.0
 # Steps slower than this carry no heading (a stopped target's displacement is noise in a real track).
 HEADING_MIN_SPEED_MPS = 1.0
-# Steps averaged for the early and the late heading (0.5 s each at 2 Hz): enough to smooth a noisy track, few
-# enough that a turn within the window is not averaged away.
-TURN_STEPS = 2
-# Early and late headings further apart than this: someone turns (a right turn is 90 deg; lane changes stay under
-# 15 deg at urban speeds).
-TURN_MIN_DEG = 30.0
+# Steps averaged for the early and the late heading (0.5 s at 2 Hz): one, so that a turn cut by the window's edge
+# is not averaged away (two steps missed 6 of 119 such windows of the generator's trucks, docs/scenarios.md).
+TURN_STEPS = 1
+# Early and late headings further apart than this: someone turns. The truth calls a window a turn when the heading
+# changes by more than 45 deg (half a right-angle turn) between its ends; a step's chord points along the heading at
+# the step's middle, so the chords of the first and last steps see up to a quarter step less of the turn at each
+# end (about 10 deg for the generator's trucks: 4-5 m/s on a 6-7.5 m radius), hence 35. Lane changes stay under
+# 15 deg at urban speeds.
+TURN_MIN_DEG = 35.0
 # Headings within this of the ego's are "same direction" (lane changes, gentle curves).
 SAME_DIRECTION_MAX_DEG = 45.0
 # Headings beyond this from the ego's are "opposite direction".
 ONCOMING_MIN_DEG = 135.0
-# A target whose centre comes this close longitudinally to the ego origin (rear axle; the ego's front is ~3.6 m
-# ahead of it) is alongside the ego: a pass is under way.
-ALONGSIDE_M = 8.0
 # Half a lane: a target within this of the ego's longitudinal axis is in the ego's lane.
 LANE_HALF_WIDTH_M = 1.75
 # A stationary target in the ego's lane at most this far ahead, at a held gap, is the car the ego queues behind.
@@ -89,7 +91,6 @@ class _Motion:
     x_last: np.ndarray  # [G] m
     x_min: np.ndarray  # [G] m, over the present frames
     x_max: np.ndarray  # [G] m
-    abs_x_min: np.ndarray  # [G] m, nearest longitudinal approach
     abs_y_max: np.ndarray  # [G] m, largest lateral offset
     duration: np.ndarray  # [G] s, first to last present frame
 
@@ -161,7 +162,6 @@ def _motion(times_s: np.ndarray, target_global: np.ndarray, T_global_from_ego: n
         x_last=x_last,
         x_min=np.where(present, x, np.inf).min(axis=-1),
         x_max=np.where(present, x, -np.inf).max(axis=-1),
-        abs_x_min=np.where(present, np.abs(x), np.inf).min(axis=-1),
         abs_y_max=np.where(present, np.abs(y), -np.inf).max(axis=-1),
         duration=t_last - t_first,
     )
@@ -197,7 +197,7 @@ def classify_relations(times_s: np.ndarray, target_global: np.ndarray, T_global_
         turning = moving & (turn > TURN_MIN_DEG)
         oncoming = moving & ~turning & (head > ONCOMING_MIN_DEG)
         same = moving & ~turning & (head <= SAME_DIRECTION_MAX_DEG)
-        passes = ((m.x_min < 0) & (m.x_max > 0)) | ((m.abs_x_min <= ALONGSIDE_M) & ~held)
+        passes = (m.x_min < 0) & (m.x_max > 0)
         pulling = (m.x_min > 0) & (rate > 0)
     out[queued] = MAINTAIN_STATE
     out[turning] = PATH_DIVERGENCE

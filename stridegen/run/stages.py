@@ -28,6 +28,7 @@ from stridegen.run.config import BuildConfig, is_synthetic_source
 from stridegen.run.runner import StageCallback, run_stages
 from stridegen.run.state import SceneState
 from stridegen.shards import adapters
+from stridegen.shards.scenarios import scenarios_table
 from stridegen.shards.schema import SceneMeta, SceneRecord
 
 # Every timed step of a scene, in order: the stages, plus visibility (measured inside segment, per image).
@@ -131,7 +132,7 @@ def scene_record(st: SceneState) -> SceneRecord:
         source_version=st.source_version,
     )
     segmented = st.masks is not None and st.regions is not None
-    return SceneRecord(
+    record = SceneRecord(
         meta=meta,
         frames=st.need("frames"),
         cameras=st.need("cameras"),
@@ -148,6 +149,8 @@ def scene_record(st: SceneState) -> SceneRecord:
         qa_skipped=st.qa_skipped,
         extra=st.extra_tables,
     )
+    record.scenarios = scenarios_table(record)  # the groups' scenario relations (schema v4, docs/scenarios.md)
+    return record
 
 
 def anonymize_stage(st: SceneState) -> None:

@@ -39,6 +39,7 @@ from stridegen.shards.schema import (
     MasksTable,
     QATable,
     RegionsTable,
+    ScenariosTable,
     SceneRecord,
     ShardError,
     SkippedKeyframesTable,
@@ -359,6 +360,12 @@ class SceneView:
     def qa(self) -> QATable | None:
         return self._optional("qa")  # type: ignore[return-value]
 
+    @cached_property
+    def scenarios(self) -> ScenariosTable | None:
+        """The stored scenario relations of the groups (schema v4); None in older shards
+        (stridegen.shards.scenarios.scene_relations labels those on read)."""
+        return self._optional("scenarios")  # type: ignore[return-value]
+
     def mask(self, mask_index: int) -> np.ndarray:
         """One mask decoded to [H, W] bool (the size of its image's camera)."""
         from stridegen.formats.rle import decode_rle
@@ -445,6 +452,7 @@ class SceneView:
             self.regions,
             self.qa,
             extra=extra,  # type: ignore[arg-type]
+            scenarios=self.scenarios,
         )
 
     def __repr__(self) -> str:

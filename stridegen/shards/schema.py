@@ -1,13 +1,20 @@
-"""Shard schema v3: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
+"""Shard schema v4: what one scene's record holds, as plain arrays (the layout is documented in docs/format.md).
 
 A shard file holds ``/scenes/<scene name>/`` groups (one scene per file); each group holds one sub-group per
-table below, each table a set of datasets sharing their leading dimension. Version 2 added the ``masks``,
-``regions`` and ``qa`` tables to version 1; version 3 added the checksums of every dataset (same tables,
-stridegen.shards.integrity). A reader of version N reads every table it knows and ignores the rest, and
-``SceneRecord.extra`` carries tables this module does not define.
+table below, each table a set of datasets sharing their leading dimension. Version history:
+
+- v2 added the ``masks``, ``regions`` and ``qa`` tables to version 1;
+- v3 added the checksums of every dataset (same tables, stridegen.shards.integrity);
+- v4 added the ``scenarios`` table: the scenario relation of every spatiotemporal group over its keyframe window
+  (stridegen.shards.scenarios; docs/scenarios.md). Shards older than v4 have none: readers label their groups on
+  read, with the same rules (``scene_relations``).
+
+A reader of version N reads every table it knows and ignores the rest, and ``SceneRecord.extra`` carries tables
+this module does not define.
 
 Dimensions: F frames of the scene, C cameras, I stored images, K keyframes, W window offsets, S skipped keyframe
-targets, D detections, T tracks, G ground-truth boxes, M mask candidates, R regions, Q question-answer pairs.
+targets, D detections, T tracks, G ground-truth boxes, M mask candidates, R regions, Q question-answer pairs,
+Y spatiotemporal groups.
 """
 
 from __future__ import annotations
@@ -19,8 +26,11 @@ import numpy as np
 
 from stridegen.core.errors import ShardError as ShardError  # re-exported: its historical home
 
-# Version 3 stores a CRC-32 of every dataset's values (attributes, stridegen.shards.integrity); the tables are v2's.
-SCHEMA_VERSION = 3
+# Version 3 stores a CRC-32 of every dataset's values (attributes, stridegen.shards.integrity); version 4 adds the
+# scenarios table (module docstring).
+SCHEMA_VERSION = 4
+# The first version whose shards store the scenario relations of their groups; older shards are labelled on read.
+SCENARIO_SCHEMA_VERSION = 4
 # The first version whose shards carry those checksums; older shards are read without them.
 CHECKSUM_SCHEMA_VERSION = 3
 SHARD_FORMAT = "stridegen-shard"
@@ -255,6 +265,19 @@ class QATable(Table):
     visual_evidence: np.ndarray  # [Q] bool, False where an augmentation removed the images the QA needs
 
 
+@dataclass
+class ScenariosTable(Table):
+    """The scenario relation of each spatiotemporal group (``qa.group_id``) over its keyframe window, labelled at
+    build time by stridegen.pipeline.scenario from the target's track and the ego poses (docs/scenarios.md)."""
+
+    GROUP: ClassVar[str] = "scenarios"
+    ROWS: ClassVar[str] = "Y"
+    group_id: np.ndarray  # [Y] str, sorted, as in qa.group_id
+    keyframe_index: np.ndarray  # [Y] int32 into keyframes, the group's keyframe (its window: keyframes.window)
+    track_index: np.ndarray  # [Y] int32 into tracks, the group's target (qa.track_index[:, 0])
+    relation: np.ndarray  # [Y] str, STRIDE-QA-Bench relation name (stridegen.pipeline.scenario.RELATIONS)
+
+
 # The tables of the schema, in the order they are written.
 TABLES: tuple[type[Table], ...] = (
     FramesTable,
@@ -269,6 +292,7 @@ TABLES: tuple[type[Table], ...] = (
     MasksTable,
     RegionsTable,
     QATable,
+    ScenariosTable,
 )
 TABLE_BY_GROUP: dict[str, type[Table]] = {t.GROUP: t for t in TABLES}
 
@@ -320,6 +344,7 @@ class SceneRecord:
     qa: QATable | None = None
     qa_skipped: dict[str, int] = field(default_factory=dict)  # spatiotemporal groups not made, by reason (manifest)
     extra: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # tables of later schema additions
+    scenarios: ScenariosTable | None = None  # None without QA (and in shards older than v4)
 
     def tables(self) -> list[Table]:
         out: list[Table] = [
@@ -332,7 +357,7 @@ class SceneRecord:
             self.tracks,
             self.attributes,
         ]
-        out.extend(t for t in (self.ground_truth, self.masks, self.regions, self.qa) if t is not None)
+        out.extend(t for t in (self.ground_truth, self.masks, self.regions, self.qa, self.scenarios) if t is not None)
         return out
 
     def counts(self) -> dict[str, int]:
@@ -355,6 +380,10 @@ class SceneRecord:
                 counts[f"mask_pass_{rule}"] = int(np.count_nonzero(getattr(self.masks, f"pass_{rule}")))
         if self.qa is not None:
             counts.update(qa_breakdown(self.qa))
+        if self.scenarios is not None:
+            counts["scenario_groups"] = len(self.scenarios)
+            for relation in self.scenarios.relation.tolist():
+                counts[f"scenario/{relation}"] = counts.get(f"scenario/{relation}", 0) + 1
         counts.update({f"qa_skipped_group/{reason}": int(n) for reason, n in sorted(self.qa_skipped.items()) if n})
         return counts
 
@@ -426,5 +455,10 @@ class SceneRecord:
                 ("qa/channel_index", self.qa.channel_index, n_cams),
                 ("qa/track_index", valid(self.qa.track_index), n_tracks),
                 ("qa/frame_indices", valid(self.qa.frame_indices), n_frames),
+            ]
+        if self.scenarios is not None:
+            out += [
+                ("scenarios/keyframe_index", self.scenarios.keyframe_index, len(self.keyframes)),
+                ("scenarios/track_index", self.scenarios.track_index, n_tracks),
             ]
         return out

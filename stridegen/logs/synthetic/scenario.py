@@ -529,3 +529,86 @@ def compose_scene(seed: int, scene_index: int, seconds: float = 20.0) -> Synthet
         c.place("parked", parked_car, parked=True)
 
     return SyntheticScene(seed, scene_index, float(seconds), e_traj, ego.kind, c.agents)
+
+
+# ---------------------------------------------------------------------------------------------- per-window truth
+
+# The STRIDE-QA-Bench relation names (annotation_sheet.csv spelling); stridegen.pipeline.scenario uses the same.
+TRUTH_RELATIONS: tuple[str, ...] = (
+    "Oncoming_Pass",
+    "Maintain_State",
+    "Overtake",
+    "Path_Divergence_at_Intersection",
+    "Pulling_Away_from_Ego",
+    "Other",
+)
+# Roles whose agent takes part in traffic with the ego; every other role (crossing pedestrians and cycles, cross
+# traffic, sidewalk walkers, parked cars, the work zone) is "Other" in every window.
+TRAFFIC_ROLES = ("maintain_state", "path_divergence", "pulling_away", "oncoming_pass", "overtake")
+# Time step of the dense analytic sampling of a window (s): fine enough that no pass (sign change of the
+# longitudinal offset) between two samples goes unseen at the generator's speeds (< 20 m/s relative: 1 m).
+TRUTH_DT_S = 0.05
+# The window shows a turn when the target's heading relative to the ego's changes by more than half a right-angle
+# turn between the window's first and last frame (every turn of the generator is 90 deg; its lane changes: none).
+TRUTH_TURN_DEG = 45.0
+# Relative headings (circular mean over the window) within 45 deg of the ego's are the same direction, beyond
+# 135 deg the opposite; between, crossing (the same split as the labeler's, stridegen.pipeline.scenario).
+TRUTH_SAME_DEG = 45.0
+TRUTH_ONCOMING_DEG = 135.0
+# The gap is held when the longitudinal offset changes by less than 0.6 m/s on average over the window (3 m over
+# 5 s: a car length's fraction a driver does not notice as closing or falling back).
+TRUTH_HELD_RATE_MPS = 0.6
+
+
+def _window_motion(scene: SyntheticScene, agent: Agent, times_s: np.ndarray) -> dict[str, np.ndarray]:
+    """Exact ego-frame motion of ``agent`` over [min(times_s), max(times_s)] sampled every TRUTH_DT_S (and at both
+    ends): relative yaw (agent path heading minus ego yaw, rad), longitudinal and lateral offsets of its centre
+    from the ego origin (m, ego frame x forward, y left)."""
+    t0, t1 = float(np.min(times_s)), float(np.max(times_s))
+    n = max(2, int(np.ceil((t1 - t0) / TRUTH_DT_S)) + 1)
+    t = np.linspace(t0, t1, n)
+    a = agent.trajectory.state(t)
+    e = scene.ego.state(t)
+    d = a["xy"] - e["xy"]
+    c, s = np.cos(e["yaw"]), np.sin(e["yaw"])
+    x = c * d[:, 0] + s * d[:, 1]
+    y = -s * d[:, 0] + c * d[:, 1]
+    rel = (a["yaw"] - e["yaw"] + np.pi) % (2 * np.pi) - np.pi
+    return {"t": t, "rel_yaw": rel, "x": x, "y": y}
+
+
+def window_relation(scene: SyntheticScene, agent: Agent, times_s: np.ndarray) -> str:
+    """The relation of ``agent`` to the ego over the window spanning ``times_s`` (scene seconds), from the analytic
+    motion (docs/scenarios.md, "Truth"): ``Other`` for roles outside traffic; a turn of more than TRUTH_TURN_DEG
+    within the window: ``Path_Divergence_at_Intersection``; heading opposite: ``Oncoming_Pass``; crossing: ``Other``;
+    same direction: ``Overtake`` when the longitudinal offset changes sign (one passes the other) or the gap
+    closes or the target falls behind, ``Maintain_State`` when the gap is held, ``Pulling_Away_from_Ego`` when the
+    target is ahead throughout and getting farther."""
+    times = np.asarray(times_s, dtype=np.float64)
+    times = times[np.isfinite(times)]
+    if agent.scenario not in TRAFFIC_ROLES or times.size < 2:
+        return "Other"
+    m = _window_motion(scene, agent, times)
+    rel = m["rel_yaw"]
+    turn = abs((rel[-1] - rel[0] + np.pi) % (2 * np.pi) - np.pi)
+    if np.degrees(turn) > TRUTH_TURN_DEG:
+        return "Path_Divergence_at_Intersection"
+    heading = np.degrees(abs(np.arctan2(np.sin(rel).mean(), np.cos(rel).mean())))
+    if heading > TRUTH_ONCOMING_DEG:
+        return "Oncoming_Pass"
+    if heading > TRUTH_SAME_DEG:
+        return "Other"
+    x = m["x"]
+    if x.min() < 0 < x.max():
+        return "Overtake"
+    rate = (x[-1] - x[0]) / (m["t"][-1] - m["t"][0])
+    if abs(rate) < TRUTH_HELD_RATE_MPS:
+        return "Maintain_State"
+    if x.min() > 0 and rate > 0:
+        return "Pulling_Away_from_Ego"
+    return "Overtake"
+
+
+def window_relations(scene: SyntheticScene, times_s: np.ndarray) -> dict[str, str]:
+    """instance token -> ``window_relation`` of every agent over the window spanning ``times_s``."""
+    return {a.instance_token: window_relation(scene, a, times_s) for a in scene.agents}
