@@ -22,7 +22,7 @@ from typing import Any
 
 from stridegen.core.errors import ConfigError
 from stridegen.shards.schema import SCHEMA_VERSION, SHARD_SUFFIX
-from stridegen.shards.writer import ShardInfo, sha256_file
+from stridegen.shards.writer import ShardInfo, ShardWriteError, sha256_file
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -46,12 +46,16 @@ class Journal:
         record = {"event": event, "time": round(time.time(), 3), **fields}
         line = (json.dumps(record, sort_keys=True, ensure_ascii=True) + "\n").encode()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # a full disk: name the journal (a torn last line is skipped when read)
+            reason = f"{exc.strerror or type(exc).__name__} (errno {exc.errno}); free some space and rerun to resume"
+            raise ShardWriteError(self.path, reason, exc.errno) from exc
 
     def build_started(self, config_hash: str, schema_version: int, scenes: list[str]) -> None:
         self.append("build", config_hash=config_hash, schema_version=schema_version, scenes=scenes)
