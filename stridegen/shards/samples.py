@@ -18,6 +18,7 @@ import numpy as np
 
 from stridegen.formats.images import decode_image
 from stridegen.pipeline.som import draw_set_of_marks
+from stridegen.shards.scenarios import scene_relations
 from stridegen.shards.scene_view import SceneView
 
 
@@ -87,7 +88,7 @@ def som_image(index: SceneIndex, k: int, c: int, frame: int, alpha: float = 0.4)
     return draw_set_of_marks(frame_image(index, c, frame), masks, ids, alpha=alpha)
 
 
-def _turn(qa: Any, q: int) -> dict[str, Any]:
+def _turn(qa: Any, q: int, scenario: str) -> dict[str, Any]:
     return {
         "question": str(qa.question[q]),
         "answer": str(qa.answer[q]),
@@ -100,6 +101,7 @@ def _turn(qa: Any, q: int) -> dict[str, Any]:
             "gt_label": str(qa.gt_label[q]),
             "gt_extra": json.loads(str(qa.gt_extra[q]) or "{}"),
             "region_ids": [int(r) for r in qa.region_ids[q] if r >= 0],
+            "scenario": scenario,
         },
     }
 
@@ -107,12 +109,15 @@ def _turn(qa: Any, q: int) -> dict[str, Any]:
 def scene_samples(index: SceneIndex) -> list[dict[str, Any]]:
     """The samples of a scene in question order: {id, kind, keyframe_index, channel_index, frames (shown, oldest
     first), turns: [{question, answer, qa_info}], meta: {scene, camera, keyframe_index, sample_token,
-    frame_tokens, regions: [{region_id, track_id, label}]}}."""
+    frame_tokens, regions: [{region_id, track_id, label}], scenario}}. ``scenario`` (in ``meta`` and in each
+    turn's ``qa_info``) is the scenario relation of a spatiotemporal group over its keyframe window, as stored by
+    the build (stridegen.shards.scenarios; docs/scenarios.md), "" for spatial samples."""
     scene = index.scene
     qa, tracks = scene.qa, scene.tracks
     if qa is None:
         return []
     samples: dict[tuple[str, ...], dict[str, Any]] = {}
+    relation = scene_relations(scene)
     for q in range(len(qa)):
         k, c = int(qa.keyframe_index[q]), int(qa.channel_index[q])
         spatiotemporal = str(qa.category[q]) == "spatiotemporal"
@@ -139,7 +144,8 @@ def scene_samples(index: SceneIndex) -> list[dict[str, Any]]:
                         {"region_id": r, "track_id": str(tracks.track_id[t]), "label": str(tracks.label[t])}
                         for r, t, _ in index.regions.get((k, c), [])
                     ],
+                    "scenario": relation.get(str(qa.group_id[q]), "") if spatiotemporal else "",
                 },
             }
-        samples[key]["turns"].append(_turn(qa, q))
+        samples[key]["turns"].append(_turn(qa, q, samples[key]["meta"]["scenario"]))
     return list(samples.values())

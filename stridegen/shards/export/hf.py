@@ -13,11 +13,12 @@ Layout (``OUT``)::
 
 Every row has one schema (``COLUMNS``): ``id``, ``kind``, ``images`` (a list of ``datasets.Image``: one for a
 spatial sample, four for a spatiotemporal one), ``conversations`` (alternating human / gpt turns, the LLaVA
-syntax), ``qa_info`` (one struct per turn pair, ``gt_extra`` as a JSON string so that the schema is fixed) and
-``meta``. The Parquet schema carries the ``huggingface`` metadata that ``datasets`` reads to restore the features
-(``Image`` included); it is written in the form ``datasets`` 2.x to 5.x all read: a list is a one-element JSON
-list (the form ``datasets.Features.to_dict`` gives a Python list), not the ``List`` / ``Sequence`` types, whose
-meaning changed between versions. The same rows and options give the same bytes (pyarrow version fixed).
+syntax), ``qa_info`` (one struct per turn pair, ``gt_extra`` as a JSON string so that the schema is fixed),
+``meta`` and ``scenario`` (the group's scenario relation, docs/scenarios.md; "" for spatial samples). The Parquet
+schema carries the ``huggingface`` metadata that ``datasets`` reads to restore the features (``Image`` included);
+it is written in the form ``datasets`` 2.x to 5.x all read: a list is a one-element JSON list (the form
+``datasets.Features.to_dict`` gives a Python list), not the ``List`` / ``Sequence`` types, whose meaning changed
+between versions. The same rows and options give the same bytes (pyarrow version fixed).
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ COLUMNS: tuple[tuple[str, ColumnType, str], ...] = (
                     ("gt_label", STRING),
                     ("gt_extra", STRING),
                     ("region_ids", ListOf(INT32)),
+                    ("scenario", STRING),
                 )
             )
         ),
@@ -126,9 +128,16 @@ COLUMNS: tuple[tuple[str, ColumnType, str], ...] = (
                 ("sample_token", STRING),
                 ("frame_tokens", ListOf(STRING)),
                 ("regions", ListOf(Struct((("region_id", INT32), ("track_id", STRING), ("label", STRING))))),
+                ("scenario", STRING),
             )
         ),
         "the link back to the source log",
+    ),
+    (
+        "scenario",
+        STRING,
+        "the STRIDE-QA-Bench scenario relation of a spatiotemporal sample's group over its keyframe window "
+        "(docs/scenarios.md); empty for spatial samples",
     ),
 )
 
@@ -146,12 +155,14 @@ FIELD_DOCS: tuple[tuple[str, str], ...] = (
     ("qa_info[].gt_label", "the qualitative answer (`yes` / `no` / a direction word), empty when numeric"),
     ("qa_info[].gt_extra", 'further structured truth as a JSON object string (e.g. `{"direction": 35.0}`)'),
     ("qa_info[].region_ids", "the Set-of-Mark region ids the question names"),
+    ("qa_info[].scenario", "the scenario relation of the question's group (as the `scenario` column)"),
     ("meta.scene", "source scene name"),
     ("meta.camera", "camera channel"),
     ("meta.keyframe_index", "keyframe index in the scene"),
     ("meta.sample_token", "the keyframe's sample token in the source log"),
     ("meta.frame_tokens", "the source sample token of each image, in `images` order"),
     ("meta.regions", "the marked regions: `region_id`, `track_id`, `label` (class)"),
+    ("meta.scenario", "the scenario relation of the sample's group (as the `scenario` column)"),
 )
 
 
@@ -286,6 +297,7 @@ def parquet_row(record: dict[str, Any], out_dir: Path) -> dict[str, Any]:
         "conversations": record["conversations"],
         "qa_info": qa_info,
         "meta": record["meta"],
+        "scenario": record["meta"].get("scenario", ""),
     }
 
 

@@ -8,7 +8,7 @@ model's ``pred``, and the annotation sheet)::
     annotation_files/strideqa_bench_t0.json ... _t3.json   question records of horizon t (lists)
     annotation_sheet.csv                                  group_id, object_type, relation, out_of_view
     balance.json                                          the groups left out (by reason) and drawn
-    images/<scene>/<camera>/<frame>.jpg                   the stored camera images, bytes unchanged
+    images/<scene>/<camera>/<frame>.jpg                   the stored camera images of the drawn groups, unchanged
 
 One record per spatiotemporal question of the dataset:
 
@@ -21,8 +21,9 @@ One record per spatiotemporal question of the dataset:
 - ``token_info``: the link back to the source: scene, camera, keyframe sample token, the tokens of the four frames,
   the track id and stridegen's own question id.
 
-The annotation sheet's ``relation`` is the rule-based scenario relation of the group (stridegen.shards.scenarios;
-docs/qa-spatiotemporal.md); ``object_type`` is the target's STRIDE-QA class.
+The annotation sheet's ``relation`` is the scenario relation of the group over its keyframe window, as the build
+stored it (the shard's ``scenarios`` table; labelled on read for shards older than schema v4:
+stridegen.shards.scenarios, docs/scenarios.md); ``object_type`` is the target's STRIDE-QA class.
 
 Two kinds of group are left out whole, before any split, and counted by reason in ``balance.json`` and (their
 questions) in the manifest's totals:
@@ -44,7 +45,8 @@ A bench split (options ``balance``, ``balance_seed``, ``exclude_out_of_view``): 
 relation: target, available, drawn, shortfall. Within a relation the
 groups are ranked by sha256 of (seed, scene, local group id) and the first ``target`` are kept, so the draw
 depends only on the seed and the dataset (not on the worker count), and a smaller target draws a subset of a
-larger one; the kept groups stay in scene order.
+larger one; the kept groups stay in scene order. Images are written by ``finalize``, only those the drawn groups'
+records name (``balance.json``: ``images_written``); a scene's part counts the images of its exportable groups.
 """
 
 from __future__ import annotations
@@ -89,6 +91,33 @@ PARTIAL_GROUP = "partial_group"
 UNDRAWABLE_GROUP = "undrawable_group"
 LEFT_OUT_REASONS = (PARTIAL_GROUP, UNDRAWABLE_GROUP)
 LEFT_OUT = "left_out"  # the key of a part record that stands for a group left out (its reason)
+IMAGE_SOURCE = "image_source"  # a part record's [channel, frame] per image, for finalize (not in the bench files)
+
+
+def _source_root(out_dir: Path, source: dict[str, Any]) -> Path:
+    """The source dataset's folder: ``source["path"]`` is relative to the export folder, which is ``out_dir`` or,
+    for a split, its parent (stridegen.jobs.export); the one whose manifest has the source's config hash."""
+    for base in (out_dir, out_dir.parent):
+        root = (base / str(source.get("path", ""))).resolve()
+        manifest = root / "manifest.json"
+        if manifest.is_file() and json.loads(manifest.read_text()).get("config_hash", "") == source.get("config_hash"):
+            return root
+    raise ConfigError(f"strideqa-bench: the source dataset {source.get('path')!r} is not found from {out_dir}")
+
+
+def _write_images(out_dir: Path, source: dict[str, Any], images: dict[str, tuple[str, str, int]]) -> int:
+    """Write the images of the drawn groups only (``images``: path under images/ -> (scene, channel, frame)), their
+    bytes unchanged from the source's shards. Returns how many."""
+    if not images:
+        return 0
+    from stridegen.shards.reader import open_dataset
+
+    with open_dataset(_source_root(out_dir, source)) as dataset:
+        for path, (scene, channel, frame) in sorted(images.items()):
+            target = out_dir / IMAGES / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(target, dataset.scene(scene).image_bytes(channel, frame))
+    return len(images)
 
 
 def mark_drawable(mask: np.ndarray, frame_size: tuple[int, int] = BENCH_FRAME_SIZE) -> bool:
@@ -300,13 +329,9 @@ class StrideQABenchExporter:
             context = [frame for frame, _ in contexts[q]]
             images, rle = [], {}
             for bucket, (frame, mask_index) in zip(BUCKETS[-len(context) :], contexts[q], strict=True):
-                if (frame, channel_index) not in written:
-                    data = scene.image_bytes(channel, frame)
-                    ext = "png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
+                if (frame, channel_index) not in written:  # the file is written by finalize, if the group is drawn
+                    ext = "png" if scene.image_bytes(channel, frame)[:8] == b"\x89PNG\r\n\x1a\n" else "jpg"
                     written[(frame, channel_index)] = f"{scene.name}/{channel}/{frame:05d}.{ext}"
-                    path = out_dir / IMAGES / written[(frame, channel_index)]
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_bytes(path, data)
                 images.append(written[(frame, channel_index)])
                 assert masks is not None and mask_index is not None  # else the group is undrawable
                 rle[bucket] = {"size": [height, width], "counts": str(masks.rle_counts[mask_index])}
@@ -316,6 +341,7 @@ class StrideQABenchExporter:
                 {
                     "local_group": str(qa.group_id[q]),
                     "relation": relation.get(str(qa.group_id[q]), ""),
+                    IMAGE_SOURCE: [[channel, frame] for frame in context],
                     "question": str(qa.question[q]),
                     "gt": str(qa.answer[q]),
                     "qa_category": predicate,
@@ -384,6 +410,7 @@ class StrideQABenchExporter:
         kept, per_relation = draw_groups(all_groups, self.balance, self.balance_seed, self.exclude_out_of_view)
         report = self._balance_report(all_groups, kept, per_relation, left_out)
         n = 0
+        drawn_images: dict[str, tuple[str, str, int]] = {}  # path under images/ -> (scene, channel, frame)
         for scene_records in records:
             for rec in scene_records:
                 key = (rec["token_info"]["scene"], rec["local_group"])
@@ -393,13 +420,16 @@ class StrideQABenchExporter:
                     groups[key] = f"g{len(groups) + 1:05d}"
                 group = groups[key]
                 n += 1
-                out = {k: v for k, v in rec.items() if k not in ("local_group", "relation")}
+                out = {k: v for k, v in rec.items() if k not in ("local_group", "relation", IMAGE_SOURCE)}
+                for path, (channel, frame) in zip(rec["images"], rec[IMAGE_SOURCE], strict=True):
+                    drawn_images.setdefault(path, (rec["token_info"]["scene"], channel, int(frame)))
                 out = {"question_id": f"q{n:08d}_{group}", "group_id": group, **out}
                 by_horizon[QA_CATEGORIES[rec["qa_category"]][0]].append(out)
                 entry = sheet.setdefault(
                     group, {"object_type": rec["object_class"], "relation": rec["relation"], "out_of_view": 0}
                 )
                 entry["out_of_view"] = max(entry["out_of_view"], int(rec["out_of_view"] == 1))
+        report["images_written"] = _write_images(out_dir, source, drawn_images)
         files = []
         for t, recs in by_horizon.items():
             rel = f"{ANNOTATIONS}/strideqa_bench_t{t}.json"

@@ -24,6 +24,7 @@ import numpy as np
 
 from stridegen.core.vocabulary import stride_class
 from stridegen.shards.reader import Dataset
+from stridegen.shards.scenarios import scene_relations
 from stridegen.shards.scene_view import SceneView
 
 SPATIOTEMPORAL = "spatiotemporal"
@@ -136,6 +137,9 @@ class DatasetStats:
     histograms: dict[str, Histogram] = field(default_factory=dict)
     funnel_by_class: Funnel = field(default_factory=Funnel)
     funnel_by_band: Funnel = field(default_factory=Funnel)
+    groups_by_scenario: Counter = field(default_factory=Counter)  # scenario relation -> spatiotemporal groups
+    qa_by_scenario: Counter = field(default_factory=Counter)  # scenario relation -> spatiotemporal QA
+    scenes_labelled_on_read: int = 0  # scenes of shards older than schema v4 (no scenarios table)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -199,6 +203,8 @@ def _add_qa(stats: DatasetStats, scene: SceneView) -> None:
     spatiotemporal = category == SPATIOTEMPORAL
     groups = {str(g) for g in np.asarray(qa["group_id"])[spatiotemporal]}
     stats.samples_by_category[SPATIOTEMPORAL] += len(groups)
+    if groups:
+        _add_scenarios(stats, scene, _strings(qa["group_id"])[spatiotemporal])
     images = np.asarray(qa["keyframe_index"], dtype=np.int64) * 1000 + np.asarray(qa["channel_index"], dtype=np.int64)
     for cat in {c for c in category.tolist() if c != SPATIOTEMPORAL}:
         stats.samples_by_category[cat] += len(np.unique(images[category == cat]))
@@ -212,6 +218,20 @@ def _add_qa(stats: DatasetStats, scene: SceneView) -> None:
         sel = (predicate == spec.predicate) & keyframe_time
         if sel.any():
             stats.histograms.setdefault(spec.key, Histogram(spec)).add(values[sel], cls[sel])
+
+
+def _add_scenarios(stats: DatasetStats, scene: SceneView, group_ids: np.ndarray) -> None:
+    """Groups and QA per scenario relation: the shard's scenarios table (schema v4), or the groups labelled now
+    from the scene's tables (older shards; stridegen.shards.scenarios). ``group_ids``: one per spatiotemporal QA."""
+    stored = _columns(scene, "scenarios", ("group_id", "relation"))
+    if stored is None:
+        stats.scenes_labelled_on_read += 1
+        relation = scene_relations(scene)
+    else:
+        relation = dict(zip(_strings(stored["group_id"]).tolist(), _strings(stored["relation"]).tolist(), strict=True))
+    per_qa = [relation.get(g, "") or "(unlabelled)" for g in group_ids.tolist()]
+    stats.qa_by_scenario.update(per_qa)
+    stats.groups_by_scenario.update(relation.get(g, "") or "(unlabelled)" for g in set(group_ids.tolist()))
 
 
 def _add_masks(stats: DatasetStats, scene: SceneView) -> None:
