@@ -8,7 +8,8 @@ CameraInfo at 10 Hz, ``/tf`` at 10 Hz and ``/tf_static``; the ego drives a strai
 
 - throughput: MB of recording per second on one core. rosbags: ``AnyReader.messages()`` over every message, each
   deserialised. ours: every frame of every scene of an opened ``RosReader`` (index already built): its sweep
-  (decoded, de-skewed) and its camera bytes. Median of ``--repeats`` passes. Goal: ours >= 0.8x rosbags.
+  (decoded, de-skewed) and its camera bytes; and the same without de-skew (mapping ``deskew: false``). Median of
+  ``--repeats`` passes. Goal: ours >= 0.8x rosbags.
 - first open: building the index (one pass over the recording), once.
 - memory: in a fresh process per length, ``RosReader(root).scene(<middle scene>)`` and every sweep and image of
   it read; peak RSS (``ru_maxrss``) minus the RSS after imports. Goal: flat in the length.
@@ -186,10 +187,10 @@ def rosbags_pass(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def our_pass(root: Path) -> float:
+def our_pass(root: Path, deskew: bool = True) -> float:
     from stridegen.logs.ros.reader import RosReader
 
-    reader = RosReader(root)
+    reader = RosReader(root, {"deskew": deskew})
     start = time.perf_counter()
     for name, _ in reader.scene_ids():
         for frame in reader.scene(name):
@@ -239,12 +240,14 @@ def main() -> None:
         first_open = time.perf_counter() - start
         base = [rosbags_pass(root / name) for _ in range(args.repeats)]
         ours = [our_pass(root) for _ in range(args.repeats)]
-        b, o = statistics.median(base), statistics.median(ours)
+        plain = [our_pass(root, deskew=False) for _ in range(args.repeats)]
+        b, o, p = statistics.median(base), statistics.median(ours), statistics.median(plain)
         print(f"{args.container}: {args.throughput_seconds:.0f} s recording, {mb:.1f} MB")
         print(f"  first open (index):  {first_open:.2f} s ({mb / first_open:.0f} MB/s)")
         print(f"  rosbags iteration:   {mb / b:.0f} MB/s (min {mb / max(base):.0f}, max {mb / min(base):.0f})")
         print(f"  ros reader:          {mb / o:.0f} MB/s (min {mb / max(ours):.0f}, max {mb / min(ours):.0f})")
         print(f"  ratio ours/rosbags:  {b / o:.2f}x (goal >= 0.8x)")
+        print(f"  without de-skew:     {mb / p:.0f} MB/s, {b / p:.2f}x rosbags")
         for minutes in args.minutes:
             folder = Path(tmp) / f"mem-{minutes}"
             folder.mkdir()

@@ -15,6 +15,7 @@ Every key is optional::
     scene_length_s: 20
     max_gap_periods: 1.5                     # a LiDAR interval above this many periods cuts the scene
     undistort: true
+    deskew: true                             # de-skew sweeps that have per-point times
 
 Automatic: LiDARs are the PointCloud2 topics, named by their frame id (upper case); cameras the Image and
 CompressedImage topics (a camera with both keeps the compressed one), named by frame id, each with the CameraInfo
@@ -56,6 +57,7 @@ _KEYS = {
     "scene_length_s",
     "max_gap_periods",
     "undistort",
+    "deskew",
 }
 
 
@@ -74,6 +76,7 @@ class TopicMapping:
     scene_length_s: float = 20.0
     max_gap_periods: float = 1.5
     undistort: bool = True
+    deskew: bool = True
     warnings: list[str] = field(default_factory=list)  # what the automatic mapping left out, and why
 
 
@@ -178,6 +181,7 @@ def resolve_mapping(recording: Recording, user: dict[str, Any]) -> TopicMapping:
         scene_length_s=float(user.get("scene_length_s", 20.0)),
         max_gap_periods=float(user.get("max_gap_periods", 1.5)),
         undistort=bool(user.get("undistort", True)),
+        deskew=bool(user.get("deskew", True)),
         warnings=warnings,
     )
 

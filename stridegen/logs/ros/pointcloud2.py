@@ -80,26 +80,28 @@ def decode_pointcloud2(msg: Any, where: str) -> DecodedCloud:
         raise LogFormatError(
             where, f"PointCloud2 data has {data.size} bytes; {height}x{width} points of {msg.point_step} need {needed}"
         )
-    if height <= 1:
-        records = np.frombuffer(data.tobytes()[: width * int(msg.point_step)], dtype=dtype, count=width)
+    if height <= 1 or row_step == width * int(msg.point_step):
+        records = np.frombuffer(np.ascontiguousarray(data), dtype=dtype, count=height * width)  # no copy
     else:
         rows = data[: height * row_step].reshape(height, row_step)[:, : width * int(msg.point_step)]
-        records = np.frombuffer(np.ascontiguousarray(rows).tobytes(), dtype=dtype, count=height * width)
-    xyz = np.stack([records[c].astype(np.float64) for c in ("x", "y", "z")], axis=1)
-    keep = np.all(np.isfinite(xyz), axis=1)
+        records = np.frombuffer(np.ascontiguousarray(rows), dtype=dtype, count=height * width)
+    keep = np.isfinite(records["x"]) & np.isfinite(records["y"]) & np.isfinite(records["z"])
     n = int(np.count_nonzero(keep))
-    points = np.zeros((n, 5), dtype=np.float32)
-    points[:, :3] = xyz[keep]
+    points = np.empty((n, 5), dtype=np.float32)
+    everything = n == keep.size
+    for column, name in enumerate(("x", "y", "z")):
+        points[:, column] = records[name] if everything else records[name][keep]
     intensity = next((c for c in INTENSITY_NAMES if c in names), None)
+    points[:, 3:] = 0.0
     if intensity is not None:
-        points[:, 3] = records[intensity][keep].astype(np.float32)
+        points[:, 3] = records[intensity] if everything else records[intensity][keep]
     ring = next((c for c in RING_NAMES if c in names), None)
     if ring is not None:
-        points[:, 4] = records[ring][keep].astype(np.float32)
+        points[:, 4] = records[ring] if everything else records[ring][keep]
     time_field = next((c for c in TIME_NAMES if c in names), None)
     times = None
     if time_field is not None:
-        raw = records[time_field][keep]
+        raw = records[time_field] if everything else records[time_field][keep]
         if np.issubdtype(raw.dtype, np.integer):
             times = raw.astype(np.float64) * 1e-9
         else:

@@ -75,6 +75,33 @@ class PoseTrack:
         out[outside] = make_transform(quat_to_rotmat(rot), trans)
         return out
 
+    def segments(self, timestamp_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(segment index ``lo``, time fraction ``a``) of each stamp: the pose lies between stamps ``lo`` and
+        ``lo + 1`` at fraction ``a`` (outside [0, 1] beyond the ends, the end segment extended)."""
+        stamps = self.table.timestamp_ns
+        if stamps.size < 2:
+            raise InvalidPoseError(self.source, f"{stamps.size} ego pose(s): a moving sweep needs two")
+        ts = np.asarray(timestamp_ns, dtype=np.int64).reshape(-1)
+        lo = np.clip(np.searchsorted(stamps, ts, side="right") - 1, 0, stamps.size - 2)
+        frac = (ts - stamps[lo]).astype(np.float64) / (stamps[lo + 1] - stamps[lo]).astype(np.float64)
+        return lo, frac
+
+    def segment_motion(self, lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(R0 [3, 3], p0 [3], rotation vector of R0^T R1 [3], p1 - p0 [3]) of segment ``lo``: the pose at
+        fraction a is ``R0 Exp(a rotvec)``, ``p0 + a (p1 - p0)`` (the shortest arc, as ``slerp``)."""
+        q0 = self.table.rotation[lo] / np.linalg.norm(self.table.rotation[lo])
+        q1 = self.table.rotation[lo + 1] / np.linalg.norm(self.table.rotation[lo + 1])
+        w0, v0 = q0[0], q0[1:]
+        w1, v1 = q1[0], q1[1:]
+        w = w0 * w1 + v0 @ v1  # conj(q0) * q1 (Hamilton product)
+        v = w0 * v1 - w1 * v0 - np.cross(v0, v1)
+        if w < 0:  # shortest arc
+            w, v = -w, -v
+        norm = float(np.linalg.norm(v))
+        rotvec = np.zeros(3) if norm < 1e-15 else v / norm * 2.0 * np.arctan2(norm, w)
+        R0 = quat_to_rotmat(q0)
+        return R0, self.table.translation[lo], rotvec, self.table.translation[lo + 1] - self.table.translation[lo]
+
 
 def geodetic_to_ecef(lat_deg: np.ndarray, lon_deg: np.ndarray, alt_m: np.ndarray) -> np.ndarray:
     """[N, 3] Earth-centred Earth-fixed coordinates (m) of WGS84 latitude, longitude (degrees) and ellipsoidal

@@ -343,7 +343,7 @@ class RosReader(LogReader):
         where = f"{ref.recording.path} {ref.topic} at {ref.header_ns} ns"
         cloud = decode_pointcloud2(ref.recording.read(ref.topic, ref.receive_ns, ref.header_ns), where)
         state = self._states[sample.token.split(":", 1)[0]]
-        if cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
+        if not state.mapping.deskew or cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
             return cloud.points
         return deskew(cloud.points, cloud.times_s, ref.header_ns, sample.calibration.T_ego_from_sensor, state.poses)
 
@@ -389,18 +389,60 @@ def deskew(
     points: np.ndarray, times_s: np.ndarray, stamp_ns: int, T_ego_from_sensor: np.ndarray, poses: ChainPoses
 ) -> np.ndarray:
     """Points [N, C] of a sweep moved into the sensor frame at ``stamp_ns``: a point seen at ``stamp + t`` is
-    ``T_sensor(stamp)^-1 T_sensor(stamp + t) p``, the sensor poses from the ego poses interpolated at each distinct
-    point time (exact for the pose stream's own interpolation, unlike a constant-velocity model)."""
+    ``T_sensor(stamp)^-1 T_sensor(stamp + t) p``, the sensor pose from the ego poses interpolated at the point's own
+    time (the pose stream's own interpolation, not a constant-velocity model).
+
+    With one dynamic link in the pose chain (the usual map -> base_link, or odometry) the interpolation is done
+    per point in closed form: between pose stamps ``t0 < t1`` the pose is ``R0 Exp(a log(R0^T R1))``,
+    ``p0 + a (p1 - p0)`` (``a`` the time fraction): exactly the pose table's slerp, applied with Rodrigues' formula
+    to each point instead of building a 4x4 per point. Otherwise each distinct point time gets its pose."""
+    xyz = np.asarray(points, dtype=np.float64)[:, :3]
     point_ns = stamp_ns + np.round(np.asarray(times_s, dtype=np.float64) * 1e9).astype(np.int64)
-    unique, inverse = np.unique(point_ns, return_inverse=True)
-    span = int(max(abs(int(unique[0]) - stamp_ns), abs(int(unique[-1]) - stamp_ns)))
-    T_sensor = poses.T_global_from_ego(np.concatenate([[stamp_ns], unique]), max(span, MAX_EXTRAPOLATION_NS))
-    T_sensor = T_sensor @ T_ego_from_sensor
-    T_ref_from_point = np.einsum("ij,njk->nik", invert_transform(T_sensor[0]), T_sensor[1:])[inverse.reshape(-1)]
-    out = points.copy()
-    xyz = points[:, :3].astype(np.float64)
-    out[:, :3] = np.einsum("nij,nj->ni", T_ref_from_point[:, :3, :3], xyz) + T_ref_from_point[:, :3, 3]
+    lo_ns, hi_ns = int(point_ns.min()), int(point_ns.max())
+    reach = max(abs(lo_ns - stamp_ns), abs(hi_ns - stamp_ns), MAX_EXTRAPOLATION_NS)
+    # The sweep's reference pose, and its first and last point times checked against the pose range.
+    ends = poses.T_global_from_ego(np.array([stamp_ns, lo_ns, hi_ns]), reach)
+    T_ref = ends[0] @ T_ego_from_sensor
+    tracks = [i for i, part in enumerate(poses.parts) if isinstance(part, PoseTrack)]
+    out = np.array(points, dtype=np.float32, copy=True)
+    if len(tracks) != 1:
+        unique, inverse = np.unique(point_ns, return_inverse=True)
+        T_sensor = poses.T_global_from_ego(unique, reach) @ T_ego_from_sensor
+        T_ref_from_point = np.einsum("ij,njk->nik", invert_transform(T_ref), T_sensor)[inverse.reshape(-1)]
+        out[:, :3] = np.einsum("nij,nj->ni", T_ref_from_point[:, :3, :3], xyz) + T_ref_from_point[:, :3, 3]
+        return out
+    k = tracks[0]
+    track = poses.parts[k]
+    assert isinstance(track, PoseTrack)
+    before = np.eye(4)
+    for part in poses.parts[:k]:
+        before = before @ np.asarray(part)
+    after = np.eye(4)
+    for part in poses.parts[k + 1 :]:
+        after = after @ np.asarray(part)
+    C = after @ T_ego_from_sensor  # sensor -> the track's child frame
+    q = xyz @ C[:3, :3].T + C[:3, 3]
+    seg, frac = track.segments(point_ns)
+    moved = np.empty_like(q)
+    for s in np.unique(seg):
+        rows = seg == s
+        R0, p0, rotvec, dp = track.segment_motion(int(s))
+        moved[rows] = rotate(q[rows], rotvec, frac[rows]) @ R0.T + p0 + frac[rows, None] * dp
+    T = invert_transform(T_ref) @ before
+    out[:, :3] = moved @ T[:3, :3].T + T[:3, 3]
     return out
+
+
+def rotate(v: np.ndarray, rotvec: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Each row of ``v`` [N, 3] rotated by ``scale[i] * rotvec`` (Rodrigues' rotation formula:
+    v cos a + (k x v) sin a + k (k . v)(1 - cos a))."""
+    theta = float(np.linalg.norm(rotvec))
+    if theta < 1e-15:
+        return v.copy()
+    axis = rotvec / theta
+    angle = (scale * theta)[:, None]
+    cos, sin = np.cos(angle), np.sin(angle)
+    return v * cos + np.cross(axis, v) * sin + axis * (v @ axis)[:, None] * (1.0 - cos)
 
 
 def clockwise_from_front(T_ego_from_camera: np.ndarray) -> float:
