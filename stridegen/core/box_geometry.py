@@ -1,5 +1,6 @@
-"""Geometry of yaw-only 3D boxes: corners (devkit order), edges and faces, BEV rectangles, points inside boxes,
-and segments passing through a box.
+"""Geometry of 3D boxes: corners (devkit order), edges and faces, BEV rectangles, points inside boxes, and
+segments passing through a box. Boxes are yaw-only unless a full rotation matrix is given (``box_corners_rotated``,
+the ``rotation`` argument of ``points_in_boxes`` and ``segments_pass_through_box``).
 
 Conventions (see docs/conventions.md): a box is (center, size [l, w, h], yaw about +z), all in one frame; l runs
 along the heading; frames are right-handed with z up.
@@ -68,6 +69,16 @@ def box_corners(center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np
     return np.stack([x, y, local[..., 2]], axis=-1) + center[:, None, :]
 
 
+def box_corners_rotated(center: np.ndarray, size_lwh: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """Corners [N, 8, 3] (devkit order) of boxes with a full rotation: ``rotation`` [N, 3, 3] maps box axes
+    (x along the length, y the width, z the height) into the boxes' frame; center [N, 3], size [N, 3] (l, w, h)."""
+    center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
+    size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
+    rot = np.asarray(rotation, dtype=np.float64).reshape(-1, 3, 3)
+    local = 0.5 * size_lwh[:, None, :] * _CORNER_SIGNS[None]  # [N, 8, 3]
+    return np.einsum("nij,nkj->nki", rot, local) + center[:, None, :]
+
+
 def bev_corners(center_xy: np.ndarray, size_lw: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     """Counter-clockwise BEV rectangle corners [N, 4, 2]."""
     center_xy = np.asarray(center_xy, dtype=np.float64).reshape(-1, 2)
@@ -81,25 +92,44 @@ def bev_corners(center_xy: np.ndarray, size_lw: np.ndarray, yaw: np.ndarray) -> 
     return np.stack([x, y], axis=-1) + center_xy[:, None, :]
 
 
-def points_in_boxes(points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: np.ndarray) -> np.ndarray:
-    """Boolean [N_boxes, N_points]: whether each point lies inside each yaw-only box (boundary inclusive)."""
+def points_in_boxes(
+    points: np.ndarray,
+    center: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw: np.ndarray,
+    rotation: np.ndarray | None = None,
+) -> np.ndarray:
+    """Boolean [N_boxes, N_points]: whether each point lies inside each box (boundary inclusive). Yaw-only boxes
+    by default; ``rotation`` [N, 3, 3] (box axes -> frame, ``box_corners_rotated``) gives full rotations instead
+    (``yaw`` is then unused)."""
     points = np.asarray(points, dtype=np.float64)[:, :3]
     center = np.asarray(center, dtype=np.float64).reshape(-1, 3)
     size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
-    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
     dx, dy, dz = (points[None, :, k] - center[:, None, k] for k in range(3))  # [N_boxes, N_points] each
+    half = 0.5 * size_lwh
+    if rotation is not None:
+        r = np.asarray(rotation, dtype=np.float64).reshape(-1, 3, 3)
+        # local = R^T (p - c): component i is the dot product with the box's axis i (column i of R)
+        lx, ly, lz = (r[:, 0, i, None] * dx + r[:, 1, i, None] * dy + r[:, 2, i, None] * dz for i in range(3))
+        return (np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1]) & (np.abs(lz) <= half[:, None, 2])
+    yaw = np.asarray(yaw, dtype=np.float64).reshape(-1)
     c, s = np.cos(yaw)[:, None], np.sin(yaw)[:, None]
     lx = c * dx + s * dy
     ly = -s * dx + c * dy
-    half = 0.5 * size_lwh
     return (np.abs(lx) <= half[:, None, 0]) & (np.abs(ly) <= half[:, None, 1]) & (np.abs(dz) <= half[:, None, 2])
 
 
 def segments_pass_through_box(
-    origin: np.ndarray, points: np.ndarray, center: np.ndarray, size_lwh: np.ndarray, yaw: float
+    origin: np.ndarray,
+    points: np.ndarray,
+    center: np.ndarray,
+    size_lwh: np.ndarray,
+    yaw: float,
+    rotation: np.ndarray | None = None,
 ) -> np.ndarray:
-    """[P] bool: whether the segment from ``origin`` [3] to each point [P, 3] enters the yaw-only box and leaves it
-    before reaching the point (a range sensor at ``origin`` measured the point *through* the box).
+    """[P] bool: whether the segment from ``origin`` [3] to each point [P, 3] enters the box and leaves it before
+    reaching the point (a range sensor at ``origin`` measured the point *through* the box). A yaw-only box, or
+    with ``rotation`` [3, 3] (box axes -> frame) a fully rotated one (``yaw`` unused).
 
     Slab method (Kay and Kajiya, SIGGRAPH 1986) in the box frame: the segment ``origin + t (p - origin)``,
     t in [0, 1], meets the box for t in [max of the slabs' entries, min of their exits]; the segment passes
@@ -107,8 +137,11 @@ def segments_pass_through_box(
     or on its far face is not measured through it).
     """
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    c, s = np.cos(float(yaw)), np.sin(float(yaw))
-    to_box = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    if rotation is not None:
+        to_box = np.asarray(rotation, dtype=np.float64).reshape(3, 3).T
+    else:
+        c, s = np.cos(float(yaw)), np.sin(float(yaw))
+        to_box = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
     o = to_box @ (np.asarray(origin, dtype=np.float64).reshape(3) - np.asarray(center, dtype=np.float64).reshape(3))
     rel = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T
     half = 0.5 * np.asarray(size_lwh, dtype=np.float64).reshape(3)

@@ -8,9 +8,8 @@ import dataclasses
 import numpy as np
 
 from stridegen.calibration.poses import interpolate_poses
-from stridegen.core.transforms import invert_transform, quat_to_rotmat, rotmat_to_quat
+from stridegen.core.transforms import invert_transform
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorSample
-from stridegen.logs.box_rotation import ROTATION_GLOBAL
 
 
 class PosedReader(LogReader):
@@ -68,8 +67,5 @@ class PosedReader(LogReader):
         if not len(ann):
             return ann
         move = frame.T_global_from_ego @ invert_transform(original.T_global_from_ego)
-        boxes = ann.boxes.transform(move, "global")
-        if ROTATION_GLOBAL in boxes.extras:  # the full box rotation, when the reader keeps one
-            rot = move[:3, :3] @ quat_to_rotmat(np.asarray(boxes.extras[ROTATION_GLOBAL]))
-            boxes.extras[ROTATION_GLOBAL] = np.stack([rotmat_to_quat(r) for r in rot]).reshape(-1, 4)
+        boxes = ann.boxes.transform(move, "global")  # moves the full rotation (ROTATION_GLOBAL) too, where kept
         return dataclasses.replace(ann, boxes=boxes)

@@ -25,11 +25,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from stridegen.core.angles import wrap_angle
-from stridegen.core.boxes import Boxes
+from stridegen.core.boxes import ROTATION_GLOBAL, Boxes
 from stridegen.core.errors import ConfigError
 from stridegen.core.resources import resource_path
 from stridegen.core.seeding import rng_for
-from stridegen.core.transforms import invert_transform, transform_points
+from stridegen.core.transforms import invert_transform, quat_multiply, transform_points, yaw_to_quat
 from stridegen.logs.base import Frame
 from stridegen.pipeline.detect.oracle import gt_detections
 
@@ -137,6 +137,9 @@ def perturb(
                 m.score_bias + m.score_per_logit * logit[hit] + m.score_noise * rng.standard_normal(hit.sum())
             )
             keep_extras = {k: v for k, v in b.extras.items() if k in ("attribute", "category")}
+            if b.full_rotation is not None:  # pitch and roll kept, the heading turned by the yaw error (about z)
+                turn = yaw_to_quat(np.asarray(wrap_angle(yaw) - b.yaw, dtype=np.float64).reshape(-1))
+                keep_extras[ROTATION_GLOBAL] = quat_multiply(turn.reshape(-1, 4), b.full_rotation)
             parts.append(
                 b.replace(
                     center=center,

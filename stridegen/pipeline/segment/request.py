@@ -229,8 +229,9 @@ class LidarThrough(Sequence[np.ndarray]):
         u, v = self._uv[:, 0], self._uv[:, 1]
         idx = np.flatnonzero((self._owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
         boxes = self._boxes
+        rotation = None if boxes.full_rotation is None else boxes[i].rotation_matrices()[0]
         passes = segments_pass_through_box(
-            self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i])
+            self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), rotation
         )
         return idx[passes]
 
@@ -257,12 +258,14 @@ def _lidar_evidence(
     pts_global, uv, z = pts_global.take(ok, axis=0), uv.take(ok, axis=0), z.take(ok)
     owner = np.full(pts_global.shape[0], -1, dtype=np.int64)
     if len(boxes) and pts_global.shape[0]:
-        # Raise each box's bottom by the ground margin (global z is up; boxes are yaw-only).
+        # Raise each box's bottom by the ground margin, along the box's own up axis (the global z for yaw-only
+        # boxes; tilted with the box where the boxes keep their full rotation).
         margin = np.minimum(max(float(ground_margin_m), 0.0), 0.5 * boxes.size_lwh[:, 2])
-        center, size = boxes.center.copy(), boxes.size_lwh.copy()
-        center[:, 2] += 0.5 * margin
+        rotation = None if boxes.full_rotation is None else boxes.rotation_matrices()
+        up = np.array([0.0, 0.0, 1.0]) if rotation is None else rotation[:, :, 2]
+        center, size = boxes.center + 0.5 * margin[:, None] * up, boxes.size_lwh.copy()
         size[:, 2] -= margin
-        inside = points_in_boxes(pts_global, center, size, boxes.yaw)  # [K, P]
+        inside = points_in_boxes(pts_global, center, size, boxes.yaw, rotation)  # [K, P]
         any_inside = inside.any(axis=0)
         if any_inside.any():
             sub = pts_global[any_inside]
