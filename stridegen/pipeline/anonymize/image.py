@@ -336,6 +336,13 @@ def _plates_from_searches(
     ]
 
 
+def _nothing_to_search(geometry: ImageGeometry, options: AnonymizeOptions, face_detector: FaceDetector | None) -> bool:
+    """Whether the image has no plate search, no plate-cascade region and no people region to look in."""
+    plates = options.plates and (len(geometry.plate_searches) > 0 or len(geometry.vehicle_rois) > 0)
+    faces = options.faces and face_detector is not None and len(geometry.people_rois) > 0
+    return not plates and not faces
+
+
 def _not_inside(boxes: np.ndarray, scores: np.ndarray, earlier: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The boxes with less than ``SAME_PLATE_COVER`` of their area inside any of the ``earlier`` boxes."""
     if len(boxes) == 0 or not earlier:
@@ -361,6 +368,10 @@ def anonymize_image_bytes(
 
     from stridegen.formats.images import decode_image, encode_jpeg
 
+    is_jpeg = data[:2] == b"\xff\xd8"
+    if is_jpeg and geometry is not None and _nothing_to_search(geometry, options, face_detector):
+        out = strip_jpeg_metadata(data)  # no box says anything can be found here: the pixels stay as stored
+        return ImageResult(out, [], 0, len(out) != len(data), False, 0)
     rgb = decode_image(data, where)
     regions, rejected = find_regions(rgb, plate_boxes_xyxy, face_detector, options, geometry)
     h, w = rgb.shape[:2]
@@ -370,7 +381,6 @@ def anonymize_image_bytes(
         filter_region(rgb, window, mask, options.method)
         c0, r0, c1, r1 = window
         union[r0:r1, c0:c1] |= mask
-    is_jpeg = data[:2] == b"\xff\xd8"
     if not regions and is_jpeg:
         out = strip_jpeg_metadata(data)
         return ImageResult(out, [], 0, len(out) != len(data), False, rejected)

@@ -25,7 +25,9 @@ closed by a kernel of about a character's size so the characters and the border 
 candidate blobs; a blob is a plate when its width is 0.5-1.7x the expected width (US plates are 0.305 m wide), its
 height 0.5-3.2x the expected height (US 0.152 m, Japanese 0.165 m), its aspect 1.3-9, its edge density at least
 ``MIN_EDGE_DENSITY``; the best by edge density and width match wins, and its box, grown by ``PLATE_PAD_REL`` of
-its size plus ``PLATE_PAD_PX``, is blurred. Where the pixels cannot tell (the plate is under ``MIN_LOCALISE_PX``
+its size plus ``PLATE_PAD_PX``, is blurred (a plate under ``MIN_PRECISE_PX`` wide: at least the blob's centre
++- the expected width and +- 1.5 expected heights, since a blob of a few pixels may be a part of the plate).
+Where the pixels cannot tell (the plate is under ``MIN_LOCALISE_PX``
 wide, or no blob passes), the smaller fallback band is blurred: ``FALLBACK_Z_M`` above the box bottom and
 ``FALLBACK_HALF_WIDTH_M`` either side of the centre line (plates are mounted 0.3-1.1 m high on cars in practice,
 centred or at most ~0.15 m off).
@@ -61,6 +63,7 @@ HAAR_PLATE_CASCADE = "haarcascade_russian_plate_number.xml"  # plates of the 520
 FALLBACK_Z_M = (0.30, 1.10)  # the band blurred where the pixels cannot tell (module docstring)
 FALLBACK_HALF_WIDTH_M = PLATE_HALF_WIDTH_M + 0.15
 MIN_LOCALISE_PX = 6.0  # expected plate width below which no localisation is tried
+MIN_PRECISE_PX = 14.0  # below, a blob may be part of the plate: the box is its centre +- the expected width
 MIN_EDGE_DENSITY = 0.12  # share of a candidate's pixels on a Canny edge
 PLATE_PAD_REL = 0.10  # a localised plate's box grows by this share of its size, each side
 PLATE_PAD_PX = 1.0
@@ -183,10 +186,18 @@ def plate_searches(
     heading = np.stack([np.cos(yaw), np.sin(yaw)], axis=1)
     facing = side * np.einsum("ij,ij->i", cam_origin[None, :2] - c[:, :2], heading) > 0  # camera outside the face
     T_cam_from_global = invert_transform(T_global_from_cam)
-    band, ok_band = _project_slabs(c, s, yaw, T_cam_from_global, intrinsic, image_wh, near_m)
-    fallback, ok_fallback = _project_slabs(fc, fs, yaw, T_cam_from_global, intrinsic, image_wh, near_m)
     plate_size = np.tile([PLATE_SLAB_M, PLATE_SIZE_M[0], PLATE_SIZE_M[1]], (len(fc), 1))
-    nominal, ok_nominal = _project_slabs(fc, plate_size, yaw, T_cam_from_global, intrinsic, None, near_m)
+    n = len(c)
+    slabs, ok = _project_slabs(  # band, fallback band, nominal plate: one projection
+        np.concatenate([c, fc, fc]), np.concatenate([s, fs, plate_size]), np.tile(yaw, 3),
+        T_cam_from_global, intrinsic, None, near_m,
+    )  # fmt: skip
+    width, height = image_wh
+    inside = ok & (slabs[:, 2] > 0) & (slabs[:, 0] < width) & (slabs[:, 3] > 0) & (slabs[:, 1] < height)
+    clipped = np.clip(slabs, 0, [width, height, width, height])
+    band, ok_band = clipped[:n], inside[:n]
+    fallback, ok_fallback = clipped[n : 2 * n], inside[n : 2 * n]
+    nominal, ok_nominal = slabs[2 * n :], ok[2 * n :]
     out = []
     for k in np.flatnonzero(facing & ok_band & ok_fallback).tolist():
         b, f = band[k], fallback[k]
@@ -237,10 +248,9 @@ def localize_plate(grey: np.ndarray, search: PlateSearch) -> tuple[tuple[float, 
         return None
     x, y, bw, bh = best[1]
     gx, gy = PLATE_PAD_REL * bw + PLATE_PAD_PX, PLATE_PAD_REL * bh + PLATE_PAD_PX
-    box = (
-        max(0.0, c0 + x - gx),
-        max(0.0, r0 + y - gy),
-        min(float(w), c0 + x + bw + gx),
-        min(float(h), r0 + y + bh + gy),
-    )
-    return box, best[2]
+    bx0, by0, bx1, by1 = c0 + x - gx, r0 + y - gy, c0 + x + bw + gx, r0 + y + bh + gy
+    if ew < MIN_PRECISE_PX:  # a small plate's blob can be a part of it: cover the plate wherever it is around it
+        cx, cy = c0 + x + bw / 2, r0 + y + bh / 2
+        bx0, bx1 = min(bx0, cx - ew), max(bx1, cx + ew)
+        by0, by1 = min(by0, cy - 1.5 * eh - PLATE_PAD_PX), max(by1, cy + 1.5 * eh + PLATE_PAD_PX)
+    return (max(0.0, bx0), max(0.0, by0), min(float(w), bx1), min(float(h), by1)), best[2]

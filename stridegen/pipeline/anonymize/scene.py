@@ -28,9 +28,11 @@ import numpy as np
 
 from stridegen.pipeline.anonymize.faces import FaceDetector
 from stridegen.pipeline.anonymize.image import AnonymizeOptions, Region, anonymize_image_bytes
-from stridegen.pipeline.anonymize.plates import PLATE_CLASSES, plate_searches
+from stridegen.pipeline.anonymize.plates import plate_searches
 from stridegen.pipeline.anonymize.search import (
     FACE_CLASSES,
+    ROI_MARGIN_PX,
+    ROI_MARGIN_REL,
     ImageGeometry,
     ego_body_mask,
     head_boxes,
@@ -111,14 +113,21 @@ def image_geometry(
     options: AnonymizeOptions,
     ego_mask: np.ndarray | None,
 ) -> ImageGeometry:
-    """Where the pass looks in one image (``search``; boxes in the global frame)."""
-    names = np.asarray(label, dtype=object).astype(str)
+    """Where the pass looks in one image (``search``; boxes in the global frame). Boxes whose bounding sphere lies
+    wholly outside the camera's view are dropped first (``in_view``). The plate cascade's regions are the plate
+    searches' bands grown by the search margin (``search.ROI_MARGIN_REL``, ``ROI_MARGIN_PX``): a plate is nowhere
+    else on a vehicle."""
     geometry = ImageGeometry(T_global_from_cam=T_global_from_cam, intrinsic=np.asarray(intrinsic), ego_mask=ego_mask)
+    keep = in_view(center, size, T_global_from_cam, intrinsic, image_wh)
+    center, size, yaw, label = center[keep], size[keep], yaw[keep], np.asarray(label, dtype=object)[keep]
+    names = label.astype(str)
     if options.plates:
         geometry.plate_searches = plate_searches(center, size, yaw, label, T_global_from_cam, intrinsic, image_wh)
-        if options.plate_detector != "none":
-            v = np.isin(names, list(PLATE_CLASSES))
-            geometry.vehicle_rois = search_rois(center[v], size[v], yaw[v], T_global_from_cam, intrinsic, image_wh)[1]
+        if options.plate_detector != "none" and geometry.plate_searches:
+            b = np.array([s.band_xyxy for s in geometry.plate_searches], dtype=np.float64)
+            pad = np.stack([b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1) * ROI_MARGIN_REL + ROI_MARGIN_PX
+            rois = np.concatenate([b[:, :2] - pad, b[:, 2:] + pad], axis=1)
+            geometry.vehicle_rois = np.clip(rois, 0, [image_wh[0], image_wh[1]] * 2)
     if options.faces:
         p = np.flatnonzero(np.isin(names, FACE_CLASSES))
         rows, rois, depth = search_rois(center[p], size[p], yaw[p], T_global_from_cam, intrinsic, image_wh)
@@ -128,6 +137,30 @@ def image_geometry(
         heads = head_boxes(c, size[p[rows]], yaw[p[rows]], T_global_from_cam, intrinsic, image_wh)
         geometry.people_head_xyxy, geometry.people_face_px, geometry.people_facing = heads
     return geometry
+
+
+def in_view(
+    center: np.ndarray,
+    size: np.ndarray,
+    T_global_from_cam: np.ndarray,
+    intrinsic: np.ndarray,
+    image_wh: tuple[int, int],
+) -> np.ndarray:
+    """[N] bool: boxes (global frame) whose bounding sphere (radius half the box diagonal) may meet the camera's
+    view: in front of the lens and within the image's angles widened by the radius (a cheap, conservative cull)."""
+    from stridegen.core.transforms import invert_transform, transform_points
+
+    if len(center) == 0:
+        return np.zeros(0, dtype=bool)
+    p = transform_points(invert_transform(np.asarray(T_global_from_cam, dtype=np.float64)), np.asarray(center))
+    r = np.linalg.norm(np.asarray(size, dtype=np.float64), axis=1) / 2
+    K = np.asarray(intrinsic, dtype=np.float64)
+    width, height = image_wh
+    tan_x = max(K[0, 2], width - K[0, 2]) / K[0, 0]
+    tan_y = max(K[1, 2], height - K[1, 2]) / K[1, 1]
+    slack_x, slack_y = r * np.sqrt(1 + tan_x**2), r * np.sqrt(1 + tan_y**2)  # the sphere's reach across a side plane
+    z = p[:, 2]
+    return (z > -r) & (np.abs(p[:, 0]) <= z * tan_x + slack_x) & (np.abs(p[:, 1]) <= z * tan_y + slack_y)
 
 
 def _measure_qa_regions(
