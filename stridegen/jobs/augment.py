@@ -29,6 +29,7 @@ from stridegen.augment.split import SplitSpec, resolve_corruptions, resolve_leve
 from stridegen.core.errors import ConfigError
 from stridegen.run.config import BuildConfig, ExecutorSection
 from stridegen.run.executors import make_executor
+from stridegen.run.lock import folder_lock
 from stridegen.run.runner import (
     JobOutcome,
     JobTarget,
@@ -124,24 +125,25 @@ def build_robustness_split(
     try:
         source = SourceInfo.of(source_ds)
         check_outside_source(src, out)
-        kept = check_index(out, source, overwrite)
-        specs = [SplitSpec(n, s, int(seed), int(jpeg_quality)) for n in names for s in levels]
-        splits = [SplitOutcome(spec, out / spec.rel_path, source.split_hash(spec)) for spec in specs]
+        with folder_lock(out):  # the index spans the splits: one augment run per --out (the runner locks each split)
+            kept = check_index(out, source, overwrite)
+            specs = [SplitSpec(n, s, int(seed), int(jpeg_quality)) for n in names for s in levels]
+            splits = [SplitOutcome(spec, out / spec.rel_path, source.split_hash(spec)) for spec in specs]
 
-        def job(split: SplitOutcome) -> SceneJob:
-            def finish(outcome: JobOutcome) -> None:
-                split.results = outcome.results
-                shards, failed = outcome.shards(), outcome.failures()
-                split.manifest_path = write_split_manifest(
-                    split.path, split.spec, split.config_hash, source_ds, source, config, shards, failed
-                )
+            def job(split: SplitOutcome) -> SceneJob:
+                def finish(outcome: JobOutcome) -> None:
+                    split.results = outcome.results
+                    shards, failed = outcome.shards(), outcome.failures()
+                    split.manifest_path = write_split_manifest(
+                        split.path, split.spec, split.config_hash, source_ds, source, config, shards, failed
+                    )
 
-            task = SplitTask(str(src), split.spec.to_task(), str(split.path), split.config_hash)
-            return SceneJob(JobTarget(split.path, split.config_hash, list(source.scenes)), task, finish)
+                task = SplitTask(str(src), split.spec.to_task(), str(split.path), split.config_hash)
+                return SceneJob(JobTarget(split.path, split.config_hash, list(source.scenes)), task, finish)
 
-        run_scene_jobs([job(split) for split in splits], make_executor(executor, int(workers)), overwrite, observer)
-        entries = [index_entry(s.spec, s.config_hash, sum(r.ok for r in s.results), len(s.failed)) for s in splits]
-        index_path = write_index(out, source, kept, entries)
+            run_scene_jobs([job(split) for split in splits], make_executor(executor, int(workers)), overwrite, observer)
+            entries = [index_entry(s.spec, s.config_hash, sum(r.ok for r in s.results), len(s.failed)) for s in splits]
+            index_path = write_index(out, source, kept, entries)
     finally:
         source_ds.close()
     return RobustnessResult(out, index_path, splits, time.perf_counter() - start)

@@ -1,7 +1,8 @@
 """The scene-job runner of every command that processes scenes: output folders, journal, resume, failures.
 
 A *job* writes one dataset folder (``JobTarget``: its path, config hash and scene names); a run has one job
-(``build``) or several (``augment``: one per corruption and severity). For every job the runner checks the folder
+(``build``) or several (``augment``: one per corruption and severity). For every job the runner locks the folder
+(``stridegen.run.lock``: one run per folder), checks it
 (``check_output_folder``: same config hash, or ``overwrite``), removes temporaries an interrupted run left, opens the
 journal and skips the scenes it records as done. The remaining (job, scene) tasks go to an ``Executor``
 (``stridegen.run.executors``), which calls ``worker(payload)`` for each and hands back a ``SceneResult``; the parent
@@ -35,6 +36,7 @@ from typing import Any, Protocol
 
 from stridegen.core.errors import StrideGenError
 from stridegen.logs.names import scene_file_stem
+from stridegen.run.lock import folder_locks
 from stridegen.shards.journal import Journal, check_output_folder
 from stridegen.shards.schema import SCHEMA_VERSION
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes, remove_stale_temporaries, sha256_file
@@ -206,7 +208,20 @@ def run_jobs(
     observer: RunObserver | None = None,
 ) -> list[JobOutcome]:
     """Run every scene of every target that is not done yet (module docstring). ``payload(job, scene)`` is what
-    the worker gets for that task; ``observer`` is told what happens (progress display)."""
+    the worker gets for that task; ``observer`` is told what happens (progress display). Each target folder is
+    locked for the run (``stridegen.run.lock``: a second run on it fails at once, naming this one)."""
+    with folder_locks([target.path for target in targets]):
+        return _run_locked(targets, payload, worker, executor, overwrite, observer)
+
+
+def _run_locked(
+    targets: Sequence[JobTarget],
+    payload: Callable[[int, str], Any],
+    worker: Worker,
+    executor: Executor,
+    overwrite: bool,
+    observer: RunObserver | None,
+) -> list[JobOutcome]:
     journals, completed = [], []
     for target in targets:
         journal, done = prepare_folder(target, overwrite)
@@ -286,18 +301,20 @@ class SceneJob:
 def run_scene_jobs(
     jobs: Sequence[SceneJob], executor: Executor, overwrite: bool = False, observer: RunObserver | None = None
 ) -> list[JobOutcome]:
-    """``run_jobs`` over ``jobs``, then each job's ``finish``; the outcomes in job order."""
-    outcomes = run_jobs(
-        [job.target for job in jobs],
-        lambda k, scene: (jobs[k].task, scene),
-        run_scene_task,
-        executor,
-        overwrite,
-        observer,
-    )
-    for job, outcome in zip(jobs, outcomes, strict=True):
-        if job.finish is not None:
-            job.finish(outcome)
+    """``run_jobs`` over ``jobs``, then each job's ``finish``; the outcomes in job order. The jobs' folders stay
+    locked until every ``finish`` ran."""
+    with folder_locks([job.target.path for job in jobs]):
+        outcomes = run_jobs(
+            [job.target for job in jobs],
+            lambda k, scene: (jobs[k].task, scene),
+            run_scene_task,
+            executor,
+            overwrite,
+            observer,
+        )
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if job.finish is not None:
+                job.finish(outcome)
     return outcomes
 
 
