@@ -148,15 +148,16 @@ def measure_visibility(
     hulls = [request.hull_crop(i) for i in range(n)]
     coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)
     agreement = np.full(n, np.nan)
-    if t.min_image_agreement > 0 and n:
-        agreement = image_agreement(request, result)
+    passes = (box_iou > t.min_box_iou) & (coverage > t.min_coverage) & (quality > t.min_quality)
+    if t.min_image_agreement > 0 and passes.any():  # a mask failing another rule is not visible anyway
+        agreement = image_agreement(request, result, only=passes)
     return Visibility(
         area_px=area,
         mask_box_xyxy=box,
         box_iou=box_iou,
         coverage=coverage,
         quality=quality,
-        pass_box_iou=box_iou > t.min_box_iou,
+        pass_box_iou=box_iou > t.min_box_iou,  # (the same comparisons as ``passes`` above)
         pass_coverage=coverage > t.min_coverage,
         pass_quality=quality > t.min_quality,
         image_agreement=agreement,
@@ -165,23 +166,29 @@ def measure_visibility(
 
 
 def image_agreement(
-    request: SegmentRequest, result: SegmentResult, alignment: EdgeAlignment | None = None
+    request: SegmentRequest,
+    result: SegmentResult,
+    alignment: EdgeAlignment | None = None,
+    only: np.ndarray | None = None,
 ) -> np.ndarray:
     """[N] image agreement of each mask (``EdgeAlignment.score``, NaN for an empty mask or where the image cannot
-    tell). Outline pixels on nearer objects (their hulls and masks: nearer by ``depth_m``, ties by index as in
-    the occlusion rule) are left out: the mask was cut there, and the edge there is the occluder's. Reads the
-    request's image (decoding a deferred one)."""
+    tell), of the masks ``only`` [N] bool selects (NaN for the others; None: all). Outline pixels on nearer
+    objects (their hulls and masks: nearer by ``depth_m``, ties by index as in the occlusion rule) are left out:
+    the mask was cut there, and the edge there is the occluder's. Reads the request's image (decoding a deferred
+    one)."""
     alignment = alignment or EdgeAlignment()
     n = len(request)
     out = np.full(n, np.nan)
     crops = result.crops
-    if not any(c.any() for c in crops):
+    wanted = np.ones(n, dtype=bool) if only is None else np.asarray(only, dtype=bool).reshape(n)
+    wanted &= np.array([c.any() for c in crops], dtype=bool)
+    if not wanted.any():
         return out
     image = np.asarray(request.image_rgb, dtype=np.uint8)
     nearer = np.zeros((request.height, request.width), dtype=bool)
     for i in np.argsort(np.asarray(request.depth_m, dtype=np.float64), kind="stable").tolist():
-        if crops[i].any():
-            out[i] = alignment.score(image, crops[i], nearer if nearer.any() else None)[0]
+        if wanted[i]:
+            out[i] = alignment.score(image, crops[i], nearer)[0]
         request.hull_crop(i).paint(nearer)
         crops[i].paint(nearer)
     return out

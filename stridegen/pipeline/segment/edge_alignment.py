@@ -85,17 +85,25 @@ class EdgeAlignment:
         r1 = min(int(np.ceil(wv0 + hs / scale + 0.5)) + 1, height)
         window = (r0, r1, c0, c1)
         colour: np.ndarray = np.asarray(image_rgb[r0:r1, c0:c1], dtype=np.float32)
-        if scale < 1.0:  # shrinking: low-pass first (half a work pixel), as an area resampling would
-            colour = cv2.GaussianBlur(colour, (0, 0), 0.5 / scale)
         # work pixel centre (x, y) -> window coordinates (pixel centres at integers in both grids):
         # image u = wu0 + (x + 0.5) / scale, window column = u - c0
         m = np.array(
             [[1.0 / scale, 0.0, wu0 + 0.5 / scale - c0], [0.0, 1.0 / scale, wv0 + 0.5 / scale - r0]],
             dtype=np.float64,
         )
+        m_colour = m
+        shrink = min(1.0, 2.0 * scale)  # shrinking: area-average first to twice the work grid (no aliasing)
+        if shrink < 1.0:
+            colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
+            hs_c, ws_c = colour.shape[:2]
+            fy, fx = hs_c / (r1 - r0), ws_c / (c1 - c0)  # the exact factors after rounding the size
+            # window coordinate w -> resized coordinate (w + 0.5) f - 0.5
+            m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack([m, [0, 0, 1.0]])
         size = (ws, hs)
         inverse = cv2.WARP_INVERSE_MAP
-        work_colour = cv2.warpAffine(colour, m, size, flags=inverse | cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        work_colour = cv2.warpAffine(
+            colour, m_colour, size, flags=inverse | cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
         ones = np.ones((r1 - r0, c1 - c0), dtype=np.uint8)
         work_inside = cv2.warpAffine(ones, m, size, flags=inverse | cv2.INTER_NEAREST, borderValue=0).astype(bool)
         mask_win = mask.within(window).astype(np.float32)
@@ -105,17 +113,19 @@ class EdgeAlignment:
         blurred = cv2.GaussianBlur(work_colour, (0, 0), self.sigma_px)
         # |d/dx| of the colour image: the largest over R, G, B (a grey barrier on green grass has little luma
         # contrast but much colour contrast); Sobel's 3x3 x-weights sum to 8 per unit of slope
-        gx = np.abs(cv2.Sobel(blurred, cv2.CV_32F, 1, 0, ksize=3)).max(axis=2) / 8.0
+        d = np.abs(cv2.Sobel(blurred, cv2.CV_32F, 1, 0, ksize=3))
+        gx = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) / 8.0
         gx[~work_inside] = 0.0  # beyond the image: no gradient
         outline = work_mask.astype(bool) & ~cv2.erode(
             work_mask, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3)), borderValue=0
         ).astype(bool)
         # not the object's own boundary: near the image border or near an excluded pixel
         bad = (~work_inside).astype(np.uint8)
-        if excluded is not None and np.any(excluded):
+        if excluded is not None:
             excl_win = np.asarray(excluded[r0:r1, c0:c1], dtype=np.uint8)
-            work_excl = cv2.warpAffine(excl_win, m, size, flags=inverse | cv2.INTER_NEAREST)
-            bad = np.maximum(bad, np.asarray(work_excl, dtype=np.uint8))
+            if excl_win.any():
+                work_excl = cv2.warpAffine(excl_win, m, size, flags=inverse | cv2.INTER_NEAREST)
+                bad = np.maximum(bad, np.asarray(work_excl, dtype=np.uint8))
         kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * self.exclude_px + 3, 2 * self.exclude_px + 3))
         outline &= ~cv2.dilate(bad, kernel).astype(bool)
         if np.count_nonzero(outline) < self.min_outline_px:
