@@ -159,3 +159,53 @@ def test_a_crossing_car_lags_by_speed_times_the_sweeps_delay():
     front = np.isclose(pts[:, 0], 15.0 - 0.95, atol=1e-3)
     assert front.sum() > 50
     assert np.all(np.abs(pts[front, 1] - 10.0 * t[front]) <= 2.3 + 1e-3)
+
+
+@pytest.mark.slow  # generates a log: 15-35 s on a shared 2-core machine
+def test_the_generator_writes_sweeps_that_lag_the_annotated_boxes(tmp_path):
+    """``generate_dataset(lidar_timing=...)``: each moving agent's key-frame returns lie on its annotated
+    (camera-time) box moved by its velocity times their column's firing time, not on the box itself; the truth
+    file records the option. Without it (every other test) the sweeps are instantaneous."""
+    import json
+
+    from stridegen.core.box_geometry import points_in_boxes
+    from stridegen.logs import open_log
+    from stridegen.logs.synthetic.generator import generate_dataset
+
+    timing = {"period_s": 0.05, "end_s": -0.075}
+    root = tmp_path / "log"
+    generate_dataset(root, scenes=1, seconds=1.0, width=160, height=90, progress=False, lidar_timing=timing)
+    truth = json.loads(next(root.rglob("*truth*.json")).read_text())
+    assert truth["options"]["lidar_timing"] == timing
+    frame = open_log(root).scenes()[0].frames[1]
+    boxes = frame.annotations().boxes
+    channel = frame.lidar_channels[0]
+    sample = frame.sensor(channel)
+    pts = transform_points(sample.T_global_from_sensor, frame.lidar(channel)[:, :3].astype(np.float64))
+    speed = np.linalg.norm(np.nan_to_num(boxes.velocity[:, :2]), axis=1)
+    moving = np.flatnonzero(speed > 3.0)
+    assert moving.size, "the scene has moving agents"
+    # the firing time of each point's column, from its azimuth in the sensor frame
+    spec = load_rig("nuscenes").lidars[0]
+    n_az = azimuth_columns(spec)
+    local = frame.lidar(channel)[:, :3].astype(np.float64)
+    col = np.round(np.degrees(np.arctan2(local[:, 1], local[:, 0])) % 360.0 / (360.0 / n_az)).astype(int) % n_az
+    t = SweepTiming(**timing).column_times(n_az)[col]
+    checked = 0
+    for i in moving.tolist():
+        grown = boxes.size_lwh[i] + 0.1
+        # points on the agent: inside its box moved back by up to 0.15 s of its motion
+        reach = grown + np.array([2.0, 2.0, 0.0]) * speed[i] * 0.15
+        near = points_in_boxes(pts, boxes.center[i], reach, boxes.yaw[i])[0] & (pts[:, 2] > 0.1)  # not the road
+        if near.sum() < 10:
+            continue
+        moved = boxes.center[i][None, :] + np.nan_to_num(boxes.velocity[i])[None, :] * t[near][:, None]
+        rel = pts[near] - moved
+        c, s = np.cos(boxes.yaw[i]), np.sin(boxes.yaw[i])
+        lx, ly = c * rel[:, 0] + s * rel[:, 1], -s * rel[:, 0] + c * rel[:, 1]
+        on_moved = (np.abs(lx) <= grown[0] / 2) & (np.abs(ly) <= grown[1] / 2) & (np.abs(rel[:, 2]) <= grown[2] / 2)
+        on_annotated = points_in_boxes(pts[near], boxes.center[i], grown, boxes.yaw[i])[0]
+        assert on_moved.mean() > 0.95, (i, on_moved.mean())
+        assert on_annotated.mean() < on_moved.mean()
+        checked += 1
+    assert checked >= 1
