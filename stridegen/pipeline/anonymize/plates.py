@@ -83,32 +83,29 @@ def plate_bands_global(
     in the boxes' frame (global), one row per (box, end face), and with ``with_rows`` the box row of each. The band
     spans ``band_z_m`` above the box bottom (capped at the box height) and ``half_width_m`` either side (capped at
     half the box width). ``center`` z is the box centre (box bottom = z - h / 2, the ground for an annotated box)."""
-    centers, sizes, yaws, sides, rows = [], [], [], [], []
     center_global = np.asarray(center_global, dtype=np.float64).reshape(-1, 3)
     size_lwh = np.asarray(size_lwh, dtype=np.float64).reshape(-1, 3)
     yaw_global = np.asarray(yaw_global, dtype=np.float64).reshape(-1)
-    for i, name in enumerate(np.asarray(label, dtype=object).reshape(-1).tolist()):
-        ends = PLATE_CLASSES.get(str(name), ())
-        length, width, height = size_lwh[i]
-        if not ends or not np.isfinite(size_lwh[i]).all() or height <= band_z_m[0]:
-            continue
-        z0, z1 = band_z_m[0], min(band_z_m[1], height)
-        half_w = min(width / 2, half_width_m)
-        heading = np.array([np.cos(yaw_global[i]), np.sin(yaw_global[i]), 0.0])
-        bottom = center_global[i, 2] - height / 2
-        for side in ends:
-            c = center_global[i] + side * (length / 2) * heading
-            c[2] = bottom + (z0 + z1) / 2
-            centers.append(c)
-            sizes.append([PLATE_SLAB_M, 2 * half_w, z1 - z0])
-            yaws.append(yaw_global[i])
-            sides.append(side)
-            rows.append(i)
-    if not centers:
+    names = np.asarray(label, dtype=object).reshape(-1).astype(str)
+    ok = np.isfinite(size_lwh).all(axis=1) & (size_lwh[:, 2] > band_z_m[0])
+    # (row, side) pairs in the order of each class's ends (front first), box by box
+    pairs = [(i, side) for i in np.flatnonzero(ok).tolist() for side in PLATE_CLASSES.get(names[i], ())]
+    if not pairs:
         empty = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=np.int64))
         return (*empty, np.zeros(0, dtype=np.int64)) if with_rows else empty
-    out = (np.array(centers), np.array(sizes), np.array(yaws), np.array(sides, dtype=np.int64))
-    return (*out, np.array(rows, dtype=np.int64)) if with_rows else out
+    rows = np.array([p[0] for p in pairs], dtype=np.int64)
+    sides = np.array([p[1] for p in pairs], dtype=np.int64)
+    length, width, height = size_lwh[rows, 0], size_lwh[rows, 1], size_lwh[rows, 2]
+    z0, z1 = band_z_m[0], np.minimum(band_z_m[1], height)
+    half_w = np.minimum(width / 2, half_width_m)
+    yaws = yaw_global[rows]
+    centers = center_global[rows].copy()
+    centers[:, 0] += sides * (length / 2) * np.cos(yaws)
+    centers[:, 1] += sides * (length / 2) * np.sin(yaws)
+    centers[:, 2] = centers[:, 2] - height / 2 + (z0 + z1) / 2
+    sizes = np.stack([np.full(len(rows), PLATE_SLAB_M), 2 * half_w, z1 - z0], axis=1)
+    out = (centers, sizes, yaws, sides)
+    return (*out, rows) if with_rows else out
 
 
 def plate_regions_2d(

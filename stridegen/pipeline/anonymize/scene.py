@@ -76,18 +76,26 @@ DUPLICATE_CENTER_M = 1.0  # at most; and at most half the box's width (two pedes
 def boxes_at(tables: Sequence[BoxRows | None], frame: int, dt_s: float) -> tuple[np.ndarray, ...]:
     """(center, size_lwh, yaw, label) of the boxes of ``frame`` in ``tables``, centres moved by their velocity
     (where known) over ``dt_s``; global frame. A box of a later table with the label of a box of an earlier one
-    and its centre (bird's eye view) within min(``DUPLICATE_CENTER_M``, half its width) of it is left out."""
+    and its centre (bird's eye view, at the frame's time) within min(``DUPLICATE_CENTER_M``, half its width) of
+    it is left out."""
+    center, size, yaw, label, velocity = frame_boxes(tables, frame)
+    return center + velocity * dt_s, size, yaw, label
+
+
+def frame_boxes(tables: Sequence[BoxRows | None], frame: int) -> tuple[np.ndarray, ...]:
+    """(center, size_lwh, yaw, label, velocity with NaN as 0) of the boxes of ``frame``, duplicates of an earlier
+    table left out (``boxes_at``); global frame, the frame's time."""
     parts: list[tuple[np.ndarray, ...]] = []
     for table in tables:
         if table is None or len(table) == 0:
             continue
         rows = np.flatnonzero(np.asarray(table.frame_index) == frame)
-        velocity = np.nan_to_num(np.asarray(table.velocity_global, dtype=np.float64)[rows])
         part = (
-            np.asarray(table.center_global, dtype=np.float64)[rows] + velocity * dt_s,
+            np.asarray(table.center_global, dtype=np.float64)[rows],
             np.asarray(table.size_lwh, dtype=np.float64)[rows],
             np.asarray(table.yaw_global, dtype=np.float64)[rows],
             np.asarray(table.label, dtype=object)[rows],
+            np.nan_to_num(np.asarray(table.velocity_global, dtype=np.float64)[rows]),
         )
         if parts and len(rows):
             seen_c = np.concatenate([p[0] for p in parts])
@@ -98,8 +106,8 @@ def boxes_at(tables: Sequence[BoxRows | None], frame: int, dt_s: float) -> tuple
             part = tuple(p[new] for p in part)
         parts.append(part)
     if not parts:
-        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=object)
-    return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))
+        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=object), np.zeros((0, 3))
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(5))
 
 
 def image_geometry(
@@ -200,11 +208,15 @@ def anonymize_scene(
     frame_ts = np.asarray(frame_timestamp_us, dtype=np.int64)
     out = SceneAnonymization()
     ego_masks: dict[int, np.ndarray] = {}
+    per_frame: dict[int, tuple[np.ndarray, ...]] = {}
     for i in range(len(images)):
         f, c = int(images.frame_index[i]), int(images.channel_index[i])
         wh = (int(cameras.width[c]), int(cameras.height[c]))
         dt_s = float(int(images.timestamp_us[i]) - int(frame_ts[f])) * 1e-6
-        center, size, yaw, label = boxes_at(box_tables, f, dt_s)
+        if f not in per_frame:
+            per_frame[f] = frame_boxes(box_tables, f)
+        center, size, yaw, label, velocity = per_frame[f]
+        center = center + velocity * dt_s
         T_global_from_cam = np.asarray(images.T_global_from_ego[i]) @ np.asarray(cameras.T_ego_from_sensor[c])
         if options.faces and c not in ego_masks:
             ego_masks[c] = ego_body_mask(cameras.T_ego_from_sensor[c], cameras.intrinsic[c], wh)
