@@ -160,6 +160,23 @@ def test_truth_known_windows() -> None:
             assert window_relation(scene, agent, 5.0 + WINDOW_S) == OTHER
 
 
+def test_truth_metadata_records_every_keyframe_window() -> None:
+    """The truth metadata (written as synthetic_truth.json) holds each agent's relation over the default keyframe
+    window at every key frame, clipped to the scene: the same as window_relation over those frames' times."""
+    from stridegen.logs.synthetic.scenario import compose_scene, window_relation
+
+    scene = compose_scene(SEED, 1, SECONDS)
+    recorded = scene.metadata()["window_relations"]
+    assert recorded["window_s"] == [WINDOW_S[0], WINDOW_S[-1]]
+    times = np.asarray(recorded["times_s"])
+    assert times.tolist() == scene.sample_times.tolist()
+    for agent in scene.agents[:8]:
+        for k, t0 in enumerate(times.tolist()):
+            window = t0 + WINDOW_S
+            window = window[(window >= 0) & (window <= times[-1])]
+            assert recorded["by_agent"][agent.instance_token][k] == window_relation(scene, agent, window)
+
+
 def _confusion_table(confusion: dict[str, Counter]) -> str:
     cols = [r for r in RELATIONS if any(c[r] for c in confusion.values())]
     lines = [f"{'truth / labeler':<34}" + "".join(f"{c[:14]:>16}" for c in cols) + f"{'n':>6}{'acc':>7}"]

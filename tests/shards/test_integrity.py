@@ -432,7 +432,8 @@ DAMAGES = ["qa value", "tracks chunk", "images", "superblock", "truncated", "tex
 # other commands either finish normally (they do not read those bytes) or refuse in the same way.
 READS = {
     "qa value": {"api", "inspect", "inspect --verify", "lsr", "render", "judge", "export", "data", "augment"},
-    "tracks chunk": {"api", "inspect", "inspect --verify", "lsr", "export", "data", "augment"},
+    # lsr reads the groups' stored scenario labels (schema v4), not the tracks they were labelled from
+    "tracks chunk": {"api", "inspect", "inspect --verify", "export", "data", "augment"},
     "images": {"api", "inspect --verify", "render", "export", "data", "augment"},
 }
 PATHS = ["api", "inspect", "inspect --verify", "lsr", "render", "judge", "export", "data", "augment"]

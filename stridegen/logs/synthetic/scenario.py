@@ -169,6 +169,7 @@ class SyntheticScene:
                 }
                 for a in self.agents
             ],
+            "window_relations": keyframe_window_relations(self),
         }
 
 
@@ -589,7 +590,12 @@ def window_relation(scene: SyntheticScene, agent: Agent, times_s: np.ndarray) ->
     if agent.scenario not in TRAFFIC_ROLES or times.size < 2:
         return "Other"
     m = _window_motion(scene, agent, times)
-    rel = m["rel_yaw"]
+    return _relation_of_motion(m["t"], m["rel_yaw"], m["x"])
+
+
+def _relation_of_motion(t: np.ndarray, rel: np.ndarray, x: np.ndarray) -> str:
+    """``window_relation``'s rules on a traffic agent's dense motion: times ``t`` [n] s, relative yaw ``rel`` [n]
+    rad, ego-frame longitudinal offset ``x`` [n] m."""
     turn = abs((rel[-1] - rel[0] + np.pi) % (2 * np.pi) - np.pi)
     if np.degrees(turn) > TRUTH_TURN_DEG:
         return "Path_Divergence_at_Intersection"
@@ -598,10 +604,9 @@ def window_relation(scene: SyntheticScene, agent: Agent, times_s: np.ndarray) ->
         return "Oncoming_Pass"
     if heading > TRUTH_SAME_DEG:
         return "Other"
-    x = m["x"]
     if x.min() < 0 < x.max():
         return "Overtake"
-    rate = (x[-1] - x[0]) / (m["t"][-1] - m["t"][0])
+    rate = (x[-1] - x[0]) / (t[-1] - t[0])
     if abs(rate) < TRUTH_HELD_RATE_MPS:
         return "Maintain_State"
     if x.min() > 0 and rate > 0:
@@ -612,3 +617,34 @@ def window_relation(scene: SyntheticScene, agent: Agent, times_s: np.ndarray) ->
 def window_relations(scene: SyntheticScene, times_s: np.ndarray) -> dict[str, str]:
     """instance token -> ``window_relation`` of every agent over the window spanning ``times_s``."""
     return {a.instance_token: window_relation(scene, a, times_s) for a in scene.agents}
+
+
+# The default keyframe window (keyframes.window_before_s / window_after_s of the build config): 2 s before to 3 s
+# after the keyframe. The truth metadata records every agent's relation over it at every key frame.
+DEFAULT_WINDOW_S = (-2.0, 3.0)
+
+
+def keyframe_window_relations(scene: SyntheticScene, window_s: tuple[float, float] = DEFAULT_WINDOW_S) -> dict:
+    """Per-window truth at every key frame (k / 2 s) over ``window_s`` around it, clipped to the scene's key frames
+    (the frames a built keyframe window holds): ``{"window_s", "times_s", "by_agent": {instance token: [relation
+    per key frame]}}``, written into the truth metadata (``metadata``)."""
+    times = scene.sample_times
+    # One dense grid over the scene (TRUTH_DT_S divides the 0.5 s key-frame spacing), sliced per window: the same
+    # samples window_relation takes for a window from one key frame to another.
+    per_key = round(1.0 / SAMPLE_HZ / TRUTH_DT_S)
+    grid = np.arange((len(times) - 1) * per_key + 1) * TRUTH_DT_S
+    spans = [
+        (round(max(t0 + window_s[0], 0.0) / TRUTH_DT_S), round(min(t0 + window_s[1], float(times[-1])) / TRUTH_DT_S))
+        for t0 in times.tolist()
+    ]
+    by_agent: dict[str, list[str]] = {}
+    for agent in scene.agents:
+        if agent.scenario not in TRAFFIC_ROLES or len(times) < 2:
+            by_agent[agent.instance_token] = ["Other"] * len(times)
+            continue
+        m = _window_motion(scene, agent, grid)
+        by_agent[agent.instance_token] = [
+            _relation_of_motion(m["t"][i : j + 1], m["rel_yaw"][i : j + 1], m["x"][i : j + 1]) if j > i else "Other"
+            for i, j in spans
+        ]
+    return {"window_s": list(window_s), "times_s": [float(t) for t in times], "by_agent": by_agent}

@@ -44,7 +44,9 @@ def _check_llava_record(rec: dict) -> None:
             "gt_label",
             "gt_extra",
             "region_ids",
+            "scenario",
         }
+        assert info["scenario"] == rec["meta"]["scenario"]  # the group's stored label, "" for spatial
         assert info["gt_value"] is None or isinstance(info["gt_value"], float)
 
 
