@@ -113,7 +113,8 @@ def read_limited(
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
             raise error(path, _size_reason(what, limit, info.st_size))
         with path.open("rb") as f:
-            return _read_capped(f, path, what, error, limit, text, is_wide)
+            first = info.st_size + 1 if stat.S_ISREG(info.st_mode) else READ_CHUNK
+            return _read_capped(f, path, what, error, limit, text, is_wide, first)
     except FileNotFoundError:
         raise error(path, f"{what} does not exist") from None
     except IsADirectoryError:
@@ -126,26 +127,39 @@ WideCheck = Callable[[bytes], object]
 
 
 def _read_capped(
-    f: Any, path: Path, what: str, error: ErrorFactory, limit: int, text: bool, is_wide: WideCheck | None
+    f: Any,
+    path: Path,
+    what: str,
+    error: ErrorFactory,
+    limit: int,
+    text: bool,
+    is_wide: WideCheck | None,
+    first_chunk: int,
 ) -> bytes:
-    data = bytearray()
-    check_nul = text
+    """Read ``f`` to its end, at most ``limit`` bytes: ``first_chunk`` bytes at once (a regular file's whole size,
+    so it is read in one call and never copied), then 1 MiB chunks (a pipe or a device, or a file that grew)."""
+    data = f.read(min(first_chunk, limit + 1))
+    if text and data and is_wide is not None and is_wide(data[:4]):
+        return data  # UTF-16/32 text: the caller says so, whatever follows
+    buffer: bytearray | None = None
+    start = 0
     while True:
-        chunk = f.read(min(READ_CHUNK, limit + 1 - len(data)))
-        if not chunk:
-            return bytes(data)
-        start = len(data)
-        data += chunk
-        if check_nul and start == 0 and is_wide is not None and is_wide(bytes(data[:4])):
-            return bytes(data)  # UTF-16/32 text: the caller says so, whatever follows
-        if check_nul and (nul := data.find(b"\x00", start)) >= 0:
+        whole = data if buffer is None else buffer
+        if text and (nul := whole.find(b"\x00", start)) >= 0:
             raise error(
                 path,
-                f"line {_line_of(data, nul)}: {what} holds a NUL byte (byte offset {nul}): not text "
+                f"line {_line_of(whole, nul)}: {what} holds a NUL byte (byte offset {nul}): not text "
                 "(a binary file, or a device such as /dev/zero?)",
             )
-        if len(data) > limit:
+        if len(whole) > limit:
             raise error(path, _size_reason(what, limit, None))
+        chunk = f.read(min(READ_CHUNK, limit + 1 - len(whole))) if data else b""
+        if not chunk:
+            return data if buffer is None else bytes(buffer)
+        if buffer is None:
+            buffer = bytearray(data)
+        start = len(buffer)
+        buffer += chunk
 
 
 # ---------------------------------------------------------------------------------------------------- depth
@@ -217,12 +231,18 @@ class DuplicateKeyError(ValueError):
 def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook`` for ``json.loads``: the object as a dict, or DuplicateKeyError on a repeated key
     (JSON itself would keep only the last value, silently)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKeyError(key)
-        out[key] = value
+    out = dict(pairs)  # built in C; only a shorter dict than the pairs needs the loop that names the key
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
     return out
+
+
+_STRICT_DECODER = json.JSONDecoder(object_pairs_hook=reject_duplicate_keys)
+_PLAIN_DECODER = json.JSONDecoder()
 
 
 def json_error_reason(exc: json.JSONDecodeError, line: int | None = None) -> str:
@@ -264,9 +284,12 @@ def decode(
         offset = first_too_deep(data, limit)
         if offset is not None:
             raise JsonProblem("nested_too_deep", depth_reason(data, offset, limit, line))
-    hook = object_pairs_hook or (reject_duplicate_keys if reject_duplicates else None)
+    if object_pairs_hook is not None:
+        decoder = json.JSONDecoder(object_pairs_hook=object_pairs_hook)
+    else:  # made once: json.loads with a hook builds a decoder per call, a cost per JSON Lines line
+        decoder = _STRICT_DECODER if reject_duplicates else _PLAIN_DECODER
     try:
-        return json.loads(text, object_pairs_hook=hook)
+        return decoder.decode(text)
     except DuplicateKeyError as exc:
         raise JsonProblem(
             "duplicate_key",

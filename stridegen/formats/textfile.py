@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.core.bounded_json import json_error_reason as json_error_reason  # re-exported
-from stridegen.core.bounded_json import loads, read_limited
+from stridegen.core.bounded_json import json_limits, loads, read_limited
 from stridegen.core.errors import ConfigError, DataFormatError
 
 ErrorFactory = Callable[[Path, str], Exception]
@@ -150,8 +150,9 @@ def iter_jsonl(
     deeper than the limit or repeats a key in an object raises ``error`` naming the file and the line (callers
     with a skip policy decode ``iter_jsonl_lines`` themselves, with ``bounded_json.loads``)."""
     path = Path(path)
+    max_depth = json_limits().max_depth
     for line_no, line in iter_jsonl_lines(path, what, error, allow_empty):
-        yield line_no, loads(line, path, error, line=line_no)
+        yield line_no, loads(line, path, error, line=line_no, max_depth=max_depth)
 
 
 def iter_jsonl_lines(

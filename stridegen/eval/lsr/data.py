@@ -273,7 +273,7 @@ def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
     PredictionFormatError naming the file and line; otherwise the line is dropped and counted). A UTF-8
     byte-order mark is tolerated; an empty file, another encoding, bytes that are not UTF-8, a NUL byte or a file
     over the size limit are errors (stridegen.formats.textfile, stridegen.core.bounded_json)."""
-    from stridegen.core.bounded_json import JsonProblem, decode
+    from stridegen.core.bounded_json import JsonProblem, decode, json_limits
     from stridegen.core.errors import PredictionFormatError
     from stridegen.formats.textfile import iter_jsonl_lines
 
@@ -285,9 +285,10 @@ def read_predictions(path: str, on_invalid: str = "error") -> PredictionFile:
             raise PredictionFormatError(path, message)
         out.dropped[key] = out.dropped.get(key, 0) + 1
 
+    max_depth = json_limits().max_depth
     for line_no, line in iter_jsonl_lines(path, "predictions file", PredictionFormatError):
         try:
-            obj = decode(line, line=line_no)
+            obj = decode(line, line=line_no, max_depth=max_depth)
         except JsonProblem as exc:
             bad(exc.key, exc.reason)
             continue
