@@ -14,11 +14,16 @@ from stridegen.core.errors import ConfigError, LogFormatError, StrideGenError
 
 
 def decode_image(data: bytes, path: str | Path) -> np.ndarray:
-    """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files."""
+    """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files. A JPEG that libjpeg
+    warns about (corrupt entropy-coded data, a premature end: ``jpeg_problem``) is corrupt, although libjpeg would
+    return pixels for it."""
     if not data:
         raise LogFormatError(path, "image file is empty")
     image = decode_plain_jpeg(data)
     if image is None:
+        problem = image_problem(data) if data[:2] == b"\xff\xd8" else None
+        if problem is not None:  # libjpeg would "recover": other pixels than the camera took, and a bare stderr line
+            raise LogFormatError(path, problem)
         # Straight to RGB (libjpeg / libpng order the channels; the same values as BGR then cvtColor, without the
         # second pass over the pixels).
         image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR_RGB)
@@ -163,16 +168,51 @@ def jpeg_frame(data: bytes) -> JpegFrame | None:
 
 
 def check_image_bytes(data: bytes, path: str | Path) -> None:
-    """Cheap integrity check of camera bytes stored unchanged: non-empty, JPEG (complete) or PNG."""
+    """Integrity check of camera bytes stored unchanged: non-empty, JPEG (complete, and decoding at 1/8 scale without
+    a libjpeg warning: ``jpeg_problem``) or PNG (decoding at 1/8 scale: libpng checks every chunk's CRC)."""
+    problem = image_problem(data)
+    if problem is not None:
+        raise LogFormatError(path, problem)
+
+
+# libjpeg errors (jerror.h JERR_*) for what this libjpeg-turbo build cannot decode at all, as opposed to data it finds
+# corrupt: such a file is left to OpenCV's decoder.
+_JPEG_UNSUPPORTED = ("Unsupported JPEG data precision", "Unsupported color conversion", "Unsupported JPEG process")
+
+
+def jpeg_problem(data: bytes) -> str | None:
+    """libjpeg-turbo's first warning or error about JPEG ``data``, decoded at 1/8 scale (the DCT scaling of libjpeg:
+    every entropy-coded byte is still read, so corruption anywhere shows, at about a third of a full decode's time)
+    with warnings as errors (simplejpeg ``strict``); None for a clean file, and for one this build cannot decode
+    (12-bit, an unsupported process: ``_JPEG_UNSUPPORTED``). libjpeg's warnings ("Corrupt JPEG data: ...",
+    "Premature end of JPEG file") are those after which it returns made-up pixels."""
+    import simplejpeg
+
+    frame = jpeg_frame(data)
+    colorspace = "CMYK" if frame is not None and frame.components == 4 else "RGB"
+    try:
+        simplejpeg.decode_jpeg(data, colorspace=colorspace, min_height=1, min_width=1, strict=True)
+    except ValueError as exc:
+        message = " ".join(str(exc).split())
+        return None if message.startswith(_JPEG_UNSUPPORTED) else message or "undecodable"
+    return None
+
+
+def image_problem(data: bytes) -> str | None:
+    """Why camera bytes are no usable image, or None: empty, a JPEG without its end-of-image marker or that libjpeg
+    warns about (``jpeg_problem``), a PNG that libpng cannot decode, or another format. Decodes at reduced scale
+    (JPEG 1/8 by DCT scaling; PNG: OpenCV decodes whole, then shrinks)."""
     if not data:
-        raise LogFormatError(path, "image file is empty")
+        return "image file is empty"
     if data[:2] == b"\xff\xd8":
         if not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
-            raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
-        return
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return
-    raise LogFormatError(path, "camera file is neither JPEG nor PNG")
+            return "JPEG is truncated (no end-of-image marker)"
+        problem = jpeg_problem(data)
+        return None if problem is None else f"corrupt JPEG data (libjpeg: {problem})"
+    if data[:8] == _PNG_SIGNATURE:
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_REDUCED_COLOR_8)
+        return None if image is not None else "PNG could not be decoded (truncated or corrupt)"
+    return "camera file is neither JPEG nor PNG"
 
 
 def encode_jpeg(image_rgb: np.ndarray, quality: int) -> np.ndarray:

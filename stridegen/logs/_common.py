@@ -10,6 +10,7 @@ import numpy as np
 
 from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError
 from stridegen.core.transforms import check_unit_quaternion
+from stridegen.logs.bounds import coordinate_problem, coordinates_ok
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
 MAX_TIME_DIFF_S = 1.5
@@ -18,7 +19,8 @@ SCENE_CACHE = 2  # built scenes a reader keeps (a build worker needs one at a ti
 
 
 def validate_pose(rotation: object, translation: object, path: str | Path, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Check a [w, x, y, z] rotation (finite, unit within 1e-3) and a translation (3 finite values).
+    """Check a [w, x, y, z] rotation (finite, unit within 1e-3) and a translation (3 finite values, none beyond
+    ``bounds.MAX_COORDINATE_M``: no place on Earth).
 
     Returns them as float64 arrays; raises InvalidPoseError naming ``path`` and ``what`` (e.g. the record token).
     """
@@ -37,17 +39,35 @@ def validate_pose(rotation: object, translation: object, path: str | Path, what:
         raise InvalidPoseError(path, f"{what}: translation must have 3 values, got shape {t.shape}")
     if not np.all(np.isfinite(t)):
         raise InvalidPoseError(path, f"{what}: translation {t.tolist()} is not finite")
+    problem = coordinate_problem(t)
+    if problem:
+        raise InvalidPoseError(path, f"{what}: {problem}")
     return q, t
 
 
 def valid_poses(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
     """[N] bool, vectorised ``validate_pose``: rotation ([N, 4]) finite and of unit norm within 1e-3, translation
-    ([N, 3]) finite."""
+    ([N, 3]) finite and within ``bounds.MAX_COORDINATE_M``."""
     rotation = np.asarray(rotation, dtype=np.float64)
     translation = np.asarray(translation, dtype=np.float64)
     finite_q = np.all(np.isfinite(rotation), axis=1)
     unit_q = np.abs(np.linalg.norm(np.where(finite_q[:, None], rotation, 0.0), axis=1) - 1.0) <= 1e-3
-    return np.asarray(finite_q & unit_q & np.all(np.isfinite(translation), axis=1))
+    return np.asarray(finite_q & unit_q & np.all(np.isfinite(translation), axis=1) & coordinates_ok(translation))
+
+
+def track_neighbours(track_id: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prev_idx, next_idx) [N] of annotations: the same track's annotation just before / after each in time (-1
+    where none), the ``prev`` / ``next`` links of a nuScenes ``sample_annotation`` for ``neighbour_velocity``."""
+    track = np.asarray(track_id).astype(str)
+    time_s = np.asarray(time_s, dtype=np.float64)
+    order = np.lexsort((time_s, track))  # by track, then time
+    prev_idx = np.full(track.size, -1, dtype=np.int64)
+    next_idx = np.full(track.size, -1, dtype=np.int64)
+    if order.size > 1:
+        same = track[order[1:]] == track[order[:-1]]
+        prev_idx[order[1:][same]] = order[:-1][same]
+        next_idx[order[:-1][same]] = order[1:][same]
+    return prev_idx, next_idx
 
 
 def validate_pose_table(rotation: np.ndarray, translation: np.ndarray, path: str | Path, keys: np.ndarray) -> None:
@@ -150,3 +170,22 @@ def shown_path(path: str | Path) -> str:
     except UnicodeEncodeError:
         return os.fsencode(text).decode("utf-8", "backslashreplace")
     return text
+
+
+def require_finite_points(
+    points: np.ndarray, path: str | Path, error: type[LogFormatError] = LogFormatError
+) -> np.ndarray:
+    """``points`` [N, C] when every x, y, z is finite; a LogFormatError naming ``path`` and the first bad point
+    otherwise (of class ``error``). Every reader refuses NaN / inf coordinates rather than dropping them: a sweep
+    with holes would give other masks and mask qualities without a word (issue 33). A converter from a driver that
+    writes NaN for "no return" (an organized ROS cloud) drops those points when it writes the log."""
+    xyz = points[:, :3]
+    finite = np.isfinite(xyz).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise error(
+            path,
+            f"{bad.size} of {len(points)} points have an x, y or z that is not finite (point {int(bad[0])}: "
+            f"{xyz[bad[0]].tolist()}); drop no-return points when converting",
+        )
+    return points

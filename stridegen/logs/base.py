@@ -275,6 +275,11 @@ class LogReader(ABC):
         with open(sample.path, "rb") as fh:
             return fh.read(limit)
 
+    def point_file_problem(self, sample: SensorSample, size: int) -> str | None:
+        """Why a point-cloud file of ``size`` bytes cannot be a whole number of points, as this reader reads it
+        (e.g. nuScenes ``.pcd.bin``: 5 float32 per point); None where it can, or where its size says nothing."""
+        return None
+
     def scene_ids(self) -> list[tuple[str, str]]:
         """(name, token) of every scene, in ``scenes()`` order. Readers that can list scenes without building their
         frames override it, so that one broken scene does not stop the listing (the build fails that scene alone)."""

@@ -46,7 +46,7 @@ import numpy as np
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError, PointCloudSizeError
 from stridegen.formats.textfile import read_text
-from stridegen.logs._common import SCENE_CACHE
+from stridegen.logs._common import SCENE_CACHE, require_finite_points
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.native_boxes import BoxSource, derive_velocities, read_frame_boxes
 from stridegen.logs.native_json import At, InvalidValueError
@@ -169,12 +169,16 @@ class NativeReader(LogReader):
             points = read_pcd(sample.path)
         if points.ndim != 2 or points.shape[1] < 3:
             raise InvalidValueError(sample.path, f"points must be an [N, C >= 3] array, got shape {points.shape}")
-        bad = np.flatnonzero(~np.all(np.isfinite(points[:, :3]), axis=1))
-        if bad.size:
-            raise InvalidValueError(
-                sample.path, f"point {int(bad[0])}: x, y, z {points[bad[0], :3].tolist()} not finite"
-            )
-        return points
+        return require_finite_points(points, sample.path, InvalidValueError)
+
+    def point_file_problem(self, sample: SensorSample, size: int) -> str | None:
+        """``.bin``: 4 float32 per point; ``.npy``: the size its header promises (``np.lib.format``)."""
+        suffix = sample.path.suffix.lower()
+        if suffix == ".bin" and size % (4 * BIN_VALUES_PER_POINT):
+            return f"size {size} bytes is not a multiple of {4 * BIN_VALUES_PER_POINT} (float32 x, y, z, intensity)"
+        if suffix == ".npy" and size:
+            return _npy_size_problem(sample.path, size)
+        return None
 
     def load_annotations(self, frame: Frame) -> Annotations:
         per_frame = self._scene_annotations(frame.scene_token)
@@ -210,6 +214,22 @@ def _read_npy(path: Path) -> np.ndarray:
     if not np.issubdtype(points.dtype, np.floating):
         raise InvalidValueError(path, f"points must be floats (float32), got {points.dtype}")
     return np.ascontiguousarray(points, dtype=np.float32)
+
+
+def _npy_size_problem(path: Path, size: int) -> str | None:
+    """Whether a ``.npy`` file is as long as its header says (header, then shape x item size bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(fh)
+            data_start = fh.tell()
+    except (ValueError, OSError, EOFError) as exc:
+        return f"not a readable .npy header ({type(exc).__name__}: {exc})"
+    expected = data_start + int(np.prod(shape)) * dtype.itemsize
+    if size != expected:
+        return f"size {size} bytes, but its header promises {expected} ({list(shape)} {dtype})"
+    return None
 
 
 def _read_bin(path: Path) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError, MissingFileError
 from stridegen.core.transforms import check_unit_quaternion, make_transform
 from stridegen.formats.textfile import read_text
+from stridegen.logs.bounds import coordinate_problem
 from stridegen.logs.names import SAFE_NAME_RULE, is_safe_name
 
 # 1e17 us is the year 5138: a larger timestamp_us is a nanosecond (or picosecond) timestamp by mistake.
@@ -223,6 +224,9 @@ def read_pose(value: Any, at: At) -> np.ndarray:
     rec = read_object(value, at, _POSE_KEYS)
     q = read_quaternion(rec["rotation_wxyz"], at["rotation_wxyz"])
     t = read_numbers(rec["translation_m"], at["translation_m"], 3, InvalidPoseError)
+    problem = coordinate_problem(t)
+    if problem:
+        raise at["translation_m"].fail(InvalidPoseError, problem)
     return make_transform(q, t)
 
 

@@ -28,6 +28,7 @@ from stridegen.logs._common import (
     SCENE_CACHE,
     log_file,
     neighbour_velocity,
+    require_finite_points,
     valid_poses,
     validate_pose,
 )
@@ -292,6 +293,13 @@ class NuScenesReader(LogReader):
         return np.eye(4)
 
     # ------------------------------------------------------------------------------------------ data
+    def point_file_problem(self, sample: SensorSample, size: int) -> str | None:
+        """A LiDAR ``.pcd.bin`` holds 5 float32 per point: its size must be a multiple of 20 bytes."""
+        if sample.calibration.modality != "lidar" or not size or size % LIDAR_POINT_BYTES == 0:
+            return None
+        per_point = f"{LIDAR_VALUES_PER_POINT} float32 per point"
+        return f"size {size} bytes is not a multiple of {LIDAR_POINT_BYTES} ({per_point})"
+
     def load_points(self, sample: SensorSample) -> np.ndarray:
         """Point cloud in the sensor frame, float32.
 
@@ -309,13 +317,11 @@ class NuScenesReader(LogReader):
             raise MissingFileError(sample.path, f"LiDAR file of sample_data {sample.token} is missing") from None
         if size == 0:
             raise PointCloudSizeError(sample.path, "LiDAR file is empty (0 bytes): a sweep without a single point")
-        if size % LIDAR_POINT_BYTES:
-            raise PointCloudSizeError(
-                sample.path,
-                f"size {size} bytes is not a multiple of {LIDAR_POINT_BYTES} "
-                f"({LIDAR_VALUES_PER_POINT} float32 per point)",
-            )
-        return np.fromfile(sample.path, dtype="<f4").reshape(-1, LIDAR_VALUES_PER_POINT)
+        problem = self.point_file_problem(sample, size)
+        if problem:
+            raise PointCloudSizeError(sample.path, problem)
+        points = np.fromfile(sample.path, dtype="<f4").reshape(-1, LIDAR_VALUES_PER_POINT)
+        return require_finite_points(points, sample.path)
 
     def load_annotations(self, frame: Frame) -> Annotations:
         self.store.focus(frame.scene_token)

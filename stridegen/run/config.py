@@ -50,7 +50,7 @@ from stridegen.pipeline.visibility import VisibilityThresholds
 from stridegen.shards.schema import QA_FRAME_SLOTS
 
 # Fields that never change the output bytes and so stay out of the config hash.
-_UNHASHED_FIELDS = {"workers"}
+_UNHASHED_FIELDS: dict[str, Any] = {"workers": True, "log": {"parked_ego": True}}
 
 
 class _Section(BaseModel):
@@ -77,6 +77,9 @@ class LogSection(_Section):
     format: str | None = None  # a log_reader name (nuscenes, av2, a plugin); None: detected from the folder layout
     version: str | None = None  # nuScenes table folder (v1.0-mini, ...); needed only when the root holds several
     scenes: list[str] | None = None  # scene names or tokens to build; None: every scene of the log
+    # Constant ego poses are a car that stood still, not a log without poses (docs/check.md, constant_ego_pose).
+    # Not hashed: it decides whether such a scene is built, not what a built scene holds.
+    parked_ego: bool = False
 
     @field_validator("format")
     @classmethod
@@ -399,6 +402,7 @@ class BuildConfig(_Section):
             detector=self.detector.name,
             detector_uses_ground_truth=_backend_flag("detector", self.detector.name, "uses_ground_truth"),
             tracker_provides_detections=_backend_flag("tracker", self.tracker.name, "provides_detections"),
+            parked_ego=self.log.parked_ego,
         )
 
 

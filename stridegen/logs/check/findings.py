@@ -51,10 +51,28 @@ CODES: dict[str, tuple[str, str, str]] = {
         "no camera channel: no images, masks or QA (a warning with segmenter.name=none)",
         "fails the scene | warns",
     ),
+    "point_cloud_size": (
+        "error|warning",
+        "a LiDAR file whose size is no whole number of points (a warning for sweeps)",
+        "fails the scene | warns",
+    ),
+    "corrupt_image": (ERROR, "a camera image libjpeg / libpng cannot decode cleanly (check only)", "-"),
     "image_size_mismatch": (ERROR, "an image whose header size differs from its calibration (check only)", "-"),
     "unreadable_image": (ERROR, "an image whose header is neither JPEG nor PNG (check only)", "-"),
+    "out_of_bounds": (
+        ERROR,
+        "an impossible value: a position off the Earth, an ego speed or acceleration, box size or speed, timestamp, "
+        "intrinsics or sensor offset beyond what exists (stridegen.logs.bounds)",
+        "fails the scene",
+    ),
+    "unlikely_value": (WARNING, "a value within the possible but beyond the usual (stridegen.logs.bounds)", "warns"),
     "no_keyframes": (WARNING, "the keyframe schedule picks no keyframe (the reason given)", "warns"),
-    "constant_ego_pose": (WARNING, "the ego pose never changes: ego speeds 0.00 m/s", "warns"),
+    "constant_ego_pose": (
+        "error|warning",
+        "the ego pose never changes while the boxes say the ego moved (a warning where nothing says so; none with "
+        "log.parked_ego=true)",
+        "fails the scene | warns",
+    ),
     "implausible_orientation": (
         WARNING,
         "tilted or backwards poses the [x, y, z, w] reading does not explain",
@@ -168,7 +186,7 @@ READER_ERRORS: tuple[tuple[type[LogFormatError], str, str], ...] = (
         InvalidPoseError,
         "invalid_pose",
         "a rotation that is not a unit [w, x, y, z] quaternion (NaN, zeros, Euler angles or a matrix written as a "
-        "quaternion), or a NaN translation",
+        "quaternion), or a NaN translation, or one beyond any place on Earth (a placeholder, another unit)",
     ),
     (InvalidCalibrationError, "invalid_intrinsics", INVALID_INTRINSICS_CAUSE),
     (

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from stridegen.core.transforms import quat_to_rotmat, rotmat_to_quat
-from stridegen.logs.base import Frame, Scene
-from stridegen.logs.check.findings import Finding, SceneSummary
+from stridegen.logs.base import Annotations, Frame, Scene
+from stridegen.logs.check.findings import ERROR, WARNING, Finding, SceneSummary
 from stridegen.logs.check.settings import CheckContext
 
 MAX_TILT_DEG = 30.0
@@ -37,21 +37,8 @@ def ego_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary) -> list
         summary.ego_speed_mps = summary.ego_path_m / summary.duration_s
     file = ctx.path("ego_pose")
     out: list[Finding] = []
-    if len(poses) >= 2 and np.allclose(poses, poses[0], atol=1e-6):
-        identity = np.allclose(poses[0], np.eye(4), atol=1e-9)
-        out.append(
-            ctx.finding(
-                "constant_ego_pose",
-                ("every ego pose is the identity" if identity else "the ego pose is the same in every frame")
-                + f" over {summary.duration_s:.2f} s: ego speeds are 0.00 m/s, and target speeds are relative to "
-                "the ego",
-                "the log has no ego poses (the converter wrote a constant placeholder) or the car stood still; "
-                "boxes must then be in a fixed global frame, not ego-relative",
-                scene.name,
-                file,
-            )
-        )
-        return out
+    if constant_poses(scene):
+        return out  # constant_pose_findings, which needs the annotations
     rot = poses[:, :3, :3]
     tilted = _tilt_deg(rot) > MAX_TILT_DEG
     backwards, moving = _backwards(rot, steps, np.diff(t_s))
@@ -183,3 +170,106 @@ def box_orientation_findings(ctx: CheckContext, q: np.ndarray, scene: str, file:
             file,
         )
     ]
+
+
+# Constant ego poses. Road furniture never moves, nor does a vehicle annotated as parked: in a scene whose ego poses
+# never change, such boxes moving in the "global" frame (which is then the ego's) mean the ego moved.
+STATIC_LABELS = ("traffic_cone", "barrier")
+STATIC_ATTRIBUTES = ("vehicle.parked",)
+STATIC_MOVING_MPS = 1.0  # median speed of the static boxes above which the ego moved (annotation noise: cm per s)
+MIN_TRACK_S = 1.0  # a box's track must span this long for its speed to count
+SHARED_MOTION_SHARE = 0.6  # ... or this share of the tracked boxes (at least 3) share one velocity within 1 m/s
+SHARED_MOTION_TOLERANCE_MPS = 1.0
+
+
+def constant_poses(scene: Scene) -> bool:
+    """Whether the ego pose is the same in every frame (two or more), e.g. all the identity."""
+    poses = np.array([f.T_global_from_ego for f in scene.frames], dtype=np.float64)
+    return len(poses) >= 2 and bool(np.allclose(poses, poses[0], atol=1e-6))
+
+
+def constant_pose_findings(
+    ctx: CheckContext, scene: Scene, summary: SceneSummary, per_frame: list[Annotations] | None
+) -> list[Finding]:
+    """A scene whose ego never moves: an error where its boxes say the ego did move (``scene_motion``: static boxes
+    that move, or most boxes sharing one motion), since every ego speed would read 0.00 m/s and every target speed
+    be relative; a warning where nothing says so. ``log.parked_ego=true`` (``CheckSettings.parked_ego``) accepts
+    a truly parked ego: no finding."""
+    if not constant_poses(scene) or ctx.settings.parked_ego:
+        return []
+    poses = scene.frames[0].T_global_from_ego
+    identity = np.allclose(poses, np.eye(4), atol=1e-9)
+    what = (
+        "every ego pose is the identity" if identity else "the ego pose is the same in every frame"
+    ) + f" over {summary.duration_s:.2f} s: ego speeds would be 0.00 m/s, and target speeds relative to the ego"
+    file = ctx.path("ego_pose")
+    evidence = scene_motion(scene, per_frame)
+    if evidence is None:
+        return [
+            ctx.finding(
+                "constant_ego_pose",
+                what + "; nothing in the annotations says the ego moved",
+                "the log has no ego poses (the converter wrote a constant placeholder) or the car stood still "
+                "(log.parked_ego=true says so); recover poses with `stridegen calibrate poses`",
+                scene.name,
+                file,
+                WARNING,
+            )
+        ]
+    return [
+        ctx.finding(
+            "constant_ego_pose",
+            f"{what}, while {evidence}: the ego moved",
+            "the log has no ego poses (a constant placeholder): recover them from the LiDAR with `stridegen "
+            "calibrate poses LOG --out NEW_LOG` and build NEW_LOG; if the car truly stood still, set "
+            "log.parked_ego=true",
+            scene.name,
+            file,
+            ERROR,
+        )
+    ]
+
+
+def scene_motion(scene: Scene, per_frame: list[Annotations] | None) -> str | None:
+    """What in the annotations says the ego moved although its poses are constant (so the boxes are in the ego's
+    frame), or None: the boxes of static things (``STATIC_LABELS``, ``STATIC_ATTRIBUTES``) move at a median speed
+    above ``STATIC_MOVING_MPS``, or at least ``SHARED_MOTION_SHARE`` of the tracked boxes (3 or more) move with one
+    velocity (within ``SHARED_MOTION_TOLERANCE_MPS``) faster than that: the ego's own motion, seen in everything
+    that stands still. Speeds are each box track's displacement over its time span (at least ``MIN_TRACK_S``)."""
+    if not per_frame:
+        return None
+    first: dict[str, tuple[float, np.ndarray, bool]] = {}  # track -> (time, centre, static)
+    last: dict[str, tuple[float, np.ndarray]] = {}
+    for frame, ann in zip(scene.frames, per_frame, strict=True):
+        boxes = ann.boxes
+        for k in range(len(ann)):
+            track = str(boxes.track_id[k])
+            still = str(boxes.label[k]) in STATIC_LABELS or str(ann.attribute[k]) in STATIC_ATTRIBUTES
+            first.setdefault(track, (frame.timestamp_s, boxes.center[k, :2].copy(), still))
+            last[track] = (frame.timestamp_s, boxes.center[k, :2].copy())
+    velocity: list[np.ndarray] = []
+    static: list[bool] = []
+    for track, (t0, c0, still) in first.items():
+        t1, c1 = last[track]
+        if t1 - t0 >= MIN_TRACK_S and np.all(np.isfinite(c1 - c0)):
+            velocity.append((c1 - c0) / (t1 - t0))
+            static.append(still)
+    if not velocity:
+        return None
+    v = np.array(velocity)
+    speed = np.linalg.norm(v, axis=1)
+    is_static = np.array(static)
+    if is_static.any() and float(np.median(speed[is_static])) > STATIC_MOVING_MPS:
+        return (
+            f"{int(is_static.sum())} static box(es) (cones, barriers, parked vehicles) move at a median "
+            f"{float(np.median(speed[is_static])):.2f} m/s in the global frame"
+        )
+    if len(v) >= 3:
+        centre = np.median(v, axis=0)
+        shared = np.linalg.norm(v - centre, axis=1) <= SHARED_MOTION_TOLERANCE_MPS
+        if shared.mean() >= SHARED_MOTION_SHARE and np.linalg.norm(centre) > STATIC_MOVING_MPS:
+            return (
+                f"{int(shared.sum())} of {len(v)} boxes move together at {np.linalg.norm(centre):.2f} m/s in the "
+                "global frame"
+            )
+    return None

@@ -13,17 +13,24 @@ from collections import Counter
 
 import numpy as np
 
-from stridegen.logs.base import KNOWN_MODALITIES, Frame, Scene
+from stridegen.logs.base import KNOWN_MODALITIES, Annotations, Frame, Scene
+from stridegen.logs.bounds import MAX_FRAME_SPACING_US, MIN_FRAME_SPACING_US
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
-from stridegen.logs.check.files import file_findings, image_header_findings
+from stridegen.logs.check.bounds import bounds_findings
+from stridegen.logs.check.files import file_findings, image_data_findings, image_header_findings
 from stridegen.logs.check.findings import ERROR, INVALID_INTRINSICS_CAUSE, WARNING, Finding, SceneSummary, error_finding
-from stridegen.logs.check.poses import box_orientation_findings, camera_orientation_findings, ego_findings
+from stridegen.logs.check.poses import (
+    box_orientation_findings,
+    camera_orientation_findings,
+    constant_pose_findings,
+    ego_findings,
+)
 from stridegen.logs.check.settings import CheckContext, KeyframeSchedule
 from stridegen.logs.names import is_safe_name
 
 # Timestamps: nominal frame spacing 50-500 ms; flagged outside 1 ms .. 10 s (module docstring).
-MAX_SPACING_US = 10e6
-MIN_SPACING_US = 1e3
+MAX_SPACING_US = MAX_FRAME_SPACING_US
+MIN_SPACING_US = MIN_FRAME_SPACING_US
 UNITS_US = {"ns": 1e-3, "ms": 1e3, "s": 1e6}  # microseconds per unit
 # Classes whose boxes are always longer than wide (nuScenes detection classes).
 VEHICLE_LABELS = ("car", "truck", "bus", "trailer", "construction_vehicle", "motorcycle", "bicycle")
@@ -55,8 +62,13 @@ def scene_findings(
     out += _time_findings(ctx, scene, summary)
     out += _sensor_findings(ctx, scene, summary, modalities)
     out += file_findings(ctx, scene)
+    if ctx.deep:
+        out += image_data_findings(ctx, scene)
     out += ego_findings(ctx, scene, summary)
-    out += _annotation_findings(ctx, scene, summary)
+    annotation_findings, per_frame = _annotation_findings(ctx, scene, summary)
+    out += annotation_findings
+    out += constant_pose_findings(ctx, scene, summary, per_frame)
+    out += bounds_findings(ctx, scene, per_frame)
     return out
 
 
@@ -231,11 +243,14 @@ def _intrinsic_findings(ctx: CheckContext, frame: Frame, scene: str) -> list[Fin
     return out
 
 
-def _annotation_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary) -> list[Finding]:
+def _annotation_findings(
+    ctx: CheckContext, scene: Scene, summary: SceneSummary
+) -> tuple[list[Finding], list[Annotations] | None]:
+    """The annotations' findings, and every frame's annotations (None where the reader failed on them)."""
     try:
         per_frame = [f.annotations() for f in scene.frames]
     except Exception as exc:  # a typed LogFormatError, or whatever a plugin reader raises
-        return [error_finding(exc, scene.name)]
+        return [error_finding(exc, scene.name)], None
     summary.annotations = sum(len(a) for a in per_frame)
     file = ctx.path("sample_annotation")
     if not summary.annotations:
@@ -254,7 +269,7 @@ def _annotation_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary)
                 scene.name,
                 file,
             )
-        ]
+        ], per_frame
     out: list[Finding] = []
     boxes = [a.boxes for a in per_frame if len(a)]
     size = np.concatenate([b.size_lwh for b in boxes])
@@ -289,4 +304,4 @@ def _annotation_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary)
     rotations = [b.extras[ROTATION_GLOBAL] for b in boxes if ROTATION_GLOBAL in b.extras]
     if rotations:
         out += box_orientation_findings(ctx, np.concatenate(rotations), scene.name, file)
-    return out
+    return out, per_frame

@@ -62,6 +62,7 @@ class CheckSettings:
     detector: str  # detector.name
     detector_uses_ground_truth: bool  # the detector backend's uses_ground_truth: it makes its boxes from annotations
     tracker_provides_detections: bool  # the tracker backend's provides_detections: it is the detect stage's source
+    parked_ego: bool = False  # log.parked_ego: constant ego poses are a car that stood still, not missing poses
 
 
 @dataclass
