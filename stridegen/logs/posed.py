@@ -8,7 +8,9 @@ import dataclasses
 import numpy as np
 
 from stridegen.calibration.poses import interpolate_poses
+from stridegen.core.cache import LruCache
 from stridegen.core.transforms import invert_transform
+from stridegen.logs._common import SCENE_CACHE, neighbour_velocity, track_neighbours
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorSample
 
 
@@ -16,8 +18,12 @@ class PosedReader(LogReader):
     """``reader``'s log with new ego poses: ``poses[scene token]`` = (times [F] s, T_global_from_ego [F, 4, 4]).
 
     Frame poses are the new poses at the frame times, sample poses the new trajectory interpolated at each
-    sample's time; boxes move with the ego of their frame (``T_new @ T_old^-1``), velocities rotate with it.
-    Sensor data and everything else comes from ``reader`` unchanged.
+    sample's time; boxes move with the ego of their frame (``T_new @ T_old^-1``). Their velocities are taken anew in
+    the new global frame, as nuScenes defines an annotation's velocity: the finite difference of the box's global
+    positions over its track's neighbouring annotations (nuscenes-devkit ``NuScenes.box_velocity``,
+    ``_common.neighbour_velocity``). Rotating the old velocities would keep the motion relative to the old ego: a log
+    without poses has boxes in the ego's frame, and their velocities relative to it (issue 33). Sensor data and
+    everything else comes from ``reader`` unchanged.
     """
 
     def __init__(self, reader: LogReader, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
@@ -27,6 +33,7 @@ class PosedReader(LogReader):
         self.poses = poses
         self._origin: dict[int, Frame] = {}
         self._scenes: list[Scene] | None = None
+        self._annotations: LruCache[str, list[Annotations]] = LruCache(SCENE_CACHE)
 
     def scenes(self) -> list[Scene]:
         if self._scenes is None:
@@ -62,6 +69,31 @@ class PosedReader(LogReader):
         return self.source.load_bytes(sample)
 
     def load_annotations(self, frame: Frame) -> Annotations:
+        per_frame = self._annotations.get(frame.scene_token, lambda: self._scene_annotations(frame.scene_token))
+        ann = per_frame[frame.index]
+        return ann.select(np.ones(len(ann), dtype=bool))  # a copy: callers may change arrays in place
+
+    def _scene_annotations(self, token: str) -> list[Annotations]:
+        """Every frame's boxes of the scene ``token`` moved to the new poses, with velocities from the moved
+        positions (class docstring)."""
+        [scene] = [s for s in self.scenes() if s.token == token]
+        per_frame = [self._moved(f) for f in scene.frames]
+        if not any(len(a) for a in per_frame):
+            return per_frame
+        time_s = np.concatenate(
+            [np.full(len(a), f.timestamp_us * 1e-6) for f, a in zip(scene.frames, per_frame, strict=True)]
+        )
+        track = np.concatenate([np.asarray(a.boxes.track_id).astype(str) for a in per_frame])
+        centre = np.concatenate([a.boxes.center for a in per_frame])
+        velocity = neighbour_velocity(centre, time_s, *track_neighbours(track, time_s))
+        velocity[track == ""] = np.nan  # no instance: no neighbours to difference with
+        start = 0
+        for a in per_frame:
+            a.boxes.velocity = velocity[start : start + len(a)]
+            start += len(a)
+        return per_frame
+
+    def _moved(self, frame: Frame) -> Annotations:
         original = self._origin[id(frame)]
         ann = original.annotations()
         if not len(ann):
