@@ -171,4 +171,4 @@ def test_lsr_non_text_pred_with_official_questions_is_an_error(tmp_path: Path) -
         ]
     )
     assert code == 2, output
-    assert f"pred.jsonl: record 0 (question '{qid}'): pred not text" in output
+    assert f"pred.jsonl: line 1 (question '{qid}'): pred not text" in output  # was 'record 0'

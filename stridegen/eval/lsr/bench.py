@@ -11,7 +11,7 @@ official inputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -72,8 +72,12 @@ def build_items(
     annotations: dict[str, dict[str, Any]] | None = None,
     on_invalid: str = "error",
     missing: str = "exclude",
+    locate: Callable[[int, dict[str, Any]], str] | None = None,
 ) -> tuple[LsrItems, dict[str, Any]]:
     """Items from official response records (see module docstring), with the input report.
+
+    ``locate(i, record)`` says where a record came from in messages (default ``record i``: its index in its file;
+    predictions joined from a JSONL give their line).
 
     ``annotations`` (optional): the bench questions; responses for other ids are rejected, a truth that differs
     from the annotation is rejected, and questions without a response are counted (``missing="exclude"``, the
@@ -82,7 +86,7 @@ def build_items(
     if missing not in ("exclude", "fail"):
         raise ValueError(f"missing must be 'exclude' or 'fail', got {missing!r}")
     with gc_paused():
-        return _build_items(list(responses), profile, sheet or {}, annotations, on_invalid, missing)
+        return _build_items(list(responses), profile, sheet or {}, annotations, on_invalid, missing, locate)
 
 
 def _build_items(
@@ -92,6 +96,7 @@ def _build_items(
     annotations: dict[str, dict[str, Any]] | None,
     on_invalid: str,
     missing: str,
+    locate: Callable[[int, dict[str, Any]], str] | None = None,
 ) -> tuple[LsrItems, dict[str, Any]]:
     builder = ItemBuilder(", ".join(str(p) for p, _ in files) or "<responses>", on_invalid)
     seen: set[str] = set()
@@ -99,7 +104,7 @@ def _build_items(
     for path, records in files:
         builder.source = str(path)
         n_records += len(records)
-        _add_records(builder, records, sheet, annotations, seen)
+        _add_records(builder, records, sheet, annotations, seen, locate)
     n_missing = 0
     if annotations is not None:
         builder.source = "annotations"
@@ -133,6 +138,7 @@ def _add_records(
     sheet: dict[str, dict[str, Any]],
     annotations: dict[str, dict[str, Any]] | None,
     seen: set[str],
+    locate: Callable[[int, dict[str, Any]], str] | None = None,
 ) -> None:
     """Add one file's records: column-wise when every record is well formed (the common case), else record by
     record through ``_add_response``, which applies every check and the bad-input policy. Both add the same
@@ -140,7 +146,8 @@ def _add_records(
     ``ItemBuilder.finish``."""
     if not _add_columnwise(builder, records, annotations, seen):
         for i, rec in enumerate(records):
-            _add_response(builder, rec, f"record {i}", sheet, annotations, seen)
+            where = locate(i, rec) if locate is not None and isinstance(rec, dict) else f"record {i}"
+            _add_response(builder, rec, where, sheet, annotations, seen)
 
 
 def _add_columnwise(

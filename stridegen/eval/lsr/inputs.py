@@ -57,7 +57,15 @@ def official_items(
             f"line {read.lines[unknown[0]]}: question {shown(unknown[0])} is not a question of the bench "
             f"({len(unknown)} such prediction(s))",
         )
-    items, report = sb.build_items([(pred, merged)], profile, sheet, annotations, on_invalid, missing)
+    items, report = sb.build_items(
+        [(pred, merged)],
+        profile,
+        sheet,
+        annotations,
+        on_invalid,
+        missing,
+        locate=lambda i, rec: f"line {read.lines.get(rec.get('question_id', ''), '?')}",
+    )
     report["skipped"]["unknown_question_id"] = len(unknown) + report["skipped"].get("unknown_question_id", 0)
     report["skipped"] = {k: v for k, v in sorted(report["skipped"].items()) if v}
     report["dropped_prediction_lines"] = read.dropped
