@@ -131,10 +131,14 @@ def unoccluded_share(hull_pixels: np.ndarray, depth_m: np.ndarray) -> np.ndarray
 
 
 def measure_visibility(
-    request: SegmentRequest, result: SegmentResult, thresholds: VisibilityThresholds | None = None
+    request: SegmentRequest,
+    result: SegmentResult,
+    thresholds: VisibilityThresholds | None = None,
+    image_rule: bool = True,
 ) -> Visibility:
-    """Measure the three rules for every object of one segmented image (on the masks' and hulls' crops; the hull
-    rasters are the request's, shared with the segmenter)."""
+    """Measure the rules for every object of one segmented image (on the masks' and hulls' crops; the hull
+    rasters are the request's, shared with the segmenter). ``image_rule=False`` (a backend whose masks are box
+    hulls, ``box_shaped_masks``) leaves the image rule unmeasured (NaN, passing)."""
     t = thresholds or VisibilityThresholds()
     n = len(request)
     quality = np.asarray(result.quality, dtype=np.float64).reshape(n)
@@ -149,7 +153,7 @@ def measure_visibility(
     coverage = inside * unoccluded_share_crops(hulls, request.depth_m, request.height, request.width)
     agreement = np.full(n, np.nan)
     passes = (box_iou > t.min_box_iou) & (coverage > t.min_coverage) & (quality > t.min_quality)
-    if t.min_image_agreement > 0 and passes.any():  # a mask failing another rule is not visible anyway
+    if image_rule and t.min_image_agreement > 0 and passes.any():  # a mask failing another rule is not visible anyway
         agreement = image_agreement(request, result, only=passes)
     return Visibility(
         area_px=area,

@@ -23,6 +23,9 @@ class ProjectedBoxSegmenter:
 
     name = "projected_box"
     needs_lidar = False
+    # Its masks are the boxes' hulls, not the objects' outlines: the visibility filter's image rule, which asks
+    # whether a mask's outline sits on the image's edges, has nothing to judge (docs/visibility.md#image-agreement).
+    box_shaped_masks = True
 
     def __init__(self, occlusion: str = "hull") -> None:
         self.occlusion = check_occlusion_mode(occlusion)

@@ -166,6 +166,7 @@ def segment_images(
     rows = MaskRows.empty()
     track_ids = np.asarray(scene.track_ids, dtype=object)
     needs_lidar = bool(getattr(segmenter, "needs_lidar", False))
+    image_rule = not bool(getattr(segmenter, "box_shaped_masks", False))  # docs/visibility.md#image-agreement
     for f, frame_rows in _by_frame(scene.rows, scene.images):
         boxes = scene.tracked[f]
         if len(boxes) == 0:
@@ -179,7 +180,7 @@ def segment_images(
             result = segmenter.segment(request)
             t1 = time.perf_counter()
             timings["segment"] += t1 - t0
-            _add_rows(rows, row, request, result, keep, boxes, track_ids, thresholds)
+            _add_rows(rows, row, request, result, keep, boxes, track_ids, thresholds, image_rule)
             t0 = time.perf_counter()
             timings["visibility"] += t0 - t1
         timings["segment"] += time.perf_counter() - t0
@@ -228,9 +229,10 @@ def _add_rows(
     boxes: Boxes,
     track_ids: np.ndarray,
     thresholds: VisibilityThresholds,
+    image_rule: bool = True,
 ) -> None:
     """Measure visibility of one image's masks and append them (sorted by track) to ``rows``."""
-    vis = measure_visibility(request, result, thresholds)
+    vis = measure_visibility(request, result, thresholds, image_rule)
     tracks_of_boxes = np.searchsorted(track_ids, np.asarray(boxes.track_id, dtype=object)[keep])
     order = np.argsort(tracks_of_boxes, kind="stable")
     rows.image_index.append(np.full(order.size, row))

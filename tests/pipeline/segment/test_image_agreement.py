@@ -109,3 +109,12 @@ def test_the_same_car_with_a_compensated_sweep_is_kept():
     request, result = _crossing_car(0.0)
     vis = measure_visibility(request, result)
     assert vis.visible[0] and vis.image_agreement[0] > 0.9
+
+
+def test_box_shaped_masks_are_not_judged_by_the_image_rule():
+    """``projected_box`` masks are box hulls, not outlines: the segment stage measures them without the rule."""
+    assert make_segmenter("projected_box").box_shaped_masks
+    assert not getattr(make_segmenter("lidar_watershed"), "box_shaped_masks", False)
+    request, result = _crossing_car(0.1)
+    vis = measure_visibility(request, result, image_rule=False)
+    assert np.isnan(vis.image_agreement[0]) and vis.pass_image[0]
