@@ -28,6 +28,7 @@ from stridegen.augment.scene import SceneCorruption, corrupt_images, draw_droppe
 from stridegen.formats.rle import encode_rle
 from stridegen.pipeline.visibility import mask_boxes
 from stridegen.shards.reader import open_dataset
+from stridegen.shards.scenarios import scenarios_table
 from stridegen.shards.schema import SceneRecord, ShardError, bytes_array
 from stridegen.shards.writer import ShardInfo, write_shard
 
@@ -109,7 +110,10 @@ def corrupt_record(record: SceneRecord, spec: SceneCorruption) -> SceneRecord:
     if previous is not None and np.shape(previous) == dropped.shape:
         dropped = dropped | np.asarray(previous, dtype=bool)  # a split of a split keeps the earlier drops
     extra[AUGMENTATION_TABLE] = {"image_dropped": dropped}
-    return replace(record, images=new_images, masks=new_masks, qa=new_qa, extra=extra)
+    # The groups' scenario labels travel with their QA (a v3 source has none: labelled now, as a reader would).
+    scenarios = record.scenarios if record.scenarios is not None else scenarios_table(record)
+    scenarios = None if new_qa is None else scenarios
+    return replace(record, images=new_images, masks=new_masks, qa=new_qa, extra=extra, scenarios=scenarios)
 
 
 def _check_mask_size(record: SceneRecord, image_row: int, shape_hw: tuple[int, int]) -> None:

@@ -39,7 +39,14 @@ def v3_copy(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             record = ds.scene(name).record()
             record.scenarios = None
             info = writer.write_shard(record, out, manifest["config_hash"])
-            entry.update(sha256=info.sha256, bytes=info.bytes)
+            entry.update(sha256=info.sha256, bytes=info.bytes, counts=info.counts)
+    totals: dict[str, int] = {}  # what a build of these shards would total (stridegen.shards.manifest)
+    for entry in manifest["shards"]:
+        for key, value in entry["counts"].items():
+            totals[key] = totals.get(key, 0) + int(value)
+    totals.update(scenes=len(manifest["shards"]), shards=len(manifest["shards"]))
+    totals["bytes"] = sum(int(entry["bytes"]) for entry in manifest["shards"])
+    manifest["totals"] = totals
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return out
 
@@ -146,3 +153,18 @@ def test_report_counts_groups_per_relation_for_v4_and_v3(dataset: Path, v3_copy:
     assert stats.scenes_labelled_on_read == 0 and old.scenes_labelled_on_read == len(old.scenes)
     html = scenario_table(old)
     assert 'id="table-scenarios"' in html and "older than schema v4" in html
+
+
+def test_augmented_records_keep_or_add_the_labels(dataset: Path, v3_copy: Path) -> None:
+    """A robustness split (corrupt_record) keeps the stored labels, and labels a v3 source's groups."""
+    from stridegen.augment.scene import SceneCorruption
+    from stridegen.shards.augmented import corrupt_record
+
+    spec = SceneCorruption("fog", 1)
+    for root in (dataset, v3_copy):
+        with open_dataset(root) as ds:
+            scene = ds.scene(ds.scenes[0])
+            out = corrupt_record(scene.record(), spec)
+            assert out.scenarios is not None
+            labels = dict(zip(out.scenarios.group_id.tolist(), out.scenarios.relation.tolist(), strict=True))
+            assert labels == _labels(dataset)[scene.name]
