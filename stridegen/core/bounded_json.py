@@ -214,11 +214,15 @@ def first_too_deep(data: bytes | bytearray, max_depth: int, chunk: int = SCAN_CH
 
 
 def depth_reason(data: bytes | bytearray, offset: int, max_depth: int, line: int | None = None) -> str:
-    """``line L: JSON nested deeper than D levels (column C); ...`` for the offset ``first_too_deep`` found."""
+    """``line L: JSON nested deeper than D levels (column C); ...`` for the offset ``first_too_deep`` found in
+    UTF-8 ``data``; the column counts characters, as an editor does (a leading byte-order mark not counted)."""
     line_start = data.rfind(b"\n", 0, offset) + 1
+    if line_start == 0 and data.startswith(b"\xef\xbb\xbf"):
+        line_start = 3
+    column = len(bytes(data[line_start:offset]).decode("utf-8", "replace")) + 1
     where = line if line is not None else _line_of(data, offset)
     return (
-        f"line {where}: JSON nested deeper than {max_depth} levels (column {offset - line_start + 1}); "
+        f"line {where}: JSON nested deeper than {max_depth} levels (column {column}); "
         f"raise the limit with {ENV_MAX_DEPTH}=<levels>"
     )
 
@@ -272,14 +276,15 @@ def decode(
     max_depth: int | None = None,
     reject_duplicates: bool = True,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    depth_checked: bool = False,
 ) -> Any:
     """``json.loads(text)`` within the depth limit (default ``json_limits().max_depth``) and, with
     ``reject_duplicates``, without repeated keys; a failure is ``JsonProblem`` (``line``: the JSON Lines line
     ``text`` came from, else the line within ``text``). An explicit ``object_pairs_hook`` replaces the
-    duplicate-key check."""
+    duplicate-key check. ``depth_checked``: the caller scanned the bytes ``text`` was decoded from already."""
     limit = json_limits().max_depth if max_depth is None else max_depth
     where = f"line {line}: " if line is not None else ""
-    if text.count("[") + text.count("{") > limit:  # only then can it be too deep: encode and scan
+    if not depth_checked and text.count("[") + text.count("{") > limit:  # only then can it be too deep: encode and scan
         data = text.encode("utf-8", "surrogatepass")
         offset = first_too_deep(data, limit)
         if offset is not None:
@@ -313,6 +318,7 @@ def loads(
     max_depth: int | None = None,
     reject_duplicates: bool = True,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    depth_checked: bool = False,
 ) -> Any:
     """``decode(text)``, its ``JsonProblem`` raised as ``error(path, reason)`` (the message starts with the file)."""
     try:
@@ -322,6 +328,7 @@ def loads(
             max_depth=max_depth,
             reject_duplicates=reject_duplicates,
             object_pairs_hook=object_pairs_hook,
+            depth_checked=depth_checked,
         )
     except JsonProblem as exc:
         raise error(Path(path), exc.reason) from None

@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stridegen.core.bounded_json import loads
 from stridegen.core.errors import PredictionFormatError
-from stridegen.formats.textfile import read_text
+from stridegen.formats.textfile import load_json
 
 # The five flags of the results format's "meta" block (nuScenes detection/tracking README, "Results format").
 META_KEYS: tuple[str, ...] = ("use_camera", "use_lidar", "use_radar", "use_map", "use_external")
@@ -62,8 +61,7 @@ def read_results_json(path: Path) -> object:
     """Decode a results file; a missing or unreadable file, one over the size limit, invalid JSON, JSON nested
     deeper than the limit or a repeated object key (JSON would keep only the last one silently) raises
     PredictionFormatError naming the file (stridegen.core.bounded_json, the reader of every JSON input)."""
-    text = read_text(path, "results file", PredictionFormatError)
-    return loads(text, path, PredictionFormatError)
+    return load_json(path, "results file", PredictionFormatError, reject_duplicates=True)
 
 
 def is_number(value: object) -> bool:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import depth_reason, first_too_deep, json_limits, loads, read_limited
 from stridegen.core.bounded_json import json_error_reason as json_error_reason  # re-exported
-from stridegen.core.bounded_json import json_limits, loads, read_limited
 from stridegen.core.errors import ConfigError, DataFormatError
 
 ErrorFactory = Callable[[Path, str], Exception]
@@ -120,10 +120,17 @@ def load_json(
     bad JSON, the line and column. ``reject_duplicates``: a repeated key in an object is an error (callers whose
     files are read with ``json.loads`` elsewhere, the log tables, keep JSON's last-one-wins)."""
     path = Path(path)
-    text = read_text(path, what, error)
+    data = read_limited(path, what, error, text=True, is_wide=wide_encoding)
+    text = decode_text(data, path, what, error)
     if not text.strip():
         raise error(path, f"{what} is empty; expected JSON")
-    return loads(text, path, error, reject_duplicates=reject_duplicates, object_pairs_hook=object_pairs_hook)
+    max_depth = json_limits().max_depth
+    offset = first_too_deep(data, max_depth)  # on the bytes read: no second copy of a large file
+    if offset is not None:
+        raise error(path, depth_reason(data, offset, max_depth))
+    return loads(
+        text, path, error, reject_duplicates=reject_duplicates, object_pairs_hook=object_pairs_hook, depth_checked=True
+    )
 
 
 def load_yaml(path: str | Path, what: str = "file", error: ErrorFactory = DataFormatError) -> Any:

@@ -169,3 +169,12 @@ def test_wide_text_is_still_named_as_such(tmp_path: Path) -> None:
     path.write_bytes('{"a": 1}'.encode("utf-16"))
     with pytest.raises(DataFormatError, match="UTF-16 LE"):
         textfile.load_json(path)
+
+
+def test_depth_column_counts_characters_after_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + '{"é": '.encode() + b"[" * 64 + b"]" * 64 + b"}")
+    # "{" is level 1 at column 1; '"é": ' fills columns 2-6; the 63rd "[" (column 69) opens level 64, the 64th
+    # (column 70) level 65: counted in characters, the mark not counted, "é" one column (two bytes)
+    with pytest.raises(DataFormatError, match=r"line 1: JSON nested deeper than 64 levels \(column 70\)"):
+        textfile.load_json(path)
