@@ -10,13 +10,15 @@ The limits (docs/cli.md, "Limits on inputs"):
 
 - ``STRIDEGEN_JSON_MAX_MB`` (default 2048 MiB): the largest text file read. A regular file is measured with
   ``stat`` before a byte is read; a pipe or a device is read in 1 MiB chunks and given up one byte past the limit.
-  A text file (JSON, JSONL, CSV, YAML) holds no NUL byte (RFC 8259 section 7: control characters appear only
-  escaped; UTF-16/32 files are reported by ``textfile.decode_text``), so the first NUL ends the read at once:
+  A text file (JSON, JSONL, CSV, YAML) holds no NUL byte (RFC 8259: between tokens only whitespace, section 2;
+  in strings control characters only escaped, section 7; UTF-16/32 files, whose NULs are characters' high bytes,
+  are reported by ``textfile.decode_text``), so the first NUL ends the read at once:
   ``/dev/zero`` is an error after its first chunk, whatever the size limit.
-- ``STRIDEGEN_JSON_MAX_DEPTH`` (default 64): the deepest nesting of arrays and objects. Every format stridegen reads
-  nests at most 5 deep (a nuScenes results box: document, results, sample list, box, vector); CPython's C scanner
-  gives up near 1,000 (``Py_EnterRecursiveCall``). The depth is counted by a scan of the brackets outside strings
-  (``first_too_deep``: vectorised over the bytes in 16 MiB chunks, so a 1 GB file costs a fraction of its parse).
+- ``STRIDEGEN_JSON_MAX_DEPTH`` (default 64): the deepest nesting of arrays and objects. The formats stridegen
+  reads nest about 5 deep (a nuScenes results box: document, results, sample list, box, vector); CPython's C
+  scanner gives up near 1,000 (``Py_EnterRecursiveCall``, a RecursionError). The depth is counted by a scan of
+  the brackets outside strings (``first_too_deep``: vectorised over the bytes in 16 MiB chunks; on a 22.8 MB
+  results file it took 6-10 % of the time of its parse).
 - Server replies have their own limit, the chat client's ``max_reply_chars`` (stridegen.llm.client).
 
 Errors go through the caller's ``error(path, reason)`` factory (``PredictionFormatError``, ``DataFormatError``...),
