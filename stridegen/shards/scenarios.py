@@ -55,10 +55,10 @@ def scenarios_table(scene: _SceneTables) -> ScenariosTable | None:
     gids, first = np.unique(group_ids[has_group], return_index=True)
     rows = np.flatnonzero(has_group)[first]
     keyframe = np.asarray(table.keyframe_index, dtype=np.int64)[rows]
-    track = np.asarray(table.track_index, dtype=np.int64).reshape(len(group_ids), -1)[rows, 0]
-    if gids.size == 0:
-        labels = np.empty(0, dtype=str)
-    else:
+    track = np.zeros(0, dtype=np.int64)
+    labels = np.empty(0, dtype=str)
+    if gids.size:  # (a scene without QA stores an empty table, whatever the shape of its empty columns)
+        track = np.asarray(table.track_index, dtype=np.int64)[rows, 0]
         window = np.asarray(scene.keyframes.window, dtype=np.int64)[keyframe]  # [G, W], -1 where no frame
         have = window >= 0
         frame = np.where(have, window, 0)

@@ -168,3 +168,17 @@ def test_augmented_records_keep_or_add_the_labels(dataset: Path, v3_copy: Path) 
             assert out.scenarios is not None
             labels = dict(zip(out.scenarios.group_id.tolist(), out.scenarios.relation.tolist(), strict=True))
             assert labels == _labels(dataset)[scene.name]
+
+
+def test_a_scene_without_questions_gets_an_empty_table() -> None:
+    """A scene whose QA table is empty (a clip too short for any keyframe) stores an empty scenarios table; the
+    build failed on it once (its empty track_index column has no second axis)."""
+    from types import SimpleNamespace
+
+    qa = SimpleNamespace(
+        group_id=np.empty(0, dtype=object), keyframe_index=np.empty(0, np.int32), track_index=np.empty(0, np.int32)
+    )
+    table = scenarios_table(SimpleNamespace(qa=qa, keyframes=None, frames=None, tracks=None))  # type: ignore[arg-type]
+    assert table is not None and len(table) == 0
+    table.validate()
+    assert scenarios_table(SimpleNamespace(qa=None)) is None  # type: ignore[arg-type]
