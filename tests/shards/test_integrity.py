@@ -606,14 +606,16 @@ def test_empty_tables_are_checked_too(tmp_path):
 
 
 def test_a_resumed_build_rebuilds_shards_of_an_older_schema(tmp_path):
-    """A scene done by an older stridegen (its shard intact, as the journal recorded it, but schema v2) is not
-    kept on a rerun: kept, it would leave a shard without checksums in a v3 dataset."""
+    """A scene done by an older stridegen (its shard intact, as the journal recorded it, but schema v2, or v3
+    without the scenarios table of v4) is not kept on a rerun: kept, it would leave a shard without checksums (or
+    stored scenario labels) in a current dataset."""
     from stridegen.shards.journal import Journal
+    from stridegen.shards.schema import SCHEMA_VERSION
     from stridegen.shards.writer import sha256_file, write_shard
     from tests.shards.test_shards import make_record
 
     journal = Journal(tmp_path)
-    for name, version in (("new", 3), ("old", 2)):
+    for name, version in (("new", SCHEMA_VERSION), ("old", 2), ("v3", 3)):
         info = write_shard(make_record(name=name), tmp_path, "h")
         with h5py.File(tmp_path / info.file, "r+") as f:
             f.attrs["schema_version"] = np.int64(version)
