@@ -248,9 +248,20 @@ def test_image_frame_indices():
 
 
 def test_check_image_bytes():
-    check_image_bytes(b"\xff\xd8abc\xff\xd9", "x.jpg")
-    check_image_bytes(b"\x89PNG\r\n\x1a\nrest", "x.png")
-    for data, message in ((b"", "empty"), (b"\xff\xd8abc", "truncated"), (b"GIF89a", "neither")):
+    import cv2
+
+    image = np.random.default_rng(0).integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    check_image_bytes(cv2.imencode(".jpg", image)[1].tobytes(), "x.jpg")
+    check_image_bytes(cv2.imencode(".png", image)[1].tobytes(), "x.png")
+    # Issue 33: the bytes are decoded (at 1/8 scale), so a JPEG or PNG that only looks like one is refused too.
+    cases = (
+        (b"", "empty"),
+        (b"\xff\xd8abc", "truncated"),
+        (b"\xff\xd8abc\xff\xd9", "corrupt JPEG"),
+        (b"\x89PNG\r\n\x1a\nrest", "PNG could not be decoded"),
+        (b"GIF89a", "neither"),
+    )
+    for data, message in cases:
         with pytest.raises(LogFormatError, match=message):
             check_image_bytes(data, "x")
 
