@@ -11,6 +11,7 @@ CameraInfo at 10 Hz, ``/tf`` at 10 Hz and ``/tf_static``; the ego drives a strai
   (decoded, de-skewed) and its camera bytes; and the same without de-skew (mapping ``deskew: false``). Median of
   ``--repeats`` passes. Goal: ours >= 0.8x rosbags.
 - first open: building the index (one pass over the recording), once.
+- first check: ``stridegen check`` of the longest recording with no index yet (index, then every scene's check).
 - memory: in a fresh process per length, ``RosReader(root).scene(<middle scene>)`` and every sweep and image of
   it read; peak RSS (``ru_maxrss``) minus the RSS after imports. Goal: flat in the length.
 
@@ -261,6 +262,19 @@ def main() -> None:
                 f"  {minutes:>5.1f} min ({size_mb(folder / name):7.1f} MB, {r['scenes']} scenes): worker peak "
                 f"{r['peak_mb']:.0f} MB, {r['peak_mb'] - r['base_mb']:.0f} MB over the imports"
             )
+            if minutes == max(args.minutes):
+                import shutil
+
+                shutil.rmtree(folder / ".stridegen-index")
+                start = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-m", "stridegen.cli.check", "check", str(folder), "segmenter.name=projected_box"],
+                    capture_output=True,
+                    text=True,
+                )
+                print(
+                    f"  first `stridegen check` of the {minutes:.0f} min recording: {time.perf_counter() - start:.1f} s"
+                )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.boxes import Boxes
-from stridegen.core.transforms import invert_transform, quat_multiply, quat_to_yaw, rotmat_to_quat, transform_points
+from stridegen.core.transforms import quat_to_rotmat, quat_to_yaw, rotmat_to_quat
 from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
 from stridegen.logs._common import neighbour_velocity
 from stridegen.logs.base import Annotations
@@ -108,8 +108,6 @@ def points_in_boxes(
 
 def frame_annotations(boxes: SceneBoxes, index: int, frame_token: str, points_global: np.ndarray | None) -> Annotations:
     """The Annotations of frame ``index``; ``points_global``: its reference sweep in the global frame."""
-    from stridegen.core.transforms import quat_to_rotmat
-
     rows = np.flatnonzero(boxes.frame == index)
     n = rows.size
     rotation = boxes.rotation[rows]
@@ -144,6 +142,3 @@ def frame_annotations(boxes: SceneBoxes, index: int, frame_token: str, points_gl
         visibility=np.zeros(n, dtype=np.int64),
         attribute=attribute,
     )
-
-
-__all__ = ["SceneBoxes", "frame_annotations", "invert_transform", "quat_multiply", "scene_boxes", "transform_points"]
