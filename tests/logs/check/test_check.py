@@ -444,7 +444,8 @@ def test_warnings_are_in_the_build_report(corpus: Corpus) -> None:
     assert warning["code"] == "no_keyframes" and "2.50 s" in warning["likely_cause"]
     assert result.results[0].shard is not None and result.results[0].shard.counts["keyframes"] == 0
     constant = corpus["constant_ego"].result
-    assert constant is not None and constant.qa > 0  # ego-frame boxes with identity poses still build
+    # Ego-frame boxes with identity poses: a failed scene pointing at calibrate poses (issue 33), not a build
+    assert constant is not None and constant.qa == 0 and "stridegen calibrate poses" in constant.failed[0].reason
 
 
 def test_corpus_tally(corpus: Corpus, capsys) -> None:
