@@ -280,16 +280,19 @@ def _faces_in_regions(
 
     face_px = np.asarray(geometry.people_face_px, dtype=np.float64)
     searched = np.flatnonzero(face_px >= MIN_FACE_PX)
-    boxes, scores, index = _in_crops(image_rgb, geometry.people_rois[searched], detect, MIN_CROP_PX)
-    index = searched[index]
-    keep = np.array(
-        [
-            not on_ego_body(b, geometry) and face_height_ok(b, int(k), geometry)
-            for b, k in zip(boxes, index, strict=True)
-        ],
-        dtype=bool,
-    ).reshape(-1)
-    found_in = set(index[keep].tolist())
+    rois = np.asarray(geometry.people_rois, dtype=np.float64).reshape(-1, 4)
+    boxes, scores, _ = _in_crops(image_rgb, merge_regions(rois[searched]), detect, MIN_CROP_PX)
+    keep = np.zeros(len(boxes), dtype=bool)
+    found_in: set[int] = set()
+    for j, box in enumerate(boxes):
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        if on_ego_body(box, geometry):
+            continue
+        for k in searched.tolist():  # the people whose region holds the face's centre, at their depths
+            r = rois[k]
+            if r[0] <= cx <= r[2] and r[1] <= cy <= r[3] and face_height_ok(box, k, geometry):
+                keep[j] = True
+                found_in.add(k)
     heads = [
         geometry.people_head_xyxy[k]
         for k in range(len(face_px))
@@ -299,6 +302,30 @@ def _faces_in_regions(
         and not on_ego_body(geometry.people_head_xyxy[k], geometry)
     ]
     return boxes[keep], scores[keep], int(np.count_nonzero(~keep)), np.array(heads).reshape(-1, 4)
+
+
+def merge_regions(rois: np.ndarray) -> np.ndarray:
+    """Regions [N, 4] xyxy with every two that overlap replaced by their bounding box where that box is no larger
+    than the two together (a group of people is one crop, and no pixel is searched twice); order of first use."""
+    boxes = [list(map(float, r)) for r in np.asarray(rois, dtype=np.float64).reshape(-1, 4)]
+    merged = True
+    while merged:
+        merged = False
+        for a in range(len(boxes)):
+            for b in range(a + 1, len(boxes)):
+                p, q = boxes[a], boxes[b]
+                if p[0] >= q[2] or q[0] >= p[2] or p[1] >= q[3] or q[1] >= p[3]:
+                    continue
+                u = [min(p[0], q[0]), min(p[1], q[1]), max(p[2], q[2]), max(p[3], q[3])]
+                area = lambda x: (x[2] - x[0]) * (x[3] - x[1])  # noqa: E731
+                if area(u) <= area(p) + area(q):
+                    boxes[a] = u
+                    del boxes[b]
+                    merged = True
+                    break
+            if merged:
+                break
+    return np.array(boxes, dtype=np.float64).reshape(-1, 4)
 
 
 def _plates_from_searches(

@@ -218,11 +218,16 @@ def anonymize_scene(
         center, size, yaw, label, velocity = per_frame[f]
         center = center + velocity * dt_s
         T_global_from_cam = np.asarray(images.T_global_from_ego[i]) @ np.asarray(cameras.T_ego_from_sensor[c])
-        if options.faces and c not in ego_masks:
-            ego_masks[c] = ego_body_mask(cameras.T_ego_from_sensor[c], cameras.intrinsic[c], wh)
         geometry = image_geometry(
             center, size, yaw, label, T_global_from_cam, cameras.intrinsic[c], wh, options, ego_masks.get(c)
         )
+        if options.faces and c not in ego_masks:  # made when a face first needs it, then kept for the camera
+
+            def make(c: int = c, wh: tuple[int, int] = wh) -> np.ndarray:
+                ego_masks[c] = ego_body_mask(cameras.T_ego_from_sensor[c], cameras.intrinsic[c], wh)
+                return ego_masks[c]
+
+            geometry.ego_mask_maker = make
         result = anonymize_image_bytes(
             np.asarray(images.data[i], dtype=np.uint8).tobytes(),
             np.zeros((0, 4)),

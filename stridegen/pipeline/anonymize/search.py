@@ -25,6 +25,7 @@ pose ``T_global_from_cam`` maps the camera frame (x right, y down, z forward) to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +48,7 @@ EGO_BODY_BOXES_M: tuple[tuple[float, float, float, float], ...] = (
     (2.588, 3.428, 0.865, 0.85),
     (-0.656, 0.10, 0.865, 1.25),
 )
-EGO_MASK_STEP_PX = 4  # rays cast on a grid of this pitch, the mask upsampled (nearest) and grown by one step
+EGO_MASK_STEP_PX = 8  # rays cast on a grid of this pitch, the mask upsampled (nearest) and grown by one step
 FACE_ABOVE_BOX_MAX_M = 0.5
 FACE_BELOW_BOX_MAX_M = 0.2
 HEAD_ZONE_M = 0.30  # an adult's face ends ~0.23-0.25 m below the crown (anthropometric tables), plus box error
@@ -74,6 +75,13 @@ class ImageGeometry:
     T_global_from_cam: np.ndarray = field(default_factory=lambda: np.eye(4))
     intrinsic: np.ndarray = field(default_factory=lambda: np.eye(3))
     ego_mask: np.ndarray | None = None
+    ego_mask_maker: Callable[[], np.ndarray] | None = None  # makes ``ego_mask`` on first use (cached per camera)
+
+    def ego_body(self) -> np.ndarray | None:
+        """The ego body mask [H, W] bool, made on first use; None where there is none."""
+        if self.ego_mask is None and self.ego_mask_maker is not None:
+            self.ego_mask = self.ego_mask_maker()
+        return self.ego_mask
 
 
 def search_rois(
@@ -142,7 +150,7 @@ def ego_body_mask(
     vs = np.arange(step / 2, height, step)
     uu, vv = np.meshgrid(us, vs)
     pix = np.stack([uu.ravel(), vv.ravel(), np.ones(uu.size)], axis=0)
-    dirs_cam = np.linalg.solve(np.asarray(intrinsic, dtype=np.float64), pix)  # [3, N], z = 1
+    dirs_cam = np.linalg.inv(np.asarray(intrinsic, dtype=np.float64)) @ pix  # [3, N], z = 1
     dirs = (T[:3, :3] @ dirs_cam).T
     small = _ray_hits_boxes(origin, dirs, np.array(boxes)).reshape(len(vs), len(us))
     grown = small.copy()  # one grid step either way: the pixels between rays
@@ -167,7 +175,7 @@ def face_height_ok(face_xyxy: np.ndarray, roi: int, geometry: ImageGeometry) -> 
 
 def on_ego_body(face_xyxy: np.ndarray, geometry: ImageGeometry) -> bool:
     """Whether the face's centre pixel lies on the ego body mask."""
-    mask = geometry.ego_mask
+    mask = geometry.ego_body()
     if mask is None:
         return False
     h, w = mask.shape

@@ -29,12 +29,12 @@ def _K(f: float, width: int, height: int) -> np.ndarray:
 def test_ego_body_mask_of_a_level_rear_camera_known_answer() -> None:
     """The nuScenes demo's CAM_BACK position, level: the rear body box (top 1.25 m, back end at x = -0.656 m) is
     met by rays at least atan(0.3291 / 0.6843) below the horizon: rows from 450 + 809 x 0.3291 / 0.6843 = 839.1
-    in the centre column (the mask is cast on a 4 px grid and grown by one step: +-8 px)."""
+    in the centre column (the mask is cast on an 8 px grid and grown by one step: +-16 px)."""
     mask = ego_body_mask(_pose(R_BACK, (0.0283, 0.0, 1.5791)), _K(809.0, 1600, 900), (1600, 900))
     edge = 450 + 809.0 * (1.5791 - 1.25) / (0.0283 + 0.656)
     column = mask[:, 800]
-    assert column[int(edge) + 8 :].all()
-    assert not column[: int(edge) - 8].any()
+    assert column[int(edge) + 16 :].all()
+    assert not column[: int(edge) - 16].any()
     front = ego_body_mask(_pose(R_FRONT, (1.70, 0.0, 1.51)), _K(1266.0, 1600, 900), (1600, 900))
     assert not front.any()  # the bonnet is below CAM_FRONT's field of view
 
