@@ -179,7 +179,9 @@ def inspect(
     from rich.markup import escape
 
     from stridegen.cli.terminal_tables import fitted_tables
+    from stridegen.shards.manifest import qa_summary, visibility_summary
     from stridegen.shards.reader import open_dataset
+    from stridegen.shards.schema import qa_breakdown
 
     console = Console()
     ds = open_dataset(dir, verify=verify)
@@ -192,12 +194,16 @@ def inspect(
     console.print(f"source: {src.get('format', '?')} {src.get('version', '')} {src.get('root', '')}", markup=False)
     keys = ("frames", "keyframes", "detections", "tracks", "images", "ground_truth", "masks", "visible_masks", "qa")
     rows, per_class = [], []
+    totals: Counter = Counter()  # counts read from the shards, never the manifest's (checked against it on open)
     for shard in m["shards"]:
         for name in shard["scenes"]:
             view = ds.scene(name)
             view.check(images=False)  # every table against its checksums (the images: --verify)
             per_class.append(Counter(str(x) for x in view.tracks.label))
-            c = shard["counts"]
+            c = view.counts
+            if view.qa is not None:
+                c.update(qa_breakdown(view.qa))
+            totals.update(c)
             rows.append((escape(name), [*(str(c.get(k, 0)) for k in keys), f"{shard['bytes'] / 1e6:.1f}"]))
     headers = ["frames", "kf", "dets", "tracks", "images", "gt", "masks", "vis", "qa", "MB"]
     caption = "kf = keyframes, dets = detections, gt = ground-truth boxes, vis = visible masks"
@@ -208,9 +214,11 @@ def inspect(
         class_rows = [(head, [str(n[c]) for c in classes]) for (head, _), n in zip(rows, per_class, strict=True)]
         for table in fitted_tables("tracks per class", "scene", classes, class_rows):
             console.print(table)
-    totals = m["totals"]
-    console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items() if "/" not in k))
-    _print_vision_summary(console, m)
+    totals.update(scenes=len(ds), shards=len(m["shards"]), bytes=sum(int(s["bytes"]) for s in m["shards"]))
+    console.print("totals: " + ", ".join(f"{k} {totals[k]}" for k in sorted(totals) if "/" not in k))
+    config = m.get("config", {})
+    vis = visibility_summary(dict(totals), config) if {"segmenter", "visibility"} <= set(config) else None
+    _print_vision_summary(console, {"visibility": vis, "qa": qa_summary(dict(totals))})
     if ds.scenes:
         first = ds.scene(ds.scenes[0])
         console.print(f"tables of {first.name}: {', '.join(first.table_names)}", markup=False)

@@ -1,4 +1,5 @@
-"""Checksums of shard contents (schema v3): what the writer stores beside every dataset and the reader checks.
+"""Checksums of shard contents (schema v3) and the shard's identity (v4): what the writer stores beside every
+dataset and the reader checks.
 
 Each scene group lists the CRC-32 of every dataset under it in two attributes: ``checksum_paths`` (the datasets'
 paths under the scene group, e.g. ``qa/answer``, sorted) and ``checksum_crc32`` (uint32, same order). A
@@ -31,16 +32,20 @@ speed of SHA-256 with SHA-NI (`benchmarks/bench_shard_read.py`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 PATHS_ATTR = "checksum_paths"  # scene group: [n] str, the datasets' paths under it, sorted
 CRC_ATTR = "checksum_crc32"  # scene group: [n] uint32, the CRC-32 of each of those datasets
 ROW_CHECKSUM_ATTR = "row_crc32"  # a variable-length bytes dataset: [N] uint32, one per row
-CHECKSUM_ATTRS = (PATHS_ATTR, CRC_ATTR)
+DIGEST_ATTR = "content_digest"  # scene group (v4): the shard's identity, ``content_digest`` below
+CHECKSUM_ATTRS = (PATHS_ATTR, CRC_ATTR, DIGEST_ATTR)
+COUNT_PREFIX = "count_"  # scene group: ``count_<key>`` (int64), the scene's counts whose key has no "/"
 
 
 def _shape_bytes(shape: tuple[int, ...]) -> bytes:
@@ -108,3 +113,26 @@ def read_checksums(scene_group) -> dict[str, int] | None:
     if len(paths) != len(crcs) or crcs.dtype != np.uint32:
         raise ValueError(f"{len(paths)} checksum paths for {len(crcs)} checksums of dtype {crcs.dtype}")
     return {str(p): int(c) for p, c in zip(paths, crcs.tolist(), strict=True)}
+
+
+# ------------------------------------------------------------------------------------------------ identity (v4)
+def identity_counts(counts: Mapping[str, object]) -> dict[str, int]:
+    """The counts a shard stores as ``count_<key>`` attributes: those whose key has no "/" (the per-category
+    breakdowns live in the manifest only)."""
+    return {str(k): int(v) for k, v in sorted(counts.items()) if "/" not in str(k)}  # type: ignore[call-overload]
+
+
+def content_digest(scene: str, config_hash: str, checksums: Mapping[str, int], counts: Mapping[str, object]) -> str:
+    """What binds a shard to its manifest (schema v4): the SHA-256 (hex) of the canonical JSON of the scene's name,
+    the config hash of the dataset it was written for, the CRC-32 of every dataset under the scene group (so every
+    value it holds, through the checksums the reader checks on each read) and its counts. The writer stores it as
+    the scene group's ``content_digest`` and the manifest lists it per shard; the reader recomputes it from the
+    attributes when it opens the shard (a few hundred bytes hashed: microseconds) and compares all three."""
+    payload = {
+        "checksums": [[p, int(checksums[p])] for p in sorted(checksums)],
+        "config_hash": config_hash,
+        "counts": identity_counts(counts),
+        "scene": scene,
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -109,6 +109,7 @@ class Journal:
                     dict(shard["counts"]),
                     str(shard["sha256"]),
                     int(shard["bytes"]),
+                    str(shard.get("content_digest", "")),
                 )
             except (KeyError, TypeError, ValueError):
                 continue

@@ -140,6 +140,47 @@ def write_manifest(out_dir: str | Path, manifest: dict[str, Any]) -> Path:
     return path
 
 
+def check_totals(path: str | Path, manifest: dict[str, Any]) -> None:
+    """ShardError naming the manifest ``path`` when its totals, or the QA and visibility summaries made of them, are
+    not what its shards' counts add up to (a manifest edited by hand: the reader then checks each shard's counts
+    against its entry, stridegen.shards.reader)."""
+    shards, totals = manifest.get("shards"), manifest.get("totals")
+    if not isinstance(shards, list) or not isinstance(totals, dict):
+        return
+    sums: dict[str, int] = {}
+    for shard in shards:
+        for key, value in (shard.get("counts") or {}).items():
+            sums[key] = sums.get(key, 0) + int(value)
+    sums["scenes"] = sum(len(s.get("scenes", [])) for s in shards)
+    sums["shards"] = len(shards)
+    sums["bytes"] = sum(int(s.get("bytes", 0)) for s in shards)
+    for key in sorted(set(totals) | set(sums)):
+        if totals.get(key, 0) != sums.get(key, 0):
+            raise ShardError(
+                path, f"totals.{key} is {totals.get(key, 0)}, its shards' counts add up to {sums.get(key, 0)}{_EDITED}"
+            )
+    derived = {
+        "qa": qa_summary({k: int(v) for k, v in totals.items()}),
+        "visibility": {
+            "candidates": int(totals.get("masks", 0)),
+            "pass": {r: int(totals.get(f"mask_pass_{r}", 0)) for r in ("box_iou", "coverage", "quality")},
+            "visible": int(totals.get("visible_masks", 0)),
+            "regions": int(totals.get("regions", 0)),
+            "regions_too_small": int(totals.get("regions_too_small", 0)),
+        },
+    }
+    for section, fields in derived.items():
+        stated = manifest.get(section)
+        if not isinstance(stated, dict):
+            continue
+        for key, value in fields.items():
+            if key in stated and stated[key] != value:
+                raise ShardError(path, f"{section}.{key} is {stated[key]}, its totals give {value}{_EDITED}")
+
+
+_EDITED = " (the manifest was edited: rebuild or restore it)"
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """Read ``<dir>/manifest.json`` (or the file itself), checking its format and schema version."""
     path = Path(path)

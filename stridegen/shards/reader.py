@@ -9,6 +9,16 @@ naming the file and, where the damage is in one, the table's dataset; every h5py
 turned into one here, so no raw ``OSError`` or ``KeyError`` from a bad file reaches the caller.
 
 Shards older than v3 carry no checksums: they are read unchecked, with one ``UncheckedShardWarning`` per dataset.
+
+Identity (issue 33): every shard is checked, when it is opened, to be the one the manifest lists, so a shard copied
+from another build, or a manifest edited by hand, is refused by every command that reads the dataset: the file's
+size against the manifest's ``bytes`` (any version), its ``config_hash`` attribute against the manifest's, its
+scene group's ``count_*`` attributes against the manifest entry's counts, and, from schema v4 on, the scene group's
+``content_digest`` (stridegen.shards.integrity.content_digest: scene, config hash, every dataset's CRC-32, counts),
+recomputed from those attributes and compared with the stored one and the manifest's. When the manifest is read,
+its totals (and its QA and visibility summaries) must be the sums of its shards' counts. A mismatch is one
+``ShardError`` naming the shard (or the manifest) and what differs. The cost is a ``stat`` and a few attribute reads
+per shard (docs/format.md, benchmarks/bench_shard_identity.py).
 """
 
 from __future__ import annotations
@@ -19,9 +29,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from stridegen.shards.manifest import read_manifest
+from stridegen.shards.integrity import COUNT_PREFIX, DIGEST_ATTR, content_digest, identity_counts
+from stridegen.shards.manifest import check_totals, read_manifest
 from stridegen.shards.scene_view import READ_ERRORS, SceneView, describe_error
-from stridegen.shards.schema import CHECKSUM_SCHEMA_VERSION, SCHEMA_VERSION, SHARD_FORMAT, ShardError
+from stridegen.shards.schema import (
+    CHECKSUM_SCHEMA_VERSION,
+    IDENTITY_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    SHARD_FORMAT,
+    ShardError,
+)
 from stridegen.shards.writer import sha256_file
 
 # Set to "0" to read shards without checking their checksums (salvaging what is left of a damaged shard; the
@@ -48,10 +65,13 @@ class Dataset:
         shards = self.manifest["shards"]
         if not isinstance(shards, list):
             raise ShardError(self._manifest_path, "'shards' is not a list")
+        self._entry_of: dict[Path, dict[str, Any]] = {}  # shard path -> its manifest entry
         for i, shard in enumerate(shards):
             _check_shard_entry(self._manifest_path, i, shard)
             for scene in shard["scenes"]:
                 self._shard_of[scene] = shard
+            self._entry_of[self.root / shard["file"]] = shard
+        check_totals(self._manifest_path, self.manifest)
         self._views: dict[str, SceneView] = {}
         self._warned_unchecked = False
 
@@ -101,12 +121,18 @@ class Dataset:
             fmt = f.attrs.get("format")
             version = f.attrs.get("schema_version")
             version = int(version) if version is not None else None
+            written_for = f.attrs.get("config_hash")
         except READ_ERRORS as exc:
             f.close()
             raise ShardError(path, f"file attributes unreadable, the file is damaged ({describe_error(exc)})") from None
         if fmt != SHARD_FORMAT or version is None or version > SCHEMA_VERSION:
             f.close()
             raise ShardError(path, f"not a stridegen shard this version reads (format {fmt!r}, schema {version!r})")
+        try:
+            self._check_file_identity(path, written_for)
+        except ShardError:
+            f.close()
+            raise
         if version < CHECKSUM_SCHEMA_VERSION and self.checksums and not self._warned_unchecked:
             self._warned_unchecked = True
             warnings.warn(
@@ -117,6 +143,49 @@ class Dataset:
                 stacklevel=2,
             )
         return f, version
+
+    def _check_file_identity(self, path: Path, written_for: object) -> None:
+        """The shard file ``path`` against its manifest entry: its size, and the config hash it was written for
+        (``written_for``: its ``config_hash`` attribute, None when it has none)."""
+        entry = self._entry_of.get(path, {})
+        size = path.stat().st_size
+        if "bytes" in entry and size != entry["bytes"]:
+            raise ShardError(path, f"{_NOT_LISTED}: its size {size} bytes differs from the manifest's {entry['bytes']}")
+        expected = self.manifest.get("config_hash")
+        if written_for is not None and expected is not None and str(written_for) != str(expected):
+            reason = f"config hash {str(written_for)[:12]}... differs from the manifest's {str(expected)[:12]}..."
+            raise ShardError(path, f"{_NOT_LISTED}: {reason}")
+
+    def _check_identity(self, path: Path, scene: str, group: Any, version: int, checksums: dict[str, int]) -> None:
+        """The scene group of the open shard ``path`` against the manifest (module docstring): its counts, and from
+        schema v4 on its content digest (``checksums``: the group's, as loaded; empty when not checked)."""
+        entry = self._entry_of.get(path)
+        if entry is None:
+            return
+        attrs = group.attrs
+        stored = {k[len(COUNT_PREFIX) :]: int(attrs[k]) for k in attrs if k.startswith(COUNT_PREFIX)}
+        digest = None
+        if version >= IDENTITY_SCHEMA_VERSION:
+            digest = attrs.get(DIGEST_ATTR)
+            if digest is None:
+                raise ShardError(path, f"no content digest stored (a v{IDENTITY_SCHEMA_VERSION} shard has one)")
+            digest = str(digest.decode() if isinstance(digest, bytes) else digest)
+            if digest != entry.get("content_digest"):
+                listed_digest = str(entry.get("content_digest", "none"))[:12]
+                reason = f"content digest {digest[:12]}... differs from the manifest's {listed_digest}..."
+                raise ShardError(path, f"{_NOT_LISTED}: {reason}")
+        listed = identity_counts(entry.get("counts", {}))
+        for key in sorted(set(stored) & set(listed)):
+            if stored[key] != listed[key]:
+                reason = (
+                    f"the manifest's count {key!r} of scene {scene!r} is {listed[key]}, the shard holds {stored[key]}"
+                )
+                raise ShardError(path, f"{_NOT_LISTED}: {reason}")
+        if digest is not None and checksums:
+            again = content_digest(scene, str(self.manifest.get("config_hash")), checksums, stored)
+            if again != digest:
+                reason = "its checksums, counts or config hash do not give the content digest it stores"
+                raise ShardError(path, f"{_NOT_LISTED}: {reason} (the file was altered)")
 
     def verify(self, scenes: list[str] | None = None) -> None:
         """Check that each shard exists with the size and sha256 the manifest recorded (ShardError otherwise).
@@ -166,6 +235,9 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({str(self.root)!r}, scenes={len(self)})"
+
+
+_NOT_LISTED = "not the shard the manifest lists (copied from another build, or either file edited)"
 
 
 def _check_shard_entry(manifest: Path, index: int, shard: object) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from stridegen.shards.integrity import (
     CHECKSUM_ATTRS,
+    COUNT_PREFIX,
     ROW_CHECKSUM_ATTR,
     join_strings,
     mismatch,
@@ -93,6 +94,7 @@ class SceneView:
         self._checksums: dict[str, int] = {}  # dataset path -> CRC-32, from the scene group (checked shards)
         self._arrays: dict[str, np.ndarray] = {}  # array()'s cache
         self._addr_size = 8  # bytes of a file address (the superblock's "size of offsets")
+        self._version = 0  # the shard's schema version, once opened
 
     # ------------------------------------------------------------------ guarded raw access
     @contextmanager
@@ -109,8 +111,8 @@ class SceneView:
         """The scene's h5py group (opens the shard on first use). Reads through it are not checked."""
         if self._group is None:
             if self._file is None:
-                self._file, version = self.dataset._open_shard(self.shard_file)
-                self._checked = self.dataset.checksums and version >= CHECKSUM_SCHEMA_VERSION
+                self._file, self._version = self.dataset._open_shard(self.shard_file)
+                self._checked = self.dataset.checksums and self._version >= CHECKSUM_SCHEMA_VERSION
                 with self._reading(None):
                     self._addr_size = int(self._file.id.get_create_plist().get_sizes()[0])
             with self._reading("scenes"):
@@ -120,6 +122,8 @@ class SceneView:
                 raise ShardError(self.shard_file, f"shard has no scene group {self.name!r}")
             if self._checked:
                 self._checksums = self._load_checksums(group)
+            with self._reading(f"identity of scene {self.name!r}"):
+                self.dataset._check_identity(self.shard_file, self.name, group, self._version, self._checksums)
             self._group = group
         return self._group
 
@@ -163,6 +167,14 @@ class SceneView:
         with self._reading(f"attributes of scene {self.name!r}"):
             items = [(k, group.attrs[k]) for k in group.attrs if k not in CHECKSUM_ATTRS]
         return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in items}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """The scene's counts as its shard stores them (``count_<key>`` attributes: frames, keyframes, qa, ...),
+        which the reader checked against the manifest when it opened the shard."""
+        group = self.group
+        with self._reading(f"attributes of scene {self.name!r}"):
+            return {k[len(COUNT_PREFIX) :]: int(group.attrs[k]) for k in group.attrs if k.startswith(COUNT_PREFIX)}
 
     @property
     def table_names(self) -> list[str]:

@@ -7,7 +7,9 @@ table below, each table a set of datasets sharing their leading dimension. Versi
 - v3 added the checksums of every dataset (same tables, stridegen.shards.integrity);
 - v4 added the ``scenarios`` table: the scenario relation of every spatiotemporal group over its keyframe window
   (stridegen.shards.scenarios; docs/scenarios.md). Shards older than v4 have none: readers label their groups on
-  read, with the same rules (``scene_relations``).
+  read, with the same rules (``scene_relations``); v4 also binds each shard to its manifest: the scene group's
+  ``content_digest`` (scene, config hash, every dataset's CRC-32, counts; stridegen.shards.integrity), which the
+  manifest lists per shard and the reader checks on open (v3 shards are checked by size, config hash and counts).
 
 A reader of version N reads every table it knows and ignores the rest, and ``SceneRecord.extra`` carries tables
 this module does not define.
@@ -33,6 +35,8 @@ SCHEMA_VERSION = 4
 SCENARIO_SCHEMA_VERSION = 4
 # The first version whose shards carry those checksums; older shards are read without them.
 CHECKSUM_SCHEMA_VERSION = 3
+# The first version whose shards carry their content digest (their identity in the manifest, docs/format.md).
+IDENTITY_SCHEMA_VERSION = 4
 SHARD_FORMAT = "stridegen-shard"
 SHARD_SUFFIX = ".h5"
 

@@ -38,7 +38,11 @@ import numpy as np
 from stridegen import __version__
 from stridegen.core.errors import StrideGenError
 from stridegen.shards.integrity import (
+    COUNT_PREFIX,
+    DIGEST_ATTR,
     ROW_CHECKSUM_ATTR,
+    content_digest,
+    identity_counts,
     join_strings,
     rows_crc32,
     strings_crc32,
@@ -70,16 +74,20 @@ class ShardInfo:
     counts: dict[str, int]
     sha256: str
     bytes: int
+    content_digest: str = ""  # an HDF5 shard of schema v4 on: its identity (stridegen.shards.integrity)
     extra: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "file": self.file,
             "scenes": list(self.scenes),
             "counts": dict(self.counts),
             "sha256": self.sha256,
             "bytes": self.bytes,
         }
+        if self.content_digest:
+            out["content_digest"] = self.content_digest
+        return out
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -175,15 +183,21 @@ def _write_table(parent, table: Table, compression: str, level: int) -> dict[str
 
 
 def write_record(
-    group, record: SceneRecord, compression: str = "gzip", level: int = 4, counts: dict[str, int] | None = None
-) -> None:
-    """Write a scene's tables into an open (empty) scene group, then their checksums as its attributes
+    group,
+    record: SceneRecord,
+    compression: str = "gzip",
+    level: int = 4,
+    counts: dict[str, int] | None = None,
+    config_hash: str | None = None,
+) -> str:
+    """Write a scene's tables into an open (empty) scene group, then their checksums as its attributes, and with
+    ``config_hash`` (the dataset's) the scene's identity, ``content_digest``, which it returns ("" without)
     (``counts``: ``record.counts()`` where the caller has it already)."""
     for key, value in record.meta.attrs().items():
         group.attrs[key] = value
-    for key, count in (record.counts() if counts is None else counts).items():
-        if "/" not in key:  # the per-category QA breakdown lives in the manifest only
-            group.attrs[f"count_{key}"] = np.int64(count)
+    counts = record.counts() if counts is None else counts
+    for key, count in identity_counts(counts).items():  # the per-category QA breakdown lives in the manifest only
+        group.attrs[f"{COUNT_PREFIX}{key}"] = np.int64(count)
     checksums: dict[str, int] = {}
     for table in record.tables():
         checksums.update(_write_table(group, table, compression, level))
@@ -194,6 +208,11 @@ def write_record(
                 sub, key, record.extra[name][key], compression=compression, level=level
             )
     write_checksums(group, checksums)
+    if config_hash is None:
+        return ""
+    digest = content_digest(record.meta.name, config_hash, checksums, counts)
+    group.attrs[DIGEST_ATTR] = digest
+    return digest
 
 
 def write_shard(
@@ -212,11 +231,12 @@ def write_shard(
         f.attrs["stridegen_version"] = __version__
         f.attrs["config_hash"] = config_hash
         scenes = make_group(f, "scenes")
-        write_record(make_group(scenes, record.meta.name), record, compression, level, counts)
+        digest = write_record(make_group(scenes, record.meta.name), record, compression, level, counts, config_hash)
     image = buffer.getvalue()
     del buffer
     atomic_write_bytes(final, image)
-    return ShardInfo(f"shards/{final.name}", [record.meta.name], counts, hashlib.sha256(image).hexdigest(), len(image))
+    sha = hashlib.sha256(image).hexdigest()
+    return ShardInfo(f"shards/{final.name}", [record.meta.name], counts, sha, len(image), digest)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -36,6 +36,7 @@ from stridegen.cli import app
 from stridegen.shards.integrity import CHECKSUM_ATTRS, PATHS_ATTR, ROW_CHECKSUM_ATTR
 from stridegen.shards.reader import UncheckedShardWarning, open_dataset
 from stridegen.shards.schema import ShardError
+from tests.shards.test_shard_identity import _match_files
 
 pytestmark = pytest.mark.slow  # the tests read (and damage copies of) the session's built dataset
 
@@ -379,6 +380,7 @@ def test_a_v2_shard_is_read_unchecked_with_one_warning(work, tmp_path):
             for key in CHECKSUM_ATTRS:
                 del group.attrs[key]
             del group["images/data"].attrs[ROW_CHECKSUM_ATTR]
+    _match_files(old)  # the manifest of such a dataset lists these files (their size is checked on open)
     with pytest.warns(UncheckedShardWarning, match="schema v2") as caught, open_dataset(old) as ds:
         for view in ds:
             view.check(images=True)
@@ -583,13 +585,14 @@ def test_manifest_damage_is_a_shard_error(work, tmp_path):
 def test_empty_tables_are_checked_too(tmp_path):
     """A scene with no images, detections or ground truth (empty datasets, an empty row-checksum array) reads
     back checked, and a changed checksum of an empty dataset is still refused."""
-    from stridegen.run.config import BuildConfig
+    from stridegen.run.config import BuildConfig, config_hash
+    from stridegen.shards.integrity import DIGEST_ATTR, content_digest, read_checksums
     from stridegen.shards.manifest import build_manifest, write_manifest
     from stridegen.shards.writer import write_shard
     from tests.shards.test_shards import make_record
 
     record = make_record(n_images=0, n_dets=0, n_gt=0, name="empty")
-    info = write_shard(record, tmp_path, "h")
+    info = write_shard(record, tmp_path, config_hash(BuildConfig()))
     write_manifest(tmp_path, build_manifest(BuildConfig(), {"root": "-", "format": "nuscenes"}, [info]))
     with open_dataset(tmp_path) as ds:
         view = ds.scene("empty")
@@ -601,6 +604,13 @@ def test_empty_tables_are_checked_too(tmp_path):
         at = [str(p) for p in group.attrs[PATHS_ATTR]].index("detections/label")
         crcs[at] ^= 1
         group.attrs["checksum_crc32"] = crcs
+        # the identity made to match (else the shard is refused on open, before the table is read)
+        digest = content_digest("empty", config_hash(BuildConfig()), read_checksums(group) or {}, record.counts())
+        group.attrs[DIGEST_ATTR] = digest
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["shards"][0]["content_digest"] = digest
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    _match_files(tmp_path)
     with open_dataset(tmp_path) as ds, pytest.raises(ShardError, match="detections/label: checksum mismatch"):
         ds.scene("empty").detections  # noqa: B018
 
