@@ -280,7 +280,7 @@ def test_synthetic_cache_dir_depends_on_parameters(monkeypatch, tmp_path):
 
 
 def test_default_log_is_generated_once_and_reused(monkeypatch, tmp_path):
-    from stridegen.cli import build as build_cli
+    from stridegen.logs.synthetic import default as build_cli  # the command imports it when it runs
 
     monkeypatch.setenv("STRIDEGEN_CACHE", str(tmp_path))
     calls = []
@@ -298,9 +298,7 @@ def test_default_log_is_generated_once_and_reused(monkeypatch, tmp_path):
 
 
 def test_build_without_log_root_uses_the_default_log(synth_log, tmp_path, monkeypatch):
-    from stridegen.cli import build as build_cli
-
-    monkeypatch.setattr(build_cli, "ensure_default_log", lambda: synth_log)
+    monkeypatch.setattr("stridegen.logs.synthetic.default.ensure_default_log", lambda: synth_log)
     out = tmp_path / "ds"
     res = CliRunner().invoke(
         _standalone_app(), ["build", "log.scenes=[scene-0001]", "--out", str(out), "--workers", "1"]
