@@ -141,7 +141,8 @@ def make_transform(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
     """
     rotation = np.asarray(rotation, dtype=np.float64)
     translation = np.asarray(translation, dtype=np.float64)
-    r = quat_to_rotmat(rotation) if rotation.shape[-1] == 4 and rotation.shape[-2:] != (4, 4) else rotation
+    # A last axis of 4 is always quaternions (a rotation matrix is 3x3): [4, 4] is a batch of four of them.
+    r = quat_to_rotmat(rotation) if rotation.shape[-1] == 4 else rotation
     batch = np.broadcast_shapes(r.shape[:-2], translation.shape[:-1])
     t = np.zeros(batch + (4, 4))
     t[..., :3, :3] = r

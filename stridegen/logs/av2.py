@@ -38,7 +38,6 @@ from stridegen.core.transforms import (
     make_transform,
     quat_multiply,
     quat_normalize,
-    quat_to_rotmat,
     quat_to_yaw,
     rotmat_to_quat,
 )
@@ -114,8 +113,7 @@ class _PoseTable:
         frac = np.where(exact, 0.0, (ts - self.timestamp_ns[lo]).astype(np.float64) / span)
         rotation = slerp(self.rotation[lo], self.rotation[hi], frac)
         translation = (1.0 - frac)[:, None] * self.translation[lo] + frac[:, None] * self.translation[hi]
-        # Rotation matrices, not quaternions: make_transform takes a [4, 4] array (four quaternions) for a matrix.
-        return make_transform(quat_to_rotmat(rotation), translation)
+        return make_transform(rotation, translation)
 
 
 # The AV2 pose table as the ROS reader uses it (stridegen.logs.ros.poses): one interpolation rule for both.

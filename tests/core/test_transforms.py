@@ -90,3 +90,16 @@ def test_transform_known():
     T = make_transform(yaw_to_quat(np.pi / 2), [10, 0, 0])
     np.testing.assert_allclose(transform_points(T, [1, 0, 0]), [10, 1, 0], atol=1e-12)
     np.testing.assert_allclose(rotate_vectors(T, [1, 0, 0]), [0, 1, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5])
+def test_make_transform_batches_of_quaternions_of_any_length(n):
+    """A batch of exactly four quaternions is four poses, not one 4x4 matrix (a 2 s scene has four frames)."""
+    rng = np.random.default_rng(n)
+    quats = rng.normal(size=(n, 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    trans = rng.normal(size=(n, 3))
+    batch = make_transform(quats, trans)
+    assert batch.shape == (n, 4, 4)
+    for k in range(n):
+        np.testing.assert_array_equal(batch[k], make_transform(quats[k], trans[k]))
