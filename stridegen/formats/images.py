@@ -13,12 +13,19 @@ import numpy as np
 from stridegen.core.errors import ConfigError, LogFormatError, StrideGenError
 
 
-def decode_image(data: bytes, path: str | Path) -> np.ndarray:
+def decode_image(data: bytes, path: str | Path, factor: int = 1) -> np.ndarray:
     """Decode JPEG/PNG bytes to RGB uint8, raising LogFormatError for empty or corrupt files. A JPEG that libjpeg
     warns about (corrupt entropy-coded data, a premature end: ``jpeg_problem``) is corrupt, although libjpeg would
-    return pixels for it."""
+    return pixels for it.
+
+    ``factor`` 2, 4 or 8 gives the image reduced to ``ceil(H / factor) x ceil(W / factor)``: a plain JPEG by
+    libjpeg's DCT scaling (the inverse DCT at the reduced size: every entropy-coded byte is still read and checked,
+    the IDCT, upsampling and colour conversion work on the reduced grid), anything else decoded whole and
+    area-averaged (``cv2.INTER_AREA``) to that size. 1 (the default) is the full image."""
     if not data:
         raise LogFormatError(path, "image file is empty")
+    if factor != 1:
+        return _decode_reduced(data, path, factor)
     image = decode_plain_jpeg(data)
     if image is None:
         problem = image_problem(data) if data[:2] == b"\xff\xd8" else None
@@ -34,7 +41,21 @@ def decode_image(data: bytes, path: str | Path) -> np.ndarray:
     return image
 
 
-def decode_plain_jpeg(data: bytes) -> np.ndarray | None:
+def _decode_reduced(data: bytes, path: str | Path, factor: int) -> np.ndarray:
+    """``decode_image(data, path, factor)`` for factor 2, 4 or 8."""
+    if factor not in (2, 4, 8):
+        raise ValueError(f"decode factor must be 1, 2, 4 or 8, got {factor}")
+    image = decode_plain_jpeg(data, factor)
+    if image is None:
+        full = decode_image(data, path)
+        size = (-(-full.shape[1] // factor), -(-full.shape[0] // factor))  # (width, height), rounded up
+        image = cv2.resize(full, size, interpolation=cv2.INTER_AREA)
+    elif not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+        raise LogFormatError(path, "JPEG is truncated (no end-of-image marker)")
+    return image
+
+
+def decode_plain_jpeg(data: bytes, factor: int = 1) -> np.ndarray | None:
     """RGB pixels of a JPEG whose header reads cleanly and holds no EXIF orientation, decoded by libjpeg-turbo
     through simplejpeg: the pixels ``cv2.imdecode`` gives (both use libjpeg-turbo's defaults, the accurate integer
     IDCT and fancy chroma upsampling; equal by test), on one thread and faster (0.79-0.83 against 0.91-0.94 ms per
@@ -42,13 +63,19 @@ def decode_plain_jpeg(data: bytes) -> np.ndarray | None:
     where OpenCV decides: not a JPEG, an EXIF segment (OpenCV applies its orientation), a header ``image_size``
     cannot read, four colour components (CMYK or YCCK: the two libraries convert them each their own way), or
     anything libjpeg-turbo warns about or refuses (corrupt or truncated data, 12-bit); OpenCV then decodes, or fails
-    with the error the caller reports."""
+    with the error the caller reports. ``factor`` 2, 4, 8: libjpeg's DCT scaling to ``ceil(H / factor) x
+    ceil(W / factor)`` (libjpeg's scaled output size, jdmaster.c ``jpeg_core_output_dimensions``)."""
     frame = _jpeg_frame(data) if data[:2] == b"\xff\xd8" else None
     if frame is None or frame[2] not in (1, 3):  # grey, or YCbCr / RGB
         return None
     import simplejpeg
 
     try:
+        if factor != 1:  # simplejpeg picks the scale M/8 with the smallest output >= min sizes, none above 1/factor
+            height, width = -(-frame[0] // factor), -(-frame[1] // factor)
+            return simplejpeg.decode_jpeg(
+                data, colorspace="RGB", min_height=height, min_width=width, min_factor=factor, strict=True
+            )
         return simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True)
     except ValueError:  # simplejpeg's error for whatever libjpeg-turbo rejects or warns about
         return None

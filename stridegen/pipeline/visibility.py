@@ -178,8 +178,8 @@ def image_agreement(
     """[N] image agreement of each mask (``EdgeAlignment.score``, NaN for an empty mask or where the image cannot
     tell), of the masks ``only`` [N] bool selects (NaN for the others; None: all). Outline pixels on nearer
     objects (their hulls and masks: nearer by ``depth_m``, ties by index as in the occlusion rule) are left out:
-    the mask was cut there, and the edge there is the occluder's. Reads the request's image (decoding a deferred
-    one)."""
+    the mask was cut there, and the edge there is the occluder's. Reads the request's ``work_image`` (decoding a
+    deferred one; at the reduced scale the segmenter read, docs/scale.md#decoded-scale)."""
     alignment = alignment or EdgeAlignment()
     n = len(request)
     out = np.full(n, np.nan)
@@ -188,11 +188,12 @@ def image_agreement(
     wanted &= np.array([c.any() for c in crops], dtype=bool)
     if not wanted.any():
         return out
-    image = np.asarray(request.image_rgb, dtype=np.uint8)
-    nearer = np.zeros((request.height, request.width), dtype=bool)
+    image = np.asarray(request.work_image(), dtype=np.uint8)  # reduced where the segmenter read it reduced
+    size = (request.height, request.width)
+    nearer = np.zeros(size, dtype=bool)
     for i in np.argsort(np.asarray(request.depth_m, dtype=np.float64), kind="stable").tolist():
         if wanted[i]:
-            out[i] = alignment.score(image, crops[i], nearer)[0]
+            out[i] = alignment.score(image, crops[i], nearer, size)[0]
         request.hull_crop(i).paint(nearer)
         crops[i].paint(nearer)
     return out

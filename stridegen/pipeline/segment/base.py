@@ -78,6 +78,12 @@ class SegmentRequest:
             share = self._inside[i] = inside_share(self.hull_uv[i], self.width, self.height)
         return share
 
+    def work_image(self) -> np.ndarray:
+        """The image's pixels at the scale the request's maker chose for backends that read pixels at a reduced
+        scale: [h, w, 3] uint8 covering the whole image, ``h / height`` and ``w / width`` its scale (1 here: the
+        full image; a ``DeferredImageRequest`` may give a DCT-scaled decode, docs/scale.md#decoded-scale)."""
+        return self.image_rgb
+
     @property
     def height(self) -> int:
         return int(self.image_rgb.shape[0])
@@ -98,6 +104,8 @@ class LazyImage:
     height: int
     width: int
     load: Callable[[], np.ndarray]
+    # the pixels reduced (e.g. a JPEG decoded at 1/2 by DCT scaling) for ``SegmentRequest.work_image``; None: full
+    load_reduced: Callable[[], np.ndarray] | None = None
 
 
 class DeferredImageRequest(SegmentRequest):
@@ -110,6 +118,8 @@ class DeferredImageRequest(SegmentRequest):
     def __init__(self, image: LazyImage, **fields) -> None:
         self._size = (int(image.height), int(image.width))
         self._load: Callable[[], np.ndarray] | None = image.load
+        self._load_reduced = image.load_reduced
+        self._reduced: np.ndarray | None = None
         super().__init__(image_rgb=None, **fields)  # type: ignore[arg-type]  # the setter: not loaded yet
 
     @property
@@ -126,6 +136,19 @@ class DeferredImageRequest(SegmentRequest):
     @image_rgb.setter
     def image_rgb(self, value: np.ndarray | None) -> None:
         self._image = value
+
+    def work_image(self) -> np.ndarray:
+        """The full image where it is decoded already or no reduced decode was offered; else the reduced decode
+        (``LazyImage.load_reduced``, once), which must cover the whole image (GeometryError otherwise)."""
+        if self._image is not None or self._load_reduced is None:
+            return self.image_rgb
+        if self._reduced is None:
+            reduced = np.asarray(self._load_reduced())
+            h, w = self._size
+            if not (0 < reduced.shape[0] <= h and 0 < reduced.shape[1] <= w):
+                raise GeometryError(f"reduced image is {reduced.shape[:2]}, the request was made for {self._size}")
+            self._reduced = reduced
+        return self._reduced
 
     @property
     def loaded(self) -> bool:

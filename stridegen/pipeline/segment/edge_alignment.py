@@ -62,11 +62,21 @@ class EdgeAlignment:
     min_side_share: float = 0.04  # a side (left, right) of the outline counts where it carries this share of it
     min_gradient: float = 2.0  # best agreement below this (colour levels per work pixel): no evidence
 
-    def score(self, image_rgb: np.ndarray, mask: MaskCrop, excluded: np.ndarray | None = None) -> tuple[float, tuple]:
+    def score(
+        self,
+        image_rgb: np.ndarray,
+        mask: MaskCrop,
+        excluded: np.ndarray | None = None,
+        size: tuple[int, int] | None = None,
+    ) -> tuple[float, tuple]:
         """(score in (0, 1] or NaN, best offset (du, dv) in image pixels) of one mask (a crop of the
         [H, W, 3] uint8 ``image_rgb``); ``excluded`` [H, W] bool marks pixels whose edges are not the object's
-        (nearer objects), None for none."""
-        height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+        (nearer objects), None for none. ``size`` (H, W), where given and not ``image_rgb``'s, says that
+        ``image_rgb`` [h, w, 3] is the whole image at a reduced scale (a DCT-scaled decode): the colour window is
+        taken from it by the exact affine map of pixel centres, ``(u + 0.5) * w / W - 0.5``."""
+        height, width = (int(image_rgb.shape[0]), int(image_rgb.shape[1])) if size is None else size
+        red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+        sy, sx = red_h / height, red_w / width  # reduced pixels per image pixel (1: the full image)
         if not mask.any():
             return float("nan"), (0.0, 0.0)
         u0, v0, u1, v1 = (float(x) for x in mask.box_xyxy())  # pixel edges
@@ -84,21 +94,31 @@ class EdgeAlignment:
         c1 = min(int(np.ceil(wu0 + ws / scale + 0.5)) + 1, width)
         r1 = min(int(np.ceil(wv0 + hs / scale + 0.5)) + 1, height)
         window = (r0, r1, c0, c1)
-        colour: np.ndarray = np.asarray(image_rgb[r0:r1, c0:c1], dtype=np.float32)
         # work pixel centre (x, y) -> window coordinates (pixel centres at integers in both grids):
         # image u = wu0 + (x + 0.5) / scale, window column = u - c0
         m = np.array(
             [[1.0 / scale, 0.0, wu0 + 0.5 / scale - c0], [0.0, 1.0 / scale, wv0 + 0.5 / scale - r0]],
             dtype=np.float64,
         )
-        m_colour = m
-        shrink = min(1.0, 2.0 * scale)  # shrinking: area-average first to twice the work grid (no aliasing)
+        if (sy, sx) == (1.0, 1.0):
+            cr0, cr1, cc0, cc1 = r0, r1, c0, c1
+            m_colour = m
+        else:  # the same window of the reduced image: window coordinate w -> (w + c0 + 0.5) sx - 0.5 - cc0
+            cr0, cc0 = int(np.floor(r0 * sy)), int(np.floor(c0 * sx))
+            cr1, cc1 = min(int(np.ceil(r1 * sy)), red_h), min(int(np.ceil(c1 * sx)), red_w)
+            to_reduced = np.array([[sx, 0.0, (c0 + 0.5) * sx - 0.5 - cc0], [0.0, sy, (r0 + 0.5) * sy - 0.5 - cr0]])
+            m_colour = to_reduced @ np.vstack([m, [0, 0, 1.0]])
+        colour: np.ndarray = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
+        # shrinking (colour pixels per work pixel above 1/2): area-average first to twice the work grid (no aliasing)
+        shrink = min(1.0, 2.0 * scale / max(sy, sx))
         if shrink < 1.0:
             colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
             hs_c, ws_c = colour.shape[:2]
-            fy, fx = hs_c / (r1 - r0), ws_c / (c1 - c0)  # the exact factors after rounding the size
+            fy, fx = hs_c / (cr1 - cr0), ws_c / (cc1 - cc0)  # the exact factors after rounding the size
             # window coordinate w -> resized coordinate (w + 0.5) f - 0.5
-            m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack([m, [0, 0, 1.0]])
+            m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack(
+                [m_colour, [0, 0, 1.0]]
+            )
         size = (ws, hs)
         inverse = cv2.WARP_INVERSE_MAP
         work_colour = cv2.warpAffine(

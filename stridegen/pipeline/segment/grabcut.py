@@ -94,6 +94,24 @@ class Crop:
         shrink = self.ws < self.c1 - self.c0
         return cv2.resize(window, (self.ws, self.hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
 
+    def image_scaled(self, work: np.ndarray, height: int, width: int) -> np.ndarray:
+        """``image`` of a ``height`` x ``width`` image given as ``work`` [h, w, 3], the whole image at a reduced
+        scale (``SegmentRequest.work_image``): the crop's window mapped onto ``work`` (edges rounded to its
+        pixels: within half a ``work`` pixel) and resampled to (hs, ws). ``work`` at full size: ``image``."""
+        h, w = int(work.shape[0]), int(work.shape[1])
+        if (h, w) == (height, width):
+            return self.image(work)
+        sy, sx = h / height, w / width
+        r0 = min(int(np.floor(self.r0 * sy + 0.5)), h - 1)
+        r1 = max(r0 + 1, min(int(np.floor(self.r1 * sy + 0.5)), h))
+        c0 = min(int(np.floor(self.c0 * sx + 0.5)), w - 1)
+        c1 = max(c0 + 1, min(int(np.floor(self.c1 * sx + 0.5)), w))
+        window = np.ascontiguousarray(work[r0:r1, c0:c1])
+        if (r1 - r0, c1 - c0) == (self.hs, self.ws):
+            return window
+        shrink = self.ws < c1 - c0
+        return cv2.resize(window, (self.ws, self.hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+
     def mask(self, mask: np.ndarray | MaskCrop) -> np.ndarray:
         """A bool mask of the image (full-image [H, W] array or a ``MaskCrop``) sampled into the crop
         (area-weighted, True where more than half covered)."""

@@ -45,6 +45,10 @@ longer side is at most ``work_side`` pixels:
 
 Quality, as ``lidar``'s: ``inside_share * (1 - exp(-n_inside / points_scale))`` with ``n_inside`` the object's
 projected points whose pixel lies in the final mask and ``inside_share = n_inside / n_projected``.
+
+Pixels (step 3) come from ``request.work_image()``: the build decodes a JPEG at the largest libjpeg DCT reduction
+(1/2, 1/4, 1/8) whose shorter side stays at least ``image_min_side`` pixels (450 by default: 1600 x 900 is read
+at 800 x 450, 800 x 450 whole; 0: always whole), and each window is resampled from that (docs/scale.md#decoded-scale).
 """
 
 from __future__ import annotations
@@ -139,6 +143,7 @@ class LidarWatershedSegmenter:
         fill_holes: bool = True,
         occlusion: str = "hull",
         fallback_quality: float = 0.0,
+        image_min_side: int = 450,
     ) -> None:
         if refine not in REFINE_MODES:
             raise ConfigError(f"refine must be one of {REFINE_MODES}, got {refine!r}")
@@ -156,6 +161,9 @@ class LidarWatershedSegmenter:
         self.fill_holes = bool(fill_holes)
         self.occlusion = check_occlusion_mode(occlusion)
         self.fallback_quality = float(fallback_quality)
+        if int(image_min_side) < 0:
+            raise ConfigError(f"image_min_side must be >= 0, got {image_min_side}")
+        self.image_min_side = int(image_min_side)  # read by the build's segment stage (decode_factor)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
         h, w = request.height, request.width
@@ -234,7 +242,8 @@ class LidarWatershedSegmenter:
         markers[cr[against], cc[against]] = NOT_OBJECT
         markers[cr[seed], cc[seed]] = OBJECT
         if self.refine == "watershed":  # the image is decoded (a deferred request) only when an object needs it
-            pixels = crop.image(np.asarray(request.image_rgb, dtype=np.uint8))
+            work = np.asarray(request.work_image(), dtype=np.uint8)  # reduced where image_min_side allows
+            pixels = crop.image_scaled(work, request.height, request.width)
         else:
             pixels = np.zeros((crop.hs, crop.ws, 3), np.uint8)
         obj = flood(pixels, markers) & hull_c

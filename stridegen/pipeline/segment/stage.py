@@ -167,12 +167,13 @@ def segment_images(
     track_ids = np.asarray(scene.track_ids, dtype=object)
     needs_lidar = bool(getattr(segmenter, "needs_lidar", False))
     image_rule = not bool(getattr(segmenter, "box_shaped_masks", False))  # docs/visibility.md#image-agreement
+    min_side = int(getattr(segmenter, "image_min_side", 0) or 0)  # docs/scale.md#decoded-scale
     for f, frame_rows in _by_frame(scene.rows, scene.images):
         boxes = scene.tracked[f]
         if len(boxes) == 0:
             continue
         t0 = time.perf_counter()
-        views = [_stored_view(scene, row) for row in frame_rows]
+        views = [_stored_view(scene, row, min_side) for row in frame_rows]
         lidar = frame_lidar(scene.frames[f]) if needs_lidar else None
         for row, (request, keep) in zip(frame_rows, frame_requests(views, boxes, lidar), strict=True):
             if len(request) == 0:
@@ -187,25 +188,38 @@ def segment_images(
     return rows.concat()
 
 
-def _stored_view(scene: SegmentScene, row: int) -> CameraView:
+def _stored_view(scene: SegmentScene, row: int, min_side: int = 0) -> CameraView:
     """Image ``row`` of the scene's images table as a request's camera view (pose: the image's ego pose and the
-    camera's extrinsics)."""
+    camera's extrinsics); ``min_side`` as in ``_stored_image``."""
     images, cameras = scene.images, scene.cameras
     c = int(images.channel_index[row])
     T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
     where = f"{scene.name}:{cameras.channel[c]}/frame {images.frame_index[row]}"
-    image = _stored_image(images.data[row], where)
+    image = _stored_image(images.data[row], where, min_side)
     return CameraView(image, cameras.intrinsic[c], invert_transform(T_global_from_cam))
 
 
-def _stored_image(data: np.ndarray, where: str) -> np.ndarray | LazyImage:
+def _stored_image(data: np.ndarray, where: str, min_side: int = 0) -> np.ndarray | LazyImage:
     """A stored image file's bytes (uint8) as a request's image: a ``LazyImage`` where the header gives the size
     (``image_size``: the pixels are decoded when a backend first reads them), else decoded now. ``where`` names the
-    image in a decoding error."""
+    image in a decoding error. ``min_side`` > 0 (the segmenter's ``image_min_side``) offers a reduced decode
+    (``LazyImage.load_reduced``) at ``decode_factor``; the stored bytes are never changed."""
     size = image_size(data[:65536].tobytes())
     if size is None:
         return decode_image(data.tobytes(), where)
-    return LazyImage(size[0], size[1], lambda: decode_image(data.tobytes(), where))
+    factor = decode_factor(size[0], size[1], min_side)
+    reduced = (lambda: decode_image(data.tobytes(), where, factor)) if factor > 1 else None
+    return LazyImage(size[0], size[1], lambda: decode_image(data.tobytes(), where), reduced)
+
+
+def decode_factor(height: int, width: int, min_side: int) -> int:
+    """The largest libjpeg DCT reduction (1, 2, 4, 8) whose decoded image's shorter side, ``ceil(side / factor)``,
+    is at least ``min_side`` pixels; 1 for ``min_side`` <= 0 (docs/scale.md#decoded-scale)."""
+    factor = 1
+    if min_side > 0:
+        while factor < 8 and -(-min(height, width) // (2 * factor)) >= min_side:
+            factor *= 2
+    return factor
 
 
 def _by_frame(image_rows: Sequence[int], images: ImageRows) -> list[tuple[int, list[int]]]:
