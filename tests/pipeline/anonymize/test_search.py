@@ -234,3 +234,14 @@ def test_missing_centerface_names_the_alternatives(monkeypatch) -> None:
     message = str(err.value)
     assert "stridegen[anonymize]" in message
     assert "anonymize.face_detector=haar" in message and "anonymize.faces=false" in message
+
+
+def test_merge_regions_joins_overlapping_people_without_growing_the_search() -> None:
+    from stridegen.pipeline.anonymize.image import merge_regions
+
+    # two people side by side (their union, 30 x 40 px, is smaller than their areas summed: 2 x 20 x 40) -> one
+    # crop; a third whose union with them would be mostly empty (a corner overlap) stays apart
+    rois = np.array([[0, 0, 20, 40], [10, 0, 30, 40], [28, 38, 100, 120]], dtype=np.float64)
+    merged = merge_regions(rois)
+    np.testing.assert_array_equal(merged, [[0, 0, 30, 40], [28, 38, 100, 120]])
+    assert merge_regions(np.zeros((0, 4))).shape == (0, 4)
