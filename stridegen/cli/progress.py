@@ -11,6 +11,8 @@ from typing import Any
 
 from stridegen.run.runner import SceneResult, StageEvent
 
+REFRESH_PER_SECOND = 2  # progress redraws a second (bars advance per stage of a scene: seconds apart)
+
 
 class SceneProgress:
     """``stages``: the stage names to show a bar for (their totals are the number of scenes to run); or
@@ -50,6 +52,9 @@ class SceneProgress:
             TimeElapsedColumn(),
             console=self.console,
             transient=False,
+            # rich's default of 10 redraws a second costs ~5 % of a core in a terminal (12 bars; ~1.4 % at 2), paid
+            # for the whole run however long the log (issue 35; benchmarks/bench_build.py measures the command)
+            refresh_per_second=REFRESH_PER_SECOND,
         )
         self.overall = self.progress.add_task(self._overall_text(), total=len(tasks))
         totals: dict[str, int] = dict.fromkeys(self.stages, len(tasks))

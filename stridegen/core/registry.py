@@ -24,7 +24,6 @@ import importlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from importlib import metadata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -152,6 +151,8 @@ def table(kind: str) -> dict[str, Target]:
 
 
 def _entry_points(kind: str) -> dict[str, str]:
+    from importlib import metadata  # ~30-60 ms (email, zipfile, ...): only a name that is no built-in needs it
+
     return {ep.name: ep.value for ep in metadata.entry_points(group=f"stridegen.{kind}")}
 
 

@@ -58,7 +58,6 @@ from stridegen.run.runner import (
     run_stages,
 )
 from stridegen.run.stages import STAGES, build_scene_record
-from stridegen.shards.anonymization import write_anonymization_sidecar
 from stridegen.shards.manifest import build_manifest, write_manifest
 from stridegen.shards.writer import atomic_write_bytes, write_shard
 
@@ -182,6 +181,8 @@ def run_build(
     }
     manifest_path = write_manifest(out, build_manifest(config, source, outcome.shards(), outcome.failures()))
     if config.anonymize.active():
+        from stridegen.shards.anonymization import write_anonymization_sidecar  # the anonymizer: on use only
+
         write_anonymization_sidecar(out, config.anonymize.model_dump(mode="json"))
     warnings = [f for f in report.warnings if f.scene is None or f.scene not in (blocked or {})]
     warnings += [w for r in results for w in r.warnings]  # the scenes checked in their workers

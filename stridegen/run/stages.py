@@ -16,7 +16,6 @@ import numpy as np
 from stridegen.core.errors import LogFormatError
 from stridegen.core.seeding import rng_for
 from stridegen.logs.base import Scene
-from stridegen.pipeline.anonymize.scene import anonymize_scene
 from stridegen.pipeline.attributes import dense_tracks, extract_attributes
 from stridegen.pipeline.keyframes import image_frame_indices, sample_keyframes
 from stridegen.pipeline.qa.stage import QAScene, generate_scene_qa
@@ -159,6 +158,8 @@ def anonymize_stage(st: SceneState) -> None:
     section = st.config.anonymize.resolved(is_synthetic_source(st.source_format, st.source_version))
     if not section.active():
         return
+    from stridegen.pipeline.anonymize.scene import anonymize_scene  # only a build that anonymizes (issue 35)
+
     frames, cameras, images = st.need("frames"), st.need("cameras"), st.need("images")
     out = anonymize_scene(
         st.scene.name,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,7 +17,6 @@ from stridegen.core.boxes import Boxes
 from stridegen.core.errors import UnknownChannelError
 from stridegen.formats.images import check_image_bytes
 from stridegen.logs.base import Scene
-from stridegen.pipeline.anonymize.scene import SceneAnonymization
 from stridegen.pipeline.attributes import SceneAttributes, SceneTracks
 from stridegen.pipeline.keyframes import KeyframeSelection
 from stridegen.pipeline.qa.base import QAItem
@@ -41,6 +40,9 @@ from stridegen.shards.schema import (
     bytes_array,
     str_array,
 )
+
+if TYPE_CHECKING:  # the anonymizer is imported by a build that anonymizes only (issue 35)
+    from stridegen.pipeline.anonymize.scene import SceneAnonymization
 
 # The extra tables an anonymized scene carries (read back by stridegen.shards.anonymization).
 ANONYMIZATION_REGIONS_TABLE = "anonymization"

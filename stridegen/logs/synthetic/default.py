@@ -36,12 +36,12 @@ def ensure_default_log(params: dict[str, object] | None = None, progress: bool =
     ``generate_dataset`` writes into a temporary sibling folder and renames it into place, so the cache entry is
     either complete or absent.
     """
-    from stridegen.logs.synthetic.generator import generate_dataset
-
     params = dict(DEFAULT_SYNTHETIC if params is None else params)
     path = synthetic_cache_dir(params)
     if (path / "v1.0-synthetic" / "scene.json").is_file():
         return path
+    from stridegen.logs.synthetic.generator import generate_dataset  # only when generating (issue 35)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     generate_dataset(path, progress=progress, overwrite=True, **params)  # type: ignore[arg-type]
     return path
