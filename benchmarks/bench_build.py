@@ -1,158 +1,207 @@
-"""End-to-end build throughput: keyframes per second per core on the synthetic default, oracle detector.
+"""Build throughput as a user sees it: keyframes per CPU-second of the whole `stridegen build` command, beside the
+warm in-process rate (`run_build` called again in a process that has built once).
 
-    .venv/bin/python benchmarks/bench_build.py                 # the `stridegen build` default log, 1 and 2 workers
-    .venv/bin/python benchmarks/bench_build.py --quick         # 2 scenes x 8 s at 320x180
-    .venv/bin/python benchmarks/bench_build.py --workers 1 2 4 --repeat 3
-    .venv/bin/python benchmarks/bench_build.py --resolutions 800x450 1600x900 2880x1860 \
-        --segmenters lidar lidar_watershed projected_box --workers 1 --repeat 1   # 2 scenes x 8 s per resolution
-    .venv/bin/python benchmarks/bench_build.py --resolutions 800x450 --segmenters projected_box \
-        --scenes 3 --seconds 20   # the default log's length (fixed costs per scene amortised as in a real build)
+    .venv/bin/python benchmarks/bench_build.py                        # default log, 12x800x450, 12x1600x900; 3 rounds
+    .venv/bin/python benchmarks/bench_build.py --logs default --rounds 5
+    .venv/bin/python benchmarks/bench_build.py --logs 12x800x450 --seconds 8 --rounds 3
+    .venv/bin/python benchmarks/bench_build.py --quick                # 2 scenes x 8 s at 320x180, 2 rounds
+    .venv/bin/python benchmarks/bench_build.py --logs 2x800x450 2x1600x900 2x2880x1860 --seconds 8 \
+        --segmenters lidar lidar_watershed projected_box --rounds 1   # segmenters x resolutions
 
-The log is generated once (cached like `stridegen build` does) and is not part of the timing. Each run builds
-into a fresh folder; the figure is keyframes / (wall seconds x workers), the best of ``--repeat`` runs, and the
-per-stage seconds (summed over scenes) come from build_report.json. Every run's shards must be byte-identical.
+Logs: ``default`` is the embedded default (``DEFAULT_SYNTHETIC``: 3 scenes x 20 s at 800x450, 45 keyframes);
+``SxWxH`` is the same generator with S scenes of ``--seconds`` at W x H. Each log is generated once (cached like
+`stridegen build` does) and is not part of the timing.
+
+Per log, each round runs every variant once, in turn (alternated, so a busy machine weighs on all of them alike):
+
+- ``command``: ``stridegen build LOG --out TMP workers=1`` as a child process; its CPU is user + system of the child
+  and everything it waited for (``RUSAGE_CHILDREN``): interpreter start-up, imports, log check, progress display,
+  build, report. The child runs with Python's bytecode cache (a private ``PYTHONPYCACHEPREFIX``, filled by a warm-up
+  run), as an installed package does; ``--no-bytecode`` runs it with ``PYTHONDONTWRITEBYTECODE=1`` instead (every
+  module compiled at each start: about +0.9 CPU-s).
+- ``in-process (warm)``: ``run_build`` in this process after a warm-up build (imports and caches paid);
+  ``time.process_time`` of this process plus ``RUSAGE_CHILDREN`` of the workers it spawned.
+
+Single-threaded on both sides: OMP/MKL/OpenBLAS/NumExpr threads = 1 and OpenCV's pool at 1 thread
+(``OPENCV_FOR_THREADS_NUM=1`` in the child, ``cv2.setNumThreads(1)`` here), ``workers=1`` unless ``--workers``.
+Prints the exact command, then per variant the CPU seconds and keyframes per CPU-second, min / median / max over the
+rounds, and the in-process per-stage milliseconds per keyframe (median round). Every run's shards must be
+byte-identical (else the benchmark stops).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import shlex
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from stridegen.jobs.build import STAGES, run_build
-from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
-from stridegen.run.config import load_build_config
-
-QUICK_SCENES, QUICK_SECONDS = 2, 8.0
-QUICK: dict[str, object] = {
-    "scenes": QUICK_SCENES,
-    "seconds": QUICK_SECONDS,
-    "seed": 0,
-    "width": 320,
-    "height": 180,
-    "rig": "nuscenes",
-    "sweeps": False,
+THREAD_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "OPENCV_FOR_THREADS_NUM": "1",
 }
+os.environ.update(THREAD_ENV)  # before numpy/OpenCV load in this process
+
+import cv2  # noqa: E402
+
+from stridegen.jobs.build import STAGES, run_build  # noqa: E402
+from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log  # noqa: E402
+from stridegen.run.config import load_build_config  # noqa: E402
+
+STRIDEGEN = str(Path(sys.executable).with_name("stridegen"))
+QUICK_LOG = "2x320x180"
+QUICK_SECONDS = 8.0
 
 
-def _shard_digests(out: Path) -> list[str]:
-    manifest = json.loads((out / "manifest.json").read_text())
-    return [s["sha256"] for s in manifest["shards"]]
+def log_params(spec: str, seconds: float) -> dict[str, object]:
+    """``default`` -> ``DEFAULT_SYNTHETIC``; ``SxWxH`` -> S scenes of ``seconds`` at W x H (same seed and rig)."""
+    if spec == "default":
+        return dict(DEFAULT_SYNTHETIC)
+    try:
+        scenes, width, height = (int(p) for p in spec.split("x"))
+    except ValueError:
+        raise SystemExit(f"--logs: {spec!r} is neither 'default' nor SCENESxWIDTHxHEIGHT") from None
+    return {**DEFAULT_SYNTHETIC, "scenes": scenes, "seconds": seconds, "width": width, "height": height}
 
 
-def bench(log: Path, workers: int, repeat: int, segmenter: str | None = None) -> dict[str, object]:
-    best: dict[str, object] | None = None
-    digests = None
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
-            out = Path(tmp) / "ds"
-            overrides = [f"workers={workers}", "detector.name=oracle"]
-            if segmenter is not None:
-                overrides.append(f"segmenter.name={segmenter}")
-            cfg = load_build_config(None, overrides)
-            t0 = time.perf_counter()
-            result = run_build(log, out, cfg)
-            wall = time.perf_counter() - t0
-            if not result.ok:
-                raise SystemExit(f"build failed: {[(r.scene, r.reason) for r in result.failed]}")
-            d = _shard_digests(out)
-            if digests is not None and d != digests:
-                raise SystemExit("shards differ between runs")
-            digests = d
-            report = json.loads((out / "build_report.json").read_text())
-        keyframes = int(report["keyframes_built"])
-        row = {
-            "workers": workers,
-            "wall_s": wall,
-            "keyframes": keyframes,
-            "keyframes_per_s": keyframes / wall,
-            "keyframes_per_s_per_core": keyframes / wall / workers,
-            "stages_s": report["stage_seconds_total"],
-            "digests": digests,
-        }
-        if best is None or wall < best["wall_s"]:  # type: ignore[operator]
-            best = row
-    assert best is not None
-    return best
+def _digests(out: Path) -> list[str]:
+    return [s["sha256"] for s in json.loads((out / "manifest.json").read_text())["shards"]]
 
 
-def _resolution(text: str) -> tuple[int, int]:
-    width, _, height = text.partition("x")
-    return int(width), int(height)
+def _report(out: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((out / "build_report.json").read_text())
+    if report["scenes"]["failed"]:
+        raise SystemExit(f"build failed: {[(s['scene'], s['reason']) for s in report['per_scene'] if s['reason']]}")
+    return report
 
 
-def by_resolution(
-    resolutions: list[str],
-    segmenters: list[str | None],
-    workers: list[int],
-    repeat: int,
-    scenes: int = QUICK_SCENES,
-    seconds: float = QUICK_SECONDS,
-) -> None:
-    """keyframes/s/core and per-stage ms per keyframe for each (resolution, segmenter, workers): a log of
-    ``scenes`` x ``seconds`` (default ``QUICK``'s) per resolution."""
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Runner:
+    """The two variants on one log and one set of overrides, each run building into a fresh folder."""
+
+    def __init__(self, log: Path, overrides: list[str], tmp: Path, bytecode: bool) -> None:
+        self.log, self.overrides, self.tmp = log, overrides, tmp
+        self.env = {**os.environ, **THREAD_ENV}
+        if bytecode:
+            self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+            self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        else:
+            self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+        self.runs = 0
+
+    def _out(self) -> Path:
+        self.runs += 1
+        return self.tmp / f"ds{self.runs}"
+
+    def argv(self, out: Path) -> list[str]:
+        return [STRIDEGEN, "build", str(self.log), "--out", str(out), *self.overrides]
+
+    def command(self) -> tuple[float, dict[str, Any], list[str]]:
+        out = self._out()
+        before = _children_cpu_s()
+        done = subprocess.run(self.argv(out), cwd=ROOT, env=self.env, capture_output=True, text=True)
+        cpu = _children_cpu_s() - before
+        if done.returncode != 0:
+            raise SystemExit(f"{shlex.join(self.argv(out))} exited {done.returncode}:\n{done.stderr[-2000:]}")
+        return cpu, _report(out), _digests(out)
+
+    def in_process(self) -> tuple[float, dict[str, Any], list[str]]:
+        out = self._out()
+        cfg = load_build_config(None, self.overrides)
+        before_self, before_children = time.process_time(), _children_cpu_s()
+        run_build(self.log, out, cfg)
+        cpu = (time.process_time() - before_self) + (_children_cpu_s() - before_children)
+        return cpu, _report(out), _digests(out)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):7.2f} / {statistics.median(values):7.2f} / {max(values):7.2f}"
+
+
+def bench_log(
+    spec: str, seconds: float, segmenter: str | None, workers: int, rounds: int, bytecode: bool
+) -> dict[str, Any]:
+    params = log_params(spec, seconds)
+    log = ensure_default_log(params, progress=False)
+    overrides = [f"workers={workers}"] + ([f"segmenter.name={segmenter}"] if segmenter else [])
+    with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
+        runner = Runner(log, overrides, Path(tmp), bytecode)
+        variants = {"command": runner.command, "in-process (warm)": runner.in_process}
+        shown = shlex.join(runner.argv(Path("OUT")))
+        print(f"\nlog {spec}: {', '.join(f'{k}={v}' for k, v in params.items())}")
+        print(f"  command: {' '.join(f'{k}={v}' for k, v in THREAD_ENV.items())} {shown}", flush=True)
+        reference: list[str] | None = None
+        for fn in variants.values():  # warm-up: bytecode, file cache, this process's imports and caches
+            _, _, digests = fn()
+            reference = reference or digests
+            if digests != reference:
+                raise SystemExit("shards differ between the command and the in-process build")
+        cpu: dict[str, list[float]] = {name: [] for name in variants}
+        stages: list[dict[str, float]] = []
+        keyframes = 0
+        for _ in range(rounds):
+            for name, fn in variants.items():
+                seconds_cpu, report, digests = fn()
+                if digests != reference:
+                    raise SystemExit(f"shards differ between runs ({name})")
+                keyframes = int(report["keyframes_built"])
+                cpu[name].append(seconds_cpu)
+                if name != "command":
+                    stages.append(report["stage_seconds_total"])
+    print(f"  {keyframes} keyframes, {rounds} alternated rounds, min / median / max")
+    print(f"  {'variant':22s} {'CPU seconds':>27s}   {'keyframes per CPU-second':>27s}")
+    for name, values in cpu.items():
+        rates = [keyframes / v for v in values]
+        print(f"  {name:22s} {_spread(values)}   {_spread(rates)}")
+    fixed = [c - w for c, w in zip(cpu["command"], cpu["in-process (warm)"], strict=True)]
+    print(f"  command - in-process (the command's fixed cost): {_spread(fixed)} CPU-s")
+    median_round = sorted(stages, key=lambda s: sum(s.values()))[len(stages) // 2]
     print(
-        f"{'resolution':>10} {'segmenter':>16} {'workers':>7} {'kf':>4} {'kf/s/core':>9}  "
-        + " ".join(f"{s:>10}" for s in STAGES)
-        + "   (stages: ms per keyframe, summed over scenes)"
+        "  in-process stages, ms per keyframe: "
+        + ", ".join(f"{s} {1e3 * median_round.get(s, 0.0) / max(keyframes, 1):.1f}" for s in STAGES)
     )
-    for text in resolutions:
-        width, height = _resolution(text)
-        log = ensure_default_log(
-            {**QUICK, "scenes": scenes, "seconds": seconds, "width": width, "height": height}, progress=False
-        )
-        for name in segmenters:
-            for w in workers:
-                r = bench(log, w, repeat, name)
-                stages: dict[str, float] = r["stages_s"]  # type: ignore[assignment]
-                kf = int(r["keyframes"])  # type: ignore[call-overload]
-                print(
-                    f"{text:>10} {name or 'config':>16} {w:>7} {kf:>4} {r['keyframes_per_s_per_core']:>9.2f}  "
-                    + " ".join(f"{1e3 * stages.get(s, 0.0) / max(kf, 1):>10.1f}" for s in STAGES),
-                    flush=True,
-                )
+    return {"log": spec, "keyframes": keyframes, "cpu_s": cpu}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small log (2 scenes x 8 s at 320x180)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument(
-        "--resolutions", nargs="+", metavar="WxH", help="camera resolutions: a 2 scenes x 8 s log each (e.g. 800x450)"
-    )
+    parser.add_argument("--logs", nargs="+", default=["default", "12x800x450", "12x1600x900"], metavar="LOG")
+    parser.add_argument("--seconds", type=float, default=float(DEFAULT_SYNTHETIC["seconds"]))  # type: ignore[arg-type]
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--segmenters", nargs="+", help="segmenter names to compare (default: the config's)")
-    parser.add_argument("--scenes", type=int, default=QUICK_SCENES, help="scenes per log (--resolutions mode)")
-    parser.add_argument("--seconds", type=float, default=QUICK_SECONDS, help="seconds per scene (same)")
+    parser.add_argument("--no-bytecode", action="store_true", help="the child without Python's bytecode cache")
+    parser.add_argument("--quick", action="store_true", help=f"the log {QUICK_LOG} of {QUICK_SECONDS:g} s, 2 rounds")
     args = parser.parse_args()
-    if args.resolutions or args.segmenters:
-        resolutions = args.resolutions or ["800x450"]
-        by_resolution(resolutions, args.segmenters or [None], args.workers, args.repeat, args.scenes, args.seconds)
-        return
-
-    params = QUICK if args.quick else DEFAULT_SYNTHETIC
-    t0 = time.perf_counter()
-    log = ensure_default_log(params)
-    print(f"log {log} ({', '.join(f'{k}={v}' for k, v in params.items())}); ready in {time.perf_counter() - t0:.1f} s")
-    rows = [bench(log, w, args.repeat) for w in args.workers]
-    if len({tuple(r["digests"]) for r in rows}) != 1:  # type: ignore[arg-type]
-        raise SystemExit("shards differ between worker counts")
-    print(
-        f"{'workers':>7} {'wall s':>8} {'keyframes':>9} {'kf/s':>8} {'kf/s/core':>9}  "
-        + " ".join(f"{s:>10}" for s in STAGES)
-    )
-    for r in rows:
-        stages: dict[str, float] = r["stages_s"]  # type: ignore[assignment]
-        print(
-            f"{r['workers']:>7} {r['wall_s']:>8.2f} {r['keyframes']:>9} {r['keyframes_per_s']:>8.1f} "
-            f"{r['keyframes_per_s_per_core']:>9.1f}  " + " ".join(f"{stages.get(s, 0.0):>10.3f}" for s in STAGES)
-        )
-    print("shards byte-identical across runs and worker counts")
+    cv2.setNumThreads(1)
+    if args.quick:
+        args.logs, args.seconds, args.rounds = [QUICK_LOG], QUICK_SECONDS, 2
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1/5/15 min)")
+    for spec in args.logs:
+        for segmenter in args.segmenters or [None]:
+            if segmenter:
+                print(f"\nsegmenter {segmenter}")
+            bench_log(spec, args.seconds, segmenter, args.workers, args.rounds, not args.no_bytecode)
+    print(f"\nload average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("shards byte-identical across variants and rounds")
 
 
 if __name__ == "__main__":
