@@ -85,6 +85,23 @@ def test_defocus_blur_bytes_do_not_depend_on_the_thread_count(severity):
     assert np.abs(outputs[0] - expected).max() <= 0.5 + 1e-3
 
 
+@pytest.mark.parametrize("severity", [1, 3, 5])
+def test_defocus_blur_cache_bands_give_the_bytes_of_one_band(monkeypatch, severity):
+    """One thread cuts the image into cache-sized bands (issue 35): the same bytes as the whole image as one band."""
+    import stridegen.augment.corruptions.blur as blur
+
+    image = synthetic_road_scene(200, 330)  # 330 rows: 3 bands of 128 rows at most, the last one shorter
+    previous = cv2.getNumThreads()
+    try:
+        cv2.setNumThreads(1)
+        banded = CORRUPTIONS["defocus_blur"].apply(image, severity, np.random.default_rng(0))
+        monkeypatch.setattr(blur, "_CACHE_BAND_ROWS", 10**6)
+        whole = CORRUPTIONS["defocus_blur"].apply(image, severity, np.random.default_rng(0))
+    finally:
+        cv2.setNumThreads(previous)
+    np.testing.assert_array_equal(banded, whole)
+
+
 def test_lens_distortion_map_is_built_once_and_read_only():
     first = lens_distortion_map((90, 160), 0.35)
     assert lens_distortion_map((90, 160), 0.35, np.random.default_rng(1)) is first
