@@ -1,4 +1,4 @@
-"""Milliseconds per 1600x900 image for each corruption: stridegen vs imagecorruptions vs albumentations.
+"""CPU milliseconds per 1600x900 image for each corruption, per core: stridegen vs imagecorruptions vs albumentations.
 
 Run it in its own environment (the comparison packages are not project dependencies)::
 
@@ -14,10 +14,16 @@ The image is the nuScenes-demo CAM_FRONT frame in ../shared/data (1600x900). str
 checkout. imagecorruptions 1.1.2 predates numpy 2 and scikit-image 0.19; `_shim_imagecorruptions` patches the two
 removed names it uses, inside this benchmark only. The albumentations column uses the transform of the same
 family set to a comparable strength (named in the output); it is a speed reference, not the same formula.
-Each figure is the median of `--repeats` timed calls after one warm-up call (one call for very slow ones);
+Per core, single-threaded on both sides (``--threads``, default 1): OpenCV's pool (``cv2.setNumThreads``, which
+imagecorruptions' and albumentations' OpenCV calls share), and OMP/MKL/OpenBLAS (environment, then threadpoolctl
+where installed). Each figure is CPU time (``time.process_time``: every thread of the process), not wall clock.
+After one warm-up call of each, ``--repeats`` rounds run ours, imagecorruptions' and albumentations' call in turn
+(alternated, so a busy machine weighs on all of them alike); the table gives min / median / max CPU ms over the
+rounds and the ratio of the medians (one call for imagecorruptions' glass_blur, which takes tens of seconds).
 `faults` is the number of minor page faults per call of ours (fresh memory touched: load-independent). The process
 keeps freed memory as a `stridegen augment` worker does (``keep_freed_memory``), so each corruption's figure does
-not depend on which ones ran before it.
+not depend on which ones ran before it. Without imagecorruptions or albumentations installed their columns are
+empty (ours is still timed).
 
 `--parity` instead checks fidelity to imagecorruptions on the same image at every severity: PSNR to the clean
 image of ours and of the reference (random corruptions: mean over 3 seeds), and for the deterministic ones the
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
@@ -36,8 +43,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # single-threaded BLAS/OpenMP unless the caller says otherwise
+
+import cv2  # noqa: E402
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -164,23 +174,39 @@ def _albumentations_also() -> dict[str, tuple[str, object]]:
     }
 
 
-def _time_ms(fn: Callable[[], object], repeats: int) -> float:
-    return _time_and_faults(fn, repeats)[0]
-
-
-def _time_and_faults(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(median ms, minor page faults per call) of ``repeats`` calls after one warm-up call. Page faults count the
-    fresh memory a call touches (the kernel maps it in 4 KiB pages): unlike the time, they do not depend on the
-    machine's load."""
-    fn()  # warm-up (imports, caches)
-    samples = []
+def _cpu_ms(fn: Callable[[], object]) -> tuple[float, int]:
+    """(CPU ms of every thread of this process, minor page faults) of one call. Page faults count the fresh memory
+    a call touches (the kernel maps it in 4 KiB pages): unlike the time, they do not depend on the machine's load."""
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000.0)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    return statistics.median(samples), faults / repeats
+    start = time.process_time()
+    fn()
+    return (time.process_time() - start) * 1000.0, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+
+
+def _alternated(calls: dict[str, tuple[Callable[[], object], int]]) -> dict[str, tuple[list[float], float]]:
+    """Each call once as a warm-up, then rounds of every call in turn; name -> (CPU ms per round, minor page faults
+    per call). ``calls``: name -> (function, rounds); a name with fewer rounds drops out of the later ones."""
+    for fn, _ in calls.values():
+        fn()  # warm-up (imports, caches, work buffers)
+    out: dict[str, tuple[list[float], float]] = {name: ([], 0.0) for name in calls}
+    for k in range(max(rounds for _, rounds in calls.values())):
+        for name, (fn, rounds) in calls.items():
+            if k < rounds:
+                ms, faults = _cpu_ms(fn)
+                samples, total = out[name]
+                out[name] = ([*samples, ms], total + faults / rounds)
+    return out
+
+
+def _single_threaded(threads: int) -> str:
+    """Cap OpenCV's pool and (where threadpoolctl is installed) the BLAS/OpenMP pools at ``threads``."""
+    cv2.setNumThreads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return f"cv2 {threads} thread(s), BLAS/OpenMP threads from the environment"
+    threadpool_limits(threads)
+    return f"cv2 {threads} thread(s), BLAS/OpenMP {threads} (threadpoolctl)"
 
 
 def _load_image(path: Path | None) -> np.ndarray:
@@ -230,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", type=Path, default=None)
     parser.add_argument("--severity", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="alternated rounds")
+    parser.add_argument("--threads", type=int, default=1, help="OpenCV/BLAS threads, both sides (default 1)")
     parser.add_argument("--only", default="", help="comma-separated stridegen corruption names")
     parser.add_argument("--skip-slow", action="store_true", help="skip imagecorruptions glass_blur (~minutes)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
@@ -241,21 +268,31 @@ def main(argv: list[str] | None = None) -> int:
     from stridegen.augment.corruptions.base import keep_freed_memory
 
     keep_freed_memory()  # as every `stridegen augment` worker does (corruptions/base.py)
+    threading = _single_threaded(args.threads)
     image = _load_image(args.image)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or list(CORRUPTIONS)
     if args.parity:
         parity(image, names, args.skip_slow)
         return 0
-    ic = _shim_imagecorruptions()
-    albu = _albumentations_transforms()
+    try:
+        ic: Any = _shim_imagecorruptions()
+    except ImportError:
+        ic = None
+    try:
+        albu = _albumentations_transforms()
+    except ImportError:
+        albu = {}
     np.random.seed(0)  # noqa: NPY002 - imagecorruptions draws from numpy's global generator
 
     print(
-        f"image {image.shape[1]}x{image.shape[0]}, severity {args.severity}, median of {args.repeats}, "
-        f"cv2 {cv2.__version__} ({cv2.getNumThreads()} threads), numpy {np.__version__}"
+        f"image {image.shape[1]}x{image.shape[0]}, severity {args.severity}, CPU ms per call (all threads), "
+        f"{args.repeats} alternated rounds: min / median / max; x faster = ratio of the medians\n"
+        f"{threading}; cv2 {cv2.__version__}, numpy {np.__version__}"
+        + ("" if ic is not None else "; imagecorruptions NOT installed")
+        + ("" if albu else "; albumentations NOT installed")
     )
     header = (
-        f"{'corruption':20s} {'ours ms':>9s} {'imagecorr ms':>13s} {'x faster':>9s} {'albu ms':>9s} "
+        f"{'corruption':20s} {'ours CPU ms':>19s} {'imagecorr CPU ms':>23s} {'x faster':>9s} {'albu CPU ms':>19s} "
         f"{'x faster':>9s} {'faults':>7s}  albumentations transform"
     )
     print(header)
@@ -268,22 +305,14 @@ def main(argv: list[str] | None = None) -> int:
         def ours_call(c: Any = corruption, s: Iterator[int] = seeds) -> np.ndarray:
             return c.apply(image, args.severity, np.random.default_rng(next(s)))
 
-        ours, faults = _time_and_faults(ours_call, args.repeats)
-        ref = None
+        calls: dict[str, tuple[Callable[[], object], int]] = {"ours": (ours_call, args.repeats)}
         ic_name = IMAGECORRUPTIONS_NAMES.get(name)
-        if ic_name and not (args.skip_slow and name in SLOW_REFERENCE):
-            reps = 1 if name in SLOW_REFERENCE else args.repeats
+        if ic is not None and ic_name and not (args.skip_slow and name in SLOW_REFERENCE):
 
             def call(n: str = ic_name) -> np.ndarray:
                 return ic.corrupt(image, severity=args.severity, corruption_name=n)
 
-            if reps == 1:
-                start = time.perf_counter()
-                call()
-                ref = (time.perf_counter() - start) * 1000.0
-            else:
-                ref = _time_ms(call, reps)
-        alb = None
+            calls["ref"] = (call, 1 if name in SLOW_REFERENCE else args.repeats)
         alb_label = ""
         if name in albu:
             alb_label, transform = albu[name]
@@ -291,25 +320,37 @@ def main(argv: list[str] | None = None) -> int:
             def albu_call(t: Any = transform) -> np.ndarray:
                 return t(image=image)["image"]
 
-            alb = _time_ms(albu_call, args.repeats)
+            calls["albu"] = (albu_call, args.repeats)
+        timed = _alternated(calls)
+        samples = {k: v[0] for k, v in timed.items()}
+        ours, faults = statistics.median(samples["ours"]), timed["ours"][1]
+        ref = statistics.median(samples["ref"]) if "ref" in samples else None
+        alb = statistics.median(samples["albu"]) if "albu" in samples else None
         row = {
             "corruption": name,
             "ours_ms": ours,
+            "ours_cpu_ms_rounds": samples["ours"],
             "ours_page_faults_per_call": faults,
             "imagecorruptions_ms": ref,
+            "imagecorruptions_cpu_ms_rounds": samples.get("ref"),
             "albumentations_ms": alb,
+            "albumentations_cpu_ms_rounds": samples.get("albu"),
             "albumentations_transform": alb_label or None,
         }
         rows.append(row)
 
-        def fmt(v: float | None) -> str:
-            return f"{v:9.1f}" if v is not None else f"{'-':>9s}"
+        def fmt(key: str, rounds: dict[str, list[float]] = samples) -> str:
+            v = rounds.get(key)
+            if not v:
+                return f"{'-':>19s}"
+            return f"{min(v):5.1f} /{statistics.median(v):6.1f} /{max(v):6.1f}"
 
         def ratio(v: float | None, base: float = ours) -> str:
             return f"{v / base:8.1f}x" if v is not None else f"{'-':>9s}"
 
         print(
-            f"{name:20s} {fmt(ours)} {fmt(ref):>13s} {ratio(ref)} {fmt(alb)} {ratio(alb)} {faults:7.0f}  {alb_label}",
+            f"{name:20s} {fmt('ours')} {fmt('ref'):>23s} {ratio(ref)} {fmt('albu')} {ratio(alb)} {faults:7.0f}  "
+            f"{alb_label}",
             flush=True,
         )
 
@@ -328,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if verdicts:
             print(f"  {r['corruption']:20s} " + "   ".join(verdicts))
-    also = {n: v for n, v in _albumentations_also().items() if n in names}
+    also = {n: v for n, v in (_albumentations_also() if albu else {}).items() if n in names}
     if also:
         print("\nfor reference, albumentations transforms of the same family with another formula or strength:")
     for name, (label, transform) in also.items():
@@ -336,12 +377,13 @@ def main(argv: list[str] | None = None) -> int:
         def also_call(t: Any = transform) -> np.ndarray:
             return t(image=image)["image"]
 
-        ms = _time_ms(also_call, args.repeats)
+        ms = statistics.median(_alternated({"also": (also_call, args.repeats)})["also"][0])
         ours_ms = next(r["ours_ms"] for r in rows if r["corruption"] == name)
         print(f"  {name:20s} {label:45s} {ms:6.1f} ms ({ms / ours_ms:.1f}x ours)")
         next(r for r in rows if r["corruption"] == name)["albumentations_also"] = {"transform": label, "ms": ms}
     if args.json:
-        args.json.write_text(json.dumps({"severity": args.severity, "repeats": args.repeats, "rows": rows}, indent=1))
+        meta = {"severity": args.severity, "repeats": args.repeats, "threads": args.threads, "timing": "CPU ms"}
+        args.json.write_text(json.dumps({**meta, "rows": rows}, indent=1))
     return 0
 
 
