@@ -2,8 +2,11 @@
 at 800x450 and 1600x900, and what decoding 1600x900 images at 1/2 (``lidar_watershed``'s ``image_min_side``)
 changes in the masks and the QA against full-resolution decoding.
 
-    .venv/bin/python benchmarks/bench_decode_scale.py                  # 3 alternated rounds, both resolutions
-    .venv/bin/python benchmarks/bench_decode_scale.py --rounds 5 --compare   # + mask IoU / QA change at 1600x900
+    .venv/bin/python benchmarks/bench_decode_scale.py                  # 3 alternated rounds
+    .venv/bin/python benchmarks/bench_decode_scale.py --rounds 6 --compare   # + mask IoU / QA change at 1600x900
+
+Three variants per round, each first in turn: 800x450, 1600x900 (the default: decoded at 1/2), and 1600x900 with
+``segmenter.image_min_side=0`` (every image decoded whole, as before issue 35).
 
 Each timed run is a separate ``stridegen build`` process (the virtual environment's ``stridegen`` script) of the
 default synthetic log (3 scenes x 20 s, 45 keyframes) at that resolution, one worker, into a fresh folder; the CPU
@@ -85,30 +88,36 @@ def compare(full: Path, reduced: Path) -> dict[str, object]:
     }
 
 
+WHOLE = "segmenter.options.image_min_side=0"  # every image decoded whole: the build before issue 35
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--compare", action="store_true", help="also build 1600x900 with image_min_side=0 and compare")
+    ap.add_argument("--compare", action="store_true", help="mask IoU / QA count of 1600x900 at 1/2 against whole")
     args = ap.parse_args(argv)
     logs = {
         (w, h): ensure_default_log(dict(DEFAULT_SYNTHETIC, width=w, height=h), progress=False) for w, h in RESOLUTIONS
     }
-    rates: dict[str, list[float]] = {f"{w}x{h}": [] for w, h in RESOLUTIONS}
+    variants = [
+        ("800x450", logs[(800, 450)], []),
+        ("1600x900", logs[(1600, 900)], []),
+        ("1600x900 whole", logs[(1600, 900)], [WHOLE]),
+    ]
+    rates: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     with tempfile.TemporaryDirectory(prefix="bench_decode_scale_") as tmp:
         for r in range(args.rounds):
-            order = RESOLUTIONS if r % 2 == 0 else RESOLUTIONS[::-1]
-            for w, h in order:
-                cpu, kf = build_cpu(logs[(w, h)], Path(tmp) / f"{w}x{h}", [])
-                rates[f"{w}x{h}"].append(kf / cpu)
-                print(f"round {r + 1} {w}x{h}: {kf} keyframes, {cpu:.2f} CPU-s, {kf / cpu:.2f} keyframes/CPU-s")
+            for name, log, overrides in variants[r % 3 :] + variants[: r % 3]:  # each variant first in turn
+                out = Path(tmp) / f"{name.replace(' ', '-')}-{r}"  # a fresh folder: no resume
+                cpu, kf = build_cpu(log, out, overrides)
+                rates[name].append(kf / cpu)
+                print(f"round {r + 1} {name}: {kf} keyframes, {cpu:.2f} CPU-s, {kf / cpu:.2f} keyframes/CPU-s")
         print("\nkeyframes per CPU-second of `stridegen build` (whole process, one core), min / median / max:")
         for key, values in rates.items():
             print(f"  {key}: {min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}")
         if args.compare:
-            log = logs[(1600, 900)]
-            full, reduced = Path(tmp) / "full", Path(tmp) / "1600x900"
-            build_cpu(log, full, ["segmenter.options.image_min_side=0"])
-            print("\n1600x900, decoded at 1/2 against whole:", json.dumps(compare(full, reduced)))
+            comparison = compare(Path(tmp) / "1600x900-whole-0", Path(tmp) / "1600x900-0")
+            print("\n1600x900, decoded at 1/2 against whole:", json.dumps(comparison))
     return 0
 
 
