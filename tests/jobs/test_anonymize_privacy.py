@@ -43,6 +43,9 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
     return root / "log", root / "on"
 
 
+_TRUTH: dict[tuple[str, str], tuple] = {}
+
+
 def _records(out: Path):
     from stridegen.shards.reader import open_dataset
 
@@ -58,14 +61,17 @@ def _drawn(log: Path, record, image: int) -> list[tuple[str, np.ndarray, int]]:
     from stridegen.logs.synthetic.patches import privacy_decals
     from stridegen.logs.synthetic.render import render_camera
 
-    scene = load_synthetic_truth(log, record.meta.name)
-    rig = load_rig("nuscenes").with_camera_resolution(SYNTH["width"], SYNTH["height"])
+    key = (str(log), record.meta.name)
+    if key not in _TRUTH:  # the scene's truth and patches, read once
+        scene = load_synthetic_truth(log, record.meta.name)
+        _TRUTH[key] = (scene, privacy_decals(scene), load_rig("nuscenes"))
+    scene, decals, rig = _TRUTH[key]
+    rig = rig.with_camera_resolution(SYNTH["width"], SYNTH["height"])
     channel = str(record.cameras.channel[int(record.images.channel_index[image])])
     cam = next(c for c in rig.cameras if c.channel == channel)
     t = scene.sample_times[int(record.images.frame_index[image])]
     boxes = scene.agent_states(t)
     colors = np.array([a.color_rgb for a in scene.agents], dtype=np.uint8)
-    decals = privacy_decals(scene)
     out = render_camera(
         cam, scene.ego_pose(t) @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh, boxes.yaw, colors,
         default_ground_shader(), decals=decals,
