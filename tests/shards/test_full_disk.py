@@ -124,8 +124,8 @@ def _mount_tmpfs(folder: Path, size_kib: int) -> None:
         pytest.skip(f"mounting a tmpfs is not permitted here ({done.stderr.strip()}): the injected tests cover it")
 
 
-def _build_cli(log: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(log), *SMALL_BUILD, "--out", str(out)]
+def _build_cli(log: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "stridegen.cli.build", "build", str(log), *SMALL_BUILD, *extra, "--out", str(out)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -143,6 +143,10 @@ def test_build_on_a_full_tmpfs_fails_the_scene_and_resumes(two_scene_log, two_sc
         assert "error: scene-0001: " in done.stderr and "scene-0001.h5: cannot be written: No space left" in done.stderr
         assert sorted(p.name for p in (out / "shards").iterdir()) == ["scene-0000.h5"]
         assert _leftovers(out) == []
+        # with two worker processes (before: exit 2, "error: OSError: [Errno 28] No space left on device", no file)
+        again = _build_cli(two_scene_log, out, "workers=2")
+        assert again.returncode == 1 and "scene-0001.h5: cannot be written: No space left" in again.stderr, again.stderr
+        assert sorted(p.name for p in (out / "shards").iterdir()) == ["scene-0000.h5"]
 
         # the disk itself refusing the write (the free-space check passed over): the same failure, nothing kept
         filler = mnt / "filler"
