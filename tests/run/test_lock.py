@@ -90,7 +90,8 @@ def test_every_writing_command_takes_the_folder_lock(two_scene_dataset, tmp_path
         for name, args in commands.items():
             result = CliRunner().invoke(app, args)
             assert result.exit_code == 2, (name, result.output)
-            assert f"is being written by another stridegen run (pid {holder.pid} " in result.stderr, (name, result.stderr)
+            expected = f"is being written by another stridegen run (pid {holder.pid} "
+            assert expected in result.stderr, (name, result.stderr)
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
