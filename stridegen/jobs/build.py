@@ -46,6 +46,7 @@ from stridegen.logs.names import select_scenes
 from stridegen.run import backends
 from stridegen.run.config import BuildConfig, config_hash
 from stridegen.run.executors import make_executor
+from stridegen.run.lock import folder_lock
 from stridegen.run.runner import (
     JobTarget,
     RunObserver,
@@ -168,26 +169,27 @@ def run_build(
     names = [name for name, _ in select_scenes(reader.scene_ids(), config.log.scenes, "log.scenes:")]
     report, blocked = check_before_build(reader, config.check_settings(), names)  # a broken log fails fast
     task = BuildTask(str(log_root), config.model_dump(mode="json"), str(out), cfg_hash, blocked)
-    [outcome] = run_scene_jobs([SceneJob(JobTarget(out, cfg_hash, names), task)], executor, overwrite, observer)
-    results = outcome.results
-    if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
-        for r in results:
-            if r.status == "resumed":
-                r.warnings = scene_warnings(check_scene(reader, config.check_settings(), r.scene))
-    source = {  # the log folder's name only: no path in a file that travels, the same bytes wherever out lies
-        "root": log_root.resolve().name,
-        "format": reader.format_name,
-        "version": source_version,
-    }
-    manifest_path = write_manifest(out, build_manifest(config, source, outcome.shards(), outcome.failures()))
-    if config.anonymize.active():
-        from stridegen.shards.anonymization import write_anonymization_sidecar  # the anonymizer: on use only
+    with folder_lock(out):  # the runner's lock (re-entrant), held until the manifest and report are written
+        [outcome] = run_scene_jobs([SceneJob(JobTarget(out, cfg_hash, names), task)], executor, overwrite, observer)
+        results = outcome.results
+        if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
+            for r in results:
+                if r.status == "resumed":
+                    r.warnings = scene_warnings(check_scene(reader, config.check_settings(), r.scene))
+        source = {  # the log folder's name only: no path in a file that travels, the same bytes wherever out lies
+            "root": log_root.resolve().name,
+            "format": reader.format_name,
+            "version": source_version,
+        }
+        manifest_path = write_manifest(out, build_manifest(config, source, outcome.shards(), outcome.failures()))
+        if config.anonymize.active():
+            from stridegen.shards.anonymization import write_anonymization_sidecar  # the anonymizer: on use only
 
-        write_anonymization_sidecar(out, config.anonymize.model_dump(mode="json"))
-    warnings = [f for f in report.warnings if f.scene is None or f.scene not in (blocked or {})]
-    warnings += [w for r in results for w in r.warnings]  # the scenes checked in their workers
-    result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
-    atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
+            write_anonymization_sidecar(out, config.anonymize.model_dump(mode="json"))
+        warnings = [f for f in report.warnings if f.scene is None or f.scene not in (blocked or {})]
+        warnings += [w for r in results for w in r.warnings]  # the scenes checked in their workers
+        result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
+        atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
     return result
 
 
