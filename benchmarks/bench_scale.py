@@ -14,7 +14,8 @@ Every run builds the same log into a fresh folder (all runs' shards must be byte
 - the Ray overhead per scene: (Ray wall - local wall) / scenes at the same number of workers. ``ray2`` starts a local
   Ray for the build and stops it afterwards (as ``executor.name=ray`` without an address does), so its wall time
   holds Ray's start-up and shutdown; ``ray2-cluster`` joins a 2-CPU cluster started beforehand with ``ray start
-  --head`` (not timed, as on a cluster that is already up), which leaves the executor's own per-scene cost;
+  --head`` and warmed by one throwaway job (neither timed, as on a cluster that is already up and has run jobs before:
+  a fresh cluster's first ``ray.init`` takes ~1.1 s, later ones ~0.05 s), which leaves the executor's own costs;
 - peak memory (VmHWM) of the driver and the largest worker process (a worker: a child of the driver, or a Ray
   worker process ``ray::...``), sampled every 0.2 s from /proc.
 """
@@ -115,6 +116,10 @@ class HeadNode:
         args = [f"--port={port}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--temp-dir={self.temp}"]
         args.append("--include-dashboard=false")
         subprocess.run([self.ray, "start", "--head", *args], check=True, capture_output=True)
+        # A cluster that is up has served jobs before: its first job pays a one-time set-up (~1.1 s of ray.init
+        # here, against 0.05 s for every later one). A throwaway job pays it, untimed (issue 35).
+        warm = "import ray, sys; ray.init(address=sys.argv[1], logging_level='WARNING'); ray.shutdown()"
+        subprocess.run([sys.executable, "-c", warm, self.address], check=True, capture_output=True)
 
     def stop(self) -> None:
         """Every process of this head node (their command lines name its session folder or its port), no other Ray."""

@@ -39,6 +39,7 @@ from typing import Any
 from stridegen.core import registry
 from stridegen.core.errors import ConfigError, MissingExtraError
 from stridegen.run.executors import limit_native_threads
+from stridegen.run.ray_events import EventLog as _EventLog
 from stridegen.run.runner import EventCallback, SceneResult, StageEvent, Worker
 
 EVENT_POLL_S = 0.1
@@ -51,20 +52,6 @@ def import_ray() -> Any:
     except ImportError:
         raise MissingExtraError("ray", "ray") from None
     return ray
-
-
-class _EventLog:
-    """The Ray actor the workers post stage events to; the driver drains it."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[int, str, str]] = []
-
-    def put(self, item: tuple[int, str, str]) -> None:
-        self.items.append(item)
-
-    def drain(self) -> list[tuple[int, str, str]]:
-        out, self.items = self.items, []
-        return out
 
 
 def _run_scene(
