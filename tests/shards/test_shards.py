@@ -508,11 +508,14 @@ def test_bad_files_raise_config_error(tmp_path):
 
 def test_config_hash_is_sha256_of_canonical_json_and_ignores_workers():
     cfg = BuildConfig()
+    # workers and log.parked_ego (it only lets a parked ego's scene build) never change the output bytes
+    unhashed = {"workers": True, "log": {"parked_ego": True}}
     expected = hashlib.sha256(
-        json.dumps(cfg.model_dump(mode="json", exclude={"workers"}), sort_keys=True, separators=(",", ":")).encode()
+        json.dumps(cfg.model_dump(mode="json", exclude=unhashed), sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
     assert config_hash(cfg) == expected
     assert config_hash(load_build_config(None, ["workers=4"])) == expected
+    assert config_hash(load_build_config(None, ["log.parked_ego=true"])) == expected
     assert config_hash(load_build_config(None, ["seed=1"])) != expected
     assert canonical_json({"b": 1, "a": [1.5]}) == '{"a":[1.5],"b":1}'
 
