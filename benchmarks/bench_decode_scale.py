@@ -10,7 +10,7 @@ Three variants per round, each first in turn: 800x450, 1600x900 (the default: de
 
 Each timed run is a separate ``stridegen build`` process (the virtual environment's ``stridegen`` script) of the
 default synthetic log (3 scenes x 20 s, 45 keyframes) at that resolution, one worker, into a fresh folder; the CPU
-time is the child's user + sys (``resource.getrusage(RUSAGE_CHILDREN)``: the whole command, imports, start-up and
+time is the child's user + sys (``os.wait4``: the whole command, imports, start-up and
 any child processes included), on one core (the build is single-threaded at workers=1; BLAS and OpenCV threads are
 set to 1 through the environment). The resolutions alternate within each round so that the machine's drift falls on
 both; min / median / max over the rounds are printed. The logs are generated once (cached) and not timed.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,15 +38,16 @@ THREAD_ENV = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_N
 
 
 def build_cpu(log: Path, out: Path, overrides: list[str]) -> tuple[float, int]:
-    """(user + sys CPU seconds of one `stridegen build` process, keyframes built)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """(user + sys CPU seconds of one `stridegen build` process, its waited-for children included, keyframes)."""
     stridegen = str(Path(sys.executable).parent / "stridegen")
     cmd = [stridegen, "build", str(log), "workers=1", *overrides, "--out", str(out), "--overwrite"]
-    subprocess.run(cmd, check=True, env={**os.environ, **THREAD_ENV}, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    child = subprocess.Popen(cmd, env={**os.environ, **THREAD_ENV}, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (RUSAGE_CHILDREN would sum every child)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with exit status {child.returncode}")
     report = json.loads((out / "build_report.json").read_text())
-    return cpu, int(report["keyframes_built"])
+    return usage.ru_utime + usage.ru_stime, int(report["keyframes_built"])
 
 
 def compare(full: Path, reduced: Path) -> dict[str, object]:
