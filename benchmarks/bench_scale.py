@@ -17,12 +17,14 @@ Every run builds the same log into a fresh folder (all runs' shards must be byte
   --head`` and warmed by one throwaway job (neither timed, as on a cluster that is already up and has run jobs before:
   a fresh cluster's first ``ray.init`` takes ~1.1 s, later ones ~0.05 s), which leaves the executor's own costs;
 - peak memory (VmHWM) of the driver and the largest worker process (a worker: a child of the driver, or a Ray
-  worker process ``ray::...``), sampled every 0.2 s from /proc.
+  worker process ``ray::...``), sampled every 0.2 s from /proc; for Ray, how many worker processes were seen
+  running a scene (``ray_scene_processes``: the number of workers when each process imports stridegen once).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -91,6 +93,7 @@ class MemorySampler(threading.Thread):
         super().__init__(daemon=True)
         self.driver = os.getpid()
         self.worker_peak = 0
+        self.scene_pids: set[int] = set()  # the Ray worker processes seen running a scene (``ray::_run_scene``)
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -98,6 +101,9 @@ class MemorySampler(threading.Thread):
             for entry in os.scandir("/proc"):
                 if entry.name.isdigit() and int(entry.name) != self.driver and _is_worker(int(entry.name), self.driver):
                     self.worker_peak = max(self.worker_peak, _vm_hwm_kib(int(entry.name)))
+                    with contextlib.suppress(OSError):
+                        if Path(f"/proc/{entry.name}/cmdline").read_bytes().startswith(b"ray::_run_scene"):
+                            self.scene_pids.add(int(entry.name))
             self.stop.wait(0.2)
 
 
@@ -168,6 +174,8 @@ def _bench(log: Path, run: str, out: Path, cfg: Any, workers: int) -> dict[str, 
         "keyframes": int(json.loads((out / "build_report.json").read_text())["keyframes_built"]),
         "driver_peak_mib": round(_vm_hwm_kib(os.getpid()) / 1024, 1),
         "worker_peak_mib": round(sampler.worker_peak / 1024, 1),
+        # Ray: the worker processes seen running scenes (each imports stridegen once: tasks reuse their process)
+        **({"ray_scene_processes": len(sampler.scene_pids)} if sampler.scene_pids else {}),
         "digests": [s["sha256"] for s in manifest["shards"]],
     }
 
