@@ -10,9 +10,14 @@ import pytest
 
 from stridegen.augment.corruptions.base import keep_freed_memory
 
+# The worker's imports first (stridegen.jobs.augment, as a scene worker of `stridegen augment` has them): how many
+# fresh pages a call maps depends on the heap's layout, and a process that imports only the corruptions lays it out
+# otherwise (measured: 208 page faults a motion_blur call with keep_freed_memory when importlib.metadata is not
+# loaded, 0.2 when it is; pydantic, which every command imports, loads it).
 SCRIPT = """
 import resource, sys
 import numpy as np
+import stridegen.jobs.augment
 from stridegen.augment.corruptions import CORRUPTIONS
 from stridegen.augment.corruptions.base import keep_freed_memory
 if sys.argv[2] == "keep":
