@@ -4,13 +4,18 @@ keeps."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError
 from stridegen.core.transforms import check_unit_quaternion
 from stridegen.logs.bounds import coordinate_problem, coordinates_ok
+
+if TYPE_CHECKING:
+    from stridegen.logs.base import LogReader, Scene
 
 # nuscenes-devkit ``NuScenes.box_velocity`` default (python-sdk/nuscenes/nuscenes.py).
 MAX_TIME_DIFF_S = 1.5
@@ -189,3 +194,17 @@ def require_finite_points(
             f"{xyz[bad[0]].tolist()}); drop no-return points when converting",
         )
     return points
+
+
+def scenes_named(reader: LogReader, scenes: Sequence[str] | None) -> list[Scene]:
+    """The scenes of ``reader`` named (by name or token) in ``scenes``, in the log's order; all of them for None.
+    LogFormatError naming the log root for a name that is no scene of it."""
+    chosen = reader.scenes()
+    if scenes is None:
+        return chosen
+    wanted = set(scenes)
+    chosen = [s for s in chosen if s.name in wanted or s.token in wanted]
+    missing = wanted - {s.name for s in chosen} - {s.token for s in chosen}
+    if missing:
+        raise LogFormatError(reader.root, f"no scenes {sorted(missing)} in the log")
+    return chosen

@@ -37,6 +37,7 @@ import numpy as np
 
 from stridegen.core.errors import LogFormatError, require
 from stridegen.core.transforms import invert_transform, quat_multiply, rotmat_to_quat, transform_points, yaw_to_quat
+from stridegen.logs._common import scenes_named
 from stridegen.logs.av2_cameras import AV2_CAMERAS, IMAGE_SUFFIX
 from stridegen.logs.av2_layout import AV2_TO_DETECTION
 from stridegen.logs.base import Frame, LogReader, Scene, SensorCalibration
@@ -117,13 +118,7 @@ def write_av2_log(
     """
     feather = require("pyarrow.feather", "av2")
     pa = require("pyarrow", "av2")
-    chosen = reader.scenes()
-    if scenes is not None:
-        wanted = set(scenes)
-        chosen = [s for s in chosen if s.name in wanted or s.token in wanted]
-        missing = wanted - {s.name for s in chosen} - {s.token for s in chosen}
-        if missing:
-            raise LogFormatError(reader.root, f"no scenes {sorted(missing)} in the log")
+    chosen = scenes_named(reader, scenes)
     out = Path(out_root)
     return [_write_scene(scene, out, camera_names, feather, pa) for scene in chosen]
 

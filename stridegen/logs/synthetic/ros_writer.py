@@ -41,6 +41,7 @@ from stridegen.core.transforms import (
     transform_points,
     yaw_to_quat,
 )
+from stridegen.logs._common import scenes_named
 from stridegen.logs.base import Frame, LogReader, Scene, SensorSample
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.ros.poses import PoseTrack
@@ -92,13 +93,7 @@ def write_ros_log(
     if poses not in POSE_SOURCES:
         raise ConfigError(f"poses {poses!r} is not one of {list(POSE_SOURCES)}")
     require_rosbags()
-    chosen = reader.scenes()
-    if scenes is not None:
-        wanted = set(scenes)
-        chosen = [s for s in chosen if s.name in wanted or s.token in wanted]
-        missing = wanted - {s.name for s in chosen} - {s.token for s in chosen}
-        if missing:
-            raise LogFormatError(reader.root, f"no scenes {sorted(missing)} in the log")
+    chosen = scenes_named(reader, scenes)
     out = Path(out_root)
     out.mkdir(parents=True, exist_ok=True)
     summary = RosWriteSummary(container)
