@@ -75,16 +75,20 @@ def attributes_stage(st: SceneState) -> None:
 def images_stage(st: SceneState) -> None:
     keyframes = st.need("keyframes")
     frames = image_frame_indices(keyframes, len(st.scene.frames), st.config.output.images)
-    st.images = adapters.images_table(st.scene, [str(c) for c in st.need("cameras").channel], frames)
+    # Checked in segment_stage: an image the segmenter decodes strictly is not decoded a second time (issue 35).
+    st.images = adapters.images_table(st.scene, [str(c) for c in st.need("cameras").channel], frames, check=False)
 
 
 def segment_stage(st: SceneState) -> None:
     """Masks of the tracked objects in the keyframe and context images, the visibility filter, the regions (visible
-    masks of keyframe images of at least ``visibility.min_region_area_frac`` of the image area)."""
+    masks of keyframe images of at least ``visibility.min_region_area_frac`` of the image area). Then the integrity
+    check of the stored images (``adapters.check_images``) that the segmenter did not decode strictly itself."""
+    scene, keyframes, images, cameras = st.scene, st.need("keyframes"), st.need("images"), st.need("cameras")
+    channels = [str(c) for c in cameras.channel]
     segmenter = backends.segmenter(st.config)
     if segmenter is None:
+        adapters.check_images(scene, images, channels)
         return
-    scene, keyframes, images, cameras = st.scene, st.need("keyframes"), st.need("images"), st.need("cameras")
     ctx = context_frames(keyframes.window, keyframes.offsets_s, st.config.context_offsets_s())
     wanted = {int(f) for f in np.asarray(keyframes.frame_index)} | {int(f) for f in ctx.ravel() if f >= 0}
     rows = [i for i, f in enumerate(np.asarray(images.frame_index).tolist()) if f in wanted]
@@ -97,8 +101,14 @@ def segment_stage(st: SceneState) -> None:
         tracked=tracked_ok,
         track_ids=st.need("scene_tracks").track_id,
         frames=scene.frames,
+        decoded=set(),
     )
-    st.masks = segment_images(inputs, segmenter, st.config.visibility, st.timings)
+    try:
+        st.masks = segment_images(inputs, segmenter, st.config.visibility, st.timings)
+    except LogFormatError:
+        adapters.check_images(scene, images, channels)  # the first bad image in table order, named by its file
+        raise
+    adapters.check_images(scene, images, channels, skip=inputs.decoded or ())
     min_area = min_region_area_px(cameras.width, cameras.height, st.config.visibility.min_region_area_frac)
     st.regions = assign_regions(np.asarray(keyframes.frame_index), images, st.masks, min_area)
 

@@ -14,7 +14,7 @@ left edge, then track index), and questions about that image call them ``Region 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,6 +143,9 @@ class SegmentScene:
     tracked: Sequence[Boxes]  # per frame, the tracker's boxes (global frame, ``track_id`` set)
     track_ids: np.ndarray  # [T] the scene's tracks table ids (sorted, as ``dense_tracks`` makes them)
     frames: Sequence[Frame]  # the log's frames: their LiDAR sweeps, for a segmenter that ``needs_lidar``
+    # gains the rows whose stored JPEG bytes a decode has read whole with libjpeg's warnings as errors
+    # (``decode_image``): those need no separate integrity check (docs/scale.md#decoded-scale); None: not recorded
+    decoded: set[int] | None = None
 
 
 def segment_images(
@@ -196,6 +199,8 @@ def _stored_view(scene: SegmentScene, row: int, min_side: int = 0) -> CameraView
     T_global_from_cam = np.asarray(images.T_global_from_ego[row]) @ np.asarray(cameras.T_ego_from_sensor[c])
     where = f"{scene.name}:{cameras.channel[c]}/frame {images.frame_index[row]}"
     image = _stored_image(images.data[row], where, min_side)
+    if scene.decoded is not None and isinstance(image, LazyImage) and images.data[row][:2].tobytes() == b"\xff\xd8":
+        image = _recording(image, row, scene.decoded)
     return CameraView(image, cameras.intrinsic[c], invert_transform(T_global_from_cam))
 
 
@@ -210,6 +215,23 @@ def _stored_image(data: np.ndarray, where: str, min_side: int = 0) -> np.ndarray
     factor = decode_factor(size[0], size[1], min_side)
     reduced = (lambda: decode_image(data.tobytes(), where, factor)) if factor > 1 else None
     return LazyImage(size[0], size[1], lambda: decode_image(data.tobytes(), where), reduced)
+
+
+def _recording(image: LazyImage, row: int, decoded: set[int]) -> LazyImage:
+    """``image`` whose loads add ``row`` to ``decoded`` once they return: a JPEG that ``decode_image`` returns (at
+    any scale) was entropy-decoded whole without a libjpeg warning and ends with its end-of-image marker, which is
+    what ``check_image_bytes`` checks (libjpeg's DCT scaling reads every compressed byte at any scale)."""
+
+    def record(load: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def recorded() -> np.ndarray:
+            pixels = load()
+            decoded.add(row)
+            return pixels
+
+        return recorded
+
+    reduced = None if image.load_reduced is None else record(image.load_reduced)
+    return LazyImage(image.height, image.width, record(image.load), reduced)
 
 
 def decode_factor(height: int, width: int, min_side: int) -> int:
