@@ -144,10 +144,30 @@ class _Plists:
     makes them for each dataset (no times in the object header; attribute creation order not tracked, h5py's
     default ``track_order``): the file's bytes are those of the high-level call. Creating datasets through the
     low-level ``h5d.create`` with these saves h5py's per-call argument checks, dtype guessing and property-list
-    building (about half of a scene's write time on the demo log; issue 35)."""
+    building, about 0.08 ms CPU of a dataset's 0.39 on a 2 s scene (issue 35, benchmarks/bench_shard_write.py).
+    The HDF5 types are made once per NumPy dtype too (``h5d.create`` copies the type it is given)."""
 
     def __init__(self) -> None:
         self.plain = self.make()
+        self._types: dict[tuple[np.dtype, str], object] = {}
+        self._gzip: dict[tuple[tuple[int, ...], int], object] = {}
+
+    def type_of(self, dtype: np.dtype):
+        """The HDF5 type h5py gives ``dtype`` for a new dataset (``py_create(dtype, logical=1)``)."""
+        # Keyed with the metadata too: h5py's variable-length str and uint8 dtypes are both ``object`` to NumPy,
+        # equal and of one hash, told apart only by their metadata.
+        key = (dtype, repr(dtype.metadata))
+        tid = self._types.get(key)
+        if tid is None:
+            tid = self._types[key] = _h5().h5t.py_create(dtype, logical=1)
+        return tid
+
+    def gzip(self, chunks: tuple[int, ...], level: int):
+        """The property list of a chunked, deflated dataset."""
+        dcpl = self._gzip.get((chunks, level))
+        if dcpl is None:
+            dcpl = self._gzip[(chunks, level)] = self.make(chunks, level)
+        return dcpl
 
     @staticmethod
     def make(chunks: tuple[int, ...] | None = None, level: int = 4):
@@ -187,7 +207,7 @@ def write_array(
     arr = np.asarray(value)
     if is_bytes:
         vlen = h5py.vlen_dtype(np.uint8)
-        dsid = _create(group, name, h5py.h5t.py_create(vlen, logical=1), arr.shape, plists.plain)
+        dsid = _create(group, name, plists.type_of(vlen), arr.shape, plists.plain)
         rows = [np.asarray(item, dtype=np.uint8) for item in arr.ravel()]
         packed = np.empty(len(rows), dtype=vlen)
         for i, row in enumerate(rows):  # item by item: ``packed[:] = rows`` would broadcast equal-length rows
@@ -204,7 +224,7 @@ def write_array(
         text = h5py.string_dtype("utf-8")
         data: np.ndarray = np.empty(arr.size, dtype=text)
         data[:] = encoded
-        _create(group, name, h5py.h5t.py_create(text, logical=1), arr.shape, plists.plain, data.reshape(arr.shape))
+        _create(group, name, plists.type_of(text), arr.shape, plists.plain, data.reshape(arr.shape))
         return strings_crc32(join_strings(encoded), arr.shape)
     arr = np.asarray(arr, order="C")
     dcpl = plists.plain
@@ -212,8 +232,8 @@ def write_array(
         # h5py's chunk shape for ``chunks=True`` (its guess_chunk), for the same layout as the high-level call
         from h5py._hl.filters import guess_chunk
 
-        dcpl = _Plists.make(tuple(guess_chunk(arr.shape, None, arr.dtype.itemsize)), int(level))
-    _create(group, name, h5py.h5t.py_create(arr.dtype, logical=1), arr.shape, dcpl, arr)
+        dcpl = plists.gzip(tuple(guess_chunk(arr.shape, None, arr.dtype.itemsize)), int(level))
+    _create(group, name, plists.type_of(arr.dtype), arr.shape, dcpl, arr)
     return values_crc32(arr)
 
 
