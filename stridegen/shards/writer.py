@@ -139,108 +139,45 @@ def create_file(path: str | Path, buffer: io.BytesIO | None = None):
     return h5py.File(fid)
 
 
-class _Plists:
-    """Dataset-creation property lists made once per shard, as h5py's ``create_dataset(..., track_times=False)``
-    makes them for each dataset (no times in the object header; attribute creation order not tracked, h5py's
-    default ``track_order``): the file's bytes are those of the high-level call. Creating datasets through the
-    low-level ``h5d.create`` with these saves h5py's per-call argument checks, dtype guessing and property-list
-    building, about 0.08 ms CPU of a dataset's 0.39 on a 2 s scene (issue 35, benchmarks/bench_shard_write.py).
-    The HDF5 types are made once per NumPy dtype too (``h5d.create`` copies the type it is given)."""
-
-    def __init__(self) -> None:
-        self.plain = self.make()
-        self._types: dict[tuple[np.dtype, str], object] = {}
-        self._gzip: dict[tuple[tuple[int, ...], int], object] = {}
-
-    def type_of(self, dtype: np.dtype):
-        """The HDF5 type h5py gives ``dtype`` for a new dataset (``py_create(dtype, logical=1)``)."""
-        # Keyed with the metadata too: h5py's variable-length str and uint8 dtypes are both ``object`` to NumPy,
-        # equal and of one hash, told apart only by their metadata.
-        key = (dtype, repr(dtype.metadata))
-        tid = self._types.get(key)
-        if tid is None:
-            tid = self._types[key] = _h5().h5t.py_create(dtype, logical=1)
-        return tid
-
-    def gzip(self, chunks: tuple[int, ...], level: int):
-        """The property list of a chunked, deflated dataset."""
-        dcpl = self._gzip.get((chunks, level))
-        if dcpl is None:
-            dcpl = self._gzip[(chunks, level)] = self.make(chunks, level)
-        return dcpl
-
-    @staticmethod
-    def make(chunks: tuple[int, ...] | None = None, level: int = 4):
-        h5py = _h5()
-        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        if chunks is not None:  # h5py's order: chunk, then the deflate filter
-            dcpl.set_chunk(chunks)
-            dcpl.set_deflate(level)
-        dcpl.set_obj_track_times(False)
-        dcpl.set_attr_creation_order(0)
-        return dcpl
-
-
-def _create(group, name: str, tid, shape: tuple[int, ...], dcpl, data: np.ndarray | None = None):
-    """``h5d.create`` + one write of all of ``data`` (C-contiguous), as h5py's ``make_new_dset`` does."""
-    h5py = _h5()
-    dsid = h5py.h5d.create(group.id, name.encode(), tid, h5py.h5s.create_simple(shape), dcpl=dcpl)
-    if data is not None:
-        dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
-    return dsid
-
-
 def write_array(
-    group,
-    name: str,
-    value: np.ndarray,
-    is_bytes: bool = False,
-    compression: str = "none",
-    level: int = 4,
-    plists: _Plists | None = None,
+    group, name: str, value: np.ndarray, is_bytes: bool = False, compression: str = "none", level: int = 4
 ) -> int:
     """One dataset. Object arrays become UTF-8 strings, or variable-length uint8 when ``is_bytes`` (which also get
     their per-row CRC-32s as the attribute ``row_crc32``). Returns the dataset's CRC-32
-    (stridegen.shards.integrity). ``plists``: the shard's reusable property lists (made here without)."""
+    (stridegen.shards.integrity)."""
     h5py = _h5()
-    plists = plists or _Plists()
     arr = np.asarray(value)
     if is_bytes:
         vlen = h5py.vlen_dtype(np.uint8)
-        dsid = _create(group, name, plists.type_of(vlen), arr.shape, plists.plain)
+        ds = group.create_dataset(name, shape=arr.shape, dtype=vlen, track_times=False)
         rows = [np.asarray(item, dtype=np.uint8) for item in arr.ravel()]
         packed = np.empty(len(rows), dtype=vlen)
         for i, row in enumerate(rows):  # item by item: ``packed[:] = rows`` would broadcast equal-length rows
             packed[i] = row
-        if rows:  # one write; same file bytes as row by row
-            dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, packed.reshape(arr.shape))
+        if rows:  # one low-level write (the high-level one would also broadcast); same file bytes as row by row
+            ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, packed.reshape(arr.shape))
         row_crcs = rows_crc32(rows)
-        h5py.Dataset(dsid).attrs[ROW_CHECKSUM_ATTR] = row_crcs
+        ds.attrs[ROW_CHECKSUM_ATTR] = row_crcs
         return values_crc32(row_crcs)
     if arr.dtype == object or arr.dtype.kind == "U":
         # Encoded once, for the file and for the checksum: h5py stores bytes given for a UTF-8 string dataset as
         # they are (the file's bytes equal those of writing the str values).
         encoded = [str(v).encode("utf-8") for v in arr.ravel().tolist()]
-        text = h5py.string_dtype("utf-8")
-        data: np.ndarray = np.empty(arr.size, dtype=text)
+        data: np.ndarray = np.empty(arr.size, dtype=object)
         data[:] = encoded
-        _create(group, name, plists.type_of(text), arr.shape, plists.plain, data.reshape(arr.shape))
+        group.create_dataset(name, data=data.reshape(arr.shape), dtype=h5py.string_dtype("utf-8"), track_times=False)
         return strings_crc32(join_strings(encoded), arr.shape)
-    arr = np.asarray(arr, order="C")
-    dcpl = plists.plain
+    options: dict[str, object] = {}
     if compression == "gzip" and arr.size and arr.ndim:
-        # h5py's chunk shape for ``chunks=True`` (its guess_chunk), for the same layout as the high-level call
-        from h5py._hl.filters import guess_chunk
-
-        dcpl = plists.gzip(tuple(guess_chunk(arr.shape, None, arr.dtype.itemsize)), int(level))
-    _create(group, name, plists.type_of(arr.dtype), arr.shape, dcpl, arr)
+        options = {"compression": "gzip", "compression_opts": int(level), "chunks": True}
+    group.create_dataset(name, data=arr, track_times=False, **options)
     return values_crc32(arr)
 
 
-def _write_table(parent, table: Table, compression: str, level: int, plists: _Plists) -> dict[str, int]:
+def _write_table(parent, table: Table, compression: str, level: int) -> dict[str, int]:
     group = make_group(parent, table.GROUP)
     return {
-        f"{table.GROUP}/{name}": write_array(group, name, value, name in table.BYTES_FIELDS, compression, level, plists)
+        f"{table.GROUP}/{name}": write_array(group, name, value, name in table.BYTES_FIELDS, compression, level)
         for name, value in table.arrays().items()
     }
 
@@ -262,14 +199,13 @@ def write_record(
     for key, count in identity_counts(counts).items():  # the per-category QA breakdown lives in the manifest only
         group.attrs[f"{COUNT_PREFIX}{key}"] = np.int64(count)
     checksums: dict[str, int] = {}
-    plists = _Plists()
     for table in record.tables():
-        checksums.update(_write_table(group, table, compression, level, plists))
+        checksums.update(_write_table(group, table, compression, level))
     for name in sorted(record.extra):
         sub = make_group(group, name)
         for key in sorted(record.extra[name]):
             checksums[f"{name}/{key}"] = write_array(
-                sub, key, record.extra[name][key], compression=compression, level=level, plists=plists
+                sub, key, record.extra[name][key], compression=compression, level=level
             )
     write_checksums(group, checksums)
     if config_hash is None:
