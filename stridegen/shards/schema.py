@@ -31,8 +31,6 @@ from stridegen.core.errors import ShardError as ShardError  # re-exported: its h
 # Version 3 stores a CRC-32 of every dataset's values (attributes, stridegen.shards.integrity); version 4 adds the
 # scenarios table (module docstring).
 SCHEMA_VERSION = 4
-# The first version whose shards store the scenario relations of their groups; older shards are labelled on read.
-SCENARIO_SCHEMA_VERSION = 4
 # The first version whose shards carry those checksums; older shards are read without them.
 CHECKSUM_SCHEMA_VERSION = 3
 # The first version whose shards carry their content digest (their identity in the manifest, docs/format.md).
