@@ -2,6 +2,10 @@
 
 ``main`` (the console script) imports only the module of the command it runs, so that `stridegen build --help` does
 not pay for the imports of every other command; ``app`` (every command, built on first use) is what tests use.
+``stridegen COMMAND ...`` with a plain command (not a group) first runs an app of that command alone, named
+``stridegen COMMAND`` (``command_app``): the same help, errors and exit codes as through the root group, without
+the root group's own options, whose values typer coerces through pydantic (importing pydantic and building a
+schema costs more CPU than the rest of `stridegen build --help`; issue 35, benchmarks/bench_startup.py).
 
 Every command registered here is wrapped by ``stridegen.cli.errors.guarded`` (one-line errors on stderr, the exit
 codes of docs/cli.md); command modules apply it where they define a command, and registration applies it
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -121,10 +126,26 @@ def command_names() -> set[str]:
     return {name for *_, name in _COMMANDS} | {name for *_, name in _GROUPS} | {"eval"}
 
 
+def command_app(command: str) -> typer.Typer | None:
+    """An app of the plain command ``command`` alone (typer runs a one-command app as that command), to be run with
+    the program name ``stridegen COMMAND``; None for a group or a word that is no command."""
+    for module, attr, name in _COMMANDS:
+        if name == command:
+            out = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+            out.command(name)(guarded(_load(module, attr)))
+            return out
+    return None
+
+
 def main() -> None:
-    """The console script: the app with only the command named on the command line (the first word that is not an
-    option: the root has no option that takes a value), or with every command for the root's help and for a word
-    that is no command (click then lists them)."""
+    """The console script. ``stridegen COMMAND ...`` with a plain command: that command's app alone
+    (``command_app``). Otherwise the app with only the command or group named on the command line (the first word
+    that is not an option: the root has no option that takes a value), or with every command for the root's help
+    and for a word that is no command (click then lists them)."""
+    single = command_app(sys.argv[1]) if len(sys.argv) > 1 else None
+    if single is not None:  # the program name as click derives it for a console script, then the command's
+        single(sys.argv[2:], prog_name=f"{os.path.basename(sys.argv[0])} {sys.argv[1]}")
+        return
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     build_app(command if command in command_names() else None)()
 
