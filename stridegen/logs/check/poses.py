@@ -18,6 +18,7 @@ import numpy as np
 from stridegen.core.transforms import quat_to_rotmat, rotmat_to_quat
 from stridegen.logs.base import Annotations, Frame, Scene
 from stridegen.logs.check.findings import ERROR, WARNING, Finding, SceneSummary
+from stridegen.logs.check.lidar_motion import MOVED, STILL, lidar_scene_motion
 from stridegen.logs.check.settings import CheckContext
 
 MAX_TILT_DEG = 30.0
@@ -38,7 +39,7 @@ def ego_findings(ctx: CheckContext, scene: Scene, summary: SceneSummary) -> list
     file = ctx.path("ego_pose")
     out: list[Finding] = []
     if constant_poses(scene):
-        return out  # constant_pose_findings, which needs the annotations
+        return out  # constant_pose_findings, which needs the annotations and the sweeps
     rot = poses[:, :3, :3]
     tilted = _tilt_deg(rot) > MAX_TILT_DEG
     backwards, moving = _backwards(rot, steps, np.diff(t_s))
@@ -193,8 +194,10 @@ def constant_pose_findings(
 ) -> list[Finding]:
     """A scene whose ego never moves: an error where its boxes say the ego did move (``scene_motion``: static boxes
     that move, or most boxes sharing one motion), since every ego speed would read 0.00 m/s and every target speed
-    be relative; a warning where nothing says so. ``log.parked_ego=true`` (``CheckSettings.parked_ego``) accepts
-    a truly parked ego: no finding."""
+    be relative. Where the boxes do not say so (or there are none: a raw log), its LiDAR sweeps decide
+    (``lidar_motion.lidar_scene_motion``): an error where the LiDAR scene moves, a warning where it stands still
+    (a parked car) or where the sweeps cannot tell (the reason given). ``log.parked_ego=true``
+    (``CheckSettings.parked_ego``) accepts a truly parked ego: no finding, no sweep read."""
     if not constant_poses(scene) or ctx.settings.parked_ego:
         return []
     poses = scene.frames[0].T_global_from_ego
@@ -205,17 +208,34 @@ def constant_pose_findings(
     file = ctx.path("ego_pose")
     evidence = scene_motion(scene, per_frame)
     if evidence is None:
-        return [
-            ctx.finding(
-                "constant_ego_pose",
-                what + "; nothing in the annotations says the ego moved",
-                "the log has no ego poses (the converter wrote a constant placeholder) or the car stood still "
-                "(log.parked_ego=true says so); recover poses with `stridegen calibrate poses`",
-                scene.name,
-                file,
-                WARNING,
-            )
-        ]
+        lidar = lidar_scene_motion(scene)
+        if lidar.verdict == MOVED:
+            evidence = lidar.reason
+        elif lidar.verdict == STILL:
+            return [
+                ctx.finding(
+                    "constant_ego_pose",
+                    f"{what}; nothing in the annotations says the ego moved, and the LiDAR agrees the car stood "
+                    f"still: {lidar.reason}",
+                    "a parked car (log.parked_ego=true accepts it without this warning); if it did move, recover "
+                    "poses with `stridegen calibrate poses LOG --out NEW_LOG`",
+                    scene.name,
+                    file,
+                    WARNING,
+                )
+            ]
+        else:
+            return [
+                ctx.finding(
+                    "constant_ego_pose",
+                    f"{what}; nothing in the annotations says the ego moved, and the LiDAR cannot tell: {lidar.reason}",
+                    "the log has no ego poses (the converter wrote a constant placeholder) or the car stood still "
+                    "(log.parked_ego=true says so); recover poses with `stridegen calibrate poses LOG --out NEW_LOG`",
+                    scene.name,
+                    file,
+                    WARNING,
+                )
+            ]
     return [
         ctx.finding(
             "constant_ego_pose",
