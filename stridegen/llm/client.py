@@ -26,7 +26,14 @@ from pydantic import BaseModel, Field
 
 from stridegen.core.errors import ConfigError, require
 from stridegen.llm.ratelimit import RateLimiter
-from stridegen.llm.records import BudgetExceededError, ChatAuthError, ChatRequestError, Completion
+from stridegen.llm.records import (
+    BudgetExceededError,
+    ChatAuthError,
+    ChatRequestError,
+    Completion,
+    ReplyBodyTooLargeError,
+    UnsupportedEncodingError,
+)
 from stridegen.llm.redact import redact, register_secret
 
 # Rough text-token estimate for cost previews and the tokens-per-minute limiter: ~4 characters per token
@@ -289,6 +296,7 @@ class _Call:
         s = client.settings
         self.client = client
         est_prompt = estimate_prompt_tokens(messages, s.image_tokens_estimate)
+        self.est_prompt = est_prompt
         self.budget_tokens = est_prompt + int(sampling.get("max_tokens") or 1024)
         self.reservation = client.meter.reserve(
             client.meter.cost(est_prompt, self.budget_tokens - est_prompt), self.budget_tokens
@@ -321,6 +329,22 @@ class _Call:
         self.reservation, self.reserved_tokens = 0.0, 0
         return completion
 
+    def body_too_large(self, exc: ReplyBodyTooLargeError, attempt: int) -> ChatRequestError:
+        """The ``reply_too_large`` error of a reply whose HTTP body was given up part-way (http_limit). The usage
+        it would have stated is unread, so the request is charged its reservation, the most it can cost (the
+        estimated prompt and ``max_tokens`` of output): a budget is never overrun by replies nobody read."""
+        s = self.client.settings
+        self.client.meter.settle(
+            self.reservation, self.est_prompt, self.budget_tokens - self.est_prompt, self.reserved_tokens
+        )
+        self.reservation, self.reserved_tokens = 0.0, 0
+        return ChatRequestError(
+            "reply_too_large",
+            f"{exc} by max_reply_chars {s.max_reply_chars:,}; not read further, not stored, charged as max_tokens "
+            f"(raise it with {ENV_MAX_REPLY_CHARS}=<characters> or the client setting)",
+            attempt + 1,
+        )
+
     def release(self) -> None:
         if self.reservation or self.reserved_tokens:
             self.client.meter.release(self.reservation, self.reserved_tokens)
@@ -346,8 +370,15 @@ class ChatClient:
         self._openai = openai
         self._api_key = os.environ.get(settings.api_key_env) or "EMPTY"  # local servers accept any key
         register_secret(os.environ.get(settings.api_key_env))  # never stored: see redact.py
+        from stridegen.llm.http_limit import http_client_options  # imports httpx2, which comes with the SDK
+
+        self._http_options = http_client_options
         self._sdk = openai.OpenAI(
-            base_url=settings.base_url, api_key=self._api_key, timeout=settings.timeout_s, max_retries=0
+            base_url=settings.base_url,
+            api_key=self._api_key,
+            timeout=settings.timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(**http_client_options(settings.max_reply_chars, asynchronous=False)),
         )
         self._async_sdk: Any = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
@@ -382,6 +413,8 @@ class ChatClient:
                     return self._within_limit(call.succeeded(self._completion_of(response, messages), attempt))
                 except _Retryable as exc:
                     self._sleep(call.wait_after(exc, attempt))
+                except ReplyBodyTooLargeError as exc:  # not retried: a server that writes that much once will again
+                    raise call.body_too_large(exc, attempt) from None
         finally:
             call.release()
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -400,6 +433,8 @@ class ChatClient:
                     return self._within_limit(call.succeeded(self._completion_of(response, messages), attempt))
                 except _Retryable as exc:
                     await self._async_sleep(call.wait_after(exc, attempt))
+                except ReplyBodyTooLargeError as exc:
+                    raise call.body_too_large(exc, attempt) from None
         finally:
             call.release()
         raise AssertionError("unreachable: the last attempt returns or raises")
@@ -418,8 +453,13 @@ class ChatClient:
         """The SDK's async client of the running event loop (its connection pool belongs to that loop)."""
         loop = asyncio.get_running_loop()
         if self._async_sdk is None or self._async_loop is not loop:
+            options = self._http_options(self.settings.max_reply_chars, asynchronous=True)
             self._async_sdk = self._openai.AsyncOpenAI(
-                base_url=self.settings.base_url, api_key=self._api_key, timeout=self.settings.timeout_s, max_retries=0
+                base_url=self.settings.base_url,
+                api_key=self._api_key,
+                timeout=self.settings.timeout_s,
+                max_retries=0,
+                http_client=self._openai.DefaultAsyncHttpxClient(**options),
             )
             self._async_loop = loop
         return self._async_sdk
@@ -462,6 +502,8 @@ class ChatClient:
                     "server_error", redact(f"HTTP {exc.status_code}: {exc}"), parse_retry_after(exc.response.headers)
                 ) from exc
             raise ChatRequestError("client_error", redact(f"HTTP {exc.status_code}: {exc}"), 1) from exc
+        except UnsupportedEncodingError as exc:  # a coding not asked for: the same server sends it again
+            raise ChatRequestError("malformed_response", redact(str(exc)), 1) from None
         except (ValueError, oa.APIResponseValidationError) as exc:  # body that is not JSON / not a completion
             raise _Retryable("malformed_response", redact(f"{type(exc).__name__}: {exc}")) from exc
 

@@ -39,6 +39,22 @@ class BudgetExceededError(ChatRequestError):
         super().__init__("budget", message, 0)
 
 
+class ReplyBodyTooLargeError(StrideGenError):
+    """A server's HTTP reply body is (or declares itself) longer than the limit (stridegen.llm.http_limit); ``read``:
+    the bytes read before giving up (0 when the Content-Length said so), ``limit``: the limit in bytes. The chat
+    client turns it into a ``reply_too_large`` ChatRequestError."""
+
+    def __init__(self, message: str, read: int, limit: int) -> None:
+        super().__init__(message)
+        self.read = read
+        self.limit = limit
+
+
+class UnsupportedEncodingError(StrideGenError):
+    """The server compressed its reply with a coding that was not asked for (so it cannot be read within the
+    bound), or the compressed data is damaged."""
+
+
 @dataclass
 class Completion:
     """A chat reply with its accounting."""
