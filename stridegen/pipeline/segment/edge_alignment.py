@@ -40,12 +40,15 @@ derivatives instead of binary edges so that no edge-detector threshold is needed
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from stridegen.pipeline.segment.raster import MaskCrop
+
+_NO_EVIDENCE = (float("nan"), (0.0, 0.0))  # the score and offset of a mask the image cannot tell about
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,13 @@ class EdgeAlignment:
     min_side_share: float = 0.04  # a side (left, right) of the outline counts where it carries this share of it
     min_gradient: float = 2.0  # best agreement below this (colour levels per work pixel): no evidence
 
+    @property
+    def _filter_rows(self) -> int:
+        """Rows of reach of the edge filters: the Gaussian's radius (OpenCV's float kernel size for ``sigma_px``,
+        ``round(8 sigma + 1) | 1``, smoothing.dispatch.cpp ``createGaussianKernels``) with a row to spare, plus
+        the 3x3 Sobel's one row."""
+        return math.ceil(4 * self.sigma_px) + 3
+
     def score(
         self,
         image_rgb: np.ndarray,
@@ -73,26 +83,29 @@ class EdgeAlignment:
         [H, W, 3] uint8 ``image_rgb``); ``excluded`` [H, W] bool marks pixels whose edges are not the object's
         (nearer objects), None for none. ``size`` (H, W), where given and not ``image_rgb``'s, says that
         ``image_rgb`` [h, w, 3] is the whole image at a reduced scale (a DCT-scaled decode): the colour window is
-        taken from it by the exact affine map of pixel centres, ``(u + 0.5) * w / W - 0.5``."""
+        taken from it by the exact affine map of pixel centres, ``(u + 0.5) * w / W - 0.5``.
+
+        The outline (step 3) is made first: it says which rows of the edge map the correlation reads, and only
+        those rows (with the filters' reach) are blurred and differentiated (``_edge_rows``, the same values as
+        the whole work grid's)."""
         height, width = (int(image_rgb.shape[0]), int(image_rgb.shape[1])) if size is None else size
-        red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
-        sy, sx = red_h / height, red_w / width  # reduced pixels per image pixel (1: the full image)
         if not mask.any():
-            return float("nan"), (0.0, 0.0)
+            return _NO_EVIDENCE
         u0, v0, u1, v1 = (float(x) for x in mask.box_xyxy())  # pixel edges
         scale = self.work_side / max(u1 - u0, v1 - v0)
-        reach = int(np.ceil(self.search_frac * self.work_side))  # search radius, work pixels
+        reach = math.ceil(self.search_frac * self.work_side)  # search radius, work pixels
+        rise = math.ceil(self.rise_frac * self.work_side)
         pad = reach + self.exclude_px + 3  # image pixels are scaled: pad in work pixels, converted below
         pad_img = pad / scale
         # window in image pixel-edge coordinates, resampled to a grid of work pixels
         wu0, wv0 = u0 - pad_img, v0 - pad_img
-        ws = int(np.ceil((u1 - u0) * scale)) + 2 * pad
-        hs = int(np.ceil((v1 - v0) * scale)) + 2 * pad
+        ws = math.ceil((u1 - u0) * scale) + 2 * pad
+        hs = math.ceil((v1 - v0) * scale) + 2 * pad
         # the image window the grid covers (whole pixels, clipped to the image), cropped once
-        c0 = max(int(np.floor(wu0 + 0.5)) - 1, 0)
-        r0 = max(int(np.floor(wv0 + 0.5)) - 1, 0)
-        c1 = min(int(np.ceil(wu0 + ws / scale + 0.5)) + 1, width)
-        r1 = min(int(np.ceil(wv0 + hs / scale + 0.5)) + 1, height)
+        c0 = max(math.floor(wu0 + 0.5) - 1, 0)
+        r0 = max(math.floor(wv0 + 0.5) - 1, 0)
+        c1 = min(math.ceil(wu0 + ws / scale + 0.5) + 1, width)
+        r1 = min(math.ceil(wv0 + hs / scale + 0.5) + 1, height)
         window = (r0, r1, c0, c1)
         # work pixel centre (x, y) -> window coordinates (pixel centres at integers in both grids):
         # image u = wu0 + (x + 0.5) / scale, window column = u - c0
@@ -100,16 +113,123 @@ class EdgeAlignment:
             [[1.0 / scale, 0.0, wu0 + 0.5 / scale - c0], [0.0, 1.0 / scale, wv0 + 0.5 / scale - r0]],
             dtype=np.float64,
         )
+        grid = (ws, hs)
+        inverse = cv2.WARP_INVERSE_MAP
+        work_inside = self._inside(m, grid, window, (height, width))
+        mask_win = mask.within(window).astype(np.float32)
+        work_mask = (cv2.warpAffine(mask_win, m, grid, flags=inverse | cv2.INTER_LINEAR) >= 0.5).astype(np.uint8)
+        if not work_mask.any():
+            return _NO_EVIDENCE
+        outline = work_mask.astype(bool) & ~cv2.erode(
+            work_mask, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3)), borderValue=0
+        ).astype(bool)
+        # not the object's own boundary: near the image border or near an excluded pixel (None: no such pixel)
+        bad: np.ndarray | None = None if work_inside is None else (~work_inside).astype(np.uint8)
+        if excluded is not None:
+            excl_win = np.asarray(excluded[r0:r1, c0:c1], dtype=np.uint8)
+            if excl_win.any():
+                work_excl = np.asarray(cv2.warpAffine(excl_win, m, grid, flags=inverse | cv2.INTER_NEAREST))
+                bad = work_excl if bad is None else np.maximum(bad, work_excl)
+        if bad is not None:
+            side_px = 2 * self.exclude_px + 3
+            kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (side_px, side_px))
+            outline &= ~cv2.dilate(bad, kernel).astype(bool)
+        rows, cols = np.nonzero(outline)  # row-major: rows ascending
+        if rows.size < self.min_outline_px:
+            return _NO_EVIDENCE
+        sides = self._sides(work_mask, rows, cols)
+        if not sides:  # hardly any left/right outline left: nothing to tell by
+            return _NO_EVIDENCE
+        # template: the outline's bounding window; search: that window moved up to `reach` work pixels sideways
+        # and `rise` up or down (offsets beyond the work grid see no gradient)
+        t0, t1, s0, s1 = int(rows[0]), int(rows[-1]) + 1, int(cols.min()), int(cols.max()) + 1
+        colour = self._work_colour(image_rgb, (height, width), window, m, scale, grid)
+        search = np.zeros((t1 - t0 + 2 * rise, s1 - s0 + 2 * reach), dtype=np.float32)
+        a, b = max(t0 - rise, 0), min(t1 + rise, hs)
+        e0, e1 = max(s0 - reach, 0), min(s1 + reach, ws)
+        gx = self._edge_rows(colour, work_inside, a, b)
+        search[a - (t0 - rise) : b - (t0 - rise), e0 - (s0 - reach) : e1 - (s0 - reach)] = gx[:, e0:e1]
+        # A[rise + dv, reach + du]: geometric mean over the sides of the mean |gx| under that side of the outline
+        # moved by (du, dv): a fit needs both sides on edges, not one side on a strong edge nearby
+        side = np.ones((2 * rise + 1, 2 * reach + 1), dtype=np.float64)
+        for w, weight in sides:
+            template = np.ascontiguousarray(w[t0:t1, s0:s1], dtype=np.float32)
+            side *= np.maximum(cv2.matchTemplate(search, template, cv2.TM_CCORR), 0.0) / float(weight)
+        side **= 1.0 / len(sides)
+        best = float(side.max())
+        if best < self.min_gradient:
+            return _NO_EVIDENCE
+        t = self.tol_px
+        here = float(side[max(rise - t, 0) : rise + t + 1, reach - t : reach + t + 1].max())
+        dv, du = np.unravel_index(int(np.argmax(side)), side.shape)
+        return here / best, ((du - reach) / scale, (dv - rise) / scale)
+
+    @staticmethod
+    def _inside(
+        m: np.ndarray, grid: tuple[int, int], window: tuple[int, int, int, int], size: tuple[int, int]
+    ) -> np.ndarray | None:
+        """[hs, ws] bool: the work pixels whose nearest window pixel (``m``: work pixel -> window coordinates)
+        lies in the window, i.e. in the image; None for all of them. That is so where the window is not cut by
+        the image's border: the window reaches a pixel and a half beyond the grid on every side (``score``), so
+        every work pixel centre maps at least half a pixel inside it (tested against the warp)."""
+        r0, r1, c0, c1 = window
+        if r0 > 0 and c0 > 0 and r1 < size[0] and c1 < size[1]:
+            return None
+        ones = np.ones((r1 - r0, c1 - c0), dtype=np.uint8)
+        flags = cv2.WARP_INVERSE_MAP | cv2.INTER_NEAREST
+        return cv2.warpAffine(ones, m, grid, flags=flags, borderValue=0).astype(bool)
+
+    def _sides(self, work_mask: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> list[tuple[np.ndarray, float]]:
+        """The outline's sides used (step 3): (the side's [hs, ws] float32 weights on the work grid, their sum),
+        left (the mask grows to the right across it, nx > 0) then right, each kept where it carries at least
+        ``min_side_share`` of the outline's ``rows.size`` pixels (at ``rows``, ``cols``).
+
+        The weight ``cos^4`` of the normal's angle from horizontal, so slanted outline parts (a barrier's top and
+        bottom seen obliquely), which slide along kerbs and lane lines, hardly count. The normals are the Sobel
+        derivatives of the blurred mask, evaluated at the outline pixels only (elementwise: the values a
+        whole-grid evaluation has there; every other weight is 0)."""
+        soft = cv2.GaussianBlur(work_mask.astype(np.float32), (0, 0), 1.0)
+        nx = cv2.Sobel(soft, cv2.CV_32F, 1, 0, ksize=3)[rows, cols]
+        ny = cv2.Sobel(soft, cv2.CV_32F, 0, 1, ksize=3)[rows, cols]
+        norm = np.hypot(nx, ny)
+        norm[norm == 0] = 1.0
+        wx = (np.abs(nx) / norm) ** 4
+        need = self.min_side_share * rows.size
+        sides = []
+        for on in (nx > 0, nx < 0):
+            w = np.zeros(work_mask.shape, dtype=np.float32)
+            w[rows[on], cols[on]] = wx[on]
+            weight = w.sum()  # over the whole grid, as a whole-grid weight map sums (the same float32 rounding)
+            if weight >= need:
+                sides.append((w, float(weight)))
+        return sides
+
+    def _work_colour(
+        self,
+        image_rgb: np.ndarray,
+        size: tuple[int, int],
+        window: tuple[int, int, int, int],
+        m: np.ndarray,
+        scale: float,
+        grid: tuple[int, int],
+    ) -> np.ndarray:
+        """The colour image resampled on the work grid ([hs, ws, 3] float32; ``m``: work pixel -> ``window``
+        coordinates of the full-size image of ``size``), read from ``image_rgb`` at its own scale (full or
+        reduced); area-averaged first where it shrinks by more than 2 (no aliasing)."""
+        height, width = size
+        red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+        sy, sx = red_h / height, red_w / width  # reduced pixels per image pixel (1: the full image)
+        r0, r1, c0, c1 = window
         if (sy, sx) == (1.0, 1.0):
             cr0, cr1, cc0, cc1 = r0, r1, c0, c1
             m_colour = m
         else:  # the same window of the reduced image: window coordinate w -> (w + c0 + 0.5) sx - 0.5 - cc0
-            cr0, cc0 = int(np.floor(r0 * sy)), int(np.floor(c0 * sx))
-            cr1, cc1 = min(int(np.ceil(r1 * sy)), red_h), min(int(np.ceil(c1 * sx)), red_w)
+            cr0, cc0 = math.floor(r0 * sy), math.floor(c0 * sx)
+            cr1, cc1 = min(math.ceil(r1 * sy), red_h), min(math.ceil(c1 * sx), red_w)
             to_reduced = np.array([[sx, 0.0, (c0 + 0.5) * sx - 0.5 - cc0], [0.0, sy, (r0 + 0.5) * sy - 0.5 - cr0]])
             m_colour = to_reduced @ np.vstack([m, [0, 0, 1.0]])
         colour: np.ndarray = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
-        # shrinking (colour pixels per work pixel above 1/2): area-average first to twice the work grid (no aliasing)
+        # shrinking (colour pixels per work pixel above 1/2): area-average first to twice the work grid
         shrink = min(1.0, 2.0 * scale / max(sy, sx))
         if shrink < 1.0:
             colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
@@ -119,70 +239,23 @@ class EdgeAlignment:
             m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack(
                 [m_colour, [0, 0, 1.0]]
             )
-        size = (ws, hs)
-        inverse = cv2.WARP_INVERSE_MAP
-        work_colour = cv2.warpAffine(
-            colour, m_colour, size, flags=inverse | cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-        )
-        ones = np.ones((r1 - r0, c1 - c0), dtype=np.uint8)
-        work_inside = cv2.warpAffine(ones, m, size, flags=inverse | cv2.INTER_NEAREST, borderValue=0).astype(bool)
-        mask_win = mask.within(window).astype(np.float32)
-        work_mask = (cv2.warpAffine(mask_win, m, size, flags=inverse | cv2.INTER_LINEAR) >= 0.5).astype(np.uint8)
-        if not work_mask.any():
-            return float("nan"), (0.0, 0.0)
-        blurred = cv2.GaussianBlur(work_colour, (0, 0), self.sigma_px)
+        flags = cv2.WARP_INVERSE_MAP | cv2.INTER_LINEAR
+        return cv2.warpAffine(colour, m_colour, grid, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+
+    def _edge_rows(self, work_colour: np.ndarray, work_inside: np.ndarray | None, a: int, b: int) -> np.ndarray:
+        """Rows ``a:b`` of the edge evidence (step 2) on the work grid: ``|d/dx|`` of the blurred colour, the
+        largest over R, G and B, in colour levels per work pixel, 0 beyond the image ([b - a, ws] float32).
+
+        Only those rows and ``self._filter_rows`` more on each side are filtered: a row's value depends on the rows
+        within the Gaussian's and the Sobel's reach, and a band cut at the grid's own first or last row has the
+        grid's border there, so these rows equal the whole grid's (tested)."""
+        hs = work_colour.shape[0]
+        lo, hi = max(a - self._filter_rows, 0), min(b + self._filter_rows, hs)
+        blurred = cv2.GaussianBlur(work_colour[lo:hi], (0, 0), self.sigma_px)
         # |d/dx| of the colour image: the largest over R, G, B (a grey barrier on green grass has little luma
         # contrast but much colour contrast); Sobel's 3x3 x-weights sum to 8 per unit of slope
-        d = np.abs(cv2.Sobel(blurred, cv2.CV_32F, 1, 0, ksize=3))
+        d = np.abs(cv2.Sobel(blurred, cv2.CV_32F, 1, 0, ksize=3)[a - lo : b - lo])
         gx = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) / 8.0
-        gx[~work_inside] = 0.0  # beyond the image: no gradient
-        outline = work_mask.astype(bool) & ~cv2.erode(
-            work_mask, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3)), borderValue=0
-        ).astype(bool)
-        # not the object's own boundary: near the image border or near an excluded pixel
-        bad = (~work_inside).astype(np.uint8)
-        if excluded is not None:
-            excl_win = np.asarray(excluded[r0:r1, c0:c1], dtype=np.uint8)
-            if excl_win.any():
-                work_excl = cv2.warpAffine(excl_win, m, size, flags=inverse | cv2.INTER_NEAREST)
-                bad = np.maximum(bad, np.asarray(work_excl, dtype=np.uint8))
-        kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * self.exclude_px + 3, 2 * self.exclude_px + 3))
-        outline &= ~cv2.dilate(bad, kernel).astype(bool)
-        if np.count_nonzero(outline) < self.min_outline_px:
-            return float("nan"), (0.0, 0.0)
-        soft = cv2.GaussianBlur(work_mask.astype(np.float32), (0, 0), 1.0)
-        nx = cv2.Sobel(soft, cv2.CV_32F, 1, 0, ksize=3)
-        ny = cv2.Sobel(soft, cv2.CV_32F, 0, 1, ksize=3)
-        norm = np.hypot(nx, ny)
-        norm[norm == 0] = 1.0
-        # the left/right outline: weight cos^4 of the normal's angle from horizontal, so slanted outline parts
-        # (a barrier's top and bottom seen obliquely), which slide along kerbs and lane lines, hardly count
-        wx = np.where(outline, (np.abs(nx) / norm) ** 4, 0.0).astype(np.float32)
-        total = float(np.count_nonzero(outline))
-        # the mask grows to the right across its left outline (nx > 0) and shrinks across its right one
-        sides = [
-            w for w in (np.where(nx > 0, wx, 0.0), np.where(nx < 0, wx, 0.0)) if w.sum() >= self.min_side_share * total
-        ]
-        if not sides:  # hardly any left/right outline left: nothing to tell by
-            return float("nan"), (0.0, 0.0)
-        # template: the outline's bounding window; search: that window moved up to `reach` work pixels sideways
-        # and `rise` up or down
-        rise = int(np.ceil(self.rise_frac * self.work_side))
-        rows, cols = np.nonzero(outline)
-        r0, r1, c0, c1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
-        gxp = np.pad(gx, reach)  # offsets beyond the window see no gradient
-        search = (slice(r0 + reach - rise, r1 + reach + rise), slice(c0, c1 + 2 * reach))
-        # A[rise + dv, reach + du]: geometric mean over the sides of the mean |gx| under that side of the outline
-        # moved by (du, dv): a fit needs both sides on edges, not one side on a strong edge nearby
-        side = np.ones((2 * rise + 1, 2 * reach + 1), dtype=np.float64)
-        for w in sides:
-            template = np.ascontiguousarray(w[r0:r1, c0:c1], dtype=np.float32)
-            side *= np.maximum(cv2.matchTemplate(gxp[search], template, cv2.TM_CCORR), 0.0) / float(w.sum())
-        side **= 1.0 / len(sides)
-        best = float(side.max())
-        if best < self.min_gradient:
-            return float("nan"), (0.0, 0.0)
-        t = self.tol_px
-        here = float(side[max(rise - t, 0) : rise + t + 1, reach - t : reach + t + 1].max())
-        dv, du = np.unravel_index(int(np.argmax(side)), side.shape)
-        return here / best, ((du - reach) / scale, (dv - rise) / scale)
+        if work_inside is not None:
+            gx[~work_inside[a:b]] = 0.0  # beyond the image: no gradient
+        return gx
