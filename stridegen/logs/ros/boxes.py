@@ -1,35 +1,67 @@
-"""Ground-truth boxes of a scene from a ``vision_msgs/Detection3DArray`` topic.
+"""Ground-truth boxes of a scene from a ``vision_msgs/Detection3DArray`` topic or a ``visualization_msgs/MarkerArray``
+topic of CUBE markers (the simple box topic: every ROS install ships it, RViz draws it; docs/ros.md, "Boxes").
 
-Each array is matched to the frame whose reference LiDAR stamp is nearest within half the LiDAR period (the
-camera rule, ``av2_cameras.match_nearest``); a frame without one has no boxes. A detection's box is
-``bbox.center`` (pose in the array's ``header.frame_id``) and ``bbox.size`` (x = length along the box heading, y =
-width, z = height); it is moved into the global frame with the ego pose at the array's own stamp (and the static
-tf of a sensor frame). Category: ``results[0].hypothesis.class_id`` (ROS 2; ROS 1 vision_msgs 1.x ``id``); its
-nuScenes detection class is the category's (``core.vocabulary``), or the id itself when it already is a class
-name. Track id: the detection's ``id``, else its position in the array. Velocities: nuScenes' rule from the
-track's previous / next box (``_common.neighbour_velocity``). ``num_lidar_pts``: the reference sweep's points
-inside the box (the AV2 ``num_interior_pts`` meaning); visibility unknown (0); no attribute.
+Matching. Each array is matched to the frame whose reference LiDAR stamp is nearest its stamp within half the LiDAR
+period (the camera rule, ``av2_cameras.match_nearest``); a frame without one has no boxes. An array is the complete
+set of boxes at its stamp. A Detection3DArray's stamp is its header's. A MarkerArray has no header: its stamp is its
+first box marker's ``header.stamp`` (the receive time when that is 0, RViz's "latest"); its messages are looked up
+by receive time from half a LiDAR period before the scene to ``MARKER_LATENCY_NS`` after it.
+
+Detection3D. Box = ``bbox.center`` (a pose in the detection's ``header.frame_id``, else the array's) and
+``bbox.size`` (x = length along the box heading, y = width, z = height), at the array's stamp. Category:
+``results[0].hypothesis.class_id`` (ROS 2; ROS 1 vision_msgs 1.x ``id``). Track id: the detection's ``id``, else
+``<stamp>-<position in the array>``.
+
+Marker. A box is a marker of ``type`` CUBE (1) and ``action`` ADD (0, also MODIFY); every other marker (TEXT,
+ARROW, DELETE, DELETEALL, ...) is skipped. Box = ``pose`` in the marker's ``header.frame_id`` at the marker's stamp;
+``scale`` x = length (along the pose's x axis, the heading), y = width, z = height (a CUBE's scale is its full side
+lengths along its own axes: RViz draws it so). Category: ``ns``. Track id: ``text`` when not empty (a CUBE's text is
+not drawn, so a string track id can ride there), else ``<ns>/<id>`` (RViz keys a marker by its namespace and id).
+
+Both. The pose is moved into the global frame with ``T_global_from(frame_id, stamp)`` (the reader's tf rule). The
+nuScenes detection class is the category's (``core.vocabulary``), or the category itself when it already is a
+class name. Velocities: nuScenes' rule from the track's previous / next box (``_common.neighbour_velocity``;
+neither message carries one). ``num_lidar_pts``: the frame's (de-skewed) reference sweep's points inside the box
+grown by ``BOX_MARGIN_M`` (``core.box_geometry.points_in_boxes``; the nuScenes and AV2 meaning of the count);
+visibility unknown (0); no attribute. A box whose size is not finite and positive is refused, naming where.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stridegen.core.box_geometry import points_in_boxes
 from stridegen.core.boxes import Boxes
+from stridegen.core.errors import LogFormatError
 from stridegen.core.transforms import quat_to_rotmat, quat_to_yaw, rotmat_to_quat
 from stridegen.core.vocabulary import DETECTION_CLASSES, detection_class
-from stridegen.logs._common import neighbour_velocity
+from stridegen.logs._common import neighbour_velocity, track_neighbours
+from stridegen.logs.av2_cameras import match_nearest
 from stridegen.logs.base import Annotations
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.ros.tf import pose_of
 
+if TYPE_CHECKING:
+    from stridegen.logs.ros.recording import Recording
+
+DETECTIONS = "vision_msgs/msg/Detection3DArray"
+MARKERS = "visualization_msgs/msg/MarkerArray"
+BOX_TYPES = (DETECTIONS, MARKERS)
+# visualization_msgs/msg/Marker.msg constants.
+MARKER_CUBE, MARKER_ARROW, MARKER_TEXT = 1, 0, 9
+MARKER_ADD, MARKER_DELETE, MARKER_DELETEALL = 0, 2, 3
+# A MarkerArray is received after its boxes' stamp by the perception stack's latency: its messages are looked up up
+# to 1 s (the log check's header-vs-receive tolerance, check.STAMP_MISMATCH_S) after the scene's last sweep.
+MARKER_LATENCY_NS = 1_000_000_000
 # A LiDAR return on a box's face lies on its surface: within float32 rounding of it, on either side. A point
 # within this margin of the box counts as inside (1 cm: far above float32's ~1e-5 m at 100 m, below any object).
 BOX_MARGIN_M = 0.01
+# Boxes per points_in_boxes call: its [boxes, points] float64 temporaries stay near 64 MB for a 128-beam sweep.
+_BOX_CHUNK = 16
 
 
 @dataclass
@@ -45,6 +77,22 @@ class SceneBoxes:
     track: list[str]
 
 
+@dataclass(frozen=True)
+class BoxRow:
+    """One box of a message, in the frame it was published in."""
+
+    frame_id: str
+    stamp_ns: int  # the time its frame is looked up at
+    T_frame_from_box: np.ndarray  # [4, 4]
+    size: tuple[float, float, float]  # length, width, height (m)
+    category: str
+    track: str
+
+
+def _stamp_ns(header: Any) -> int:
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
 def _class_id(result: Any) -> str:
     hypothesis = getattr(result, "hypothesis", None)
     if hypothesis is not None:
@@ -52,38 +100,122 @@ def _class_id(result: Any) -> str:
     return str(getattr(result, "id", ""))
 
 
+def _size(v: Any, where: str) -> tuple[float, float, float]:
+    size = (float(v.x), float(v.y), float(v.z))
+    if not all(np.isfinite(s) and s > 0.0 for s in size):
+        raise LogFormatError(where, f"box size (x, y, z) = {size} is not finite and positive")
+    return size
+
+
+def is_box_marker(marker: Any) -> bool:
+    """A CUBE marker that adds (or modifies) a box."""
+    return int(marker.type) == MARKER_CUBE and int(marker.action) == MARKER_ADD
+
+
+def marker_array_stamp(msg: Any, receive_ns: int) -> int | None:
+    """The stamp of a MarkerArray: its first box marker's (``receive_ns`` when that is 0); None without boxes."""
+    for marker in msg.markers:
+        if is_box_marker(marker):
+            return _stamp_ns(marker.header) or int(receive_ns)
+    return None
+
+
+def looks_like_boxes(msg: Any) -> bool:
+    """Whether a MarkerArray is a box topic (mapping.py's automatic choice): at least one CUBE marker added, and
+    besides those only labels (TEXT_VIEW_FACING), arrows and deletions, which box publishers send with them."""
+    markers = list(getattr(msg, "markers", []))
+    if not any(is_box_marker(m) for m in markers):
+        return False
+    return all(
+        int(m.action) in (MARKER_DELETE, MARKER_DELETEALL) or int(m.type) in (MARKER_CUBE, MARKER_ARROW, MARKER_TEXT)
+        for m in markers
+    )
+
+
+def box_rows(msgtype: str, msg: Any, stamp_ns: int, where: str) -> Iterator[BoxRow]:
+    """The boxes of one Detection3DArray or MarkerArray matched at ``stamp_ns`` (module docstring)."""
+    if msgtype == MARKERS:
+        for k, marker in enumerate(msg.markers):
+            if not is_box_marker(marker):
+                continue
+            at = f"{where} marker {k} (ns {marker.ns!r}, id {marker.id})"
+            ns = str(marker.ns)
+            yield BoxRow(
+                str(marker.header.frame_id),
+                _stamp_ns(marker.header) or stamp_ns,
+                pose_of(marker.pose, at),
+                _size(marker.scale, at),
+                ns,
+                str(marker.text) or f"{ns}/{int(marker.id)}",
+            )
+        return
+    default_frame = str(msg.header.frame_id)
+    for k, det in enumerate(msg.detections):
+        at = f"{where} detection {k}"
+        yield BoxRow(
+            str(det.header.frame_id) or default_frame,
+            stamp_ns,
+            pose_of(det.bbox.center, at),
+            _size(det.bbox.size, at),
+            _class_id(det.results[0]) if len(det.results) else "",
+            str(getattr(det, "id", "")) or f"{stamp_ns}-{k}",
+        )
+
+
+def matched_arrays(
+    rec: Recording, topic: str, start_ns: int, stop_ns: int, frame_ns: np.ndarray, period_ns: int
+) -> list[tuple[int, int, Any]]:
+    """(frame index, stamp ns, message) of the box arrays of ``topic`` matched to the frames (module docstring)."""
+    msgtype = rec.topics[topic][0]
+    half = period_ns // 2
+    found: dict[int, tuple[int, int]] = {}  # stamp -> (header_ns, receive_ns) of the message; the first kept
+    cache: dict[int, Any] = {}
+    if msgtype == MARKERS:
+        for header_ns, receive_ns in rec.stamps(topic, start_ns - half, stop_ns + half + MARKER_LATENCY_NS + 1):
+            msg = rec.read(topic, receive_ns, header_ns)
+            stamp = marker_array_stamp(msg, receive_ns)
+            if stamp is not None and stamp not in found:
+                found[stamp] = (header_ns, receive_ns)
+                cache[stamp] = msg
+    else:
+        for header_ns, receive_ns in rec.stamps(topic, start_ns - half, stop_ns + half + 1):
+            found.setdefault(header_ns, (header_ns, receive_ns))
+    stamps = np.array(sorted(found), dtype=np.int64)
+    index = match_nearest(frame_ns, stamps, period_ns)
+    out = []
+    for i in np.flatnonzero(index >= 0):
+        stamp = int(stamps[int(index[i])])
+        header_ns, receive_ns = found[stamp]
+        msg = cache[stamp] if stamp in cache else rec.read(topic, receive_ns, header_ns)
+        out.append((int(i), stamp, msg))
+    return out
+
+
 def scene_boxes(
     arrays: list[tuple[int, int, Any]],
     frame_ns: np.ndarray,
     T_global_from: Callable[[str, int], np.ndarray],
+    msgtype: str = DETECTIONS,
+    where: str = "",
 ) -> SceneBoxes:
-    """``arrays``: (frame index, stamp ns, Detection3DArray) of the matched arrays; ``T_global_from(frame_id,
-    stamp_ns)`` the pose of a frame id at a time."""
+    """``arrays``: (frame index, stamp ns, Detection3DArray or MarkerArray) of the matched arrays;
+    ``T_global_from(frame_id, stamp_ns)`` the pose of a frame id at a time."""
     frame, center, size, rotation, category, track, time_ns = [], [], [], [], [], [], []
     for index, stamp, msg in arrays:
-        default_frame = str(msg.header.frame_id)
-        for k, det in enumerate(msg.detections):
-            frame_id = str(det.header.frame_id) or default_frame
-            T = T_global_from(frame_id, stamp) @ pose_of(det.bbox.center, f"detection {k} at {stamp} ns")
+        for row in box_rows(msgtype, msg, stamp, f"{where} at {stamp} ns"):
+            T = T_global_from(row.frame_id, row.stamp_ns) @ row.T_frame_from_box
             frame.append(index)
             center.append(T[:3, 3])
             rotation.append(rotmat_to_quat(T[:3, :3]))
-            size.append([det.bbox.size.x, det.bbox.size.y, det.bbox.size.z])
-            category.append(_class_id(det.results[0]) if len(det.results) else "")
-            track.append(str(getattr(det, "id", "")) or f"{stamp}-{k}")
+            size.append(row.size)
+            category.append(row.category)
+            track.append(row.track)
             time_ns.append(int(frame_ns[index]))
     n = len(frame)
     centers = np.array(center, dtype=np.float64).reshape(n, 3)
-    tracks = np.array(track, dtype=object)
-    times = np.array(time_ns, dtype=np.int64)
-    order = np.lexsort((times, tracks.astype(str))) if n else np.zeros(0, dtype=np.int64)
-    prev_idx = np.full(n, -1, dtype=np.int64)
-    next_idx = np.full(n, -1, dtype=np.int64)
-    if n:
-        same = tracks[order[1:]] == tracks[order[:-1]]
-        prev_idx[order[1:][same]] = order[:-1][same]
-        next_idx[order[:-1][same]] = order[1:][same]
-    velocity = neighbour_velocity(centers, 1e-6 * (times // 1000).astype(np.float64), prev_idx, next_idx)
+    time_s = 1e-6 * (np.array(time_ns, dtype=np.int64) // 1000).astype(np.float64)
+    prev_idx, next_idx = track_neighbours(np.array(track, dtype=object), time_s)
+    velocity = neighbour_velocity(centers, time_s, prev_idx, next_idx)
     return SceneBoxes(
         np.array(frame, dtype=np.int64),
         centers,
@@ -95,14 +227,17 @@ def scene_boxes(
     )
 
 
-def points_in_boxes(
+def lidar_points_in_boxes(
     points_global: np.ndarray, center: np.ndarray, rotation_R: np.ndarray, size: np.ndarray
 ) -> np.ndarray:
-    """[B] number of points inside each box grown by ``BOX_MARGIN_M`` (box frame: |x| <= l/2 + margin, ...)."""
+    """[B] number of points [N, 3] inside each box (center [B, 3], rotation [B, 3, 3] box axes -> frame, size
+    [B, 3] l, w, h; all in one frame) grown by ``BOX_MARGIN_M`` on every side."""
     out = np.zeros(center.shape[0], dtype=np.int64)
-    for i in range(center.shape[0]):
-        local = (points_global - center[i]) @ rotation_R[i]
-        out[i] = int(np.count_nonzero(np.all(np.abs(local) <= size[i] / 2.0 + BOX_MARGIN_M, axis=1)))
+    points = np.asarray(points_global, dtype=np.float64)[:, :3]
+    for lo in range(0, center.shape[0], _BOX_CHUNK):
+        part = slice(lo, lo + _BOX_CHUNK)
+        inside = points_in_boxes(points, center[part], size[part] + 2.0 * BOX_MARGIN_M, np.zeros(0), rotation_R[part])
+        out[part] = np.count_nonzero(inside, axis=1)
     return out
 
 
@@ -121,7 +256,7 @@ def frame_annotations(boxes: SceneBoxes, index: int, frame_token: str, points_gl
     token[:] = [f"{frame_token}_{t}" for t in track]
     counts = np.zeros(n, dtype=np.int64)
     if points_global is not None and n:
-        counts = points_in_boxes(points_global, boxes.center[rows], quat_to_rotmat(rotation), boxes.size[rows])
+        counts = lidar_points_in_boxes(points_global, boxes.center[rows], quat_to_rotmat(rotation), boxes.size[rows])
     attribute = np.empty(n, dtype=object)
     attribute[:] = [""] * n
     return Annotations(

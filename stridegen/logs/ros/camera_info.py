@@ -4,18 +4,39 @@ size, as the AV2 reader's ``undistort``).
 
 Models (sensor_msgs/distortion_models.hpp): ``plumb_bob``, ``rational_polynomial``, ``equidistant``; an empty model
 with all-zero D is a pinhole camera. Any other model, or a K that is not a pinhole matrix, is refused.
+
+A CameraInfo that changes during a recording (a recalibration, a resolution switch). The recording's index keeps
+every CameraInfo message whose content differs from the topic's previous one (``recording.Recording._build``). A
+scene's camera model is the CameraInfo in force at its first sweep (the last change stamped at or before it, else
+the topic's first message), and must stay in force up to its last sweep: a change inside the scene beyond
+``K_TOLERANCE_PX`` / ``D_TOLERANCE`` (or of the image size or lens model) fails the scene with
+``CameraInfoChangedError``, since a scene has one calibration per camera (docs/ros.md, "CameraInfo that changes").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stridegen.core.errors import LogFormatError
 from stridegen.formats.images import decode_image
 from stridegen.logs.av2_cameras import DISTORTION_MODELS, UNDISTORTED_JPEG_QUALITY, undistort_model
+
+if TYPE_CHECKING:
+    from stridegen.logs.ros.recording import Recording
+
+# Two CameraInfo messages hold the same calibration when their size and model are equal, their K entries differ by
+# at most 0.01 px (a republished calibration converted through float32 differs by ~1e-4 px at f = 2000 px) and
+# their distortion coefficients by at most 1e-6 (dimensionless; a radial term of 1e-6 moves a corner pixel of a
+# 1600 px image by far less than 0.01 px).
+K_TOLERANCE_PX = 0.01
+D_TOLERANCE = 1e-6
+
+
+class CameraInfoChangedError(LogFormatError):
+    """A camera's CameraInfo changes inside a scene."""
 
 
 @dataclass(frozen=True)
@@ -70,3 +91,52 @@ def undistort_bytes(data: bytes, camera: CameraModel, where: str) -> bytes:
 
     rgb = undistort_model(decode_image(data, where), camera.K, camera.model, camera.D)
     return encode_jpeg(rgb, UNDISTORTED_JPEG_QUALITY).tobytes()
+
+
+def calibration_change(a: CameraModel, b: CameraModel) -> str | None:
+    """What differs between two camera models beyond the tolerances (``K_TOLERANCE_PX``, ``D_TOLERANCE``), in
+    words; None when they are the same calibration."""
+    if (a.width, a.height) != (b.width, b.height):
+        return f"image size {a.width}x{a.height} -> {b.width}x{b.height}"
+    if a.model != b.model:
+        return f"distortion model {a.model} -> {b.model}"
+    dK = np.abs(a.K - b.K)
+    if dK.max() > K_TOLERANCE_PX:
+        names = {(0, 0): "fx", (1, 1): "fy", (0, 2): "cx", (1, 2): "cy", (0, 1): "skew"}
+        parts = [f"{n} {a.K[ij]:.4f} -> {b.K[ij]:.4f} px" for ij, n in names.items() if dK[ij] > K_TOLERANCE_PX]
+        return ", ".join(parts)
+    dD = np.abs(a.D - b.D)
+    if dD.max(initial=0.0) > D_TOLERANCE:
+        k = int(np.argmax(dD))
+        return f"D[{k}] {a.D[k]:.6g} -> {b.D[k]:.6g}"
+    return None
+
+
+def camera_info_messages(rec: Recording, info_topic: str) -> list[tuple[int, Any]]:
+    """(header stamp ns, message) of every CameraInfo the index kept for a topic (its first message and each
+    change), in stamp order."""
+    return sorted(rec.blobs(info_topic), key=lambda row: row[0])
+
+
+def scene_camera_model(rec: Recording, info_topic: str, image_topic: str, start_ns: int, stop_ns: int) -> CameraModel:
+    """The model of ``image_topic`` for the scene whose sweeps span ``start_ns`` .. ``stop_ns`` (module
+    docstring); CameraInfoChangedError when its CameraInfo changes in between, naming the stamp and the change.
+    Only the messages in force in the scene are read (an unusable one elsewhere fails its own scenes)."""
+    messages = camera_info_messages(rec, info_topic)
+    if not messages:
+        raise LogFormatError(rec.path, f"CameraInfo topic {info_topic} of {image_topic} has no message")
+    first = max((k for k, (stamp, _m) in enumerate(messages) if stamp <= start_ns), default=0)
+    stamp, msg = messages[first]
+    model = camera_model(msg, f"{rec.path} {info_topic} at {stamp} ns")
+    for stamp, msg in messages[first + 1 :]:
+        if stamp > stop_ns:
+            break
+        change = calibration_change(model, camera_model(msg, f"{rec.path} {info_topic} at {stamp} ns"))
+        if change is not None:
+            raise CameraInfoChangedError(
+                rec.path,
+                f"{info_topic} (camera {image_topic}) changes at {stamp} ns, inside the scene from {start_ns} to "
+                f"{stop_ns} ns: {change}; a scene has one calibration per camera (scenes before and after the "
+                "change build with their own)",
+            )
+    return model

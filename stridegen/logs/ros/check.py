@@ -14,7 +14,9 @@ are fine still builds them. Codes:
 - ``ros_gap``: intervals above the mapping's ``max_gap_periods`` sensor periods (dropped frames; scenes cut there);
 - ``ros_broken_tf``: a mapped sensor's frame id not joined to the ego frame by static tf;
 - ``ros_no_poses``: no pose source (the scenes fail; ``stridegen calibrate poses``);
-- ``ros_no_point_times``: a LiDAR without per-point times (its sweeps are not de-skewed).
+- ``ros_no_point_times``: a LiDAR without per-point times (its sweeps are not de-skewed);
+- ``ros_camera_info_changed``: a camera's CameraInfo changes during the recording (a recalibration, a resolution
+  switch): each scene uses the one in force, a scene with a change inside it fails (``camera_info``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from stridegen.core.errors import StrideGenError
 from stridegen.logs.check.findings import WARNING, Finding
+from stridegen.logs.ros.camera_info import CameraModel, calibration_change, camera_info_messages, camera_model
 from stridegen.logs.ros.images import RAW_ENCODINGS
 from stridegen.logs.ros.mapping import IMAGE_TYPES, POSE_TYPES, TopicMapping
 from stridegen.logs.ros.recording import Recording
@@ -185,6 +188,7 @@ def _findings(reader: RosReader, rec: Recording, mapping: TopicMapping) -> list[
                 )
             )
     out += _tf_and_pose_findings(reader, rec, mapping)
+    out += _camera_info_findings(reader, rec, mapping)
     for topic in mapping.lidars:
         first = rec.first(topic)
         names = {str(f.name) for f in first.fields} if first is not None else set()
@@ -239,6 +243,41 @@ def _tf_and_pose_findings(reader: RosReader, rec: Recording, mapping: TopicMappi
                     f"{topic}: {exc}",
                     "the robot_state_publisher (or static_transform_publisher) was not running while recording, "
                     "or the frame_id of the driver differs from the URDF's link name",
+                    rec,
+                )
+            )
+    return out
+
+
+def _camera_info_findings(reader: RosReader, rec: Recording, mapping: TopicMapping) -> list[Finding]:
+    """One ``ros_camera_info_changed`` per camera whose CameraInfo changes beyond the tolerances, with each
+    change's stamp, what changed and the scene it falls inside (that scene fails)."""
+    out: list[Finding] = []
+    cuts = [c for c in reader.cuts() if c.recording is rec]
+    for image_topic in mapping.cameras:
+        info_topic = mapping.camera_info.get(image_topic)
+        if info_topic is None or info_topic not in rec.topics:
+            continue
+        changes: list[str] = []
+        previous: CameraModel | None = None
+        for stamp, msg in camera_info_messages(rec, info_topic):
+            try:
+                model = camera_model(msg, f"{rec.path} {info_topic} at {stamp} ns")
+            except StrideGenError:
+                continue  # unusable: the scenes it is in force in fail with its reason
+            change = None if previous is None else calibration_change(previous, model)
+            previous = model
+            if change is None:
+                continue
+            inside = [c.name for c in cuts if c.start_ns < stamp <= c.stop_ns]
+            changes.append(f"at {stamp} ns: {change}" + (f" (inside scene {inside[0]}, which fails)" if inside else ""))
+        if changes:
+            out.append(
+                _warn(
+                    "ros_camera_info_changed",
+                    f"{info_topic} (camera {image_topic}) changes {len(changes)} time(s): {'; '.join(changes)}",
+                    "the camera was recalibrated or its driver switched resolution while recording; each scene "
+                    "uses the CameraInfo in force at its first sweep, a scene with a change inside it fails",
                     rec,
                 )
             )

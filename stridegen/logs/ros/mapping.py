@@ -11,7 +11,7 @@ Every key is optional::
     global_frame: map
     poses: tf                                # tf | /odom topic | /pose topic | /gps/fix topic | none
     imu: /imu/data                           # orientation for GNSS poses
-    boxes: /detections                       # a vision_msgs/Detection3DArray topic | none
+    boxes: /detections                       # a Detection3DArray or MarkerArray (CUBE) topic | none
     scene_length_s: 20
     max_gap_periods: 1.5                     # a LiDAR interval above this many periods cuts the scene
     undistort: true
@@ -20,8 +20,10 @@ Every key is optional::
 Automatic: LiDARs are the PointCloud2 topics, named by their frame id (upper case); cameras the Image and
 CompressedImage topics (a camera with both keeps the compressed one), named by frame id, each with the CameraInfo
 topic of its namespace (``/ns/image_raw`` -> ``/ns/camera_info``), else of its frame id; the ego frame is
-``base_link``; poses from /tf when a dynamic link reaches the ego
-frame, else the first Odometry, PoseStamped or NavSatFix topic; boxes from the first Detection3DArray topic.
+``base_link``; poses from /tf when a dynamic link reaches the ego frame, else the first Odometry, PoseStamped or
+NavSatFix topic; boxes from the first Detection3DArray topic, else the first MarkerArray topic whose first message
+is boxes (``boxes.looks_like_boxes``: CUBE markers, with at most labels, arrows and deletions beside them; a
+warning names it, ``boxes: none`` turns it off).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from stridegen.core.errors import ConfigError
+from stridegen.logs.ros.boxes import BOX_TYPES, DETECTIONS, MARKERS, looks_like_boxes
 from stridegen.logs.ros.recording import Recording
 
 MAPPING_FILE = "stridegen-ros.yaml"
@@ -44,7 +47,6 @@ POSE_TYPES = (
     "geometry_msgs/msg/PoseWithCovarianceStamped",
     "sensor_msgs/msg/NavSatFix",
 )
-BOXES = "vision_msgs/msg/Detection3DArray"
 _KEYS = {
     "lidars",
     "cameras",
@@ -162,13 +164,18 @@ def resolve_mapping(recording: Recording, user: dict[str, Any]) -> TopicMapping:
             del cameras[t]
         else:
             camera_info[t] = info
-    boxes_found: list[str | None] = [*by_type.get(BOXES, []), None]
     imu_found: list[str | None] = [*by_type.get("sensor_msgs/msg/Imu", []), None]
-    boxes = user.get("boxes", boxes_found[0])
-    if boxes == "none":
-        boxes = None
-    if boxes is not None:
-        check_topics("boxes", [str(boxes)])
+    if "boxes" in user:
+        boxes = None if user["boxes"] in (None, "none") else str(user["boxes"])
+        if boxes is not None:
+            check_topics("boxes", [boxes])
+            if topics[boxes][0] not in BOX_TYPES:
+                raise ConfigError(
+                    f"{mapping_file(recording.path)}: boxes: {boxes} is a {topics[boxes][0]} topic, not one of "
+                    f"{list(BOX_TYPES)}"
+                )
+    else:
+        boxes = _auto_boxes(recording, by_type, warnings)
     return TopicMapping(
         lidars=lidars,
         cameras=cameras,
@@ -177,7 +184,7 @@ def resolve_mapping(recording: Recording, user: dict[str, Any]) -> TopicMapping:
         global_frame=user.get("global_frame"),
         poses=str(user.get("poses", "auto")),
         imu=user.get("imu", imu_found[0]),
-        boxes=None if boxes is None else str(boxes),
+        boxes=boxes,
         scene_length_s=float(user.get("scene_length_s", 20.0)),
         max_gap_periods=float(user.get("max_gap_periods", 1.5)),
         undistort=bool(user.get("undistort", True)),
@@ -198,3 +205,17 @@ def _camera_info_for(image_topic: str, frame_id: str, infos: list[str], topics: 
         namespace = namespace.rsplit("/", 1)[0]
     same_frame = [t for t in infos if topics[t][2] == frame_id and frame_id]
     return same_frame[0] if same_frame else None
+
+
+def _auto_boxes(recording: Recording, by_type: dict[str, list[str]], warnings: list[str]) -> str | None:
+    """The first Detection3DArray topic, else the first MarkerArray topic whose first message is boxes (module
+    docstring), with a warning that names it."""
+    topics = recording.topics
+    detections = by_type.get(DETECTIONS, [])
+    if detections:
+        return detections[0]
+    for t in by_type.get(MARKERS, []):
+        if topics[t][1] > 0 and looks_like_boxes(recording.first(t)):
+            warnings.append(f"{t}: boxes read from its CUBE markers (put boxes: none in {MAPPING_FILE} to ignore)")
+            return t
+    return None

@@ -33,8 +33,8 @@ from stridegen.logs._common import SCENE_CACHE
 from stridegen.logs.av2_cameras import camera_period_ns, match_nearest
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.check.findings import Finding
-from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, scene_boxes
-from stridegen.logs.ros.camera_info import CameraModel, camera_model, undistort_bytes
+from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, matched_arrays, scene_boxes
+from stridegen.logs.ros.camera_info import CameraModel, scene_camera_model, undistort_bytes
 from stridegen.logs.ros.images import image_bytes
 from stridegen.logs.ros.mapping import POSE_TYPES, TopicMapping, load_mapping_file, resolve_mapping
 from stridegen.logs.ros.pointcloud2 import decode_pointcloud2
@@ -246,7 +246,9 @@ class RosReader(LogReader):
         frame_poses = self._poses_at(state, frame_ns)
         sensors: list[dict[str, SensorSample]] = [{} for _ in frame_rows]
         calibrations = {
-            topic: self._calibration(rec, mapping, tree, topic, mapping.lidars.get(topic) or mapping.cameras[topic])
+            topic: self._calibration(
+                rec, mapping, tree, topic, mapping.lidars.get(topic) or mapping.cameras[topic], cut
+            )
             for topic in [*lidar_topics, *mapping.cameras]
         }
         cameras = list(mapping.cameras)
@@ -285,7 +287,7 @@ class RosReader(LogReader):
         return scene
 
     def _calibration(
-        self, rec: Recording, mapping: TopicMapping, tree: TfTree, topic: str, channel: str
+        self, rec: Recording, mapping: TopicMapping, tree: TfTree, topic: str, channel: str, cut: _Cut
     ) -> tuple[SensorCalibration, CameraModel | None]:
         frame_id = strip(rec.topics[topic][2])
         if not frame_id:
@@ -296,10 +298,7 @@ class RosReader(LogReader):
         info_topic = mapping.camera_info.get(topic)
         if info_topic is None:
             raise LogFormatError(rec.path, f"camera {topic} has no CameraInfo topic (name it under camera_info:)")
-        info = rec.first(info_topic)
-        if info is None:
-            raise LogFormatError(rec.path, f"CameraInfo topic {info_topic} of {topic} has no message")
-        model = camera_model(info, f"{rec.path} {info_topic}")
+        model = scene_camera_model(rec, info_topic, topic, cut.start_ns, cut.stop_ns)  # the one in force
         return SensorCalibration(channel, "camera", T, model.K, model.width, model.height), model
 
     # ------------------------------------------------------------------------------------------ data
@@ -364,13 +363,7 @@ class RosReader(LogReader):
         rec, topic = cut.recording, state.mapping.boxes
         if topic is None:
             return scene_boxes([], state.frame_ns, lambda f, s: np.eye(4))
-        half = state.lidar_period_ns // 2
-        rows = _sorted_unique(rec.stamps(topic, cut.start_ns - half, cut.stop_ns + half + 1))
-        index = match_nearest(state.frame_ns, np.array([h for h, _ in rows], dtype=np.int64), state.lidar_period_ns)
-        arrays = []
-        for i in np.flatnonzero(index >= 0):
-            header_ns, receive_ns = rows[int(index[i])]
-            arrays.append((int(i), header_ns, rec.read(topic, receive_ns, header_ns)))
+        arrays = matched_arrays(rec, topic, cut.start_ns, cut.stop_ns, state.frame_ns, state.lidar_period_ns)
         fixed = {f for f in (state.mapping.global_frame, *GLOBAL_FRAMES) if f}
 
         def T_global_from(frame_id: str, stamp: int) -> np.ndarray:
@@ -382,7 +375,7 @@ class RosReader(LogReader):
                 return pose
             return pose @ state.tree.T_from(state.mapping.ego_frame, frame_id)
 
-        return scene_boxes(arrays, state.frame_ns, T_global_from)
+        return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], f"{rec.path} {topic}")
 
 
 def deskew(

@@ -25,7 +25,7 @@ from stridegen.core.errors import LogFormatError
 from stridegen.logs.index import INDEX_DIR_NAME, connect_index, ensure_index, index_cache_dir, source_key
 from stridegen.logs.ros.types import require_rosbags, typestore
 
-SCHEMA = "ros-recording-2"
+SCHEMA = "ros-recording-3"  # 3: every CameraInfo change kept, not only the first message
 # Messages whose bytes go into the index (small, needed over a whole scene).
 LIGHT_TYPES = (
     "tf2_msgs/msg/TFMessage",
@@ -156,6 +156,7 @@ class Recording:
         info: dict[str, list[Any]] = {}
         rows: list[tuple[str, int, int, int]] = []
         blobs: list[tuple[str, int, int, bytes]] = []
+        info_body: dict[str, bytes] = {}  # CameraInfo: the bytes after the stamp of the last one kept
         for connection, receive_ns, raw in reader.messages():
             topic, msgtype = connection.topic, connection.msgtype
             if topic not in info:
@@ -168,7 +169,13 @@ class Recording:
             entry[1] += 1
             header_ns = header_stamp_ns(raw, self.ros1) if entry[4] else int(receive_ns)
             rows.append((topic, header_ns, int(receive_ns), len(raw)))
-            if msgtype in LIGHT_TYPES and not (msgtype.endswith("CameraInfo") and entry[1] > 1):
+            # A CameraInfo is kept when it differs from the last one kept beyond its stamp (bytes 12 on: after ROS
+            # 1 seq, sec, nsec, or the CDR encapsulation, sec, nanosec): its first message and each recalibration.
+            keep = msgtype in LIGHT_TYPES
+            if keep and msgtype.endswith("CameraInfo"):
+                body = bytes(raw[12:])
+                keep, info_body[topic] = info_body.get(topic) != body, body
+            if keep:
                 blobs.append((topic, header_ns, int(receive_ns), bytes(raw)))
             if len(rows) >= 10000:
                 conn.executemany("INSERT INTO message VALUES (?, ?, ?, ?)", rows)

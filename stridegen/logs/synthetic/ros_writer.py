@@ -17,7 +17,10 @@ One recording per scene, named by the scene name: ``<out>/<scene>.bag`` (``ros1`
 - ``/<CAM>/image/compressed`` (``sensor_msgs/CompressedImage``, the source's JPEG bytes unchanged) and
   ``/<CAM>/camera_info`` (``sensor_msgs/CameraInfo``, ``plumb_bob`` with zero D: the source images are pinhole).
 - ``/detections`` (``vision_msgs/Detection3DArray``, frame ``base_link``, at the frame time): the ground-truth
-  boxes in the ego frame; ``results[0].hypothesis.class_id`` = category, score 1; ``id`` = track id.
+  boxes in the ego frame; ``results[0].hypothesis.class_id`` = category, score 1; ``id`` = track id. With
+  ``box_format="markers"`` instead ``/boxes/markers`` (``visualization_msgs/MarkerArray``, the simple box topic):
+  one CUBE marker per box, ``ns`` = category, ``text`` = track id, ``id`` = the track's number in the recording
+  (``ros_writer_boxes``).
 
 rosbags (the ``ros`` extra) is imported when a recording is written.
 """
@@ -33,17 +36,9 @@ import numpy as np
 
 from stridegen.calibration.deskew import azimuth_times
 from stridegen.core.errors import ConfigError, LogFormatError
-from stridegen.core.transforms import (
-    invert_transform,
-    quat_multiply,
-    quat_to_rotmat,
-    rotmat_to_quat,
-    transform_points,
-    yaw_to_quat,
-)
+from stridegen.core.transforms import rotmat_to_quat
 from stridegen.logs._common import scenes_named
 from stridegen.logs.base import Frame, LogReader, Scene, SensorSample
-from stridegen.logs.box_rotation import ROTATION_GLOBAL
 from stridegen.logs.ros.poses import PoseTrack
 from stridegen.logs.ros.types import make, require_rosbags, typestore
 
@@ -51,7 +46,7 @@ CONTAINERS = ("ros2-mcap", "ros1", "ros2-sqlite3")
 POSE_SOURCES = ("tf", "odometry", "none")
 EGO_FRAME = "base_link"
 MAP_FRAME = "map"
-DETECTIONS_TOPIC = "/detections"
+BOX_FORMATS = ("detection3d", "markers")
 # sensor_msgs/PointField datatypes (sensor_msgs/msg/PointField.msg).
 FLOAT32, UINT16 = 7, 4
 
@@ -79,10 +74,12 @@ def write_ros_log(
     skew_period_s: float | None = None,
     boxes: bool = True,
     name_by_token: bool = False,
+    box_format: str = "detection3d",
 ) -> RosWriteSummary:
     """Write the scenes of ``reader`` (all, or those named in ``scenes``) as recordings under ``out_root``.
 
-    ``container``: one of ``CONTAINERS``; ``poses``: one of ``POSE_SOURCES``; ``boxes``: write ``/detections``;
+    ``container``: one of ``CONTAINERS``; ``poses``: one of ``POSE_SOURCES``; ``boxes``: write the boxes, as
+    ``box_format`` (one of ``BOX_FORMATS``: ``/detections`` Detection3DArray or ``/boxes/markers`` MarkerArray);
     ``name_by_token``: name each recording by the scene's token instead of its name (the ROS reader's scene token
     is the recording's name, and a build seeds its draws from the scene token: a copy named by token builds the
     same questions as its source).
@@ -92,6 +89,8 @@ def write_ros_log(
         raise ConfigError(f"container {container!r} is not one of {list(CONTAINERS)}")
     if poses not in POSE_SOURCES:
         raise ConfigError(f"poses {poses!r} is not one of {list(POSE_SOURCES)}")
+    if box_format not in BOX_FORMATS:
+        raise ConfigError(f"box_format {box_format!r} is not one of {list(BOX_FORMATS)}")
     require_rosbags()
     chosen = scenes_named(reader, scenes)
     out = Path(out_root)
@@ -101,7 +100,7 @@ def write_ros_log(
         path = recording_path(out, scene.token if name_by_token else scene.name, container)
         if path.exists():
             raise FileExistsError(f"{path} exists")
-        messages = scene_messages(scene, poses, skew_period_s, boxes)
+        messages = scene_messages(scene, poses, skew_period_s, boxes, box_format)
         write_recording(path, container, messages)
         summary.recordings.append(path)
         for topic, _, _, _ in messages:
@@ -188,8 +187,10 @@ def _transform(store: Any, ns: int, parent: str, child: str, T: np.ndarray) -> A
     )
 
 
-def scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes: bool) -> list[RosMessage]:
-    """Every message of one scene's recording."""
+def scene_messages(
+    scene: Scene, poses: str, skew_period_s: float | None, boxes: bool, box_format: str = "detection3d"
+) -> list[RosMessage]:
+    """Every message of one scene's recording (boxes as ``box_format``, one of ``BOX_FORMATS``)."""
     samples: list[SensorSample] = [s for f in scene.frames for s in f.sensors.values()]
     if not samples:
         raise LogFormatError(scene.name, "scene has no sensor sample")
@@ -215,6 +216,9 @@ def scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes:
         pose_at.setdefault(f.timestamp_us * 1000, f.T_global_from_ego)
     stamps = sorted(pose_at)
     track = PoseTrack(Path(scene.name), np.array(stamps, dtype=np.int64), np.stack([pose_at[t] for t in stamps]))
+    track_numbers: dict[str, int] = {}
+    from stridegen.logs.synthetic.ros_writer_boxes import detections_message, markers_message  # imports this module
+
     for ns in stamps:
         out += _pose_message(poses, ns, pose_at[ns])
     for frame in scene.frames:
@@ -225,7 +229,7 @@ def scene_messages(scene: Scene, poses: str, skew_period_s: float | None, boxes:
             elif sample.calibration.is_camera:
                 out += _camera_messages(frame, sample, ns)
         if boxes:
-            out.append(_detections_message(frame))
+            out.append(markers_message(frame, track_numbers) if box_format == "markers" else detections_message(frame))
     return out
 
 
@@ -366,61 +370,6 @@ def _camera_messages(frame: Frame, sample: SensorSample, ns: int) -> list[RosMes
         (f"/{channel}/image/compressed", "sensor_msgs/msg/CompressedImage", ns, image),
         (f"/{channel}/camera_info", "sensor_msgs/msg/CameraInfo", ns, info),
     ]
-
-
-def _detections_message(frame: Frame) -> RosMessage:
-    """The frame's boxes in the ego frame at the frame time (full rotation from ``ROTATION_GLOBAL`` when kept)."""
-    ann = frame.annotations()
-    ns = frame.timestamp_us * 1000
-    T_ego_from_global = invert_transform(frame.T_global_from_ego)
-    n = len(ann)
-    center = transform_points(T_ego_from_global, np.asarray(ann.boxes.center, dtype=np.float64).reshape(-1, 3))
-    rotation_global = ann.boxes.extras.get(ROTATION_GLOBAL)
-    if rotation_global is None:
-        rotation_global = yaw_to_quat(np.asarray(ann.boxes.yaw, dtype=np.float64))
-    q_ego = rotmat_to_quat(T_ego_from_global[:3, :3])
-    rotation = quat_multiply(np.broadcast_to(q_ego, (n, 4)), np.asarray(rotation_global).reshape(-1, 4))
-    size = np.asarray(ann.boxes.size_lwh, dtype=np.float64).reshape(-1, 3)
-    categories = [str(c) for c in ann.category]
-    tracks = [str(t) for t in ann.boxes.track_id]
-
-    def build(st: Any) -> Any:
-        detections = []
-        for i in range(n):
-            T = np.eye(4)
-            T[:3, :3] = quat_to_rotmat(rotation[i])
-            T[:3, 3] = center[i]
-            pose = _pose(st, T)
-            hypothesis = make(
-                st,
-                "vision_msgs/msg/ObjectHypothesisWithPose",
-                hypothesis=make(st, "vision_msgs/msg/ObjectHypothesis", class_id=categories[i], score=1.0),
-                pose=make(st, "geometry_msgs/msg/PoseWithCovariance", pose=pose, covariance=np.zeros(36)),
-            )
-            detections.append(
-                make(
-                    st,
-                    "vision_msgs/msg/Detection3D",
-                    header=_header(st, ns, EGO_FRAME),
-                    results=[hypothesis],
-                    bbox=make(
-                        st,
-                        "vision_msgs/msg/BoundingBox3D",
-                        center=pose,
-                        size=make(
-                            st,
-                            "geometry_msgs/msg/Vector3",
-                            x=float(size[i, 0]),
-                            y=float(size[i, 1]),
-                            z=float(size[i, 2]),
-                        ),
-                    ),
-                    id=tracks[i],
-                )
-            )
-        return make(st, "vision_msgs/msg/Detection3DArray", header=_header(st, ns, EGO_FRAME), detections=detections)
-
-    return (DETECTIONS_TOPIC, "vision_msgs/msg/Detection3DArray", ns, build)
 
 
 def synth_recordings(
