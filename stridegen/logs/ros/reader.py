@@ -28,13 +28,14 @@ import numpy as np
 
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError
-from stridegen.core.transforms import invert_transform, transform_points
+from stridegen.core.transforms import transform_points
 from stridegen.logs._common import SCENE_CACHE
 from stridegen.logs.av2_cameras import camera_period_ns, match_nearest
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.check.findings import Finding
 from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, matched_arrays, scene_boxes
 from stridegen.logs.ros.camera_info import CameraModel, scene_camera_model, undistort_bytes
+from stridegen.logs.ros.deskew import deskew
 from stridegen.logs.ros.images import image_bytes
 from stridegen.logs.ros.mapping import POSE_TYPES, TopicMapping, load_mapping_file, resolve_mapping
 from stridegen.logs.ros.pointcloud2 import decode_pointcloud2
@@ -50,6 +51,7 @@ from stridegen.logs.ros.tf import (
     strip,
     transform_of,
 )
+from stridegen.logs.ros.window import Key, MessageWindow
 
 MAX_EXTRAPOLATION_NS = 50_000_000  # a sample up to 50 ms past the pose stream's ends extends its end segment
 POSE_MARGIN_NS = 2_000_000_000  # poses read around a scene's window
@@ -77,6 +79,8 @@ class _Ref:
     header_ns: int
     receive_ns: int
     camera: CameraModel | None = None
+    scene: str = ""  # the scene and frame index it belongs to (batched reads: ``window``)
+    frame: int = 0
 
 
 @dataclass
@@ -110,6 +114,7 @@ class RosReader(LogReader):
         self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)
         self._refs: dict[str, _Ref] = {}
         self._states: dict[str, _SceneState] = {}
+        self._window = MessageWindow()
 
     # ------------------------------------------------------------------------------------------ scenes
     def cuts(self) -> list[_Cut]:
@@ -277,7 +282,7 @@ class RosReader(LogReader):
                 sensors[int(i)][channel] = SensorSample(
                     token, channel, int(stamp) // 1000, path, pose, calibration, True
                 )
-                self._refs[token] = _Ref(rec, topic, header_ns, receive_ns, camera)
+                self._refs[token] = _Ref(rec, topic, header_ns, receive_ns, camera, cut.name, int(i))
         scene = Scene(self, cut.name, cut.name, [], "", rec.name)
         for k, (frame_stamp, _r) in enumerate(frame_rows):
             token = f"{cut.name}:{frame_stamp}"
@@ -314,7 +319,7 @@ class RosReader(LogReader):
         """The camera's JPEG / PNG bytes, undistorted when its CameraInfo has a lens model (and ``undistort``)."""
         ref = self._ref(sample)
         where = f"{ref.recording.path} {ref.topic} at {ref.header_ns} ns"
-        msg = ref.recording.read(ref.topic, ref.receive_ns, ref.header_ns)
+        msg = self._message(ref)
         data = image_bytes(ref.recording.topics[ref.topic][0], msg, where)
         mapping = self.mappings[ref.recording.name]
         if ref.camera is not None and mapping.undistort:
@@ -340,11 +345,39 @@ class RosReader(LogReader):
         header stamp when it has per-point times and poses."""
         ref = self._ref(sample)
         where = f"{ref.recording.path} {ref.topic} at {ref.header_ns} ns"
-        cloud = decode_pointcloud2(ref.recording.read(ref.topic, ref.receive_ns, ref.header_ns), where)
+        cloud = decode_pointcloud2(self._message(ref), where)
         state = self._states[sample.token.split(":", 1)[0]]
         if not state.mapping.deskew or cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
             return cloud.points
-        return deskew(cloud.points, cloud.times_s, ref.header_ns, sample.calibration.T_ego_from_sensor, state.poses)
+        return deskew(
+            cloud.points,
+            cloud.times_s,
+            ref.header_ns,
+            sample.calibration.T_ego_from_sensor,
+            state.poses,
+            MAX_EXTRAPOLATION_NS,
+            out=cloud.points,
+            T_global_from_ego=sample.T_global_from_ego,
+        )
+
+    def _message(self, ref: _Ref) -> Any:
+        """The deserialised message of a sample, read with its neighbours' (``window``: one pass over a few
+        frames' messages)."""
+        state = self._states[ref.scene]
+
+        def frame_keys(k: int) -> list[Key] | None:
+            if k >= len(state.frames):
+                return None
+            keys = []
+            for sample in state.frames[k].sensors.values():
+                other = self._refs.get(sample.token)
+                if other is not None and other.recording is ref.recording:
+                    keys.append((other.topic, other.receive_ns, other.header_ns))
+            return keys
+
+        key = (ref.topic, ref.receive_ns, ref.header_ns)
+        raw = self._window.get(ref.recording, key, ref.scene, ref.frame, frame_keys)
+        return ref.recording.deserialize(raw, ref.recording.topics[ref.topic][0])
 
     def load_annotations(self, frame: Frame) -> Annotations:
         self.scene(frame.scene_token)
@@ -376,71 +409,6 @@ class RosReader(LogReader):
             return pose @ state.tree.T_from(state.mapping.ego_frame, frame_id)
 
         return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], f"{rec.path} {topic}")
-
-
-def deskew(
-    points: np.ndarray, times_s: np.ndarray, stamp_ns: int, T_ego_from_sensor: np.ndarray, poses: ChainPoses
-) -> np.ndarray:
-    """Points [N, C] of a sweep moved into the sensor frame at ``stamp_ns``: a point seen at ``stamp + t`` is
-    ``T_sensor(stamp)^-1 T_sensor(stamp + t) p``, the sensor pose from the ego poses interpolated at the point's own
-    time (the pose stream's own interpolation, not a constant-velocity model).
-
-    With one dynamic link in the pose chain (the usual map -> base_link, or odometry) the interpolation is done
-    per point in closed form: between pose stamps ``t0 < t1`` the pose is ``R0 Exp(a log(R0^T R1))``,
-    ``p0 + a (p1 - p0)`` (``a`` the time fraction): exactly the pose table's slerp, applied with Rodrigues' formula
-    to each point instead of building a 4x4 per point. Otherwise each distinct point time gets its pose."""
-    xyz = np.asarray(points, dtype=np.float64)[:, :3]
-    point_ns = stamp_ns + np.round(np.asarray(times_s, dtype=np.float64) * 1e9).astype(np.int64)
-    lo_ns, hi_ns = int(point_ns.min()), int(point_ns.max())
-    reach = max(abs(lo_ns - stamp_ns), abs(hi_ns - stamp_ns), MAX_EXTRAPOLATION_NS)
-    # The sweep's reference pose, and its first and last point times checked against the pose range.
-    ends = poses.T_global_from_ego(np.array([stamp_ns, lo_ns, hi_ns]), reach)
-    T_ref = ends[0] @ T_ego_from_sensor
-    tracks = [i for i, part in enumerate(poses.parts) if isinstance(part, PoseTrack)]
-    out = np.array(points, dtype=np.float32, copy=True)
-    if len(tracks) != 1:
-        unique, inverse = np.unique(point_ns, return_inverse=True)
-        T_sensor = poses.T_global_from_ego(unique, reach) @ T_ego_from_sensor
-        T_ref_from_point = np.einsum("ij,njk->nik", invert_transform(T_ref), T_sensor)[inverse.reshape(-1)]
-        out[:, :3] = np.einsum("nij,nj->ni", T_ref_from_point[:, :3, :3], xyz) + T_ref_from_point[:, :3, 3]
-        return out
-    k = tracks[0]
-    track = poses.parts[k]
-    assert isinstance(track, PoseTrack)
-    before = np.eye(4)
-    for part in poses.parts[:k]:
-        before = before @ np.asarray(part)
-    after = np.eye(4)
-    for part in poses.parts[k + 1 :]:
-        after = after @ np.asarray(part)
-    C = after @ T_ego_from_sensor  # sensor -> the track's child frame
-    q = xyz @ C[:3, :3].T + C[:3, 3]
-    seg, frac = track.segments(point_ns)
-    moved = np.empty_like(q)
-    first, last = int(seg.min()), int(seg.max())
-    for s in range(first, last + 1):  # a sweep spans one or two pose segments
-        rows = slice(None) if first == last else seg == s
-        R0, p0, rotvec, dp = track.segment_motion(s)
-        moved[rows] = rotate(q[rows], rotvec, frac[rows]) @ R0.T + p0 + frac[rows, None] * dp
-    T = invert_transform(T_ref) @ before
-    out[:, :3] = moved @ T[:3, :3].T + T[:3, 3]
-    return out
-
-
-def rotate(v: np.ndarray, rotvec: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Each row of ``v`` [N, 3] rotated by ``scale[i] * rotvec`` (Rodrigues' rotation formula:
-    v cos a + (k x v) sin a + k (k . v)(1 - cos a))."""
-    theta = float(np.linalg.norm(rotvec))
-    if theta < 1e-15:
-        return v.copy()
-    axis = rotvec / theta
-    angle = (scale * theta)[:, None]
-    cos, sin = np.cos(angle), np.sin(angle)
-    cross = np.empty_like(v)  # axis x v, written out (np.cross is several times slower on [N, 3])
-    cross[:, 0] = axis[1] * v[:, 2] - axis[2] * v[:, 1]
-    cross[:, 1] = axis[2] * v[:, 0] - axis[0] * v[:, 2]
-    cross[:, 2] = axis[0] * v[:, 1] - axis[1] * v[:, 0]
-    return v * cos + cross * sin + axis * ((v @ axis)[:, None] * (1.0 - cos))
 
 
 def clockwise_from_front(T_ego_from_camera: np.ndarray) -> float:
