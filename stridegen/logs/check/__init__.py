@@ -4,9 +4,10 @@ mistakes that make a build produce little or nothing, each with its likely cause
 ``check_log(reader_or_path, settings)`` reads only metadata: the scene list, every frame's timestamps, poses,
 sensors and calibration, the annotations, and the size of every sensor file (``os.stat``; LiDAR sizes as whole
 numbers of points); with ``deep=True`` also the header of one image per camera and every camera image decoded at 1/8
-scale, libjpeg's warnings as errors. No point cloud is read. Values are held to the plausibility bounds of
-``stridegen.logs.bounds``. ``settings`` are the build config's values the check reads (``CheckSettings``, made by
-``BuildConfig.check_settings()``).
+scale, libjpeg's warnings as errors. No point cloud is read, but for a scene whose ego poses never change and
+whose annotations do not say whether it moved (a few sweeps: ``lidar_motion``). Values are held to the plausibility
+bounds of ``stridegen.logs.bounds``. ``settings`` are the build config's values the check reads (``CheckSettings``,
+made by ``BuildConfig.check_settings()``).
 
 Findings are errors or warnings (``CODES`` lists every code with what ``build`` does with it; docs/check.md is the
 same table). ``run_build`` runs the check with ``deep=False`` before any stage: a scene with an error finding is
@@ -18,8 +19,8 @@ scene.
 
 Modules: ``findings`` (codes, findings, reports), ``settings`` (``CheckSettings``), ``log`` (the whole-log checks
 and the entry points), ``scene`` (one scene: names, times and keyframes, sensors, annotations), ``poses`` (ego,
-camera and box rotations), ``files`` (file sizes, images), ``bounds`` (plausibility bounds). Each module's
-docstring gives its thresholds.
+camera and box rotations), ``lidar_motion`` (whether the LiDAR scene moves, for constant ego poses), ``files`` (file
+sizes, images), ``bounds`` (plausibility bounds). Each module's docstring gives its thresholds.
 """
 
 from __future__ import annotations

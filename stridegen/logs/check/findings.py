@@ -69,8 +69,8 @@ CODES: dict[str, tuple[str, str, str]] = {
     "no_keyframes": (WARNING, "the keyframe schedule picks no keyframe (the reason given)", "warns"),
     "constant_ego_pose": (
         "error|warning",
-        "the ego pose never changes while the boxes say the ego moved (a warning where nothing says so; none with "
-        "log.parked_ego=true)",
+        "the ego pose never changes while the boxes, or else the LiDAR sweeps, say the ego moved (a warning where "
+        "the sweeps say it stood still or cannot tell; none with log.parked_ego=true)",
         "fails the scene | warns",
     ),
     "implausible_orientation": (
