@@ -82,6 +82,10 @@ MOTION_CONFIG = OdometryConfig(
 STANDING_CONFIG = OdometryConfig(levels=MOTION_CONFIG.levels, start_speeds_mps=(0.0,), start_window=2)
 
 
+class UnreadableSweep(Exception):
+    """A sweep the reader could not give as points [N, >=3] (the message names its file and the reason)."""
+
+
 @dataclass(frozen=True)
 class PairMotion:
     """One registered pair: the sweeps' times ``t0_s`` < ``t1_s`` (s, scene clock), the ego's displacement
@@ -136,7 +140,7 @@ def lidar_scene_motion(scene: Scene) -> LidarMotion:
         if any((p.t0_s, p.t1_s) == (times[0], times[last]) for p in pairs):
             return LidarMotion(STILL, _describe_still(pairs, None), pairs)
         whole = _register(frames, channel, times, 0, last, cache, STANDING_CONFIG)
-    except (StrideGenError, OSError, ValueError) as exc:  # a sweep that cannot be read; open3d missing
+    except (UnreadableSweep, StrideGenError) as exc:  # a sweep that cannot be read; open3d missing
         return LidarMotion(UNKNOWN, f"the sweeps could not be compared: {exc}", pairs)
     if whole.verdict == UNKNOWN:
         return LidarMotion(UNKNOWN, whole.reason, pairs)
@@ -172,7 +176,12 @@ def sweep_pairs(times_s: np.ndarray) -> list[tuple[int, int]]:
 def structure_points(frame: Frame, channel: str, rng: np.random.Generator) -> np.ndarray:
     """The sweep's points [N, 3] in the ego frame that count as structure (module docstring, step 1)."""
     sample = frame.sensors[channel]
-    raw = np.asarray(frame.reader.load_points(sample))
+    try:
+        raw = np.asarray(frame.reader.load_points(sample))
+    except Exception as exc:  # a typed LogFormatError, or whatever a plugin reader raises
+        raise UnreadableSweep(f"{sample.path}: {type(exc).__name__}: {exc}") from exc
+    if raw.ndim != 2 or raw.shape[1] < 3:
+        raise UnreadableSweep(f"{sample.path}: points of shape {raw.shape}, not [N, >=3]")
     xyz = raw[:, :3].astype(np.float64)
     xyz = xyz[np.all(np.isfinite(xyz), axis=1)]
     reach = np.hypot(xyz[:, 0], xyz[:, 1])  # sensor frame: distance from the LiDAR

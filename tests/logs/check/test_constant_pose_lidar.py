@@ -178,3 +178,15 @@ def test_voxel_centroids_and_support_known_answers() -> None:
     moved = np.array([[SUPPORT_DISTANCE_M - 0.01, 0.0, 0.0], [10.0, 0.6, 0.0], [5.0, 0.0, 0.0], [10.0, 0.0, 0.1]])
     assert support(reference, moved) == (2, 0.5)
     assert support(reference, np.zeros((0, 3))) == (0, 0.0)
+
+
+def test_a_sweep_that_cannot_be_read_cannot_tell_and_names_the_file(scenery_log: Path, tmp_path: Path) -> None:
+    log = _raw(scenery_log, tmp_path / "log")
+    first = min(_load(log, "sample_data"), key=lambda r: (r["timestamp"], "/LIDAR_TOP/" not in r["filename"]))
+    assert "/LIDAR_TOP/" in first["filename"]
+    (log / first["filename"]).write_bytes(b"\x00" * 7)  # no whole number of points
+    [finding] = _constant_pose(_check(log))
+    assert (
+        finding.severity == "warning" and "the LiDAR cannot tell: the sweeps could not be compared" in finding.message
+    )
+    assert Path(first["filename"]).name in finding.message
