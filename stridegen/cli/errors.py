@@ -14,6 +14,8 @@ safety net, where ``stridegen.cli`` registers it), so no command prints its own 
   traceback), ``EXIT_INTERRUPTED`` (130) for Ctrl-C; commands exit ``EXIT_FAILED`` (1) themselves when some
   scenes or items failed and the others are done;
 - with ``STRIDEGEN_DEBUG=1`` in the environment the exception propagates unchanged, with its traceback.
+- a warning that stridegen's library code raises (``warnings.warn`` with a stridegen warning class) prints as
+  one ``warning: <message>`` line on stderr, like the warnings the commands print themselves (``show_warning``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import functools
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -153,6 +156,25 @@ def exit_failed_scenes(failed: Sequence[SceneResult]) -> None:
     raise typer.Exit(EXIT_FAILED)
 
 
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """``warnings.showwarning`` while a command runs: a warning class of stridegen's own (``StaleLockWarning``,
+    ``UncheckedShardWarning``, ...) prints as one ``warning: <message>`` line on stderr, the format of every other
+    warning the commands print (not Python's ``file:line: Category: message`` and source line); any other
+    warning (a library's) keeps Python's format."""
+    if category.__module__.partition(".")[0] != "stridegen":
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+        return
+    out = sys.stderr if file is None else file
+    sys.stdout.flush()  # what the command printed so far comes first
+    out.write(f"warning: {one_line(str(message))}\n")
+    out.flush()
+
+
 def guarded(command: F | None = None, *, clean: Callable[[str], str] | None = None) -> Any:
     """Wrap a typer command function so that every exception ends it as ``report`` says.
 
@@ -169,6 +191,7 @@ def guarded(command: F | None = None, *, clean: Callable[[str], str] | None = No
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             exits = (*_click_classes("Exit"), *_click_classes("Abort"))
+            shown_before, warnings.showwarning = warnings.showwarning, show_warning
             try:
                 return func(*args, **kwargs)
             except exits:
@@ -177,6 +200,8 @@ def guarded(command: F | None = None, *, clean: Callable[[str], str] | None = No
                 if debug_enabled():
                     raise
                 report(exc, clean)
+            finally:
+                warnings.showwarning = shown_before
 
         setattr(wrapper, _GUARDED, True)
         return wrapper  # type: ignore[return-value]

@@ -8,9 +8,10 @@ command line), which the holder writes into the lock file.
 
 ``flock`` locks belong to the open file, so the kernel drops the lock when its holder ends in any way (``kill -9``
 included): a lock file whose holder died is simply free. When the file still names a holder on this host whose pid
-is gone (a run that was killed), taking it over says so with a ``StaleLockWarning``. On release the holder removes
-the file; a run that locked a file just removed by its previous holder sees that the path no longer leads to the
-file it locked and tries again, so two runs can never both hold the folder. The lock is re-entrant within a process
+is gone (a run that was killed), taking it over says so with a ``StaleLockWarning`` (one ``warning:`` line under
+the CLI: ``stridegen.cli.errors.show_warning``). On release the holder removes the file; a run that locked a file
+just removed by its previous holder sees that the path no longer leads to the file it locked and tries again, so
+two runs can never both hold the folder. The lock is re-entrant within a process
 (a command that runs several jobs into one folder, or a job whose caller already holds it).
 
 ``flock`` works on local file systems and, on Linux, on NFS v4 (as a byte-range lock); on file systems without
@@ -32,6 +33,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import decode
 from stridegen.core.errors import StrideGenError
 
 LOCK_NAME = ".stridegen.lock"
@@ -66,10 +68,12 @@ def describe_holder(holder: dict[str, Any]) -> str:
 
 
 def _read_holder(fd: int) -> dict[str, Any]:
+    """What the lock file says of its holder: its first 64 KiB as a JSON object, nested at most 4 deep (a
+    holder record is flat); {} for anything else (a file written by something else is never a crash)."""
     try:
         data = os.pread(fd, 1 << 16, 0)
-        holder = json.loads(data.decode()) if data.strip() else {}
-    except (OSError, ValueError):
+        holder = decode(data.decode(), max_depth=4) if data.strip() else {}
+    except (OSError, ValueError):  # JsonProblem and UnicodeDecodeError are ValueErrors
         return {}
     return holder if isinstance(holder, dict) else {}
 
