@@ -145,19 +145,19 @@ def segments_pass_through_box(
     o = to_box @ (np.asarray(origin, dtype=np.float64).reshape(3) - np.asarray(center, dtype=np.float64).reshape(3))
     rel = (points - np.asarray(center, dtype=np.float64).reshape(1, 3)) @ to_box.T
     half = 0.5 * np.asarray(size_lwh, dtype=np.float64).reshape(3)
-    t_enter = np.zeros(points.shape[0])
-    t_exit = np.full(points.shape[0], np.inf)
-    outside = np.zeros(points.shape[0], dtype=bool)
+    # The three slabs at once, one row each: C-ordered [3, P], so that the reductions over the slabs run over whole
+    # rows (numpy reduces a length-3 last axis row by row, several times slower).
+    direction = np.subtract(rel.T, o[:, None], order="C")
     with np.errstate(divide="ignore", invalid="ignore"):
-        for k in range(3):  # one slab at a time (numpy reduces a length-3 last axis row by row, much slower)
-            direction = rel[:, k] - o[k]
-            t_a = (-half[k] - o[k]) / direction
-            t_b = (half[k] - o[k]) / direction
-            parallel = direction == 0.0  # the slab holds the whole line or none of it
-            if parallel.any():
-                outside |= parallel & (abs(o[k]) > half[k])
-                t_a = np.where(parallel, -np.inf, t_a)
-                t_b = np.where(parallel, np.inf, t_b)
-            np.maximum(t_enter, np.minimum(t_a, t_b), out=t_enter)
-            np.minimum(t_exit, np.maximum(t_a, t_b), out=t_exit)
-    return ~outside & (t_enter <= t_exit) & (t_exit < 1.0)
+        t_a = (-half - o)[:, None] / direction
+        t_b = (half - o)[:, None] / direction
+    parallel = direction == 0.0  # the slab holds the whole line or none of it
+    outside = None
+    if parallel.any():
+        outside = (parallel & (np.abs(o) > half)[:, None]).any(axis=0)
+        t_a = np.where(parallel, -np.inf, t_a)
+        t_b = np.where(parallel, np.inf, t_b)
+    t_enter = np.minimum(t_a, t_b).max(axis=0, initial=0.0)
+    t_exit = np.maximum(t_a, t_b).min(axis=0, initial=np.inf)
+    passes = (t_enter <= t_exit) & (t_exit < 1.0)
+    return passes if outside is None else passes & ~outside

@@ -89,3 +89,18 @@ def test_segments_pass_through_box_matches_dense_sampling(origin, point, size, y
     if not grazing:
         expected = bool(inside.any() and not inside[-1])
         assert segments_pass_through_box(origin, point[None, :], center, size, yaw)[0] == expected
+
+
+def test_segments_pass_through_box_batch_equals_each_point_alone():
+    """The slabs are tested on all points at once: each point's answer is its answer alone, on rays parallel to the
+    slabs (grid points), through faces and edges, with a full rotation and with a NaN point."""
+    rng = np.random.default_rng(7)
+    origin, center, size = np.array([0.0, 0.0, 0.5]), np.array([4.0, 0.0, 0.5]), np.array([2.0, 2.0, 1.0])
+    grid = np.stack(np.meshgrid(*(np.arange(-1.0, 9.5, 0.5),) * 2, np.arange(-1.0, 2.5, 0.5)), -1).reshape(-1, 3)
+    points = np.concatenate([grid, rng.normal(4.0, 3.0, (300, 3)), [[np.nan, 0.0, 0.0]]])
+    c, s = np.cos(0.3), np.sin(0.3)
+    tilt = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    for yaw, rotation in ((0.0, None), (0.7, None), (0.0, tilt)):
+        batch = segments_pass_through_box(origin, points, center, size, yaw, rotation)
+        alone = [segments_pass_through_box(origin, p[None], center, size, yaw, rotation)[0] for p in points]
+        assert batch.tolist() == alone and 0 < batch.sum() < len(points) - 1 and not batch[-1]

@@ -53,6 +53,8 @@ at 800 x 450, 800 x 450 whole; 0: always whole), and each window is resampled fr
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import cv2
 import numpy as np
 
@@ -65,6 +67,7 @@ from stridegen.pipeline.segment.request import check_occlusion_mode, segment_in_
 
 UNKNOWN, NOT_OBJECT, OBJECT = 0, 1, 2  # watershed marker labels (OpenCV: 0 = to flood, > 0 = seeds)
 REFINE_MODES = ("watershed", "distance")
+_SQUARE3 = np.ones((3, 3), np.uint8)  # the 8-neighbourhood
 
 
 def spread_min(depth: np.ndarray, radius: float) -> np.ndarray:
@@ -107,16 +110,21 @@ def flood(image_rgb: np.ndarray, markers: np.ndarray) -> np.ndarray:
     as object.
 
     OpenCV marks the image's outermost pixels as watershed lines (markers there are lost), so the image is
-    flooded with a one-pixel replicated border that is dropped afterwards.
+    flooded with a one-pixel replicated border that is dropped afterwards (``flood_padded``).
     """
+    return flood_padded(image_rgb, cv2.copyMakeBorder(markers, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=UNKNOWN))
+
+
+def flood_padded(image_rgb: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``flood`` with the markers given already padded: ``labels`` [h + 2, w + 2] int32, ``UNKNOWN`` on its
+    one-pixel border (overwritten by the watershed)."""
     image = cv2.copyMakeBorder(np.ascontiguousarray(image_rgb, dtype=np.uint8), 1, 1, 1, 1, cv2.BORDER_REPLICATE)
-    labels = cv2.copyMakeBorder(markers, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=UNKNOWN)
     cv2.watershed(image, labels)
     labels = labels[1:-1, 1:-1]
     obj = labels == OBJECT
     line = labels == -1
-    if line.any():
-        obj |= line & cv2.dilate(obj.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    if line.any():  # dilate the 0/1 bytes of the bool mask in place of a uint8 copy
+        obj |= line & cv2.dilate(obj.view(np.uint8), _SQUARE3).view(bool)
     return obj
 
 
@@ -168,23 +176,28 @@ class LidarWatershedSegmenter:
     def segment(self, request: SegmentRequest) -> SegmentResult:
         h, w = request.height, request.width
         rows, cols = point_pixels(request.lidar_uv, h, w)
-        owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
-        depth = np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1)
+        points = _Points(
+            rows,
+            cols,
+            rows * w + cols,  # index into a C-ordered [h, w] array's flat view
+            np.asarray(request.lidar_object, dtype=np.int64).reshape(-1),
+            np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1),
+        )
         focal_px = request.focal_px if request.focal_px else self.focal_frac * h
         gap_px = focal_px * self.beam_gap_rad
+        box = np.asarray(request.box_xyxy, dtype=np.float64).reshape(-1, 4)
+        tiny = np.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) < self.min_box_px
 
         def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
-            own = owner == i
-            n_own = int(np.count_nonzero(own))
+            own = np.flatnonzero(points.owner == i)
+            n_own = own.shape[0]
             if n_own == 0:
                 return hull, self.fallback_quality
             mask = hull
-            box = np.asarray(request.box_xyxy[i], dtype=np.float64)
-            tiny = min(box[2] - box[0], box[3] - box[1]) < self.min_box_px
-            if hull.any() and not tiny:
-                grown = self._grow(request, i, hull, occluder, rows, cols, owner, depth, focal_px, gap_px)
+            if not tiny[i] and hull.any():
+                grown = self._grow(request, i, hull, occluder, points, focal_px, gap_px)
                 mask = hull if grown is None else grown
-            n_inside = int(np.count_nonzero(mask.minus(occluder).at(rows[own], cols[own])))
+            n_inside = int(np.count_nonzero(mask.minus(occluder).at(points.rows[own], points.cols[own])))
             return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
 
         return segment_in_depth_order(request, one, self.occlusion)
@@ -195,58 +208,71 @@ class LidarWatershedSegmenter:
         i: int,
         hull: MaskCrop,
         occluder: np.ndarray,
-        rows: np.ndarray,
-        cols: np.ndarray,
-        owner: np.ndarray,
-        depth: np.ndarray,
+        points: _Points,
         focal_px: float,
         gap_px: float,
     ) -> MaskCrop | None:
         """Object i's mask on its hull's window (steps 1-3 of the module docstring); None with too few seeds."""
         r0, r1, c0, c1 = hull.window
         scale = min(1.0, self.work_side / max(r1 - r0, c1 - c0))
-        crop = Crop(r0, r1, c0, c1, max(1, round((r1 - r0) * scale)), max(1, round((c1 - c0) * scale)))
-        sy, sx = crop.hs / (r1 - r0), crop.ws / (c1 - c0)
-        inside = (rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1)
-        inside[inside] = ~occluder[rows[inside], cols[inside]]
-        idx = np.flatnonzero(inside)
-        cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), crop.hs - 1)  # pixel -> crop pixel
-        cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), crop.ws - 1)
-        d = depth[idx]
-        mine = owner[idx] == i
+        hs, ws = max(1, round((r1 - r0) * scale)), max(1, round((c1 - c0) * scale))
+        crop = Crop(r0, r1, c0, c1, hs, ws)
+        sy, sx = hs / (r1 - r0), ws / (c1 - c0)
+        rows, cols = points.rows, points.cols
+        idx = np.flatnonzero((rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1))
+        idx = idx[~occluder.reshape(-1)[points.flat[idx]]]  # the points of the window no nearer object hides
+        cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), hs - 1)  # pixel -> crop pixel
+        cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), ws - 1)
+        d = points.depth[idx]
+        owner = points.owner[idx]
+        mine = owner == i
+        not_mine = ~mine
         spread = self.zbuffer_beams * gap_px * scale
-        foreign_z = spread_min(nearest_depth_raster(cr[~mine], cc[~mine], d[~mine], (crop.hs, crop.ws)), spread)
+        foreign_z = spread_min(nearest_depth_raster(cr[not_mine], cc[not_mine], d[not_mine], (hs, ws)), spread)
         seed = mine.copy()
         seed[mine] = d[mine] <= foreign_z[cr[mine], cc[mine]] + self.depth_tol_m
-        if np.count_nonzero(seed) < self.min_points:
+        seed_at = np.flatnonzero(seed)
+        if seed_at.shape[0] < self.min_points:
             return None
-        seed_z = spread_min(nearest_depth_raster(cr[seed], cc[seed], d[seed], (crop.hs, crop.ws)), spread)
+        sr, sc, sd = cr[seed_at], cc[seed_at], d[seed_at]
+        seed_z = spread_min(nearest_depth_raster(sr, sc, sd, (hs, ws)), spread)
         near_z = seed_z[cr, cc]
-        lo, hi = d[seed].min() - self.depth_tol_m, d[seed].max() + self.depth_tol_m
-        on_base = (owner[idx] < 0) & (d >= lo) & (d <= hi)
-        against = ~mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
+        lo, hi = sd.min() - self.depth_tol_m, sd.max() + self.depth_tol_m
+        on_base = (owner < 0) & (d >= lo) & (d <= hi)
+        against = not_mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
         behind = against & (d > hi)
         through = request.lidar_through
         if through is not None and behind.any():  # behind the object: evidence only where measured through its box
-            measured_through = np.zeros(owner.shape[0], dtype=bool)
+            measured_through = np.zeros(points.owner.shape[0], dtype=bool)
             measured_through[through[i]] = True  # np.isin(idx, through) without its sort
             against &= ~behind | measured_through[idx]
 
-        markers = np.full((crop.hs, crop.ws), UNKNOWN, dtype=np.int32)
-        not_seed = np.ones((crop.hs, crop.ws), dtype=np.uint8)
-        not_seed[cr[seed], cc[seed]] = 0
-        reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / median(d[seed])) * scale
-        markers[cv2.distanceTransform(not_seed, cv2.DIST_L2, 3) > reach] = NOT_OBJECT
+        labels = np.zeros((hs + 2, ws + 2), dtype=np.int32)  # UNKNOWN, with flood_padded's one-pixel border
+        markers = labels[1:-1, 1:-1]
+        not_seed = np.ones((hs, ws), dtype=np.uint8)
+        not_seed[sr, sc] = 0
+        reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / median(sd)) * scale
         hull_c = crop.mask(hull)
-        markers[~hull_c | crop.mask(occluder)] = NOT_OBJECT
+        markers[(cv2.distanceTransform(not_seed, cv2.DIST_L2, 3) > reach) | ~hull_c | crop.mask(occluder)] = NOT_OBJECT
         markers[cr[against], cc[against]] = NOT_OBJECT
-        markers[cr[seed], cc[seed]] = OBJECT
+        markers[sr, sc] = OBJECT
         if self.refine == "watershed":  # the image is decoded (a deferred request) only when an object needs it
             work = np.asarray(request.work_image(), dtype=np.uint8)  # reduced where image_min_side allows
             pixels = crop.image_scaled(work, request.height, request.width)
         else:
-            pixels = np.zeros((crop.hs, crop.ws, 3), np.uint8)
-        obj = flood(pixels, markers) & hull_c
+            pixels = np.zeros((hs, ws, 3), np.uint8)
+        obj = flood_padded(pixels, labels) & hull_c
         if self.fill_holes:
             obj = fill_holes(obj) & hull_c
         return crop.paste(obj).clip_to(hull)
+
+
+class _Points(NamedTuple):
+    """A request's LiDAR points [P]: their pixels (``point_pixels``: rows, cols, and ``flat`` = row * width +
+    col), owning object (-1 none) and camera-frame depth (metres)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    flat: np.ndarray
+    owner: np.ndarray
+    depth: np.ndarray

@@ -156,6 +156,8 @@ def make_request(
     xyxy: list[np.ndarray] = []
     shares: list[float] = []  # raster.inside_share of each kept hull, from the clipping done here
     for i, hull in enumerate(hulls):
+        if len(hull) == 0:  # behind the near plane or beyond the image (projected_hulls): no area
+            continue
         inside, inside_area, share = image_part(hull, width, height)
         if inside_area <= 0.0:
             continue
@@ -178,12 +180,13 @@ def make_request(
     if callable(lidar_points_global) and keep.size:  # read the sweep only for an image that holds objects
         lidar_points_global = lidar_points_global()
     if lidar_points_global is not None and not callable(lidar_points_global):
+        kept_boxes = boxes[keep]
         pts, uv, z, owner = _lidar_evidence(
-            lidar_points_global, boxes[keep], T, intrinsic, near_m, rect, ground_margin_m
+            lidar_points_global, kept_boxes, T, intrinsic, near_m, rect, ground_margin_m
         )
         request.lidar_uv, request.lidar_depth_m, request.lidar_object = uv, z, owner
         if lidar_origin_global is not None:
-            request.lidar_through = LidarThrough(pts, uv, owner, kept_hulls, boxes[keep], lidar_origin_global)
+            request.lidar_through = LidarThrough(pts, uv, owner, kept_hulls, kept_boxes, lidar_origin_global)
     return request, keep
 
 
@@ -204,6 +207,7 @@ class LidarThrough(Sequence[np.ndarray]):
     ) -> None:
         self._points, self._uv, self._owner, self._hulls = points_global, uv, owner, hulls
         self._boxes, self._origin = boxes, origin_global
+        self._level = boxes.full_rotation is None  # yaw-only boxes: each box's rotation is its yaw
         self._done: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
@@ -229,7 +233,7 @@ class LidarThrough(Sequence[np.ndarray]):
         u, v = self._uv[:, 0], self._uv[:, 1]
         idx = np.flatnonzero((self._owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
         boxes = self._boxes
-        rotation = None if boxes.full_rotation is None else boxes[i].rotation_matrices()[0]
+        rotation = None if self._level else boxes[i].rotation_matrices()[0]
         passes = segments_pass_through_box(
             self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), rotation
         )
@@ -261,7 +265,7 @@ def _lidar_evidence(
         # Raise each box's bottom by the ground margin, along the box's own up axis (the global z for yaw-only
         # boxes; tilted with the box where the boxes keep their full rotation).
         margin = np.minimum(max(float(ground_margin_m), 0.0), 0.5 * boxes.size_lwh[:, 2])
-        rotation = None if boxes.full_rotation is None else boxes.rotation_matrices()
+        rotation = None if boxes.full_rotation is None else boxes.rotation_matrices()  # yaw-only: None
         up = np.array([0.0, 0.0, 1.0]) if rotation is None else rotation[:, :, 2]
         center, size = boxes.center + 0.5 * margin[:, None] * up, boxes.size_lwh.copy()
         size[:, 2] -= margin
@@ -400,13 +404,21 @@ def segment_in_depth_order(
         mask, q = segment_one(i, hull, occluder)
         mask = mask.minus(occluder)
         masks[i] = mask
-        quality[i] = float(np.clip(q, 0.0, 1.0)) if mask.any() and np.isfinite(q) else 0.0
+        quality[i] = _clip01(float(q)) if mask.any() and np.isfinite(q) else 0.0
         if occlusion == "hull":
             hull.paint(occluder)  # a mask may reach beyond its hull (grabcut): it still claims its pixels
             mask.paint(occluder)
         elif occlusion == "mask":
             mask.paint(occluder)
     return SegmentResult.of_crops(masks, quality, height, width)
+
+
+def _clip01(q: float) -> float:
+    """``float(np.clip(q, 0.0, 1.0))`` of a finite float without numpy's call overhead (as numpy's clip, a value
+    not below 0 or above 1 is kept as it is: -0.0 stays -0.0)."""
+    if q < 0.0:
+        return 0.0
+    return 1.0 if q > 1.0 else q
 
 
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
