@@ -13,12 +13,19 @@ import typer
 
 from stridegen.cli import executor_options
 from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
-from stridegen.run.config import AnonymizeSection
 
-# The options' defaults are the build config's anonymize section's (one source of each default), except --faces /
-# --plates: the section's None means auto (on for a real log, off for a synthetic one), while this command, asked
-# for explicitly, blurs both unless told not to.
-_SECTION = AnonymizeSection()
+# The options' defaults are the build config's anonymize section's (stridegen.run.config.AnonymizeSection; a test,
+# tests/cli/test_startup.py, holds them equal), written out here because importing the config costs `stridegen
+# --help` and this command's help about 0.5 CPU-s (issue 35); except --faces / --plates: the section's None means
+# auto (on for a real log, off for a synthetic one), while this command, asked for explicitly, blurs both unless told
+# not to.
+SECTION_DEFAULTS = {
+    "face_detector": "centerface",
+    "face_threshold": 0.2,
+    "plate_detector": "haar",
+    "method": "blur",
+    "jpeg_quality": 90,
+}
 
 
 def _swap_in(src: Path, tmp: Path) -> None:
@@ -38,16 +45,16 @@ def anonymize(
     in_place: bool = typer.Option(False, "--in-place", help="Replace DATASET by its anonymized copy."),
     faces: bool = typer.Option(True, "--faces/--no-faces", help="Blur faces."),
     plates: bool = typer.Option(True, "--plates/--no-plates", help="Blur licence plates."),
-    face_detector: str = typer.Option(_SECTION.face_detector, "--face-detector", help="centerface | haar."),
+    face_detector: str = typer.Option(SECTION_DEFAULTS["face_detector"], "--face-detector", help="centerface | haar."),
     face_threshold: float = typer.Option(
-        _SECTION.face_threshold, "--face-threshold", help="CenterFace score threshold."
+        SECTION_DEFAULTS["face_threshold"], "--face-threshold", help="CenterFace score threshold."
     ),
     plate_detector: str = typer.Option(
-        _SECTION.plate_detector, "--plate-detector", help="haar | none (besides the geometric bands)."
+        SECTION_DEFAULTS["plate_detector"], "--plate-detector", help="haar | none (besides the geometric bands)."
     ),
-    method: str = typer.Option(_SECTION.method, "--method", help="blur | pixelate."),
+    method: str = typer.Option(SECTION_DEFAULTS["method"], "--method", help="blur | pixelate."),
     jpeg_quality: int = typer.Option(
-        _SECTION.jpeg_quality, "--jpeg-quality", min=1, max=100, help="Quality of re-encoded JPEGs."
+        SECTION_DEFAULTS["jpeg_quality"], "--jpeg-quality", min=1, max=100, help="Quality of re-encoded JPEGs."
     ),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (one scene each)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an --out folder made with other settings."),
@@ -60,6 +67,7 @@ def anonymize(
     from pydantic import ValidationError
 
     from stridegen.jobs.anonymize import anonymize_dataset
+    from stridegen.run.config import AnonymizeSection
 
     if (out is None) == (not in_place):
         raise typer.BadParameter("give either --out DIR2 or --in-place")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from stridegen.cli.errors import guarded
-from stridegen.eval.detection.data import TP_METRIC_SHORT, TP_METRICS, DetectionConfig, DetectionMetrics
-from stridegen.eval.detection.evaluate import DetectionReport, evaluate_log
+
+if TYPE_CHECKING:  # the evaluator (numpy, the log readers) is imported on use only (start-up, issue 35)
+    from stridegen.eval.detection.data import DetectionMetrics
+    from stridegen.eval.detection.evaluate import DetectionReport
 
 ABSENT_CLASSES_NOTE = (
     "mAP and NDS average over all {n} classes of the config: a class absent from the ground truth counts as AP 0 "
@@ -34,6 +37,7 @@ def print_report(report: DetectionReport) -> None:
     from rich.table import Table
 
     from stridegen.cli.terminal_tables import fitted_tables
+    from stridegen.eval.detection.data import TP_METRIC_SHORT, TP_METRICS
 
     console = Console()
     m = report.metrics
@@ -78,6 +82,9 @@ def eval_detection(
     ),
 ) -> None:
     """nuScenes detection metrics (mAP, mATE, mASE, mAOE, mAVE, mAAE, NDS) of a results file."""
+    from stridegen.eval.detection.data import DetectionConfig
+    from stridegen.eval.detection.evaluate import evaluate_log
+
     cfg = DetectionConfig.from_yaml(config) if config else DetectionConfig.cvpr_2019()
     report = evaluate_log(gt, pred, cfg, version)
     text = json.dumps(report.to_dict(), indent=2)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from stridegen.cli.errors import guarded
-from stridegen.eval.tracking.data import SUMMED_METRICS, TrackingConfig
-from stridegen.eval.tracking.evaluate import TrackingReport, evaluate_log
+
+if TYPE_CHECKING:  # the evaluator (numpy, the log readers) is imported on use only (start-up, issue 35)
+    from stridegen.eval.tracking.evaluate import TrackingReport
 
 # Two per-class tables (the devkit prints all of TRACKING_METRICS in one row; split to fit 80 columns) and the
 # number formats of devkit ``metric_name_to_print_format``.
@@ -38,6 +40,8 @@ def _fmt(metric: str, value: float) -> str:
 def all_row_footnote(metrics: tuple[str, ...]) -> str:
     """How the "all" row aggregates ``metrics`` over the classes: counts summed, the rest averaged, as the devkit
     does (so the averaged GT is not the summed TP + FN)."""
+    from stridegen.eval.tracking.data import SUMMED_METRICS
+
     summed = [m.upper() for m in metrics if m in SUMMED_METRICS]
     averaged = [m.upper() for m in metrics if m not in SUMMED_METRICS]
     parts = []
@@ -92,6 +96,9 @@ def eval_tracking(
     ),
 ) -> None:
     """nuScenes tracking metrics (AMOTA, AMOTP, MOTA, MOTP, IDS, FRAG, ...) of a results file."""
+    from stridegen.eval.tracking.data import TrackingConfig
+    from stridegen.eval.tracking.evaluate import evaluate_log
+
     cfg = TrackingConfig.from_yaml(config) if config else TrackingConfig()
     report = evaluate_log(gt, pred, cfg, version)
     text = json.dumps(report.to_dict(), indent=2)

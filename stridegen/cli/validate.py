@@ -9,8 +9,6 @@ import typer
 
 from stridegen.cli.errors import guarded
 from stridegen.core.errors import UsageError
-from stridegen.eval.validate.scoring import detector_options, validate_log
-from stridegen.pipeline.track import TrackerConfig
 
 
 @guarded
@@ -104,8 +102,10 @@ def validate(
     from rich.markup import escape
     from rich.table import Table
 
+    from stridegen.eval.validate.scoring import detector_options, validate_log  # on use only (start-up, issue 35)
     from stridegen.logs import open_log
     from stridegen.pipeline.detect import make_detector
+    from stridegen.pipeline.track import TrackerConfig
     from stridegen.run.config import parse_override
 
     if log_root is None:

@@ -39,6 +39,31 @@ def test_build_help_imports_only_the_build_command():
         assert name not in modules, name
 
 
+def test_root_help_imports_no_library():
+    """`stridegen --help` imports every command module: none imports numpy, pydantic or the engine at module level
+    (before issue 35's change, validate, render, anonymize and eval detection/tracking did: 0.7 CPU-s of help)."""
+    out, modules = _modules_after("--help")
+    assert "anonymize" in out and "validate" in out
+    assert {"stridegen.cli.anonymize", "stridegen.cli.validate", "stridegen.cli.render"} <= modules
+    for name in ("numpy", "pydantic", "stridegen.run.config", "stridegen.eval.validate.scoring", "stridegen.viz"):
+        assert name not in modules, name
+
+
+def test_anonymize_defaults_are_the_config_sections():
+    """`stridegen anonymize` writes out the build config's anonymize defaults (no config import at start-up): they
+    must stay the section's."""
+    import inspect
+
+    from stridegen.cli.anonymize import SECTION_DEFAULTS, anonymize
+    from stridegen.run.config import AnonymizeSection
+
+    section = AnonymizeSection()
+    parameters = inspect.signature(anonymize).parameters
+    for name, value in SECTION_DEFAULTS.items():
+        assert getattr(section, name) == value, name
+        assert parameters[name].default.default == value, name
+
+
 def test_each_command_app_answers_as_the_full_app():
     """Help, a usage error and a command's own error: the same output and exit code through ``command_app`` (what
     the console script runs) as through the root group."""
