@@ -51,6 +51,14 @@ from stridegen.pipeline.segment.raster import MaskCrop
 _NO_EVIDENCE = (float("nan"), (0.0, 0.0))  # the score and offset of a mask the image cannot tell about
 
 
+def _filter_rows(sigma: float) -> int:
+    """Rows of reach of a Gaussian blur of ``sigma`` followed by a 3x3 Sobel: the Gaussian's radius (OpenCV's
+    float kernel size, ``round(8 sigma + 1) | 1``: smoothing.dispatch.cpp ``createGaussianKernels``) with a row to
+    spare, plus the Sobel's one row. A row of the filtered image further than this from a band's cut is the
+    whole image's."""
+    return math.ceil(4 * sigma) + 3
+
+
 @dataclass(frozen=True)
 class EdgeAlignment:
     """Options of the measure (module docstring); the defaults are the visibility filter's."""
@@ -64,13 +72,6 @@ class EdgeAlignment:
     rise_frac: float = 0.05  # largest up/down displacement looked for, as a share of the longer side
     min_side_share: float = 0.04  # a side (left, right) of the outline counts where it carries this share of it
     min_gradient: float = 2.0  # best agreement below this (colour levels per work pixel): no evidence
-
-    @property
-    def _filter_rows(self) -> int:
-        """Rows of reach of the edge filters: the Gaussian's radius (OpenCV's float kernel size for ``sigma_px``,
-        ``round(8 sigma + 1) | 1``, smoothing.dispatch.cpp ``createGaussianKernels``) with a row to spare, plus
-        the 3x3 Sobel's one row."""
-        return math.ceil(4 * self.sigma_px) + 3
 
     def score(
         self,
@@ -120,20 +121,20 @@ class EdgeAlignment:
         work_mask = (cv2.warpAffine(mask_win, m, grid, flags=inverse | cv2.INTER_LINEAR) >= 0.5).astype(np.uint8)
         if not work_mask.any():
             return _NO_EVIDENCE
-        outline = work_mask.astype(bool) & ~cv2.erode(
-            work_mask, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3)), borderValue=0
-        ).astype(bool)
+        # mask pixels with a 4-neighbour outside the mask (0/1 values: the mask and not its erosion)
+        outline = work_mask > cv2.erode(work_mask, cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3)), borderValue=0)
         # not the object's own boundary: near the image border or near an excluded pixel (None: no such pixel)
         bad: np.ndarray | None = None if work_inside is None else (~work_inside).astype(np.uint8)
         if excluded is not None:
-            excl_win = np.asarray(excluded[r0:r1, c0:c1], dtype=np.uint8)
+            excl_win = np.asarray(excluded[r0:r1, c0:c1])
+            excl_win = excl_win.view(np.uint8) if excl_win.dtype == bool else excl_win.astype(np.uint8)
             if excl_win.any():
                 work_excl = np.asarray(cv2.warpAffine(excl_win, m, grid, flags=inverse | cv2.INTER_NEAREST))
                 bad = work_excl if bad is None else np.maximum(bad, work_excl)
         if bad is not None:
             side_px = 2 * self.exclude_px + 3
             kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (side_px, side_px))
-            outline &= ~cv2.dilate(bad, kernel).astype(bool)
+            outline &= cv2.dilate(bad, kernel) == 0
         rows, cols = np.nonzero(outline)  # row-major: rows ascending
         if rows.size < self.min_outline_px:
             return _NO_EVIDENCE
@@ -143,7 +144,10 @@ class EdgeAlignment:
         # template: the outline's bounding window; search: that window moved up to `reach` work pixels sideways
         # and `rise` up or down (offsets beyond the work grid see no gradient)
         t0, t1, s0, s1 = int(rows[0]), int(rows[-1]) + 1, int(cols.min()), int(cols.max()) + 1
-        colour = self._work_colour(image_rgb, (height, width), window, m, scale, grid)
+        # the colour on the grid's rows down to the last one the edge rows read (a warp to fewer rows gives the
+        # first rows of the whole grid's: every output row is mapped on its own)
+        rows_read = min(t1 + rise + _filter_rows(self.sigma_px), hs)
+        colour = self._work_colour(image_rgb, (height, width), window, m, scale, (ws, rows_read))
         search = np.zeros((t1 - t0 + 2 * rise, s1 - s0 + 2 * reach), dtype=np.float32)
         a, b = max(t0 - rise, 0), min(t1 + rise, hs)
         e0, e1 = max(s0 - reach, 0), min(s1 + reach, ws)
@@ -188,9 +192,12 @@ class EdgeAlignment:
         bottom seen obliquely), which slide along kerbs and lane lines, hardly count. The normals are the Sobel
         derivatives of the blurred mask, evaluated at the outline pixels only (elementwise: the values a
         whole-grid evaluation has there; every other weight is 0)."""
-        soft = cv2.GaussianBlur(work_mask.astype(np.float32), (0, 0), 1.0)
-        nx = cv2.Sobel(soft, cv2.CV_32F, 1, 0, ksize=3)[rows, cols]
-        ny = cv2.Sobel(soft, cv2.CV_32F, 0, 1, ksize=3)[rows, cols]
+        # on the outline's rows and the filters' reach beyond them (the whole grid's values there, as in _edge_rows)
+        reach = _filter_rows(1.0)
+        lo, hi = max(int(rows[0]) - reach, 0), min(int(rows[-1]) + 1 + reach, len(work_mask))
+        soft = cv2.GaussianBlur(work_mask[lo:hi].astype(np.float32), (0, 0), 1.0)
+        nx = cv2.Sobel(soft, cv2.CV_32F, 1, 0, ksize=3)[rows - lo, cols]
+        ny = cv2.Sobel(soft, cv2.CV_32F, 0, 1, ksize=3)[rows - lo, cols]
         norm = np.hypot(nx, ny)
         norm[norm == 0] = 1.0
         wx = (np.abs(nx) / norm) ** 4
@@ -213,9 +220,9 @@ class EdgeAlignment:
         scale: float,
         grid: tuple[int, int],
     ) -> np.ndarray:
-        """The colour image resampled on the work grid ([hs, ws, 3] float32; ``m``: work pixel -> ``window``
-        coordinates of the full-size image of ``size``), read from ``image_rgb`` at its own scale (full or
-        reduced); area-averaged first where it shrinks by more than 2 (no aliasing)."""
+        """The colour image resampled on the work grid's first rows ([grid[1], grid[0], 3] float32; ``m``: work
+        pixel -> ``window`` coordinates of the full-size image of ``size``), read from ``image_rgb`` at its own
+        scale (full or reduced); area-averaged first where it shrinks by more than 2 (no aliasing)."""
         height, width = size
         red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
         sy, sx = red_h / height, red_w / width  # reduced pixels per image pixel (1: the full image)
@@ -245,12 +252,15 @@ class EdgeAlignment:
     def _edge_rows(self, work_colour: np.ndarray, work_inside: np.ndarray | None, a: int, b: int) -> np.ndarray:
         """Rows ``a:b`` of the edge evidence (step 2) on the work grid: ``|d/dx|`` of the blurred colour, the
         largest over R, G and B, in colour levels per work pixel, 0 beyond the image ([b - a, ws] float32).
+        ``work_colour``: the grid's colour, its rows from the first down to at least ``b + _filter_rows`` or the
+        grid's last.
 
-        Only those rows and ``self._filter_rows`` more on each side are filtered: a row's value depends on the rows
+        Only rows ``a:b`` and ``_filter_rows`` more on each side are filtered: a row's value depends on the rows
         within the Gaussian's and the Sobel's reach, and a band cut at the grid's own first or last row has the
         grid's border there, so these rows equal the whole grid's (tested)."""
         hs = work_colour.shape[0]
-        lo, hi = max(a - self._filter_rows, 0), min(b + self._filter_rows, hs)
+        reach = _filter_rows(self.sigma_px)
+        lo, hi = max(a - reach, 0), min(b + reach, hs)
         blurred = cv2.GaussianBlur(work_colour[lo:hi], (0, 0), self.sigma_px)
         # |d/dx| of the colour image: the largest over R, G, B (a grey barrier on green grass has little luma
         # contrast but much colour contrast); Sobel's 3x3 x-weights sum to 8 per unit of slope
