@@ -18,7 +18,9 @@ ARROW, DELETE, DELETEALL, ...) is skipped. Box = ``pose`` in the marker's ``head
 lengths along its own axes: RViz draws it so). Category: ``ns``. Track id: ``text`` when not empty (a CUBE's text is
 not drawn, so a string track id can ride there), else ``<ns>/<id>`` (RViz keys a marker by its namespace and id).
 
-Both. The pose is moved into the global frame with ``T_global_from(frame_id, stamp)`` (the reader's tf rule). The
+Both. The pose is moved into the global frame with ``T_global_from(frame_id, stamp)`` (``frame_poses``: a frame
+on the ego pose chain, such as ``odom`` under ``map``, by the chain's links at the stamp; a frame fixed to one of
+them, such as a sensor's, through its static links; an empty frame id is the ego frame). The
 nuScenes detection class is the category's (``core.vocabulary``), or the category itself when it already is a
 class name. Velocities: nuScenes' rule from the track's previous / next box (``_common.neighbour_velocity``;
 neither message carries one). ``num_lidar_pts``: the frame's (de-skewed) reference sweep's points inside the box
@@ -43,7 +45,8 @@ from stridegen.logs._common import neighbour_velocity, track_neighbours
 from stridegen.logs.av2_cameras import match_nearest
 from stridegen.logs.base import Annotations
 from stridegen.logs.box_rotation import ROTATION_GLOBAL
-from stridegen.logs.ros.tf import pose_of
+from stridegen.logs.ros.poses import PoseTrack
+from stridegen.logs.ros.tf import GLOBAL_FRAMES, ChainPoses, TfTree, pose_of, strip
 
 if TYPE_CHECKING:
     from stridegen.logs.ros.recording import Recording
@@ -189,6 +192,75 @@ def matched_arrays(
         msg = cache[stamp] if stamp in cache else rec.read(topic, receive_ns, header_ns)
         out.append((int(i), stamp, msg))
     return out
+
+
+def frame_poses(
+    poses: ChainPoses | None,
+    tree: TfTree,
+    ego_frame: str,
+    global_frame: str | None,
+    extrapolate_ns: int,
+    where: str,
+) -> Callable[[str, int], np.ndarray]:
+    """``T_global_from(frame_id, stamp_ns)``: where a box published in ``frame_id`` at ``stamp_ns`` lies in the
+    global frame of the ego poses.
+
+    The frame's static links are followed up to the first frame of the pose chain (``poses.frames``, global ...
+    ego): the ego frame for a sensor's frame (then the ego pose at the stamp), a frame between, such as ``odom`` in
+    map -> odom -> base_link (the chain's links above it, each at the stamp), or the global frame itself
+    (identity). A frame above the chain's top (world -> map) is joined by static links. Any other frame is an
+    error naming it and the chain: a box in a frame the poses do not know would be silently misplaced. With
+    identity poses (mapping ``poses: none``) the fixed frames are the ego frame; with GNSS poses (a local ENU frame
+    no tf frame names) only frames fixed to the ego frame are known."""
+    fixed = {f for f in (global_frame, *GLOBAL_FRAMES) if f}
+
+    def chain_top(frame: str) -> tuple[str, np.ndarray]:
+        """(the first chain frame above ``frame``, or the top of its static links; T_that_from_frame)."""
+        chain = poses.frames if poses is not None and poses.frames else [ego_frame]
+        T = np.eye(4)
+        walked = [frame]
+        while frame not in chain and frame in tree.links:
+            frame, T_parent = tree.links[frame]
+            T = T_parent @ T
+            if frame in walked:
+                raise LogFormatError(where, f"tf has a loop through {walked}")
+            walked.append(frame)
+        return frame, T
+
+    def T_global_from(frame_id: str, stamp_ns: int) -> np.ndarray:
+        frame = strip(frame_id) or ego_frame
+        stamp = np.array([stamp_ns], dtype=np.int64)
+        if poses is None:
+            return np.eye(4) if frame in fixed else tree.T_from(ego_frame, frame)
+        if frame == ego_frame:
+            return poses.T_global_from_ego(stamp, extrapolate_ns)[0]
+        if poses.frames is None:
+            if frame in fixed:
+                raise LogFormatError(
+                    where,
+                    f"boxes in frame {frame!r}, but the ego poses are {poses.description}, a frame no tf frame "
+                    f"names: publish the boxes in the ego frame {ego_frame!r} or a sensor's frame",
+                )
+            return poses.T_global_from_ego(stamp, extrapolate_ns)[0] @ tree.T_from(ego_frame, frame)
+        chain = poses.frames
+        top, T_top_from_frame = chain_top(frame)
+        if top == ego_frame:
+            return poses.T_global_from_ego(stamp, extrapolate_ns)[0] @ T_top_from_frame
+        if top in chain:
+            T = np.eye(4)
+            for part in poses.parts[: chain.index(top)]:
+                T = T @ (part.T_global_from_ego(stamp, extrapolate_ns)[0] if isinstance(part, PoseTrack) else part)
+            return T @ T_top_from_frame
+        try:
+            return tree.T_from(chain[0], frame)
+        except LogFormatError:
+            raise LogFormatError(
+                where,
+                f"boxes in frame {frame!r}, which no tf link joins to the ego pose chain {' -> '.join(chain)}: "
+                "publish the missing transform (or the boxes in one of the chain's frames)",
+            ) from None
+
+    return T_global_from
 
 
 def scene_boxes(

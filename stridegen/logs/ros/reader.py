@@ -33,7 +33,7 @@ from stridegen.logs._common import SCENE_CACHE
 from stridegen.logs.av2_cameras import camera_period_ns, match_nearest
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.check.findings import Finding
-from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, matched_arrays, scene_boxes
+from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, frame_poses, matched_arrays, scene_boxes
 from stridegen.logs.ros.camera_info import CameraModel, scene_camera_model, undistort_bytes
 from stridegen.logs.ros.deskew import deskew
 from stridegen.logs.ros.images import image_bytes
@@ -42,7 +42,6 @@ from stridegen.logs.ros.pointcloud2 import decode_pointcloud2
 from stridegen.logs.ros.poses import PoseTrack
 from stridegen.logs.ros.recording import Recording, find_recordings, is_ros_layout
 from stridegen.logs.ros.tf import (
-    GLOBAL_FRAMES,
     ChainPoses,
     TfTree,
     dynamic_chain,
@@ -397,18 +396,12 @@ class RosReader(LogReader):
         if topic is None:
             return scene_boxes([], state.frame_ns, lambda f, s: np.eye(4))
         arrays = matched_arrays(rec, topic, cut.start_ns, cut.stop_ns, state.frame_ns, state.lidar_period_ns)
-        fixed = {f for f in (state.mapping.global_frame, *GLOBAL_FRAMES) if f}
-
-        def T_global_from(frame_id: str, stamp: int) -> np.ndarray:
-            frame_id = strip(frame_id) or state.mapping.ego_frame
-            if frame_id in fixed:
-                return np.eye(4)
-            pose = self._poses_at(state, np.array([stamp]))[0]
-            if frame_id == state.mapping.ego_frame:
-                return pose
-            return pose @ state.tree.T_from(state.mapping.ego_frame, frame_id)
-
-        return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], f"{rec.path} {topic}")
+        where = f"{rec.path} {topic}"
+        mapping = state.mapping
+        T_global_from = frame_poses(
+            state.poses, state.tree, mapping.ego_frame, mapping.global_frame, MAX_EXTRAPOLATION_NS, where
+        )
+        return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], where)
 
 
 def clockwise_from_front(T_ego_from_camera: np.ndarray) -> float:

@@ -80,12 +80,16 @@ class TfTree:
 
 class ChainPoses:
     """``T_global_from_ego`` as the product of dynamic links (each a PoseTrack, queried at the same time) and
-    static ones, from the global frame down to the ego frame."""
+    static ones, from the global frame down to the ego frame. ``frames``: the chain's frame ids, global first and
+    ego last (``frames[k]`` is the parent of ``parts[k]``); None where no tf frame names the global frame (GNSS)."""
 
-    def __init__(self, source: Path, parts: list[PoseTrack | np.ndarray], description: str) -> None:
+    def __init__(
+        self, source: Path, parts: list[PoseTrack | np.ndarray], description: str, frames: list[str] | None = None
+    ) -> None:
         self.source = source
         self.parts = parts
         self.description = description
+        self.frames = frames
 
     @property
     def timestamp_ns(self) -> np.ndarray:
@@ -133,7 +137,7 @@ def dynamic_chain(
         return None
     if global_frame is not None and frame != global_frame:
         raise LogFormatError(source, f"tf chain {' -> '.join(names)} does not reach the global frame {global_frame!r}")
-    return ChainPoses(source, parts, "/tf " + " -> ".join(names))
+    return ChainPoses(source, parts, "/tf " + " -> ".join(names), names)
 
 
 def odometry_track(source: Path, messages: list[tuple[int, Any]], tree: TfTree, ego_frame: str) -> ChainPoses:
@@ -141,6 +145,7 @@ def odometry_track(source: Path, messages: list[tuple[int, Any]], tree: TfTree, 
     ``child_frame_id`` (Odometry) or of the ego frame (the others) in ``header.frame_id``."""
     stamps, poses = [], []
     child = ego_frame
+    parent = strip(str(messages[0][1].header.frame_id)) if messages else ""
     for stamp, msg in messages:
         pose = msg.pose.pose if hasattr(msg.pose, "pose") else msg.pose
         poses.append(pose_of(pose, f"{source} at {stamp} ns"))
@@ -150,7 +155,8 @@ def odometry_track(source: Path, messages: list[tuple[int, Any]], tree: TfTree, 
     parts: list[PoseTrack | np.ndarray] = [track]
     if child != ego_frame:
         parts.append(tree.T_from(child, ego_frame))
-    return ChainPoses(source, parts, "odometry")
+    frames = [parent, *([child] if child != ego_frame else []), ego_frame] if parent else None
+    return ChainPoses(source, parts, "odometry", frames)
 
 
 def navsat_track(
