@@ -83,7 +83,7 @@ def build(
         result = run_build(log_root, out, cfg, overwrite=overwrite, observer=progress)
     console.print(summary_table(result))
     console.print(f"manifest: {result.manifest_path}", markup=False)
-    print_warnings(Console(stderr=True), result)  # warnings go to stderr (docs/cli.md)
+    print_warnings(result)  # warnings go to stderr (docs/cli.md)
     if not result.ok:
         typer.echo(f"{len(result.failed)} scene(s) failed:", err=True)
         for r in result.failed:
@@ -98,13 +98,12 @@ def build(
         raise typer.Exit(code=EXIT_EMPTY)
 
 
-def print_warnings(console: Console, result: BuildResult) -> None:
-    """The log check's warnings: one line each, scene, code, message and likely cause."""
-    if not result.warnings:
-        return
-    console.print(f"[yellow]{len(result.warnings)} warning(s) of the log check:[/yellow]")
+def print_warnings(result: BuildResult) -> None:
+    """The log check's warnings on stderr: ``warning: <scene>: [code] message; likely cause: ...``, one line each
+    (never wrapped to the terminal's width), the format of every warning the CLI prints."""
     for w in result.warnings:
-        console.print(f"  {w.scene or 'log'}: {w.text()}", markup=False)
+        where = w.scene or "log"
+        typer.echo(f"warning: {one_line(f'{where}: {w.text()}')}", err=True)
 
 
 def makes_qa(config: BuildConfig) -> bool:

@@ -5,6 +5,7 @@ Python's format: ``.../stridegen/run/lock.py:118: StaleLockWarning: ...`` and th
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 from stridegen.cli import app
 from stridegen.cli.errors import show_warning
 from stridegen.run.lock import LOCK_NAME
+from tests.conftest import SMALL_BUILD
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,3 +76,21 @@ def test_the_installed_console_script_prints_the_same_line(two_scene_dataset: Pa
     lock_lines = [line for line in proc.stderr.splitlines() if "lock" in line or "StaleLock" in line]
     assert len(lock_lines) == 1 and lock_lines[0].startswith(f"warning: {out}: took over the lock"), proc.stderr
     assert f"(pid {pid} on host" in lock_lines[0]
+
+
+def test_the_build_prints_each_log_check_warning_as_one_line(one_scene_log: Path, tmp_path: Path) -> None:
+    """A box 4 cm wide is an ``unlikely_value`` warning of the log check: one ``warning:`` line on stderr, whole
+    (before, a Rich header and the finding wrapped at the console's 80 columns over several lines)."""
+    log = tmp_path / "log"
+    shutil.copytree(one_scene_log, log)
+    table = log / "v1.0-synthetic" / "sample_annotation.json"
+    boxes = json.loads(table.read_text())
+    boxes[0]["size"][1] = 0.04
+    table.write_text(json.dumps(boxes))
+    result = CliRunner().invoke(app, ["build", str(log), *SMALL_BUILD, "--out", str(tmp_path / "ds")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "unlikely_value" in line]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("warning: scene-0000: [unlikely_value] 1 box size(s) unlikely for their class")
+    assert "likely cause: " in lines[0] and "warning(s) of the log check" not in result.stderr
+    assert "unlikely_value" not in result.stdout
