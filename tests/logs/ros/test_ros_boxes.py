@@ -257,3 +257,43 @@ def test_num_lidar_pts_against_the_generator_truth(source: Path, tmp_path: Path)
     assert np.all(got_a <= truth_a)
     np.testing.assert_array_equal(got_a > 0, truth_a > 0)
     assert 0.66 <= got_a.sum() / truth_a.sum() <= 1.0
+
+
+@pytest.mark.slow
+def test_marker_boxes_build_the_detection3d_build_qa(two_scene_log: Path, tmp_path: Path) -> None:
+    """The same two scenes as recordings (named by scene token, so a build draws the same), boxes once as
+    Detection3DArray and once as MarkerArray: the two builds' QA tables are equal row for row."""
+    from stridegen.jobs.build import run_build
+    from stridegen.run.config import load_build_config
+    from stridegen.shards.reader import Dataset
+
+    src = open_log(two_scene_log)
+    overrides = [
+        "segmenter.name=projected_box",
+        "keyframes.start_s=2",
+        "keyframes.end_s=5",
+        "anonymize.faces=false",
+        "anonymize.plates=false",
+        "log.format=ros",
+    ]
+    built = {}
+    for box_format in ("detection3d", "markers"):
+        log = tmp_path / f"rec-{box_format}"
+        write_ros_log(src, log, "ros2-mcap", name_by_token=True, box_format=box_format)
+        result = run_build(log, tmp_path / box_format, load_build_config(None, overrides))
+        assert result.ok, [r.reason for r in result.failed]
+        rows = []
+        ds = Dataset(tmp_path / box_format)
+        try:
+            for view in ds:
+                qa = view.qa
+                assert qa is not None
+                rows += [
+                    (view.name, str(i), str(q), str(a), repr(float(v)))
+                    for i, q, a, v in zip(qa.question_id, qa.question, qa.answer, qa.gt_value, strict=True)
+                ]
+        finally:
+            ds.close()
+        built[box_format] = sorted(rows)
+    assert len(built["detection3d"]) > 500
+    assert built["markers"] == built["detection3d"]
