@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from stridegen.logs.base import Scene
 from stridegen.logs.check import CheckReport, Finding, check_log
 from stridegen.run.config import load_build_config
 
@@ -190,3 +191,54 @@ def test_a_sweep_that_cannot_be_read_cannot_tell_and_names_the_file(scenery_log:
         finding.severity == "warning" and "the LiDAR cannot tell: the sweeps could not be compared" in finding.message
     )
     assert Path(first["filename"]).name in finding.message
+
+
+# ------------------------------------------------------------------------------------------ a real sweep, moved
+def _moving_copies(sweep: np.ndarray, speed_mps: float, frames: int = 6) -> Scene:
+    """A scene of ``frames`` frames 0.5 s apart whose LiDAR returns are the real ``sweep`` (sensor frame, [N, >=3])
+    seen from an ego that drives ``speed_mps`` along its x axis, each with 3 cm of noise of its own; every pose the
+    identity. The known answer: the ego's speed."""
+    from stridegen.logs.base import Annotations, Frame, LogReader, SensorCalibration, SensorSample
+
+    class Copies(LogReader):
+        def scenes(self) -> list[Scene]:
+            return [scene]
+
+        def load_points(self, sample: SensorSample) -> np.ndarray:
+            k = int(sample.token)
+            rng = np.random.default_rng(k)
+            out = sweep.astype(np.float64).copy()
+            out[:, 0] -= speed_mps * 0.5 * k  # the world seen from k x 0.5 s further on
+            out[:, :3] += rng.normal(0.0, 0.03, (len(out), 3))
+            return out.astype(np.float32)
+
+        def load_annotations(self, frame: Frame) -> Annotations:
+            raise NotImplementedError
+
+    reader = Copies(Path("."))
+    calibration = SensorCalibration("LIDAR_TOP", "lidar", np.eye(4))
+    rows = []
+    for k in range(frames):
+        t_us = k * 500_000
+        sample = SensorSample(str(k), "LIDAR_TOP", t_us, Path(f"{k}.bin"), np.eye(4), calibration)
+        rows.append(Frame(reader, f"f{k}", "s", k, t_us, np.eye(4), {"LIDAR_TOP": sample}))
+    scene = Scene(reader, "s", "s", rows)
+    return scene  # Copies.scenes returns it
+
+
+@pytest.mark.parametrize(("speed", "verdict"), [(0.0, "still"), (0.5, "unknown"), (5.0, "moved"), (24.0, "moved")])
+def test_a_real_sweep_moved_by_a_known_speed(nuscenes_demo: Path, speed: float, verdict: str) -> None:
+    """nuScenes scene-0061's sweep (a Singapore street: 3,808 voxels of structure off the ground) seen from an ego
+    at a known speed: the verdict, and for a moving ego the speed within 0.1 m/s."""
+    from stridegen.logs import open_log
+    from stridegen.logs.check.lidar_motion import lidar_scene_motion
+
+    frame = open_log(nuscenes_demo).scenes()[0].frames[0]
+    motion = lidar_scene_motion(_moving_copies(np.asarray(frame.lidar("LIDAR_TOP")), speed))
+    assert motion.verdict == verdict, motion.reason
+    if verdict == "moved":
+        assert abs(motion.pairs[0].speed_mps - speed) < 0.1 and len(motion.pairs) == 1
+    if verdict == "still":
+        assert len(motion.pairs) == 2 and "lie 0.0" in motion.reason
+    if verdict == "unknown":
+        assert "between the 0.2 m/s of a standing car and 1 m/s" in motion.reason
