@@ -113,3 +113,25 @@ def test_boxes_in_a_frame_the_poses_do_not_reach(scene, tmp_path: Path) -> None:
         LogFormatError, match=r"boxes in frame 'map', which no tf link joins to the ego pose chain odom -> base_link"
     ):
         frame.annotations()
+
+
+def test_frame_poses_with_gnss_and_identity_poses() -> None:
+    """GNSS poses (a local ENU frame no tf frame names): a box in the LiDAR frame goes through the ego pose and the
+    static link, one in map is an error; identity poses (``poses: none``): map is the ego frame."""
+    from stridegen.logs.ros.boxes import frame_poses
+    from stridegen.logs.ros.poses import PoseTrack
+    from stridegen.logs.ros.tf import ChainPoses, TfTree
+
+    tree = TfTree(Path("rec"))
+    T_ego_lidar = make_transform(quat_to_rotmat(np.array([np.cos(0.3), 0.0, 0.0, np.sin(0.3)])), [1.0, 0.0, 1.8])
+    tree.add("base_link", "lidar", T_ego_lidar)
+    poses_T = np.stack([make_transform(np.eye(3), [x, 2.0, 0.0]) for x in (0.0, 10.0)])
+    gnss = ChainPoses(Path("rec"), [PoseTrack(Path("rec"), np.array([0, 10**9]), poses_T)], "GNSS (ENU)")
+    lookup = frame_poses(gnss, tree, "base_link", None, 0, "rec /boxes")
+    np.testing.assert_allclose(lookup("lidar", 5 * 10**8), make_transform(np.eye(3), [5.0, 2.0, 0.0]) @ T_ego_lidar)
+    with pytest.raises(LogFormatError, match=r"rec /boxes: boxes in frame 'map', but the ego poses are GNSS \(ENU\)"):
+        lookup("map", 0)
+    identity = frame_poses(None, tree, "base_link", None, 0, "rec /boxes")
+    np.testing.assert_array_equal(identity("map", 0), np.eye(4))
+    np.testing.assert_array_equal(identity("", 0), np.eye(4))
+    np.testing.assert_allclose(identity("/lidar", 0), T_ego_lidar)
