@@ -215,7 +215,14 @@ def _auto_boxes(recording: Recording, by_type: dict[str, list[str]], warnings: l
     if detections:
         return detections[0]
     for t in by_type.get(MARKERS, []):
-        if topics[t][1] > 0 and looks_like_boxes(recording.first(t)):
+        if not topics[t][1]:
+            continue
+        try:
+            first = recording.first(t)
+        except Exception as exc:  # rosbags' own errors for a message that does not match its definition
+            warnings.append(f"{t}: first message undecodable ({type(exc).__name__}), not read as boxes")
+            continue
+        if looks_like_boxes(first):
             warnings.append(f"{t}: boxes read from its CUBE markers (put boxes: none in {MAPPING_FILE} to ignore)")
             return t
     return None
