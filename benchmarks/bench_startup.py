@@ -39,7 +39,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 STRIDEGEN = str(Path(PYTHON).with_name("stridegen"))
 THREAD_ENV = {
@@ -85,10 +84,12 @@ main()
 """
 
 
-def child_cpu_s(argv: list[str], env: dict[str, str]) -> float:
-    """User + system CPU seconds of one run of ``argv`` (its output discarded; a failure stops the benchmark)."""
+def child_cpu_s(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """User + system CPU seconds of one run of ``argv`` in ``cwd`` (its output discarded; a failure stops the
+    benchmark). ``cwd`` is not the repository: ``python -c`` puts the working folder first on ``sys.path``, where
+    it would shadow the checkout that ``PYTHONPATH`` names."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{shlex.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
@@ -134,15 +135,24 @@ def main() -> None:
         if args.base is not None:
             checkouts.append(("base", {**env, "PYTHONPATH": str(args.base.resolve())}))
         for label, checkout_env in checkouts:
+            where = subprocess.run(
+                [PYTHON, "-c", "import stridegen; print(stridegen.__file__)"],
+                cwd=tmp,
+                env=checkout_env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            print(f"{label}: {Path(where).parent.parent}")
             # the finished build that "resumed" finds (not timed)
-            child_cpu_s([STRIDEGEN, "build", "--out", str(tmp / f"{label}-done")], checkout_env)
+            child_cpu_s([STRIDEGEN, "build", "--out", str(tmp / f"{label}-done")], checkout_env, tmp)
             runs.update({name: (argv, checkout_env) for name, argv in variants(tmp, label).items()})
         for argv, run_env in runs.values():  # warm-up: the bytecode cache, the file cache
-            child_cpu_s(argv, run_env)
+            child_cpu_s(argv, run_env, tmp)
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.rounds):
             for name, (argv, run_env) in runs.items():
-                times[name].append(child_cpu_s(argv, run_env))
+                times[name].append(child_cpu_s(argv, run_env, tmp))
     cache = "without the bytecode cache" if args.no_bytecode else "with the bytecode cache"
     print(f"CPU seconds (user + sys) per run, {cache}, {args.rounds} alternated rounds: min / median / max")
     for name, values in times.items():
