@@ -111,13 +111,19 @@ def unoccluded_share_crops(hulls: list[MaskCrop], depth_m: np.ndarray, height: i
     nearer object's hull (smaller ``depth_m``; ties by index, the lower counting as nearer); 0 for an empty hull."""
     n = len(hulls)
     out = np.zeros(n)
-    nearer = np.zeros((height, width), dtype=bool)  # union of the hulls seen so far (nearest first)
+    drawn = [h for h in hulls if h.pixels.size]
+    if not drawn:
+        return out
+    # the union of the hulls seen so far (nearest first), on the window that holds every hull (within the image)
+    r0, c0 = min(h.r0 for h in drawn), min(h.c0 for h in drawn)
+    nearer = np.zeros((max(h.r1 for h in drawn) - r0, max(h.c1 for h in drawn) - c0), dtype=bool)
     for i in np.argsort(np.asarray(depth_m, dtype=np.float64), kind="stable").tolist():
         own = hulls[i]
         count = own.area
         if count:
-            out[i] = 1.0 - np.count_nonzero(own.pixels & nearer[own.slices]) / count
-        own.paint(nearer)
+            on = (slice(own.r0 - r0, own.r1 - r0), slice(own.c0 - c0, own.c1 - c0))
+            out[i] = 1.0 - np.count_nonzero(own.pixels & nearer[on]) / count
+            nearer[on] |= own.pixels
     return out
 
 
@@ -191,7 +197,9 @@ def image_agreement(
     image = np.asarray(request.work_image(), dtype=np.uint8)  # reduced where the segmenter read it reduced
     size = (request.height, request.width)
     nearer = np.zeros(size, dtype=bool)
-    for i in np.argsort(np.asarray(request.depth_m, dtype=np.float64), kind="stable").tolist():
+    order = np.argsort(np.asarray(request.depth_m, dtype=np.float64), kind="stable").tolist()
+    last = max(k for k, i in enumerate(order) if wanted[i])  # nothing is measured behind the farthest wanted mask
+    for i in order[: last + 1]:
         if wanted[i]:
             out[i] = alignment.score(image, crops[i], nearer, size)[0]
         request.hull_crop(i).paint(nearer)
