@@ -242,3 +242,18 @@ def test_a_real_sweep_moved_by_a_known_speed(nuscenes_demo: Path, speed: float, 
         assert len(motion.pairs) == 2 and "lie 0.0" in motion.reason
     if verdict == "unknown":
         assert "between the 0.2 m/s of a standing car and 1 m/s" in motion.reason
+
+
+def test_a_corridor_that_fixes_only_y_cannot_tell() -> None:
+    """Two long walls parallel to the road (guard rails, noise barriers) seen from an ego driving 10 m/s along them:
+    every point-to-plane normal is +-y, so nothing fixes x (odometry's degeneracy test names it weak) and the
+    registration would be free to say "still": the LiDAR cannot tell."""
+    from stridegen.logs.check.lidar_motion import lidar_scene_motion
+
+    rng = np.random.default_rng(3)
+    n = 40_000
+    walls = np.stack([rng.uniform(-200, 200, n), rng.choice([-8.0, 8.0], n), rng.uniform(-1.5, 1.5, n)], axis=1)
+    ground = np.stack([rng.uniform(-60, 60, n), rng.uniform(-8, 8, n), np.full(n, -1.8)], axis=1)  # sensor 1.8 m up
+    motion = lidar_scene_motion(_moving_copies(np.concatenate([walls, ground]), 10.0))
+    assert motion.verdict == "unknown", motion.reason
+    assert "do not fix the motion along x" in motion.reason
