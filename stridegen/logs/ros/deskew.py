@@ -15,16 +15,20 @@ in its axis frame ``Q`` (rows ``e1, e2, k``: ``Exp(a theta k) = Q^T Rz(a theta) 
 of two rows by per-point ``cos`` and ``sin``; those are evaluated by their Taylor series in Horner form, with as
 many terms as the largest angle of the sweep needs for double precision (NumPy's ``sin`` / ``cos`` beyond 1 rad).
 A sweep that spans several pose segments is handled segment by segment (its points grouped by segment).
+
+Points go through in blocks of ``BLOCK`` with every intermediate in a per-thread workspace that is reused from
+sweep to sweep: fresh temporaries of this size would each be new pages from the kernel (a page fault per 4 KiB,
+more CPU than the arithmetic).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
 from stridegen.core.errors import InvalidPoseError
-from stridegen.core.transforms import invert_transform
 from stridegen.logs.ros.poses import PoseTrack
 from stridegen.logs.ros.tf import ChainPoses
 
@@ -32,6 +36,9 @@ from stridegen.logs.ros.tf import ChainPoses
 # precision's unit roundoff 2^-53 ~ 1.1e-16, halved). Beyond MAX_SERIES_ANGLE rad NumPy's sin / cos are used.
 SERIES_TOLERANCE = 2.0**-54
 MAX_SERIES_ANGLE = 1.0
+BLOCK = 65536  # points per block (workspace: 13 float64 rows of this, 6.8 MB at most per thread)
+_ROWS, _MOVED, _REL, _COS, _SIN, _TMP, _TMP2 = slice(0, 5), slice(5, 8), 8, 9, 10, 11, 12
+_scratch = threading.local()
 
 
 def deskew(
@@ -56,9 +63,11 @@ def deskew(
     n = int(out.shape[0])
     if n == 0:
         return out
-    # Point times as integer ns relative to the stamp, held exactly in float64 (|t| < 2^53 ns).
-    rel_ns = np.rint(np.asarray(times_s, dtype=np.float64) * 1e9)
-    lo_rel, hi_rel = int(rel_ns.min()), int(rel_ns.max())
+    times = np.asarray(times_s)
+    # Point times as integer ns relative to the stamp, held exactly in float64 (|t| < 2^53 ns): rint(t 1e9),
+    # monotone in t, so its extremes are those of t's.
+    lo_rel = int(np.rint(np.float64(times.min()) * 1e9))
+    hi_rel = int(np.rint(np.float64(times.max()) * 1e9))
     lo_ns, hi_ns = stamp_ns + lo_rel, stamp_ns + hi_rel
     reach = max(abs(lo_rel), abs(hi_rel), extrapolate_ns)
     # The sweep's first and last point times checked against the pose range, and its reference pose.
@@ -68,23 +77,56 @@ def deskew(
     if T_global_from_ego is None:
         T_global_from_ego = poses.T_global_from_ego(np.array([stamp_ns], dtype=np.int64), reach)[0]
     T_ref = np.asarray(T_global_from_ego, dtype=np.float64) @ T_ego_from_sensor
+    T_sensor_from_global = np.eye(4)
+    T_sensor_from_global[:3, :3] = T_ref[:3, :3].T
+    T_sensor_from_global[:3, 3] = -(T_ref[:3, :3].T @ T_ref[:3, 3])
+    for start in range(0, n, BLOCK):
+        block = slice(start, min(start + BLOCK, n))
+        _deskew_block(points[block], times[block], out[block], stamp_ns, T_ego_from_sensor, poses, T_sensor_from_global)
+    return out
 
-    rows = np.empty((5, n))  # x, y, z, 1, a (the time fraction of the pending track; module docstring)
+
+def _workspace(n: int) -> np.ndarray:
+    """[13, n] float64 rows of this thread's workspace (module docstring)."""
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.shape[1] < n:
+        buf = np.empty((13, max(n, 1024)))
+        _scratch.buf = buf
+    return buf[:, :n]
+
+
+def _deskew_block(
+    points: np.ndarray,
+    times: np.ndarray,
+    out: np.ndarray,
+    stamp_ns: int,
+    T_ego_from_sensor: np.ndarray,
+    poses: ChainPoses,
+    T_sensor_from_global: np.ndarray,
+) -> None:
+    ws = _workspace(points.shape[0])
+    rows = ws[_ROWS]  # x, y, z, 1, a (the time fraction of the pending track; module docstring)
     for c in range(3):
         rows[c] = points[:, c]
     rows[3] = 1.0
+    rel_ns = ws[_REL]
+    np.multiply(times, 1e9, out=rel_ns, dtype=np.float64)
+    np.rint(rel_ns, out=rel_ns)
     G = np.zeros((3, 5))  # pending affine map of the rows: T_ego_from_sensor first
     G[:, :4] = np.asarray(T_ego_from_sensor, dtype=np.float64)[:3, :4]
     for part in reversed(poses.parts):  # T_global_from_sensor = parts[0] ... parts[-1] T_ego_from_sensor
         if isinstance(part, PoseTrack):
-            G = _apply_track(part, rows, G, rel_ns, stamp_ns, lo_ns, hi_ns)
+            G = _apply_track(part, ws, G, stamp_ns)
         else:
             G = _then(np.asarray(part, dtype=np.float64), G)
-    G = _then(invert_transform(T_ref), G)
-    moved = G @ rows if np.any(G[:, 4]) else G[:, :4] @ rows[:4]
+    G = _then(T_sensor_from_global, G)
+    moved = ws[_MOVED]
+    if G[0, 4] != 0.0 or G[1, 4] != 0.0 or G[2, 4] != 0.0:
+        np.matmul(G, rows, out=moved)
+    else:
+        np.matmul(G[:, :4], rows[:4], out=moved)
     for c in range(3):
         out[:, c] = moved[c]
-    return out
 
 
 def _check_range(track: PoseTrack, lo_ns: int, hi_ns: int, reach: int) -> None:
@@ -104,19 +146,34 @@ def _then(T: np.ndarray, G: np.ndarray) -> np.ndarray:
     return out
 
 
-def _apply_track(
-    track: PoseTrack, rows: np.ndarray, G: np.ndarray, rel_ns: np.ndarray, stamp_ns: int, lo_ns: int, hi_ns: int
-) -> np.ndarray:
-    """One dynamic link of the chain applied to the rows after their pending map ``G``; returns the new pending
-    map. The rows are rewritten where the link turns the points (its rotation needs their coordinates)."""
+def _identity_map() -> np.ndarray:
+    G = np.zeros((3, 5))
+    G[0, 0] = G[1, 1] = G[2, 2] = 1.0
+    return G
+
+
+def _apply_track(track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int) -> np.ndarray:
+    """One dynamic link of the chain applied to the workspace's rows after their pending map ``G``; returns the
+    new pending map. The rows are rewritten where the link turns the points (its rotation needs their
+    coordinates)."""
     stamps = track.timestamp_ns
     if stamps.size < 2:
         raise InvalidPoseError(track.source, f"{stamps.size} ego pose(s): a moving sweep needs two")
-    first, last = (int(s) for s in track.segments(np.array([lo_ns, hi_ns], dtype=np.int64))[0])
+    rows, rel_ns = ws[_ROWS], ws[_REL]
+    if G[0, 4] != 0.0 or G[1, 4] != 0.0 or G[2, 4] != 0.0:  # a previous track's a-term: applied before its
+        moved = ws[_MOVED]  # fraction (row 4) is replaced by this track's
+        np.matmul(G, rows, out=moved)
+        rows[:3] = moved
+        G = _identity_map()
+    lo_rel, hi_rel = float(rel_ns.min()), float(rel_ns.max())
+    ends = np.searchsorted(stamps, [stamp_ns + int(lo_rel), stamp_ns + int(hi_rel)], side="right") - 1
+    first, last = (int(s) for s in np.clip(ends, 0, stamps.size - 2))
     if first == last:
-        frac = _fraction(rel_ns, stamp_ns, stamps, first)
-        return _segment(track, first, rows, G, frac)
-    # Several segments: the points grouped by segment (PoseTrack.segments: the last stamp <= the point's time).
+        frac = ws[_ROWS][4]
+        _fraction(rel_ns, stamp_ns, stamps, first, frac)
+        return _segment(track, first, ws, G, frac)
+    # Several segments: the points grouped by segment (PoseTrack.segments: the last stamp <= the point's time),
+    # each group through its own segment in a workspace of its own size.
     inner = (stamps[first + 1 : last + 1] - stamp_ns).astype(np.float64)  # exact: |value| < 2^53
     segment = np.searchsorted(inner, rel_ns, side="right")
     order = np.argsort(segment, kind="stable")
@@ -126,63 +183,52 @@ def _apply_track(
         index = order[bounds[k] : bounds[k + 1]]
         if index.size == 0:
             continue
-        part = rows[:, index]
-        frac = _fraction(rel_ns[index], stamp_ns, stamps, first + k)
+        part = np.empty((13, index.size))
+        part[_ROWS] = rows[:, index]
+        part[_REL] = rel_ns[index]
+        frac = part[_ROWS][4]
+        _fraction(part[_REL], stamp_ns, stamps, first + k, frac)
         H = _segment(track, first + k, part, G, frac)
-        moved[:, index] = H @ part
+        moved[:, index] = H @ part[_ROWS]
     rows[:3] = moved
-    G = np.zeros((3, 5))
-    G[:, :3] = np.eye(3)
-    return G
+    return _identity_map()
 
 
-def _fraction(rel_ns: np.ndarray, stamp_ns: int, stamps: np.ndarray, lo: int) -> np.ndarray:
+def _fraction(rel_ns: np.ndarray, stamp_ns: int, stamps: np.ndarray, lo: int, out: np.ndarray) -> None:
     """Time fraction of each point in segment ``lo``: ``(t - t_lo) / (t_hi - t_lo)``, as ``PoseTrack.segments``
     (integer ns differences, exact in float64, divided once)."""
-    offset = float(stamp_ns - int(stamps[lo]))
-    return (rel_ns + offset) / float(int(stamps[lo + 1]) - int(stamps[lo]))
+    np.add(rel_ns, float(stamp_ns - int(stamps[lo])), out=out)
+    np.divide(out, float(int(stamps[lo + 1]) - int(stamps[lo])), out=out)
 
 
-def _segment(track: PoseTrack, lo: int, rows: np.ndarray, G: np.ndarray, frac: np.ndarray) -> np.ndarray:
-    """Segment ``lo`` of a track applied after ``G`` to ``rows`` (whose row 4 becomes ``frac``); returns the new
-    pending map."""
-    R0, p0, rotvec, dp = track.segment_motion(lo)
-    theta = float(np.linalg.norm(rotvec))
-    if np.any(G[:, 4]):  # a previous track's a-term is pending: apply it before this track's fraction replaces it
-        rows[:3] = G @ rows
-        G = np.zeros((3, 5))
-        G[:, :3] = np.eye(3)
-    if theta < 1e-15:  # no rotation over the segment: a translation along dp, linear in a
-        out = R0 @ G
-        out[:, 3] += p0
-        out[:, 4] = dp
-        rows[4] = frac
+def _segment(track: PoseTrack, lo: int, ws: np.ndarray, G: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """Segment ``lo`` of a track applied after ``G`` (with no a-term) to the workspace's rows, whose row 4 holds
+    ``frac``; returns the new pending map."""
+    motions = track.motions()
+    R0, theta, Q = motions.R0[lo], float(motions.theta[lo]), motions.axes[lo]
+    rows = ws[_ROWS]
+    out = np.empty((3, 5))
+    out[:, 4] = motions.dp[lo]
+    if theta == 0.0:  # no rotation over the segment: a translation along dp, linear in a
+        out[:, :4] = R0 @ G[:, :4]
+        out[:, 3] += track.table.translation[lo]
         return out
-    Q = _axis_frame(rotvec / theta)
-    rows[:3] = (Q @ G[:, :4]) @ rows[:4]
-    cos, sin = sin_cos(frac * theta, theta * max(abs(float(frac.min())), abs(float(frac.max()))))
-    x, y = rows[0], rows[1]
-    rx = x * cos
-    rx -= y * sin
-    y *= cos
-    y += x * sin
-    rows[0] = rx
-    rows[4] = frac
-    out = np.zeros((3, 5))
+    out[:, 3] = track.table.translation[lo]
+    moved = ws[_MOVED]
+    np.matmul(Q @ G[:, :4], rows[:4], out=moved)  # in the axis frame: the turn is about +z
+    bound = theta * max(abs(float(frac.min())), abs(float(frac.max())))
+    cos, sin, tmp = ws[_COS], ws[_SIN], ws[_TMP]
+    np.multiply(frac, theta, out=tmp)
+    _sin_cos_into(tmp, bound, cos, sin, ws[_TMP2])
+    np.multiply(moved[0], cos, out=rows[0])
+    np.multiply(moved[1], sin, out=tmp)
+    rows[0] -= tmp
+    np.multiply(moved[0], sin, out=rows[1])
+    np.multiply(moved[1], cos, out=tmp)
+    rows[1] += tmp
+    rows[2] = moved[2]
     out[:, :3] = R0 @ Q.T
-    out[:, 3] = p0
-    out[:, 4] = dp
     return out
-
-
-def _axis_frame(k: np.ndarray) -> np.ndarray:
-    """A rotation Q (rows e1, e2, k) taking the unit axis ``k`` to +z, right-handed (e1 x e2 = k)."""
-    helper = np.zeros(3)
-    helper[int(np.argmin(np.abs(k)))] = 1.0  # the coordinate axis least aligned with k
-    e1 = np.cross(k, helper)
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(k, e1)
-    return np.stack([e1, e2, k])
 
 
 def sin_cos(x: np.ndarray, bound: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -190,21 +236,30 @@ def sin_cos(x: np.ndarray, bound: float | None = None) -> tuple[np.ndarray, np.n
     ``|x| <= bound <= MAX_SERIES_ANGLE`` (``bound`` computed when not given), else NumPy's. The series are
     alternating with decreasing terms there, so the first omitted term bounds the error (relative to sin x / x and
     to cos x >= cos 1)."""
+    x = np.asarray(x, dtype=np.float64)
     if bound is None:
         bound = float(np.max(np.abs(x))) if x.size else 0.0
+    cos, sin = np.empty_like(x), np.empty_like(x)
+    _sin_cos_into(x, bound, cos, sin, np.empty_like(x))
+    return cos, sin
+
+
+def _sin_cos_into(x: np.ndarray, bound: float, cos: np.ndarray, sin: np.ndarray, x2: np.ndarray) -> None:
+    """``sin_cos`` written into ``cos`` and ``sin`` (``x2``: scratch)."""
     if bound > MAX_SERIES_ANGLE:
-        return np.cos(x), np.sin(x)
+        np.cos(x, out=cos)
+        np.sin(x, out=sin)
+        return
     terms = 1
     while bound ** (2 * terms) / math.factorial(2 * terms) > SERIES_TOLERANCE:
         terms += 1
-    x2 = x * x
+    np.multiply(x, x, out=x2)
     # sin x = x sum_j (-1)^j x^2j / (2j + 1)!, cos x = sum_j (-1)^j x^2j / (2j)!, j < terms.
-    sin = np.full_like(x, (-1) ** (terms - 1) / math.factorial(2 * terms - 1))
-    cos = np.full_like(x, (-1) ** (terms - 1) / math.factorial(2 * terms - 2))
+    sin.fill((-1) ** (terms - 1) / math.factorial(2 * terms - 1))
+    cos.fill((-1) ** (terms - 1) / math.factorial(2 * terms - 2))
     for j in range(terms - 2, -1, -1):
         sin *= x2
         sin += (-1) ** j / math.factorial(2 * j + 1)
         cos *= x2
         cos += (-1) ** j / math.factorial(2 * j)
     sin *= x
-    return cos, sin

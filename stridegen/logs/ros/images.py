@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import LogFormatError
+from stridegen.logs.ros.rawmsg import compressed_image_data
 
+COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
 JPEG_MAGIC = b"\xff\xd8"
 PNG_MAGIC = b"\x89PNG"
 _BAYER = {"rggb": "BG", "bggr": "RG", "gbrg": "GR", "grbg": "GB"}
@@ -50,6 +52,19 @@ def compressed_bytes(msg: Any, where: str) -> bytes:
     if data[:2] == JPEG_MAGIC or data[:4] == PNG_MAGIC:
         return data
     raise UnknownEncodingError(where, f"CompressedImage of format {msg.format!r} is neither JPEG nor PNG")
+
+
+def compressed_image_bytes(raw: bytes | memoryview, ros1: bool, where: str) -> bytes | None:
+    """``compressed_bytes`` of a serialised CompressedImage, read straight from its bytes (``rawmsg``); None when
+    they do not parse as the standard definition (the caller then deserialises with rosbags)."""
+    parsed = compressed_image_data(raw, ros1)
+    if parsed is None:
+        return None
+    fmt, offset, length = parsed
+    data = bytes(raw[offset : offset + length])
+    if data[:2] == JPEG_MAGIC or data[:4] == PNG_MAGIC:
+        return data
+    raise UnknownEncodingError(where, f"CompressedImage of format {fmt!r} is neither JPEG nor PNG")
 
 
 def raw_to_rgb(msg: Any, where: str) -> np.ndarray:

@@ -22,12 +22,15 @@ float32 seconds relative to the stamp.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from stridegen.core.errors import LogFormatError
+from stridegen.logs.ros.rawmsg import pointcloud2_layout
 
+POINTCLOUD2 = "sensor_msgs/msg/PointCloud2"
 # sensor_msgs/PointField datatype -> numpy type code (PointField.msg constants).
 DATATYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 INTENSITY_NAMES = ("intensity", "i", "reflectivity")
@@ -64,49 +67,105 @@ def cloud_dtype(fields: list[tuple[str, int, int, int]], point_step: int, big_en
 
 def decode_pointcloud2(msg: Any, where: str) -> DecodedCloud:
     """Decode a deserialised PointCloud2 (module docstring); LogFormatError naming ``where`` when it is broken."""
-    fields = [(str(f.name), int(f.offset), int(f.datatype), int(f.count)) for f in msg.fields]
+    fields = tuple((str(f.name), int(f.offset), int(f.datatype), int(f.count)) for f in msg.fields)
+    data = np.asarray(msg.data, dtype=np.uint8).reshape(-1)
+    stamp = (int(msg.header.stamp.sec), int(msg.header.stamp.nanosec))
+    shape = (int(msg.height), int(msg.width), int(msg.point_step), int(msg.row_step))
+    return decode_cloud(fields, shape, bool(msg.is_bigendian), data, stamp, where)
+
+
+def decode_pointcloud2_bytes(raw: bytes | memoryview, ros1: bool, where: str) -> DecodedCloud | None:
+    """Decode a serialised PointCloud2 straight from its bytes (``rawmsg``: the points are a view of the message
+    buffer, no message object is built); None when the bytes do not parse as the standard definition (the caller
+    then deserialises with rosbags)."""
+    layout = pointcloud2_layout(raw, ros1)
+    if layout is None:
+        return None
+    data = np.frombuffer(raw, dtype=np.uint8, count=layout.data_length, offset=layout.data_offset)
+    shape = (layout.height, layout.width, layout.point_step, layout.row_step)
+    stamp = (layout.stamp_sec, layout.stamp_nanosec)
+    return decode_cloud(layout.fields, shape, layout.is_bigendian, data, stamp, where)
+
+
+@lru_cache(maxsize=64)
+def _plan(
+    fields: tuple[tuple[str, int, int, int], ...], point_step: int, big_endian: bool
+) -> tuple[np.dtype, str | None, str | None, str | None] | str:
+    """(point dtype, intensity field, ring field, time field) of a field layout, or the reason it cannot be read
+    (cached: every message of a topic has the same layout)."""
     names = {f[0] for f in fields}
     missing = [c for c in ("x", "y", "z") if c not in names]
     if missing:
-        raise LogFormatError(where, f"PointCloud2 has no {missing} field (fields: {sorted(names)})")
+        return f"PointCloud2 has no {missing} field (fields: {sorted(names)})"
     try:
-        dtype = cloud_dtype(fields, int(msg.point_step), bool(msg.is_bigendian))
+        dtype = cloud_dtype(list(fields), point_step, big_endian)
     except ValueError as exc:
-        raise LogFormatError(where, f"PointCloud2 {exc}") from None
-    height, width, row_step = int(msg.height), int(msg.width), int(msg.row_step)
-    data = np.asarray(msg.data, dtype=np.uint8).reshape(-1)
-    needed = (height - 1) * row_step + width * int(msg.point_step) if height and width else 0
-    if data.size < needed or (height > 1 and row_step < width * int(msg.point_step)):
-        raise LogFormatError(
-            where, f"PointCloud2 data has {data.size} bytes; {height}x{width} points of {msg.point_step} need {needed}"
-        )
-    if height <= 1 or row_step == width * int(msg.point_step):
-        records = np.frombuffer(np.ascontiguousarray(data), dtype=dtype, count=height * width)  # no copy
-    else:
-        rows = data[: height * row_step].reshape(height, row_step)[:, : width * int(msg.point_step)]
-        records = np.frombuffer(np.ascontiguousarray(rows), dtype=dtype, count=height * width)
-    keep = np.isfinite(records["x"]) & np.isfinite(records["y"]) & np.isfinite(records["z"])
-    n = int(np.count_nonzero(keep))
-    points = np.empty((n, 5), dtype=np.float32)
-    everything = n == keep.size
-    for column, name in enumerate(("x", "y", "z")):
-        points[:, column] = records[name] if everything else records[name][keep]
+        return f"PointCloud2 {exc}"
     intensity = next((c for c in INTENSITY_NAMES if c in names), None)
-    points[:, 3:] = 0.0
-    if intensity is not None:
-        points[:, 3] = records[intensity] if everything else records[intensity][keep]
     ring = next((c for c in RING_NAMES if c in names), None)
-    if ring is not None:
-        points[:, 4] = records[ring] if everything else records[ring][keep]
     time_field = next((c for c in TIME_NAMES if c in names), None)
+    wanted = [c for c in ("x", "y", "z", intensity, ring, time_field) if c is not None]
+    arrays = [c for c in wanted if dtype.fields is not None and dtype.fields[c][0].shape]
+    if arrays:
+        return f"PointCloud2 fields {arrays} have count > 1 (one value per point expected)"
+    return dtype, intensity, ring, time_field
+
+
+def decode_cloud(
+    fields: tuple[tuple[str, int, int, int], ...],
+    shape: tuple[int, int, int, int],
+    big_endian: bool,
+    data: np.ndarray,
+    stamp: tuple[int, int],
+    where: str,
+) -> DecodedCloud:
+    """A PointCloud2 from its fields (name, offset, datatype, count), shape (height, width, point_step, row_step),
+    byte order, data bytes (uint8) and header stamp (sec, nanosec).
+
+    The points are read through one structured view of the data (no copy), each wanted field copied once into its
+    output column (a column copy per field: NumPy's cast of a whole structured array field by field to another is
+    several times slower). NaN points: a column sum tells whether any x, y or z is not finite (NaN or inf make the
+    sum so; an overflow of the sum only sends the cloud to the exact per-point test)."""
+    height, width, step, row_step = shape
+    plan = _plan(fields, step, big_endian)
+    if isinstance(plan, str):
+        raise LogFormatError(where, plan)
+    dtype, intensity, ring, time_field = plan
+    needed = (height - 1) * row_step + width * step if height and width else 0
+    if data.size < needed or (height > 1 and row_step < width * step):
+        raise LogFormatError(
+            where, f"PointCloud2 data has {data.size} bytes; {height}x{width} points of {step} need {needed}"
+        )
+    if height <= 1 or row_step == width * step:
+        records = np.frombuffer(np.ascontiguousarray(data), dtype=dtype, count=height * width)  # no copy
+    else:  # padded rows: the rows' points without the padding (one copy)
+        rows = data[: height * row_step].reshape(height, row_step)[:, : width * step]
+        records = np.frombuffer(np.ascontiguousarray(rows), dtype=dtype, count=height * width)
+    columns = [records[c] for c in ("x", "y", "z")]
+    keep: np.ndarray | None = None
+    if any(column.dtype.kind == "f" for column in columns) and not all(
+        np.isfinite(np.add.reduce(column)) for column in columns
+    ):
+        keep = np.isfinite(columns[0]) & np.isfinite(columns[1]) & np.isfinite(columns[2])
+        if bool(keep.all()):
+            keep = None
+    if keep is not None:
+        records = records[keep]
+    n = int(records.size)
+    points = np.empty((n, 5), dtype=np.float32)
+    for column, name in enumerate(("x", "y", "z", intensity, ring)):
+        if name is None:
+            points[:, column] = 0.0
+        else:
+            points[:, column] = records[name]
     times = None
     if time_field is not None:
-        raw = records[time_field] if everything else records[time_field][keep]
-        if np.issubdtype(raw.dtype, np.integer):
-            times = raw.astype(np.float64) * 1e-9
+        raw = records[time_field]
+        if raw.dtype.kind in "iu":
+            times = np.multiply(raw, 1e-9, dtype=np.float64)  # integer ns
         else:
             times = raw.astype(np.float64)
-        if times.size and np.nanmax(np.abs(times)) > ABSOLUTE_TIME_S:
-            stamp = int(msg.header.stamp.sec) + int(msg.header.stamp.nanosec) * 1e-9
-            times = times - stamp
-    return DecodedCloud(points, times, time_field, int(keep.size - n))
+        if times.size and max(abs(float(np.nanmin(times))), abs(float(np.nanmax(times)))) > ABSOLUTE_TIME_S:
+            times = times - (stamp[0] + stamp[1] * 1e-9)
+    dropped = 0 if keep is None else int(keep.size - n)
+    return DecodedCloud(points, times, time_field, dropped)

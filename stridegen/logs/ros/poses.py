@@ -9,6 +9,7 @@ segment is extended at its constant velocity (the same slerp with a fraction out
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ class PoseTrack:
         T = T[first]
         self.source = source
         self.table = PoseTable(source, ts, rotmat_to_quat(T[:, :3, :3]).reshape(-1, 4), T[:, :3, 3].copy())
+        self._motions: SegmentMotions | None = None
 
     @property
     def timestamp_ns(self) -> np.ndarray:
@@ -89,18 +91,54 @@ class PoseTrack:
     def segment_motion(self, lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(R0 [3, 3], p0 [3], rotation vector of R0^T R1 [3], p1 - p0 [3]) of segment ``lo``: the pose at
         fraction a is ``R0 Exp(a rotvec)``, ``p0 + a (p1 - p0)`` (the shortest arc, as ``slerp``)."""
-        q0 = self.table.rotation[lo] / np.linalg.norm(self.table.rotation[lo])
-        q1 = self.table.rotation[lo + 1] / np.linalg.norm(self.table.rotation[lo + 1])
-        w0, v0 = q0[0], q0[1:]
-        w1, v1 = q1[0], q1[1:]
-        w = w0 * w1 + v0 @ v1  # conj(q0) * q1 (Hamilton product)
-        v = w0 * v1 - w1 * v0 - np.cross(v0, v1)
-        if w < 0:  # shortest arc
-            w, v = -w, -v
-        norm = float(np.linalg.norm(v))
-        rotvec = np.zeros(3) if norm < 1e-15 else v / norm * 2.0 * np.arctan2(norm, w)
-        R0 = quat_to_rotmat(q0)
-        return R0, self.table.translation[lo], rotvec, self.table.translation[lo + 1] - self.table.translation[lo]
+        m = self.motions()
+        return m.R0[lo], self.table.translation[lo], m.rotvec[lo], m.dp[lo]
+
+    def motions(self) -> SegmentMotions:
+        """Every segment's motion (``segment_motion``), computed once for the track (vectorised)."""
+        if self._motions is None:
+            self._motions = SegmentMotions.of(self.table.rotation, self.table.translation)
+        return self._motions
+
+
+@dataclass
+class SegmentMotions:
+    """The motion over each segment ``lo`` (between stamps ``lo`` and ``lo + 1``) of a pose track: the pose at
+    fraction ``a`` is ``R0 Exp(a theta k)``, ``p0 + a dp``. ``axes``: a rotation Q per segment (rows e1, e2, k,
+    right-handed) taking the unit axis k to +z, so that ``Exp(a theta k) = Q^T Rz(a theta) Q``; the identity where
+    theta is 0."""
+
+    R0: np.ndarray  # [S, 3, 3]
+    rotvec: np.ndarray  # [S, 3] theta k
+    theta: np.ndarray  # [S]
+    dp: np.ndarray  # [S, 3]
+    axes: np.ndarray  # [S, 3, 3]
+
+    @classmethod
+    def of(cls, rotation: np.ndarray, translation: np.ndarray) -> SegmentMotions:
+        """From [P, 4] quaternions [w, x, y, z] and [P, 3] translations at the stamps."""
+        q = np.asarray(rotation, dtype=np.float64)
+        q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+        q0, q1 = q[:-1], q[1:]
+        w0, v0, w1, v1 = q0[:, 0], q0[:, 1:], q1[:, 0], q1[:, 1:]
+        w = w0 * w1 + np.einsum("ij,ij->i", v0, v1)  # conj(q0) * q1 (Hamilton product)
+        v = w0[:, None] * v1 - w1[:, None] * v0 - np.cross(v0, v1)
+        flip = w < 0  # shortest arc
+        w = np.where(flip, -w, w)
+        v = np.where(flip[:, None], -v, v)
+        norm = np.linalg.norm(v, axis=-1)
+        moving = norm >= 1e-15
+        safe = np.where(moving, norm, 1.0)
+        theta = np.where(moving, 2.0 * np.arctan2(norm, w), 0.0)
+        k = np.where(moving[:, None], v / safe[:, None], np.array([0.0, 0.0, 1.0]))
+        helper = np.zeros_like(k)  # the coordinate axis least aligned with k
+        helper[np.arange(len(k)), np.argmin(np.abs(k), axis=-1)] = 1.0
+        e1 = np.cross(k, helper)
+        e1 /= np.linalg.norm(e1, axis=-1, keepdims=True)
+        e2 = np.cross(k, e1)
+        axes = np.where(moving[:, None, None], np.stack([e1, e2, k], axis=1), np.eye(3))
+        t = np.asarray(translation, dtype=np.float64)
+        return cls(quat_to_rotmat(q0), k * theta[:, None], theta, t[1:] - t[:-1], axes)
 
 
 def geodetic_to_ecef(lat_deg: np.ndarray, lon_deg: np.ndarray, alt_m: np.ndarray) -> np.ndarray:

@@ -36,9 +36,9 @@ from stridegen.logs.check.findings import Finding
 from stridegen.logs.ros.boxes import SceneBoxes, frame_annotations, frame_poses, matched_arrays, scene_boxes
 from stridegen.logs.ros.camera_info import CameraModel, scene_camera_model, undistort_bytes
 from stridegen.logs.ros.deskew import deskew
-from stridegen.logs.ros.images import image_bytes
+from stridegen.logs.ros.images import COMPRESSED_IMAGE, compressed_image_bytes, image_bytes
 from stridegen.logs.ros.mapping import POSE_TYPES, TopicMapping, load_mapping_file, resolve_mapping
-from stridegen.logs.ros.pointcloud2 import decode_pointcloud2
+from stridegen.logs.ros.pointcloud2 import POINTCLOUD2, decode_pointcloud2, decode_pointcloud2_bytes
 from stridegen.logs.ros.poses import PoseTrack
 from stridegen.logs.ros.recording import Recording, find_recordings, is_ros_layout
 from stridegen.logs.ros.tf import (
@@ -50,7 +50,7 @@ from stridegen.logs.ros.tf import (
     strip,
     transform_of,
 )
-from stridegen.logs.ros.window import Key, MessageWindow
+from stridegen.logs.ros.window import Key, SceneCursor
 
 MAX_EXTRAPOLATION_NS = 50_000_000  # a sample up to 50 ms past the pose stream's ends extends its end segment
 POSE_MARGIN_NS = 2_000_000_000  # poses read around a scene's window
@@ -78,7 +78,7 @@ class _Ref:
     header_ns: int
     receive_ns: int
     camera: CameraModel | None = None
-    scene: str = ""  # the scene and frame index it belongs to (batched reads: ``window``)
+    scene: str = ""  # the scene and frame index it belongs to (streamed reads: ``window``)
     frame: int = 0
 
 
@@ -113,7 +113,7 @@ class RosReader(LogReader):
         self._scene_cache: LruCache[str, Scene] = LruCache(SCENE_CACHE)
         self._refs: dict[str, _Ref] = {}
         self._states: dict[str, _SceneState] = {}
-        self._window = MessageWindow()
+        self._cursor = SceneCursor()
 
     # ------------------------------------------------------------------------------------------ scenes
     def cuts(self) -> list[_Cut]:
@@ -318,8 +318,11 @@ class RosReader(LogReader):
         """The camera's JPEG / PNG bytes, undistorted when its CameraInfo has a lens model (and ``undistort``)."""
         ref = self._ref(sample)
         where = f"{ref.recording.path} {ref.topic} at {ref.header_ns} ns"
-        msg = self._message(ref)
-        data = image_bytes(ref.recording.topics[ref.topic][0], msg, where)
+        raw = self._raw(ref)
+        msgtype = ref.recording.topics[ref.topic][0]
+        data = compressed_image_bytes(raw, ref.recording.ros1, where) if msgtype == COMPRESSED_IMAGE else None
+        if data is None:
+            data = image_bytes(msgtype, ref.recording.deserialize(raw, msgtype), where)
         mapping = self.mappings[ref.recording.name]
         if ref.camera is not None and mapping.undistort:
             data = undistort_bytes(data, ref.camera, where)
@@ -344,7 +347,10 @@ class RosReader(LogReader):
         header stamp when it has per-point times and poses."""
         ref = self._ref(sample)
         where = f"{ref.recording.path} {ref.topic} at {ref.header_ns} ns"
-        cloud = decode_pointcloud2(self._message(ref), where)
+        raw = self._raw(ref)
+        cloud = decode_pointcloud2_bytes(raw, ref.recording.ros1, where) if _is_cloud(ref) else None
+        if cloud is None:  # not the standard layout: rosbags' deserialisation
+            cloud = decode_pointcloud2(ref.recording.deserialize(raw, ref.recording.topics[ref.topic][0]), where)
         state = self._states[sample.token.split(":", 1)[0]]
         if not state.mapping.deskew or cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
             return cloud.points
@@ -359,24 +365,20 @@ class RosReader(LogReader):
             T_global_from_ego=sample.T_global_from_ego,
         )
 
-    def _message(self, ref: _Ref) -> Any:
-        """The deserialised message of a sample, read with its neighbours' (``window``: one pass over a few
-        frames' messages)."""
-        state = self._states[ref.scene]
+    def _raw(self, ref: _Ref) -> Any:
+        """The serialised message of a sample, read in a pass over its scene (``window``)."""
 
-        def frame_keys(k: int) -> list[Key] | None:
-            if k >= len(state.frames):
-                return None
+        def scene_keys() -> list[tuple[int, Key]]:
             keys = []
-            for sample in state.frames[k].sensors.values():
-                other = self._refs.get(sample.token)
-                if other is not None and other.recording is ref.recording:
-                    keys.append((other.topic, other.receive_ns, other.header_ns))
+            for k, frame in enumerate(self._states[ref.scene].frames):
+                for sample in frame.sensors.values():
+                    other = self._refs.get(sample.token)
+                    if other is not None and other.recording is ref.recording:
+                        keys.append((k, (other.topic, other.receive_ns, other.header_ns)))
             return keys
 
         key = (ref.topic, ref.receive_ns, ref.header_ns)
-        raw = self._window.get(ref.recording, key, ref.scene, ref.frame, frame_keys)
-        return ref.recording.deserialize(raw, ref.recording.topics[ref.topic][0])
+        return self._cursor.get(ref.recording, key, ref.scene, ref.frame, scene_keys)
 
     def load_annotations(self, frame: Frame) -> Annotations:
         self.scene(frame.scene_token)
@@ -402,6 +404,10 @@ class RosReader(LogReader):
             state.poses, state.tree, mapping.ego_frame, mapping.global_frame, MAX_EXTRAPOLATION_NS, where
         )
         return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], where)
+
+
+def _is_cloud(ref: _Ref) -> bool:
+    return bool(ref.recording.topics[ref.topic][0] == POINTCLOUD2)
 
 
 def clockwise_from_front(T_ego_from_camera: np.ndarray) -> float:

@@ -1,70 +1,94 @@
-"""Batched reads of a scene's sensor messages: the serialised messages of a few consecutive frames read in one pass
-over their receive-time span, instead of one rosbags query per message.
+"""Streamed reads of a scene's sensor messages: one rosbags pass over the scene, kept open while its frames are read
+in order, instead of one rosbags query per message.
 
 rosbags reads a recording by its storage unit: an MCAP chunk or a ROS 1 bag chunk (about 1 MB, several messages
-of every topic, read, checksummed and decompressed whole) or an SQLite query. A query per message reads its
-chunk again for every message in it; one query over a window of frames reads each chunk of the window once
-(``rosbags.highlevel.AnyReader.messages(connections, start, stop)``).
+of every topic, read, checksummed and decompressed whole) or an SQLite query. A query per message reads its chunk
+again for every message in it (and a ROS 1 query walks the topic's index from the start). ``SceneCursor`` keeps
+one ``rosbags.highlevel.AnyReader.messages(connections, start, stop)`` generator over the scene's receive-time span
+and pulls from it as frames are asked for: each chunk is read once, as in rosbags' own iteration.
 
-The window grows while frames are asked for in order (1, 2, 4, ... up to ``MAX_FRAMES`` frames, within
-``MAX_BYTES`` of messages) and falls back to one frame on a jump, so a worker that reads a few samples here and
-there does not read whole windows. Only the current window's bytes are held: a worker's memory does not grow
-with the recording's length.
+Only the messages of the frame asked for, the one before it (a sample read twice: a sweep for its frame's boxes)
+and those pulled on the way (another sensor of a later frame received earlier) are held, so a worker's memory
+does not grow with the scene's or the recording's length. A request behind the cursor, or far ahead of it,
+starts a new pass at that frame: a worker that reads a few samples here and there reads about what it asks for.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
+
+import numpy as np
 
 from stridegen.core.errors import LogFormatError
 from stridegen.logs.ros.recording import Recording, header_stamp_ns
 
-MAX_FRAMES = 32  # frames read in one pass at most
-MAX_BYTES = 16_000_000  # serialised bytes held at most (the window shrinks for heavy frames; one frame at least)
-
 Key = tuple[str, int, int]  # topic, receive_ns, header_ns
+AHEAD_FRAMES = 8  # a request this many frames past the cursor's frame starts a new pass instead of reading on
 
 
-def read_span(recording: Recording, keys: list[Key]) -> dict[Key, Any]:
-    """The serialised messages ``keys`` of one recording, read in one pass over their receive-time span (a key
-    whose message is missing is absent from the result)."""
-    if not keys:
-        return {}
-    reader = recording.reader()
-    topics = {topic for topic, _r, _h in keys}
-    wanted: dict[tuple[str, int], set[int]] = {}
-    for topic, receive_ns, header_ns in keys:
-        wanted.setdefault((topic, receive_ns), set()).add(header_ns)
-    conns = [c for c in reader.connections if c.topic in topics]
-    start = min(r for _t, r, _h in keys)
-    stop = max(r for _t, r, _h in keys) + 1
-    found: dict[Key, Any] = {}
-    for conn, receive_ns, raw in reader.messages(connections=conns, start=start, stop=stop):
-        headers = wanted.get((conn.topic, receive_ns))
-        if headers is None:
-            continue
-        stamped = recording.topics[conn.topic][3]
-        header_ns = header_stamp_ns(raw, recording.ros1) if stamped else receive_ns
-        if header_ns in headers:
-            found.setdefault((conn.topic, receive_ns, header_ns), raw)  # a repeated message: the first kept
-            if len(found) == len(keys):
-                break
-    return found
+class _Pass:
+    """One scene's messages: every (frame, key) of it, and the open rosbags generator."""
+
+    def __init__(self, recording: Recording, scene: Hashable, keys: list[tuple[int, Key]]) -> None:
+        self.recording = recording
+        self.scene = scene
+        self.frame_of: dict[tuple[str, int], dict[int, int]] = {}  # (topic, receive_ns) -> header_ns -> frame
+        frames = max((f for f, _k in keys), default=-1) + 1
+        first_receive = np.full(frames + 1, np.iinfo(np.int64).max, dtype=np.int64)
+        for frame, (topic, receive_ns, header_ns) in keys:
+            self.frame_of.setdefault((topic, receive_ns), {}).setdefault(header_ns, frame)
+            first_receive[frame] = min(first_receive[frame], receive_ns)
+        # The earliest receive time of frame k or any later frame: where a pass that starts at frame k begins.
+        self.start_at = np.minimum.accumulate(first_receive[::-1])[::-1]
+        self.stop = max((k[1] for _f, k in keys), default=0) + 1
+        self.topics = {k[0] for _f, k in keys}
+        self.messages: Iterator[tuple[Any, int, Any]] | None = None
+        self.frame = 0  # the frame the generator was started at or last asked for
+        self.held: dict[Key, tuple[int, Any]] = {}  # key -> (frame, serialised bytes)
+
+    def restart(self, frame: int) -> None:
+        self.held = {}
+        self.messages = None  # the old generator (and its chunk) released first
+        reader = self.recording.reader()
+        conns = [c for c in reader.connections if c.topic in self.topics]
+        start = int(self.start_at[min(frame, self.start_at.size - 1)])
+        self.messages = iter(reader.messages(connections=conns, start=start, stop=self.stop))
+        self.frame = frame
+
+    def pull(self, key: Key) -> Any:
+        """Read on until ``key``'s message (None when the pass ends without it); the scene's messages met on the
+        way are held."""
+        assert self.messages is not None
+        stamped = self.recording.topics
+        for conn, receive_ns, raw in self.messages:
+            headers = self.frame_of.get((conn.topic, receive_ns))
+            if headers is None:
+                continue
+            header_ns = header_stamp_ns(raw, self.recording.ros1) if stamped[conn.topic][3] else receive_ns
+            frame = headers.get(header_ns)
+            if frame is None or frame < self.frame - 1:
+                continue
+            found = (conn.topic, receive_ns, header_ns)
+            self.held.setdefault(found, (frame, raw))  # a repeated message: the first kept
+            if found == key:
+                return self.held[found][1]
+        self.messages = None
+        return None
+
+    def forget_before(self, frame: int) -> None:
+        """Drop the held messages of frames before ``frame``."""
+        if any(f < frame for f, _r in self.held.values()):
+            self.held = {k: v for k, v in self.held.items() if v[0] >= frame}
 
 
-class MessageWindow:
-    """The serialised messages of the frames last read (module docstring). Thread-safe."""
+class SceneCursor:
+    """The serialised messages of one scene at a time (module docstring). Thread-safe."""
 
-    def __init__(self, max_frames: int = MAX_FRAMES, max_bytes: int = MAX_BYTES) -> None:
-        self.max_frames = max_frames
-        self.max_bytes = max_bytes
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._messages: dict[Key, Any] = {}
-        self._next: tuple[Hashable, int] | None = None  # (scene, frame) that continues the current window
-        self._frames = 0
-        self._bytes_per_frame = 0.0
+        self._pass: _Pass | None = None
 
     def get(
         self,
@@ -72,34 +96,29 @@ class MessageWindow:
         key: Key,
         scene: Hashable,
         frame: int,
-        frame_keys: Callable[[int], list[Key] | None],
+        scene_keys: Callable[[], list[tuple[int, Key]]],
     ) -> Any:
-        """The serialised message ``key`` of frame ``frame`` of ``scene``; on a miss the window is read anew from
-        that frame: ``frame_keys(k)`` lists frame k's messages (None past the scene's end)."""
+        """The serialised message ``key`` of frame ``frame`` of ``scene``; ``scene_keys()`` lists every (frame,
+        key) of the scene (asked once per scene)."""
         with self._lock:
-            raw = self._messages.get(key)
-            if raw is not None:
-                return raw
-            sequential = self._next == (scene, frame)
-            frames = min(self.max_frames, 2 * self._frames) if sequential and self._frames else 1
-            if self._bytes_per_frame > 0:
-                frames = max(1, min(frames, int(self.max_bytes // self._bytes_per_frame)))
-            keys: list[Key] = [key]
-            taken = 0
-            for k in range(frame, frame + frames):
-                more = frame_keys(k)
-                if more is None:
-                    break
-                keys.extend(more)
-                taken += 1
-            self._messages = {}  # the old window's bytes freed before the new one is read
-            keys = list(dict.fromkeys(keys))
-            self._messages = read_span(recording, keys)
-            self._frames = max(taken, 1)
-            self._next = (scene, frame + self._frames)
-            size = sum(len(raw) for raw in self._messages.values())
-            self._bytes_per_frame = size / self._frames
-            raw = self._messages.get(key)
+            p = self._pass
+            if p is None or p.scene != scene or p.recording is not recording:
+                p = self._pass = None  # the previous scene's pass released first
+                p = self._pass = _Pass(recording, scene, scene_keys())
+            held = p.held.get(key)
+            if held is not None:
+                raw = held[1]
+            else:
+                behind = p.messages is None or frame < p.frame - 1 or frame > p.frame + AHEAD_FRAMES
+                if behind:
+                    p.restart(frame)
+                raw = p.pull(key)
+                if raw is None and not behind:  # passed it (a message asked for again after it was dropped)
+                    p.restart(frame)
+                    raw = p.pull(key)
+            if frame > p.frame:
+                p.frame = frame
+            p.forget_before(p.frame - 1)
         if raw is None:
             topic, receive_ns, header_ns = key
             raise LogFormatError(
@@ -109,6 +128,4 @@ class MessageWindow:
 
     def clear(self) -> None:
         with self._lock:
-            self._messages = {}
-            self._next = None
-            self._frames = 0
+            self._pass = None
