@@ -110,6 +110,8 @@ class _ListStream:
                 if self.fill():  # the value may continue in the next chunk
                     continue
                 raise _Unstreamable from None
+            except RecursionError:  # nested past the parser's recursion: load_json names the depth limit (issue 33)
+                raise _Unstreamable from None
             if end == len(self.buf) and self.fill():  # a number cut by the window's end: parse it again
                 continue
             self.advance(end)

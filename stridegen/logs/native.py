@@ -37,12 +37,12 @@ stridegen.logs.native_boxes.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
+from stridegen.core.bounded_json import json_limits, loads
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, LogFormatError, MissingFileError, PointCloudSizeError
 from stridegen.formats.textfile import read_text
@@ -132,14 +132,12 @@ class NativeReader(LogReader):
         frames: list[Frame] = []
         sources: list[BoxSource | None] = []
         scan = FrameScan()
+        max_depth = json_limits().max_depth  # a line nested deeper is one error, not a RecursionError (issue 33)
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             at = At(path, f"line {lineno}")
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise at.fail(InvalidValueError, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            value = loads(line, path, InvalidValueError, line=lineno, max_depth=max_depth, reject_duplicates=False)
             frame, source = read_frame(value, at, scene, len(frames), sensors, scan, scene_dir)
             frames.append(frame)
             sources.append(source)

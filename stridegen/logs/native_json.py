@@ -13,7 +13,6 @@ with places only to name the error (the boxes of a frame: stridegen.logs.native_
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from stridegen.core.bounded_json import loads
 from stridegen.core.errors import GeometryError, InvalidPoseError, LogFormatError, MissingFileError
 from stridegen.core.transforms import check_unit_quaternion, make_transform
 from stridegen.formats.textfile import read_text
@@ -274,7 +274,6 @@ def read_json_file(path: Path, what: str) -> Any:
     if not path.exists():
         raise MissingFileError(path, f"{what} is missing")
     text = read_text(path, what, InvalidValueError)  # UTF-8, a byte-order mark tolerated (formats.textfile)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidValueError(path, f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    # Nested no deeper than STRIDEGEN_JSON_MAX_DEPTH (core.bounded_json): a deeper file is one error, not a
+    # RecursionError; a repeated key keeps JSON's last-one-wins, as the other log readers do.
+    return loads(text, path, InvalidValueError, reject_duplicates=False)

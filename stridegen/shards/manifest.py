@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from stridegen import __version__
 from stridegen.core.canonical import canonical_json, sha256_canonical
+from stridegen.formats.textfile import load_json
 from stridegen.shards.schema import SCHEMA_VERSION, SHARD_FORMAT, ShardError
 from stridegen.shards.writer import ShardInfo, atomic_write_bytes
 
@@ -181,17 +182,19 @@ def check_totals(path: str | Path, manifest: dict[str, Any]) -> None:
 _EDITED = " (the manifest was edited: rebuild or restore it)"
 
 
+def _corrupt_manifest(path: Path, reason: str) -> ShardError:
+    return ShardError(path, f"manifest is unreadable or corrupt: {reason}")
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """Read ``<dir>/manifest.json`` (or the file itself), checking its format and schema version."""
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ShardError(path, "manifest not found (is this a stridegen dataset folder?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ShardError(path, f"manifest is unreadable or corrupt: {exc}") from None
+    if not path.exists():
+        raise ShardError(path, "manifest not found (is this a stridegen dataset folder?)")
+    # Within the limits on inputs (size, NUL byte, nesting depth: docs/cli.md): a dataset folder may come from anyone.
+    data = load_json(path, "manifest", _corrupt_manifest)
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ShardError(
             path,

@@ -21,7 +21,6 @@ of each dimension, and ``tlc`` / ``mlsr``. A group of which a run asked only som
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import JsonProblem, decode
+from stridegen.core.errors import DataFormatError
 from stridegen.formats.lmms_task import DEFAULT_PROFILE, METRICS, POST_PROMPT, PRE_PROMPT
 from stridegen.formats.lsr_record import LsrRecord
 
@@ -113,13 +114,25 @@ class LmmsEvalTask:
             if answer["question_id"] in predictions:  # the same question twice (repeats): the first answer counts
                 continue
             predictions[answer["question_id"]] = answer["pred"]
-            records += [LsrRecord(**r) for r in json.loads(answer["lsr"])]
+            records += [LsrRecord(**r) for r in self._records(answer)]
             asked[answer["group_id"]] += 1
         size = {a["group_id"]: int(a["group_size"]) for a in answers}
         cut = {g for g, n in asked.items() if n < size[g]}  # groups the run asked in part
         records = [replace(r, partial_group=True) if r.group_id in cut else r for r in records]
         items, _ = items_from_records(records, predictions, profile, on_invalid="fail", missing="fail")
         return evaluate(items, profile).metrics()
+
+    def _records(self, answer: dict[str, Any]) -> list[dict[str, Any]]:
+        """The LSR records of an answer's document (its ``lsr`` JSON text), within the limits on inputs (nesting
+        depth, no repeated key: core.bounded_json); DataFormatError naming the task folder and the question."""
+        where = f"question {answer['question_id']!r}: its 'lsr' field"
+        try:
+            rows = decode(str(answer["lsr"]))
+        except JsonProblem as exc:
+            raise DataFormatError(self.task_dir, f"{where}: {exc.reason}") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise DataFormatError(self.task_dir, f"{where} is not a JSON list of LSR records")
+        return rows
 
     def score(self, metric: str, answers: Sequence[dict[str, Any]]) -> float:
         """The value of ``metric`` (a ``METRICS`` name) over ``answers``; NaN where it is undefined."""

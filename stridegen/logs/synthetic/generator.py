@@ -15,7 +15,6 @@ pure function of (seed, scene_index, options).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stridegen.core.errors import LogFormatError, MissingFileError, StrideGenError
+from stridegen.formats.textfile import load_json
 from stridegen.logs.synthetic import writer as wr
 from stridegen.logs.synthetic.scenario import (
     GENERATOR_VERSION,
@@ -480,10 +480,10 @@ def read_truth_metadata(dataset_root: str | Path) -> dict:
     path = Path(dataset_root) / wr.VERSION / wr.TRUTH_FILE
     if not path.is_file():
         raise MissingFileError(path, "not a stridegen synthetic dataset (no truth metadata)")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise LogFormatError(path, f"invalid JSON: {exc}") from exc
+    meta = load_json(path, "truth metadata", LogFormatError)  # within the limits on inputs (docs/cli.md)
+    if not isinstance(meta, dict):
+        raise LogFormatError(path, "truth metadata is not a JSON object")
+    return meta
 
 
 def load_synthetic_truth(dataset_root: str | Path, scene: str) -> SyntheticScene:

@@ -24,7 +24,6 @@ A file given by name that is none of these is an error; in a folder such files a
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from stridegen.core.errors import DataFormatError
+from stridegen.formats.textfile import iter_jsonl, load_json
 
 KINDS: dict[str, tuple[str, ...]] = {
     "lsr": ("profile", "breakdowns", "lsr"),
@@ -94,27 +94,15 @@ def classify(doc: object) -> str | None:
 
 
 def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except OSError as exc:
-        raise DataFormatError(path, f"cannot be read ({exc.strerror or exc})") from None
+    """The JSON of a result file, read within the limits on inputs (``formats.textfile.load_json``: size, NUL
+    byte, nesting depth; docs/cli.md "Limits on inputs"); DataFormatError naming the file and the line otherwise."""
+    return load_json(path, "result file", DataFormatError)
 
 
 def jsonl_lines(path: Path) -> Iterator[tuple[int, object]]:
-    """(line number, value) of each non-blank line of a JSON Lines file; DataFormatError naming a line that is not
-    JSON."""
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, f"line {lineno}: not JSON: {exc.msg}") from None
+    """(line number, value) of each non-blank line of a JSON Lines file, within the same limits (an object that
+    repeats a key is an error too); DataFormatError naming the file and the line otherwise."""
+    yield from iter_jsonl(path, "file", DataFormatError, allow_empty=True)
 
 
 def _verdict_scores(path: Path) -> dict[str, np.ndarray]:

@@ -522,7 +522,7 @@ def test_a_file_that_is_no_result_is_an_error_naming_it(built, tmp_path):
         write_report(built[1], tmp_path / "r.html", [bad])
     broken = tmp_path / "broken.json"
     broken.write_text("{")
-    with pytest.raises(DataFormatError, match=r"broken\.json: not JSON"):
+    with pytest.raises(DataFormatError, match=r"broken\.json: line 1: not valid JSON"):
         write_report(built[1], tmp_path / "r.html", [broken])
     folder = tmp_path / "folder"
     folder.mkdir()

@@ -1,0 +1,105 @@
+"""Every JSON a user or a server hands to stridegen is read within the limits on inputs (issue 33, deliverable 6;
+docs/cli.md "Limits on inputs"): nested 100,000 deep it is one error naming the file (and the line) and the limit
+to raise, never a RecursionError (exit 4). Each case below raised RecursionError before it was routed through
+``stridegen.core.bounded_json``: the report's result and verdict files, a dataset's manifest, the nuScenes-layout
+log tables (streamed into the log index), the native log's JSON files and frame lines, the synthetic log's truth
+file and an lmms-eval task's records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stridegen.cli import app
+from stridegen.core.errors import DataFormatError, LogFormatError, ShardError
+from stridegen.eval.lsr.lmms_task import LmmsEvalTask
+from stridegen.logs.native import open_native
+from stridegen.logs.synthetic.generator import read_truth_metadata
+from stridegen.shards.manifest import read_manifest
+from stridegen.viz.report.results import jsonl_lines, load_results
+from tests.logs.test_native_log import write_tiny_log
+
+DEEP = "[" * 100_000 + "]" * 100_000
+DEPTH = "JSON nested deeper than 64 levels"
+RAISE = "STRIDEGEN_JSON_MAX_DEPTH"
+
+
+def _deep_object(key: str = "x") -> str:
+    return '{"' + key + '": ' + DEEP + "}"
+
+
+def test_report_result_and_verdict_files(tmp_path: Path) -> None:
+    result = tmp_path / "metrics.json"
+    result.write_text(_deep_object("lsr"))
+    with pytest.raises(DataFormatError, match=rf"metrics\.json: line 1: {DEPTH}.*{RAISE}"):
+        load_results([result])
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"status": "ok", "score_100": 50}\n' + _deep_object() + "\n")
+    with pytest.raises(DataFormatError, match=rf"verdicts\.jsonl: line 2: {DEPTH}"):
+        list(jsonl_lines(verdicts))
+
+
+def test_report_command_names_the_result_file(tmp_path: Path) -> None:
+    result = tmp_path / "metrics.json"
+    result.write_text(_deep_object("lsr"))
+    out = CliRunner().invoke(app, ["report", str(tmp_path / "no-dataset"), "--eval", str(result), "--out", "r.html"])
+    assert out.exit_code == 2 and "internal error" not in out.stderr, out.output
+    assert out.stderr.strip().startswith(f"error: {result}: line 1: {DEPTH}"), out.stderr
+
+
+def test_dataset_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "manifest.json").write_text(_deep_object("format"))
+    with pytest.raises(ShardError, match=rf"manifest\.json: manifest is unreadable or corrupt: line 1: {DEPTH}"):
+        read_manifest(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"format": "' + "x" * (2 << 20) + '"}')
+    monkeypatch.setenv("STRIDEGEN_JSON_MAX_MB", "1")
+    with pytest.raises(ShardError, match=r"manifest is 2\.0 MiB; the limit is 1 MiB \(raise it with STRIDEGEN_JSON"):
+        read_manifest(tmp_path)
+    with pytest.raises(ShardError, match="manifest not found"):
+        read_manifest(tmp_path / "elsewhere")
+
+
+def test_nuscenes_log_table_streamed_into_the_index(one_scene_log: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    shutil.copytree(one_scene_log, log)
+    (log / "v1.0-synthetic" / "scene.json").write_text(DEEP)
+    result = CliRunner().invoke(app, ["check", str(log)])
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output and "RecursionError" not in result.output
+    assert f"scene.json: line 1: {DEPTH} (column 65); raise the limit with {RAISE}" in " ".join(result.output.split())
+
+
+def test_native_log_json_file_and_frame_line(tmp_path: Path) -> None:
+    log = write_tiny_log(tmp_path / "native")
+    (log / "stridegen-log.json").write_text(_deep_object("format"))
+    with pytest.raises(LogFormatError, match=rf"stridegen-log\.json: line 1: {DEPTH}"):
+        open_native(log)
+    log = write_tiny_log(tmp_path / "native2")
+    frames = log / "scenes" / "drive-1" / "frames.jsonl"
+    lines = frames.read_text().splitlines()
+    frames.write_text("\n".join([lines[0], _deep_object("timestamp_us"), lines[2]]) + "\n")
+    with pytest.raises(LogFormatError, match=rf"frames\.jsonl: line 2: {DEPTH}"):
+        open_native(log).scenes()
+
+
+def test_synthetic_truth_file(one_scene_log: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    shutil.copytree(one_scene_log, log)
+    truth_files = [p for p in (log / "v1.0-synthetic").iterdir() if "truth" in p.name]
+    assert len(truth_files) == 1
+    truth_files[0].write_text(_deep_object("seed"))
+    with pytest.raises(LogFormatError, match=rf"{truth_files[0].name}: line 1: {DEPTH}"):
+        read_truth_metadata(log)
+
+
+def test_lmms_task_records(tmp_path: Path) -> None:
+    answer = {"question_id": "q1", "pred": "5 m", "lsr": DEEP, "group_id": "g", "group_size": 1}
+    with pytest.raises(DataFormatError, match=rf"question 'q1': its 'lsr' field: line 1: {DEPTH}"):
+        LmmsEvalTask(tmp_path).evaluate([answer])
+    answer["lsr"] = json.dumps({"not": "a list"})
+    with pytest.raises(DataFormatError, match="is not a JSON list of LSR records"):
+        LmmsEvalTask(tmp_path).evaluate([answer])
