@@ -10,7 +10,9 @@ Each round runs every variant once, in turn (rounds alternated, so a busy machin
 - floors: ``python -c pass`` (the interpreter and ``site``), ``import typer``, and two bare typer apps printing a
   command's help: ``one command`` (typer runs a one-command app as that command: typer, its Rich help, the
   rendering; no help page of a typer command costs less) and ``with a root group`` (an app with a callback, as
-  ``stridegen`` is: typer coerces the root group's ``--help`` flag, None there, through a pydantic adapter);
+  ``stridegen`` is: typer coerces the root group's ``--help`` flag, None there, through a pydantic adapter); and
+  ``a build's third-party imports`` (numpy, OpenCV, h5py, pydantic, typer, Rich, PyYAML, pycocotools, simplejpeg:
+  what a build has imported besides stridegen and the standard library when its first scene starts);
 - ``stridegen build --help`` and ``stridegen --help``: the console script (``stridegen.cli:main``), which imports only
   the module of the command it runs and runs a plain command as an app of its own (``stridegen.cli.command_app``);
 - ``all commands, build --help``: the same help through ``stridegen.cli.app``, the app with every command;
@@ -69,6 +71,11 @@ def build(workers: int = typer.Option(1, help="Worker processes.")) -> None:
     '''Build.'''
 app()
 """
+
+# The third-party packages a build of the default log has imported when its first scene starts (stdlib left out).
+BUILD_IMPORTS = (
+    "import numpy, cv2, h5py, pydantic, typer, rich.progress, rich.table, yaml, pycocotools.mask, simplejpeg"
+)
 
 # The console script's main, ended when the build's first scene starts (workers=1 runs scenes in this process).
 FIRST_SCENE = """
@@ -130,6 +137,7 @@ def main() -> None:
             "floor: import typer": ([PYTHON, "-c", "import typer"], env),
             "floor: typer, one command, --help": ([PYTHON, "-c", FLOOR_ONE_COMMAND, "--help"], env),
             "floor: typer, with a root group, build --help": ([PYTHON, "-c", FLOOR_ROOT_GROUP, "build", "--help"], env),
+            "floor: a build's third-party imports": ([PYTHON, "-c", BUILD_IMPORTS], env),
         }
         checkouts = [("this", env)]
         if args.base is not None:
