@@ -148,6 +148,8 @@ def load_yaml(path: str | Path, what: str = "file", error: ErrorFactory = DataFo
         raise error(path, f"{where} ({problem})") from None
     except yaml.YAMLError as exc:
         raise error(path, f"invalid YAML ({' '.join(str(exc).split())})") from None
+    except RecursionError:  # PyYAML composes nested collections recursively (issue 33: one error, not exit 4)
+        raise error(path, f"{what} nests its YAML collections too deep to parse") from None
 
 
 def iter_jsonl(

@@ -494,6 +494,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise ConfigError(f"override {text!r}: value is not valid YAML: {exc}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively (issue 33)
+        raise ConfigError(f"override {key!r}: value nests its YAML collections too deep to parse") from None
     return key, value
 
 

@@ -3,7 +3,7 @@ docs/cli.md "Limits on inputs"): nested 100,000 deep it is one error naming the 
 to raise, never a RecursionError (exit 4). Each case below raised RecursionError before it was routed through
 ``stridegen.core.bounded_json``: the report's result and verdict files, a dataset's manifest, the nuScenes-layout
 log tables (streamed into the log index), the native log's JSON files and frame lines, the synthetic log's truth
-file and an lmms-eval task's records."""
+file and an lmms-eval task's records; and (YAML) a build config or override nested past the YAML parser's recursion."""
 
 from __future__ import annotations
 
@@ -103,3 +103,17 @@ def test_lmms_task_records(tmp_path: Path) -> None:
     answer["lsr"] = json.dumps({"not": "a list"})
     with pytest.raises(DataFormatError, match="is not a JSON list of LSR records"):
         LmmsEvalTask(tmp_path).evaluate([answer])
+
+
+def test_yaml_config_and_override_nested_too_deep(one_scene_log: Path, tmp_path: Path) -> None:
+    """YAML has no depth limit of its own, but PyYAML composes collections recursively: a build config or a
+    ``key=value`` override nested 100,000 (20,000) deep is one error naming it, not a RecursionError (exit 4)."""
+    config = tmp_path / "deep.yaml"
+    config.write_text("qa: " + DEEP + "\n")
+    build = ["build", str(one_scene_log), "--out", str(tmp_path / "ds")]
+    result = CliRunner().invoke(app, [*build, "--config", str(config)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: {config}: build config nests its YAML collections too deep to parse"
+    result = CliRunner().invoke(app, [*build, "qa.families=" + "[" * 20_000 + "]" * 20_000])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == "error: override 'qa.families': value nests its YAML collections too deep to parse"
