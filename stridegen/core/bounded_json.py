@@ -3,8 +3,9 @@ before a file is read, a nesting-depth limit checked before the parser recurses,
 
 Why: ``json.loads`` of a device that never ends (``--pred /dev/zero``) reads until the memory is gone, and of a
 value nested 100,000 deep raises ``RecursionError`` from deep inside the C scanner; a repeated key keeps only its
-last value without a word. Every reader of predictions, results, annotations, records, judge items and cached
-replies goes through here (``stridegen.formats.textfile`` for files, ``loads`` for text already in memory).
+last value without a word. Every reader of predictions, results, annotations, records, judge items, cached
+replies, dataset manifests, report inputs and log files goes through here (``stridegen.formats.textfile`` for
+files, ``loads`` / ``decode`` for text already in memory).
 
 The limits (docs/cli.md, "Limits on inputs"):
 
@@ -19,7 +20,8 @@ The limits (docs/cli.md, "Limits on inputs"):
   scanner gives up near 1,000 (``Py_EnterRecursiveCall``, a RecursionError). The depth is counted by a scan of
   the brackets outside strings (``first_too_deep``: vectorised over the bytes in 16 MiB chunks; on a 22.8 MB
   results file it took 6-10 % of the time of its parse).
-- Server replies have their own limit, the chat client's ``max_reply_chars`` (stridegen.llm.client).
+- Server replies have their own limit, the chat client's ``max_reply_chars`` (stridegen.llm.client), applied to
+  the HTTP body while it is read (stridegen.llm.http_limit: 12 bytes per character + 1 MiB).
 
 Errors go through the caller's ``error(path, reason)`` factory (``PredictionFormatError``, ``DataFormatError``...),
 so every message starts with the file; JSON Lines messages name the line.
