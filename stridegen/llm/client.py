@@ -3,7 +3,9 @@
 Works with any server that speaks the chat-completions protocol (OpenAI and other hosted APIs, vLLM,
 llama.cpp server, ollama): set the base URL, the model and the name of the environment variable that holds
 the key. The ``openai`` SDK is imported lazily (extra ``judges``); its own retry loop is switched off
-(``max_retries=0``) so that every retry goes through our backoff, our rate limiter and our accounting.
+(``max_retries=0``) so that every retry goes through our backoff, our rate limiter and our accounting. The SDK's
+HTTP clients carry a response hook (stridegen.llm.http_limit) that stops reading a reply body past the size a
+reply of ``max_reply_chars`` characters can take, so a huge or endless body is never held in memory.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ class ChatRequestError(StrideGenError):
     """A chat request failed for good (retries exhausted or a non-retryable status).
 
     ``kind`` is a short machine-readable cause: timeout, rate_limit, server_error, malformed_response,
-    empty_choices, connection, client_error, auth, budget.
+    empty_choices, connection, client_error, auth, budget, reply_too_large.
     """
 
     def __init__(self, kind: str, message: str, attempts: int = 0) -> None:
