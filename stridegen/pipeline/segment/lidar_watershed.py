@@ -174,15 +174,8 @@ class LidarWatershedSegmenter:
         self.image_min_side = int(image_min_side)  # read by the build's segment stage (decode_factor)
 
     def segment(self, request: SegmentRequest) -> SegmentResult:
-        h, w = request.height, request.width
-        rows, cols = point_pixels(request.lidar_uv, h, w)
-        points = _Points(
-            rows,
-            cols,
-            rows * w + cols,  # index into a C-ordered [h, w] array's flat view
-            np.asarray(request.lidar_object, dtype=np.int64).reshape(-1),
-            np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1),
-        )
+        h = request.height
+        points = _Points.of(request)
         focal_px = request.focal_px if request.focal_px else self.focal_frac * h
         gap_px = focal_px * self.beam_gap_rad
         box = np.asarray(request.box_xyxy, dtype=np.float64).reshape(-1, 4)
@@ -221,8 +214,11 @@ class LidarWatershedSegmenter:
         rows, cols = points.rows, points.cols
         idx = np.flatnonzero((rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1))
         idx = idx[~occluder.reshape(-1)[points.flat[idx]]]  # the points of the window no nearer object hides
-        cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), hs - 1)  # pixel -> crop pixel
-        cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), ws - 1)
+        if scale == 1.0:  # crop pixel = window pixel (below: the same, as (k + 0.5) * 1.0 truncates to k)
+            cr, cc = rows[idx] - r0, cols[idx] - c0
+        else:  # pixel -> crop pixel
+            cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), hs - 1)
+            cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), ws - 1)
         d = points.depth[idx]
         owner = points.owner[idx]
         mine = owner == i
@@ -269,10 +265,18 @@ class LidarWatershedSegmenter:
 
 class _Points(NamedTuple):
     """A request's LiDAR points [P]: their pixels (``point_pixels``: rows, cols, and ``flat`` = row * width +
-    col), owning object (-1 none) and camera-frame depth (metres)."""
+    col, the index into a C-ordered [height, width] array's flat view), owning object (-1 none) and camera-frame
+    depth (metres)."""
 
     rows: np.ndarray
     cols: np.ndarray
     flat: np.ndarray
     owner: np.ndarray
     depth: np.ndarray
+
+    @classmethod
+    def of(cls, request: SegmentRequest) -> _Points:
+        rows, cols = point_pixels(request.lidar_uv, request.height, request.width)
+        owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
+        depth = np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1)
+        return cls(rows, cols, rows * request.width + cols, owner, depth)

@@ -153,60 +153,82 @@ def polygon_crop(poly_uv: np.ndarray, height: int, width: int) -> MaskCrop:
 
 def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> list[MaskCrop]:
     """``polygon_crop`` of each polygon, the scan lines of all of them in one set of numpy operations (the same
-    operations on the same numbers for each row, so each crop equals ``polygon_crop`` of its polygon alone)."""
+    operations on the same numbers for each row, so each crop equals ``polygon_crop`` of its polygon alone).
+
+    Each slanted edge is evaluated on the rows it spans only ((edge, row) pairs: about two per row of a convex
+    polygon) and each row's extent gathered with ``np.minimum.at`` / ``np.maximum.at``; min and max are exact, so
+    the extent is the one of all the row's crossings and vertices, whatever the order."""
     out = [MaskCrop.empty()] * len(polys_uv)
+    polys = [np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2) for poly_uv in polys_uv]
+    shaped = [i for i, poly in enumerate(polys) if poly.shape[0] >= 3]
+    if not shaped:
+        return out
+    # each polygon's row range and finiteness, for all of them at once (min and max are exact: each polygon's
+    # are the ones of its own vertices)
+    starts = np.cumsum([0] + [polys[i].shape[0] for i in shaped[:-1]])
+    vertices = np.concatenate([polys[i] for i in shaped])
+    finite = np.logical_and.reduceat(np.isfinite(vertices).all(axis=1), starts)
+    v_min = np.where(finite, np.minimum.reduceat(vertices[:, 1], starts), 0.0)
+    v_max = np.where(finite, np.maximum.reduceat(vertices[:, 1], starts), 0.0)
+    first_row = np.clip(np.ceil(v_min), 0, height).astype(np.int64).tolist()  # clipped: int64 holds them
+    last_row = np.clip(np.floor(v_max), -1, height - 1).astype(np.int64).tolist()
     taken: list[tuple[int, np.ndarray, int, int]] = []  # (index, polygon, first row, last row)
-    for i, poly_uv in enumerate(polys_uv):
-        poly = np.asarray(poly_uv, dtype=np.float64).reshape(-1, 2)
-        if poly.shape[0] < 3 or not np.isfinite(poly).all() or polygon_area(poly) <= 0.0:
-            continue
-        r0 = max(int(np.ceil(poly[:, 1].min())), 0)
-        r1 = min(int(np.floor(poly[:, 1].max())), height - 1)
-        if r1 >= r0:
-            taken.append((i, poly, r0, r1))
+    for i, ok, r0, r1 in zip(shaped, finite.tolist(), first_row, last_row, strict=True):
+        if ok and r1 >= r0 and not polygon_area(polys[i]) <= 0.0:  # (a NaN area, of overflowing products, is kept)
+            taken.append((i, polys[i], r0, r1))
     if not taken:
         return out
-    # Edge e of polygon j: vertex e to vertex e + 1 (the last back to the first); polygons of fewer vertices are
-    # padded with edges that take part in nothing (``real``).
-    n_edges = max(poly.shape[0] for _, poly, _, _ in taken)
-    au, av, bu, bv = (np.zeros((len(taken), n_edges)) for _ in range(4))
-    real = np.zeros((len(taken), n_edges), dtype=bool)
-    for j, (_, poly, _, _) in enumerate(taken):
-        v_count = poly.shape[0]
-        au[j, :v_count], av[j, :v_count] = poly[:, 0], poly[:, 1]
-        bu[j, : v_count - 1], bv[j, : v_count - 1] = poly[1:, 0], poly[1:, 1]
-        bu[j, v_count - 1], bv[j, v_count - 1] = poly[0, 0], poly[0, 1]
-        real[j, :v_count] = True
+    # Edge e of a polygon runs from its vertex e to vertex e + 1 (the last back to the first). Row r of polygon j
+    # is scan line ``first[j] + r - r0_j`` of the rows of all polygons.
+    n_vertices = [poly.shape[0] for _, poly, _, _ in taken]
+    a = np.concatenate([poly for _, poly, _, _ in taken])  # [E, 2]: every edge's first vertex
+    following = np.arange(1, a.shape[0] + 1)
+    following[np.cumsum(n_vertices) - 1] = np.cumsum([0] + n_vertices[:-1])  # a polygon's last vertex: its first
+    b = a[following]  # every edge's second vertex
     counts = np.array([r1 - r0 + 1 for _, _, r0, r1 in taken])
-    owner = np.repeat(np.arange(len(taken)), counts)  # the polygon of each scan line
-    rows = np.concatenate([np.arange(r0, r1 + 1, dtype=np.float64) for _, _, r0, r1 in taken])  # [R]
-    # Edges along the first axis, scan lines along the second: the reductions over edges then run over whole rows
-    # of the array (numpy reduces a short last axis row by row, several times slower).
-    au, av, bu, bv, real = au.T[:, owner], av.T[:, owner], bu.T[:, owner], bv.T[:, owner], real.T[:, owner]
+    r0_edge = np.repeat([r0 for _, _, r0, _ in taken], n_vertices)
+    r1_edge = np.repeat([r1 for _, _, _, r1 in taken], n_vertices)
+    shift = np.repeat(np.cumsum(counts) - counts, n_vertices) - r0_edge  # scan line = row + shift
+    au, av, bu, bv = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
     dy = bv - av
-    slanted = real & (dy != 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = (rows - av) / np.where(slanted, dy, 1.0)
-    x_edge = au + t * (bu - au)  # [E, R]
-    on_edge = slanted & (rows >= np.minimum(av, bv)) & (rows <= np.maximum(av, bv))
-    on_vertex = real & (rows == av)  # [V, R]
-    inf = np.inf
-    xl = np.minimum(np.where(on_edge, x_edge, inf).min(axis=0), np.where(on_vertex, au, inf).min(axis=0))
-    xr = np.maximum(np.where(on_edge, x_edge, -inf).max(axis=0), np.where(on_vertex, au, -inf).max(axis=0))
-    c0_all = np.clip(np.ceil(xl), 0, width).astype(np.int64)  # first column of each row's span
-    c1_all = np.clip(np.floor(xr) + 1, 0, width).astype(np.int64)  # one past its last column
+    slanted = np.flatnonzero(dy != 0)
+    # each edge's rows within its polygon's (clipped first, so that far-off edges convert to int64 safely)
+    lo = np.clip(np.ceil(np.minimum(av, bv)[slanted]), r0_edge[slanted], r1_edge[slanted] + 1).astype(np.int64)
+    hi = np.clip(np.floor(np.maximum(av, bv)[slanted]), r0_edge[slanted] - 1, r1_edge[slanted]).astype(np.int64)
+    spans = np.maximum(hi - lo + 1, 0)
+    edge = np.repeat(slanted, spans)  # the (edge, row) pairs
+    row = np.arange(edge.shape[0]) - np.repeat(np.cumsum(spans) - spans - lo, spans)
+    x_edge = au[edge] + (row - av[edge]) / dy[edge] * (bu[edge] - au[edge])
+    line = row + shift[edge]
+    # a vertex on a scan line bounds that line's extent (it covers the horizontal edges)
+    vertex = np.flatnonzero((av == np.floor(av)) & (av >= r0_edge) & (av <= r1_edge))
+    line = np.concatenate([line, av[vertex].astype(np.int64) + shift[vertex]])
+    x_edge = np.concatenate([x_edge, au[vertex]])
+    xl = np.full(int(counts.sum()), np.inf)
+    xr = np.full(int(counts.sum()), -np.inf)
+    np.minimum.at(xl, line, x_edge)
+    np.maximum.at(xr, line, x_edge)
+    # int32 columns (an image is far narrower than 2**31 pixels): the crops' comparisons run twice as wide
+    c0_all = np.clip(np.ceil(xl), 0, width).astype(np.int32)  # first column of each row's span
+    c1_all = np.clip(np.floor(xr) + 1, 0, width).astype(np.int32)  # one past its last column
+    # each polygon's window: its first and last rows with a span, and the columns of its spans
+    spans = c1_all > c0_all
+    filled = np.flatnonzero(spans)
     ends = np.cumsum(counts)
-    for (i, _, r0, _), stop, count in zip(taken, ends.tolist(), counts.tolist(), strict=True):
-        c0, c1 = c0_all[stop - count : stop], c1_all[stop - count : stop]
-        filled = np.flatnonzero(c1 > c0)
-        if filled.size == 0:
+    starts = ends - counts
+    first = np.searchsorted(filled, starts)  # into ``filled``: the polygon's first row with a span, if any
+    last = np.searchsorted(filled, ends) - 1
+    w0 = np.minimum.reduceat(np.where(spans, c0_all, width), starts).tolist()
+    w1 = np.maximum.reduceat(np.where(spans, c1_all, 0), starts).tolist()
+    has = (last >= first).tolist()
+    filled_list = filled.tolist()
+    for j, (i, _, r0, _) in enumerate(taken):
+        if not has[j]:
             continue
-        first, last = int(filled[0]), int(filled[-1]) + 1
-        c0, c1 = c0[first:last], c1[first:last]
-        spans = c1 > c0
-        w0, w1 = int(c0[spans].min()), int(c1[spans].max())
-        cols = np.arange(w0, w1)
-        out[i] = MaskCrop(r0 + first, w0, (cols[None, :] >= c0[:, None]) & (cols[None, :] < c1[:, None]))
+        top, bottom = filled_list[first[j]], filled_list[last[j]] + 1  # scan lines of the window's rows
+        c0, c1 = c0_all[top:bottom, None], c1_all[top:bottom, None]
+        cols = np.arange(w0[j], w1[j], dtype=np.int32)
+        out[i] = MaskCrop(r0 + top - int(starts[j]), w0[j], (cols >= c0) & (cols < c1))
     return out
 
 

@@ -68,6 +68,19 @@ def test_polygon_crops_of_many_polygons_equal_each_alone(many) -> None:
         assert (crop.r0, crop.c0, crop.pixels.shape) == (alone.r0, alone.c0, alone.pixels.shape)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-6, 2 * W + 6), st.integers(-6, 2 * H + 6)), min_size=1, max_size=8)))
+def test_polygon_crops_with_vertices_on_scan_lines_and_far_off(many) -> None:
+    # Half-pixel vertices: vertices on scan lines, horizontal edges, edges through pixel centres; and a polygon
+    # reaching 1e12 pixels away (edges far beyond its rows).
+    hulls = [convex_hull_2d(np.array(pts, dtype=np.float64) / 2.0) for pts in many]
+    hulls.append(np.array([[-1e12, 3.0], [5.0, -1e12], [1e12, 1e12]]))
+    for hull, crop in zip(hulls, polygon_crops(hulls, H, W), strict=True):
+        area2 = abs(np.dot(hull[:, 0], np.roll(hull[:, 1], -1)) - np.dot(hull[:, 1], np.roll(hull[:, 0], -1)))
+        expected = _whole_image_scan_line(hull, H, W) if hull.shape[0] >= 3 and area2 > 0 else np.zeros((H, W), bool)
+        assert np.array_equal(crop.full(H, W), expected)
+
+
 def _crop(draw: st.DrawFn) -> MaskCrop:
     r0, c0 = draw(st.integers(0, H)), draw(st.integers(0, W))
     h, w = draw(st.integers(0, H - r0)), draw(st.integers(0, W - c0))
