@@ -77,12 +77,13 @@ def deskew(
     if T_global_from_ego is None:
         T_global_from_ego = poses.T_global_from_ego(np.array([stamp_ns], dtype=np.int64), reach)[0]
     T_ref = np.asarray(T_global_from_ego, dtype=np.float64) @ T_ego_from_sensor
-    T_sensor_from_global = np.eye(4)
-    T_sensor_from_global[:3, :3] = T_ref[:3, :3].T
-    T_sensor_from_global[:3, 3] = -(T_ref[:3, :3].T @ T_ref[:3, 3])
+    T_to_sensor = np.eye(4)  # T_sensor_from_global at the stamp
+    T_to_sensor[:3, :3] = T_ref[:3, :3].T
+    T_to_sensor[:3, 3] = -(T_ref[:3, :3].T @ T_ref[:3, 3])
     for start in range(0, n, BLOCK):
         block = slice(start, min(start + BLOCK, n))
-        _deskew_block(points[block], times[block], out[block], stamp_ns, T_ego_from_sensor, poses, T_sensor_from_global)
+        ends = (float(lo_rel), float(hi_rel))
+        _deskew_block(points[block], times[block], out[block], stamp_ns, ends, T_ego_from_sensor, poses, T_to_sensor)
     return out
 
 
@@ -91,6 +92,7 @@ def _workspace(n: int) -> np.ndarray:
     buf = getattr(_scratch, "buf", None)
     if buf is None or buf.shape[1] < n:
         buf = np.empty((13, max(n, 1024)))
+        buf[3] = 1.0  # the rows' constant 1 (never written again)
         _scratch.buf = buf
     return buf[:, :n]
 
@@ -100,15 +102,17 @@ def _deskew_block(
     times: np.ndarray,
     out: np.ndarray,
     stamp_ns: int,
+    bounds: tuple[float, float],
     T_ego_from_sensor: np.ndarray,
     poses: ChainPoses,
     T_sensor_from_global: np.ndarray,
 ) -> None:
+    """One block of a sweep (``deskew``); ``bounds``: the sweep's least and greatest point time (ns from the
+    stamp)."""
     ws = _workspace(points.shape[0])
     rows = ws[_ROWS]  # x, y, z, 1, a (the time fraction of the pending track; module docstring)
     for c in range(3):
         rows[c] = points[:, c]
-    rows[3] = 1.0
     rel_ns = ws[_REL]
     np.multiply(times, 1e9, out=rel_ns, dtype=np.float64)
     np.rint(rel_ns, out=rel_ns)
@@ -116,7 +120,7 @@ def _deskew_block(
     G[:, :4] = np.asarray(T_ego_from_sensor, dtype=np.float64)[:3, :4]
     for part in reversed(poses.parts):  # T_global_from_sensor = parts[0] ... parts[-1] T_ego_from_sensor
         if isinstance(part, PoseTrack):
-            G = _apply_track(part, ws, G, stamp_ns)
+            G = _apply_track(part, ws, G, stamp_ns, bounds)
         else:
             G = _then(np.asarray(part, dtype=np.float64), G)
     G = _then(T_sensor_from_global, G)
@@ -152,10 +156,12 @@ def _identity_map() -> np.ndarray:
     return G
 
 
-def _apply_track(track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int) -> np.ndarray:
+def _apply_track(
+    track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int, bounds: tuple[float, float]
+) -> np.ndarray:
     """One dynamic link of the chain applied to the workspace's rows after their pending map ``G``; returns the
     new pending map. The rows are rewritten where the link turns the points (its rotation needs their
-    coordinates)."""
+    coordinates). ``bounds``: the least and greatest point time (ns relative to the stamp)."""
     stamps = track.timestamp_ns
     if stamps.size < 2:
         raise InvalidPoseError(track.source, f"{stamps.size} ego pose(s): a moving sweep needs two")
@@ -165,13 +171,13 @@ def _apply_track(track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int)
         np.matmul(G, rows, out=moved)
         rows[:3] = moved
         G = _identity_map()
-    lo_rel, hi_rel = float(rel_ns.min()), float(rel_ns.max())
+    lo_rel, hi_rel = bounds
     ends = np.searchsorted(stamps, [stamp_ns + int(lo_rel), stamp_ns + int(hi_rel)], side="right") - 1
     first, last = (int(s) for s in np.clip(ends, 0, stamps.size - 2))
     if first == last:
         frac = ws[_ROWS][4]
         _fraction(rel_ns, stamp_ns, stamps, first, frac)
-        return _segment(track, first, ws, G, frac)
+        return _segment(track, first, ws, G, frac, _fraction_bound(bounds, stamp_ns, stamps, first))
     # Several segments: the points grouped by segment (PoseTrack.segments: the last stamp <= the point's time),
     # each group through its own segment in a workspace of its own size.
     inner = (stamps[first + 1 : last + 1] - stamp_ns).astype(np.float64)  # exact: |value| < 2^53
@@ -184,11 +190,11 @@ def _apply_track(track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int)
         if index.size == 0:
             continue
         part = np.empty((13, index.size))
-        part[_ROWS] = rows[:, index]
+        part[_ROWS] = rows[:, index]  # with the constant row 3
         part[_REL] = rel_ns[index]
         frac = part[_ROWS][4]
         _fraction(part[_REL], stamp_ns, stamps, first + k, frac)
-        H = _segment(track, first + k, part, G, frac)
+        H = _segment(track, first + k, part, G, frac, _fraction_bound(bounds, stamp_ns, stamps, first + k))
         moved[:, index] = H @ part[_ROWS]
     rows[:3] = moved
     return _identity_map()
@@ -201,9 +207,18 @@ def _fraction(rel_ns: np.ndarray, stamp_ns: int, stamps: np.ndarray, lo: int, ou
     np.divide(out, float(int(stamps[lo + 1]) - int(stamps[lo])), out=out)
 
 
-def _segment(track: PoseTrack, lo: int, ws: np.ndarray, G: np.ndarray, frac: np.ndarray) -> np.ndarray:
+def _fraction_bound(bounds: tuple[float, float], stamp_ns: int, stamps: np.ndarray, lo: int) -> float:
+    """The greatest ``|fraction|`` in segment ``lo`` of points within ``bounds`` (the fraction is linear in time)."""
+    span = float(int(stamps[lo + 1]) - int(stamps[lo]))
+    offset = float(stamp_ns - int(stamps[lo]))
+    return max(abs((bounds[0] + offset) / span), abs((bounds[1] + offset) / span))
+
+
+def _segment(
+    track: PoseTrack, lo: int, ws: np.ndarray, G: np.ndarray, frac: np.ndarray, frac_bound: float
+) -> np.ndarray:
     """Segment ``lo`` of a track applied after ``G`` (with no a-term) to the workspace's rows, whose row 4 holds
-    ``frac``; returns the new pending map."""
+    ``frac`` (at most ``frac_bound`` in magnitude); returns the new pending map."""
     motions = track.motions()
     R0, theta, Q = motions.R0[lo], float(motions.theta[lo]), motions.axes[lo]
     rows = ws[_ROWS]
@@ -216,10 +231,9 @@ def _segment(track: PoseTrack, lo: int, ws: np.ndarray, G: np.ndarray, frac: np.
     out[:, 3] = track.table.translation[lo]
     moved = ws[_MOVED]
     np.matmul(Q @ G[:, :4], rows[:4], out=moved)  # in the axis frame: the turn is about +z
-    bound = theta * max(abs(float(frac.min())), abs(float(frac.max())))
     cos, sin, tmp = ws[_COS], ws[_SIN], ws[_TMP]
     np.multiply(frac, theta, out=tmp)
-    _sin_cos_into(tmp, bound, cos, sin, ws[_TMP2])
+    _sin_cos_into(tmp, theta * frac_bound * (1.0 + 1e-12), cos, sin, ws[_TMP2])
     np.multiply(moved[0], cos, out=rows[0])
     np.multiply(moved[1], sin, out=tmp)
     rows[0] -= tmp
@@ -253,13 +267,18 @@ def _sin_cos_into(x: np.ndarray, bound: float, cos: np.ndarray, sin: np.ndarray,
     terms = 1
     while bound ** (2 * terms) / math.factorial(2 * terms) > SERIES_TOLERANCE:
         terms += 1
+    if terms == 1:
+        cos.fill(1.0)
+        sin[...] = x
+        return
     np.multiply(x, x, out=x2)
-    # sin x = x sum_j (-1)^j x^2j / (2j + 1)!, cos x = sum_j (-1)^j x^2j / (2j)!, j < terms.
-    sin.fill((-1) ** (terms - 1) / math.factorial(2 * terms - 1))
-    cos.fill((-1) ** (terms - 1) / math.factorial(2 * terms - 2))
+    # sin x = x sum_j (-1)^j x^2j / (2j + 1)!, cos x = sum_j (-1)^j x^2j / (2j)!, j < terms (Horner in x^2).
+    np.multiply(x2, (-1) ** (terms - 1) / math.factorial(2 * terms - 1), out=sin)
+    np.multiply(x2, (-1) ** (terms - 1) / math.factorial(2 * terms - 2), out=cos)
     for j in range(terms - 2, -1, -1):
-        sin *= x2
         sin += (-1) ** j / math.factorial(2 * j + 1)
-        cos *= x2
         cos += (-1) ** j / math.factorial(2 * j)
+        if j:
+            sin *= x2
+            cos *= x2
     sin *= x

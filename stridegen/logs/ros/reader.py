@@ -28,8 +28,8 @@ import numpy as np
 
 from stridegen.core.cache import LruCache
 from stridegen.core.errors import ConfigError, InvalidPoseError, LogFormatError
-from stridegen.core.transforms import transform_points
-from stridegen.logs._common import SCENE_CACHE
+from stridegen.core.transforms import make_transform, transform_points
+from stridegen.logs._common import SCENE_CACHE, valid_poses
 from stridegen.logs.av2_cameras import camera_period_ns, match_nearest
 from stridegen.logs.base import Annotations, Frame, LogReader, Scene, SensorCalibration, SensorSample
 from stridegen.logs.check.findings import Finding
@@ -114,6 +114,7 @@ class RosReader(LogReader):
         self._refs: dict[str, _Ref] = {}
         self._states: dict[str, _SceneState] = {}
         self._cursor = SceneCursor()
+        self._periods: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------------------------------ scenes
     def cuts(self) -> list[_Cut]:
@@ -162,7 +163,7 @@ class RosReader(LogReader):
     def _tf(self, cut: _Cut, mapping: TopicMapping) -> tuple[TfTree, ChainPoses | None]:
         rec = cut.recording
         tree = TfTree(rec.path)
-        dynamic: dict[tuple[str, str], list[tuple[int, np.ndarray]]] = {}
+        links: dict[tuple[str, str], list[tuple[int, Any, str]]] = {}  # dynamic: (stamp, transform, topic)
         lo, hi = cut.start_ns - POSE_MARGIN_NS, cut.stop_ns + POSE_MARGIN_NS
         for topic, (msgtype, *_rest) in rec.topics.items():
             if msgtype != "tf2_msgs/msg/TFMessage":
@@ -172,18 +173,16 @@ class RosReader(LogReader):
                 for tr in msg.transforms:
                     stamp = int(tr.header.stamp.sec) * 1_000_000_000 + int(tr.header.stamp.nanosec)
                     parent, child = strip(str(tr.header.frame_id)), strip(str(tr.child_frame_id))
-                    T = transform_of(tr.transform, f"{rec.path} {topic} {parent}->{child} at {stamp} ns")
                     if static:
+                        T = transform_of(tr.transform, f"{rec.path} {topic} {parent}->{child} at {stamp} ns")
                         tree.add(parent, child, T)
                     else:
-                        dynamic.setdefault((parent, child), []).append((stamp, T))
-        tracks = {
-            edge: PoseTrack(rec.path, np.array([s for s, _ in v]), np.array([t for _, t in v]))
-            for edge, v in dynamic.items()
-        }
+                        links.setdefault((parent, child), []).append((stamp, tr.transform, topic))
+        dynamic = {edge: _link_poses(rec.path, edge, values) for edge, values in links.items()}
+        tracks = {edge: PoseTrack(rec.path, stamps, T) for edge, (stamps, T) in dynamic.items()}
         poses = self._pose_source(cut, mapping, tree, tracks)
-        for (parent, child), values in dynamic.items():  # off-chain dynamic links serve extrinsics (first value)
-            tree.add(parent, child, values[0][1])
+        for (parent, child), (_stamps, T) in dynamic.items():  # off-chain dynamic links serve extrinsics (first)
+            tree.add(parent, child, T[0])
         return tree, poses
 
     def tf_and_poses(self, cut: _Cut) -> tuple[TfTree, ChainPoses | None]:
@@ -244,7 +243,7 @@ class RosReader(LogReader):
         reference = lidar_topics[0]
         frame_rows = _sorted_unique(rec.stamps(reference, cut.start_ns, cut.stop_ns + 1))
         frame_ns = np.array([h for h, _ in frame_rows], dtype=np.int64)
-        period = camera_period_ns(np.array([h for h, _ in _sorted_unique(rec.stamps(reference))], dtype=np.int64))
+        period = self._period(rec, reference)
         state = _SceneState(mapping, poses, tree, frame_ns, period)
         self._states[cut.name] = state
         frame_poses = self._poses_at(state, frame_ns)
@@ -265,19 +264,18 @@ class RosReader(LogReader):
                 rows = frame_rows
                 index = np.arange(len(rows))
             else:
-                own_period = camera_period_ns(
-                    np.array([h for h, _ in _sorted_unique(rec.stamps(topic))], dtype=np.int64)
-                )
+                own_period = self._period(rec, topic)
                 rows = _sorted_unique(rec.stamps(topic, cut.start_ns - own_period, cut.stop_ns + own_period + 1))
                 index = match_nearest(frame_ns, np.array([h for h, _ in rows], dtype=np.int64), own_period)
             matched = np.flatnonzero(index >= 0)
             stamps = np.array([rows[int(index[i])][0] for i in matched], dtype=np.int64)
             sample_poses = self._poses_at(state, stamps) if stamps.size else np.zeros((0, 4, 4))
+            folder = rec.path / topic.strip("/")
+            suffix = ".bin" if calibration.modality == "lidar" else ".jpg"
             for i, stamp, pose in zip(matched, stamps, sample_poses, strict=True):
                 header_ns, receive_ns = rows[int(index[i])]
                 token = f"{cut.name}:{channel}:{header_ns}"
-                suffix = ".bin" if calibration.modality == "lidar" else ".jpg"
-                path = rec.path / topic.strip("/") / f"{header_ns}{suffix}"
+                path = folder / f"{header_ns}{suffix}"
                 sensors[int(i)][channel] = SensorSample(
                     token, channel, int(stamp) // 1000, path, pose, calibration, True
                 )
@@ -289,6 +287,14 @@ class RosReader(LogReader):
             scene.frames.append(frame)
         state.frames = scene.frames
         return scene
+
+    def _period(self, rec: Recording, topic: str) -> int:
+        """A topic's median message period over the whole recording (``camera_period_ns``), read once."""
+        key = (rec.name, topic)
+        if key not in self._periods:
+            stamps = np.array([h for h, _ in _sorted_unique(rec.stamps(topic))], dtype=np.int64)
+            self._periods[key] = camera_period_ns(stamps)
+        return self._periods[key]
 
     def _calibration(
         self, rec: Recording, mapping: TopicMapping, tree: TfTree, topic: str, channel: str, cut: _Cut
@@ -404,6 +410,22 @@ class RosReader(LogReader):
             state.poses, state.tree, mapping.ego_frame, mapping.global_frame, MAX_EXTRAPOLATION_NS, where
         )
         return scene_boxes(arrays, state.frame_ns, T_global_from, rec.topics[topic][0], where)
+
+
+def _link_poses(
+    source: Path, edge: tuple[str, str], values: list[tuple[int, Any, str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(stamps, T_parent_from_child [N, 4, 4]) of one dynamic tf link's transforms, checked as ``transform_of``
+    checks each (vectorised: ``valid_poses``; the first bad one raises its error)."""
+    q = np.array([(t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z) for _s, t, _p in values], dtype=np.float64)
+    p = np.array([(t.translation.x, t.translation.y, t.translation.z) for _s, t, _p in values], dtype=np.float64)
+    ok = valid_poses(q, p)
+    if not ok.all():
+        stamp, bad, topic = values[int(np.argmin(ok))]
+        where = f"{source} {topic} {edge[0]}->{edge[1]} at {stamp} ns"
+        transform_of(bad, where)  # raises, naming it
+        raise InvalidPoseError(source, f"{where}: invalid transform")
+    return np.array([s for s, _t, _p in values], dtype=np.int64), make_transform(q, p)
 
 
 def _is_cloud(ref: _Ref) -> bool:
