@@ -183,10 +183,10 @@ def _apply_track(
     inner = (stamps[first + 1 : last + 1] - stamp_ns).astype(np.float64)  # exact: |value| < 2^53
     segment = np.searchsorted(inner, rel_ns, side="right")
     order = np.argsort(segment, kind="stable")
-    bounds = np.searchsorted(segment[order], np.arange(last - first + 2))
+    starts = np.searchsorted(segment[order], np.arange(last - first + 2))
     moved = np.empty((3, rows.shape[1]))
     for k in range(last - first + 1):
-        index = order[bounds[k] : bounds[k + 1]]
+        index = order[starts[k] : starts[k + 1]]
         if index.size == 0:
             continue
         part = np.empty((13, index.size))

@@ -31,14 +31,14 @@ def _track(count: int, period_ns: int, yaw_rate: float, start_ns: int = 0, turn:
     return PoseTrack(Path("poses"), stamps, np.array(poses))
 
 
-def _sweep(n: int = 5000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _sweep(n: int = 5000, seed: int = 0, after: bool = False) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     points = np.zeros((n, 5), dtype=np.float32)
     points[:, :3] = rng.normal(0.0, 30.0, (n, 3))
     points[:, 3] = rng.uniform(0, 100, n)
     points[:, 4] = rng.integers(0, 32, n)
-    times = -rng.uniform(0.0, 0.1, n).astype(np.float32).astype(np.float64)  # seconds before the stamp
-    return points, times
+    times = rng.uniform(0.0, 0.1, n).astype(np.float32).astype(np.float64)  # seconds after the stamp (Livox)
+    return points, times if after else -times  # or before it (a spinning LiDAR stamped at the sweep's end)
 
 
 def _reference(points: np.ndarray, times: np.ndarray, T_ego_from_sensor: np.ndarray, poses: ChainPoses) -> np.ndarray:
@@ -58,13 +58,15 @@ CHAINS = {
     "static, track, static": lambda: [STATIC, _track(30, 100_000_000, 0.3), invert_transform(STATIC)],
     "two tracks": lambda: [_track(30, 100_000_000, 0.5), STATIC, _track(300, 10_000_000, -0.3, 3_000_000)],
     "translation only": lambda: [_track(30, 100_000_000, 0.0, turn=False)],
+    "fast turn, three segments": lambda: [_track(60, 50_000_000, 9.0)],  # 0.45 rad a segment: many series terms
 }
 
 
+@pytest.mark.parametrize("after", [False, True], ids=["before-stamp", "after-stamp"])
 @pytest.mark.parametrize("chain", list(CHAINS))
-def test_deskew_equals_the_per_point_pose_formula(chain: str) -> None:
+def test_deskew_equals_the_per_point_pose_formula(chain: str, after: bool) -> None:
     poses = ChainPoses(Path("poses"), CHAINS[chain](), "test")
-    points, times = _sweep()
+    points, times = _sweep(after=after)
     want = _reference(points, times, T_EGO_FROM_SENSOR, poses)
     exact = deskew(points, times, STAMP_NS, T_EGO_FROM_SENSOR, poses, REACH_NS, out=points.astype(np.float64))
     np.testing.assert_allclose(exact[:, :3], want, rtol=0, atol=1e-9)  # float64 throughout: rounding only
