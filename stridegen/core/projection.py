@@ -99,7 +99,8 @@ def project_clipped_edges(
 ) -> tuple[np.ndarray, np.ndarray]:
     """End points of the 12 edges of each 3D box, clipped at the near plane ``z >= near`` and projected to pixels.
 
-    ``corners_cam`` is [N, 8, 3] in the camera frame (metres), ``intrinsic`` the 3x3 pinhole matrix. Returns
+    ``corners_cam`` is [N, 8, 3] in the camera frame (metres), ``intrinsic`` the 3x3 pinhole matrix, or [N, 3, 3]
+    one per box (boxes of several cameras in one call; each box's numbers are the ones of its camera alone). Returns
     (uv [N, 24, 2] pixels: the first end point of each edge, then the second; NaN for edges wholly behind the near
     plane, keep [N, 24] bool). Every vertex of the near-clipped box is among the kept points, so their extent is
     the box's 2D box and their convex hull its silhouette.
@@ -112,7 +113,7 @@ def project_clipped_edges(
     keep2 = np.concatenate([keep, keep], axis=1)
     k = np.asarray(intrinsic, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        homog = pts @ k.T
+        homog = pts @ (k.T if k.ndim == 2 else k.transpose(0, 2, 1))
         uv = homog[..., :2] / homog[..., 2:3]
     uv[~keep2] = np.nan
     return uv, keep2

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stridegen.core.box_geometry import box_corners
-from stridegen.core.projection import frustum_candidates, project_boxes_2d, project_points
+from stridegen.core.projection import frustum_candidates, project_boxes_2d, project_clipped_edges, project_points
 from stridegen.core.transforms import (
     invert_transform,
     make_transform,
@@ -105,3 +105,22 @@ def test_frustum_candidates_of_a_non_pinhole_matrix_are_every_point():
     k = np.array([[100.0, 0, 50], [0, 100, 50], [0.001, 0, 1]])
     points = np.random.default_rng(0).normal(size=(20, 3))
     assert frustum_candidates(np.eye(4), k, 0.1, (-0.5, -0.5, 99.5, 99.5), points).tolist() == list(range(20))
+
+
+def test_project_clipped_edges_with_one_intrinsic_per_box_equals_each_camera_alone() -> None:
+    # Boxes of three cameras in one call, some crossing the near plane, some behind it: bit for bit each camera's.
+    rng = np.random.default_rng(5)
+    cameras = [
+        np.array([[fx, skew, cx], [0.0, fx * 1.01, cy], [0.0, 0.0, 1.0]])
+        for fx, skew, cx, cy in [(1266.0, 0.0, 816.0, 491.0), (633.0, 0.0, 400.0, 225.0), (900.0, 0.7, 320.5, 240.25)]
+    ]
+    per_camera = []
+    for _ in cameras:
+        n = int(rng.integers(0, 9))
+        centers = np.column_stack([rng.normal(0, 8, n), rng.normal(0, 2, n), rng.uniform(-3, 40, n)])
+        per_camera.append(box_corners(centers, rng.uniform(0.5, 5, (n, 3)), rng.uniform(-np.pi, np.pi, n)))
+    stacked = np.concatenate([np.broadcast_to(k, (len(c), 3, 3)) for k, c in zip(cameras, per_camera, strict=True)])
+    uv, keep = project_clipped_edges(np.concatenate(per_camera), stacked, 0.1)
+    alone = [project_clipped_edges(c, k, 0.1) for c, k in zip(per_camera, cameras, strict=True)]
+    assert np.array_equal(uv, np.concatenate([a[0] for a in alone]), equal_nan=True)
+    assert np.array_equal(keep, np.concatenate([a[1] for a in alone])) and keep.any() and not keep.all()
