@@ -78,7 +78,7 @@ class Journal:
         for line in self.path.read_bytes().splitlines():
             try:
                 record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
                 continue
             if isinstance(record, dict) and "event" in record:
                 out.append(record)
@@ -148,7 +148,7 @@ def check_output_folder(out_dir: str | Path, config_hash: str, overwrite: bool) 
     if manifest_path.is_file():
         try:
             previous.add(json.loads(manifest_path.read_text()).get("config_hash", "?"))
-        except (OSError, json.JSONDecodeError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # ValueError: not JSON, not UTF-8
             previous.add("?")
     foreign = previous - {config_hash}
     if not foreign:

@@ -65,7 +65,7 @@ def check_index(out: Path, source: SourceInfo, overwrite: bool) -> list[dict[str
         previous = json.loads(path.read_text())
         prev_source = previous["source"]
         entries = list(previous["splits"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested too deep
         if overwrite:
             return []
         raise ConfigError(f"{path} is unreadable; pass --overwrite to replace it") from None
@@ -146,5 +146,5 @@ def _still_there(out: Path, entry: dict[str, Any]) -> bool:
     try:
         manifest = json.loads((out / entry["path"] / "manifest.json").read_text())
         return manifest.get("config_hash") == entry["config_hash"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return False

@@ -117,3 +117,22 @@ def test_yaml_config_and_override_nested_too_deep(one_scene_log: Path, tmp_path:
     result = CliRunner().invoke(app, [*build, "qa.families=" + "[" * 20_000 + "]" * 20_000])
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == "error: override 'qa.families': value nests its YAML collections too deep to parse"
+
+
+def test_files_of_the_output_folder_nested_too_deep_are_garbled_not_a_crash(tmp_path: Path) -> None:
+    """The journal and the split index are stridegen's own files, read back on a rerun without limits (docs/cli.md):
+    a line nested too deep for the parser is skipped or refused like a garbled one, not a RecursionError."""
+    from stridegen.core.errors import ConfigError
+    from stridegen.shards.journal import Journal
+    from stridegen.shards.splits import INDEX_NAME, check_index
+
+    journal = Journal(tmp_path)
+    journal.append("build", config_hash="abc")
+    with journal.path.open("a") as f:
+        f.write(_deep_object("event") + "\n")
+    journal.append("failed", scene="scene-0000", reason="r", error_type="E")
+    assert [e["event"] for e in journal.events()] == ["build", "failed"]
+    (tmp_path / INDEX_NAME).write_text(_deep_object("source"))
+    with pytest.raises(ConfigError, match="is unreadable; pass --overwrite"):
+        check_index(tmp_path, None, overwrite=False)  # type: ignore[arg-type]
+    assert check_index(tmp_path, None, overwrite=True) == []  # type: ignore[arg-type]
