@@ -136,3 +136,15 @@ def test_files_of_the_output_folder_nested_too_deep_are_garbled_not_a_crash(tmp_
     with pytest.raises(ConfigError, match="is unreadable; pass --overwrite"):
         check_index(tmp_path, None, overwrite=False)  # type: ignore[arg-type]
     assert check_index(tmp_path, None, overwrite=True) == []  # type: ignore[arg-type]
+
+
+def test_simulated_detector_profiles_nested_too_deep(tmp_path: Path) -> None:
+    from stridegen.core.errors import ConfigError
+    from stridegen.pipeline.detect.simulated import SimulatedDetector
+
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("profiles: " + DEEP + "\n")
+    with pytest.raises(
+        ConfigError, match=r"profiles\.yaml: simulated-detector profiles nests its YAML collections too"
+    ):
+        SimulatedDetector(profiles_path=profiles)

@@ -30,6 +30,7 @@ from stridegen.core.errors import ConfigError
 from stridegen.core.resources import resource_path
 from stridegen.core.seeding import rng_for
 from stridegen.core.transforms import invert_transform, quat_multiply, transform_points, yaw_to_quat
+from stridegen.formats.textfile import config_error, load_yaml
 from stridegen.logs.base import Frame
 from stridegen.pipeline.detect.oracle import gt_detections
 
@@ -84,7 +85,7 @@ class SimulatedProfile(BaseModel):
 
 def load_profiles(path: str | Path = PROFILES_PATH) -> dict[str, SimulatedProfile]:
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_yaml(path, "simulated-detector profiles", config_error)  # bounded: a clear error, never exit 4
         return {name: SimulatedProfile.model_validate(p) for name, p in data["profiles"].items()}
     except (OSError, KeyError, TypeError, yaml.YAMLError, ValidationError) as exc:
         raise ConfigError(f"{path}: invalid simulated-detector profiles: {exc}") from exc
