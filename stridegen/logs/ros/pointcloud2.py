@@ -21,7 +21,7 @@ float32 seconds relative to the stamp.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -41,12 +41,29 @@ ABSOLUTE_TIME_S = 1e9  # a per-point time above this many seconds is a Unix time
 
 @dataclass
 class DecodedCloud:
-    """One decoded sweep in the message's frame."""
+    """One decoded sweep in the message's frame. ``times_s`` is made from the time field on first use (a reader
+    that does not de-skew never converts it)."""
 
     points: np.ndarray  # [N, 5] float32: x, y, z, intensity, ring
-    times_s: np.ndarray | None  # [N] float64 s relative to the header stamp; None without a time field
+    time_values: np.ndarray | None  # [N] the time field's values as stored; None without a time field
     time_field: str | None
     dropped_nan: int
+    stamp: tuple[int, int] = (0, 0)  # header stamp (sec, nanosec): absolute per-point times are made relative to it
+    _times: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def times_s(self) -> np.ndarray | None:
+        """[N] float64 s relative to the header stamp (module docstring for the units); None without a time
+        field."""
+        raw = self.time_values
+        if raw is None:
+            return None
+        if self._times is None:
+            times = np.multiply(raw, 1e-9, dtype=np.float64) if raw.dtype.kind in "iu" else raw.astype(np.float64)
+            if times.size and max(abs(float(np.nanmin(times))), abs(float(np.nanmax(times)))) > ABSOLUTE_TIME_S:
+                times = times - (self.stamp[0] + self.stamp[1] * 1e-9)
+            self._times = times
+        return self._times
 
 
 def cloud_dtype(fields: list[tuple[str, int, int, int]], point_step: int, big_endian: bool) -> np.dtype:
@@ -158,14 +175,6 @@ def decode_cloud(
             points[:, column] = 0.0
         else:
             points[:, column] = records[name]
-    times = None
-    if time_field is not None:
-        raw = records[time_field]
-        if raw.dtype.kind in "iu":
-            times = np.multiply(raw, 1e-9, dtype=np.float64)  # integer ns
-        else:
-            times = raw.astype(np.float64)
-        if times.size and max(abs(float(np.nanmin(times))), abs(float(np.nanmax(times)))) > ABSOLUTE_TIME_S:
-            times = times - (stamp[0] + stamp[1] * 1e-9)
+    times = None if time_field is None else records[time_field]
     dropped = 0 if keep is None else int(keep.size - n)
-    return DecodedCloud(points, times, time_field, dropped)
+    return DecodedCloud(points, times, time_field, dropped, stamp)

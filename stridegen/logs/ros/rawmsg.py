@@ -114,19 +114,33 @@ class CloudLayout:
     data_length: int
 
 
+# The last fields section parsed, per wire format: (its bytes, the fields). Every message of a topic has the same
+# fields, and the section starts 4-aligned (its count is a uint32), so equal bytes are the same fields.
+_last_fields: dict[tuple[bool, str], tuple[bytes, tuple[tuple[str, int, int, int], ...]]] = {}
+
+
 def pointcloud2_layout(raw: bytes | memoryview, ros1: bool) -> CloudLayout | None:
     """The layout of a serialised sensor_msgs/PointCloud2 (None when the bytes do not parse as one)."""
     try:
         c = _Cursor(raw, ros1)
         sec, nsec = c.header_stamp()
         height, width = c.u32(), c.u32()
-        fields = []
-        for _ in range(c.u32()):
-            name = c.string()
-            offset = c.u32()
-            datatype = c.u8()
-            count = c.u32()
-            fields.append((name, offset, datatype, count))
+        c.align(4)
+        start = c.pos
+        last = _last_fields.get((ros1, c.order))
+        if last is not None and raw[start : start + len(last[0])] == last[0]:
+            c.pos += len(last[0])
+            fields = last[1]
+        else:
+            parsed = []
+            for _ in range(c.u32()):
+                name = c.string()
+                offset = c.u32()
+                datatype = c.u8()
+                count = c.u32()
+                parsed.append((name, offset, datatype, count))
+            fields = tuple(parsed)
+            _last_fields[(ros1, c.order)] = (bytes(raw[start : c.pos]), fields)
         is_bigendian = bool(c.u8())
         point_step, row_step = c.u32(), c.u32()
         data_offset, data_length = c.byte_array()
@@ -135,9 +149,7 @@ def pointcloud2_layout(raw: bytes | memoryview, ros1: bool) -> CloudLayout | Non
             return None
     except (ValueError, UnicodeDecodeError, struct.error, IndexError):
         return None
-    return CloudLayout(
-        sec, nsec, height, width, tuple(fields), is_bigendian, point_step, row_step, data_offset, data_length
-    )
+    return CloudLayout(sec, nsec, height, width, fields, is_bigendian, point_step, row_step, data_offset, data_length)
 
 
 def compressed_image_data(raw: bytes | memoryview, ros1: bool) -> tuple[str, int, int] | None:
