@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stridegen.core.bounded_json import first_too_deep, json_limits
 from stridegen.core.cache_dir import cache_root
 from stridegen.formats.textfile import UTF8_BOM, ErrorFactory, load_json
 
@@ -65,6 +66,7 @@ class _ListStream:
         self.file = path.open("rb")
         self.utf8 = codecs.getincrementaldecoder("utf-8")()
         self.decoder = json.JSONDecoder()
+        self.max_depth = json_limits().max_depth  # STRIDEGEN_JSON_MAX_DEPTH, as every JSON reader (core.bounded_json)
         head = self.file.read(len(UTF8_BOM))
         self.byte_pos = len(UTF8_BOM) if head == UTF8_BOM else 0  # a byte-order mark is dropped, as load_json does
         self.buf = self._decode(b"" if self.byte_pos else head)
@@ -114,6 +116,11 @@ class _ListStream:
                 raise _Unstreamable from None
             if end == len(self.buf) and self.fill():  # a number cut by the window's end: parse it again
                 continue
+            if self.buf.count("[", self.pos, end) + self.buf.count("{", self.pos, end) > self.max_depth:
+                # Enough brackets to be too deep: scan them; load_json then reports the file's line and column.
+                text = self.buf[self.pos : end].encode("utf-8", "surrogatepass")
+                if first_too_deep(text, self.max_depth) is not None:
+                    raise _Unstreamable
             self.advance(end)
             return value
 

@@ -71,6 +71,13 @@ def test_nuscenes_log_table_streamed_into_the_index(one_scene_log: Path, tmp_pat
     assert result.exit_code == 1, result.output
     assert "internal error" not in result.output and "RecursionError" not in result.output
     assert f"scene.json: line 1: {DEPTH} (column 65); raise the limit with {RAISE}" in " ".join(result.output.split())
+    # One record nested 100 deep: within the parser's recursion, past the limit every JSON reader keeps.
+    records = json.loads((one_scene_log / "v1.0-synthetic" / "scene.json").read_text())
+    records[0]["description"] = json.loads("[" * 100 + "]" * 100)
+    (log / "v1.0-synthetic" / "scene.json").write_text(json.dumps(records))
+    result = CliRunner().invoke(app, ["check", str(log)])
+    assert result.exit_code == 1, result.output
+    assert f"scene.json: line 1: {DEPTH} (column " in "".join(result.output.split("\n")), result.output
 
 
 def test_native_log_json_file_and_frame_line(tmp_path: Path) -> None:
