@@ -216,9 +216,10 @@ def jpeg_problem(data: bytes) -> str | None:
 
     Grey output (CMYK for four components, which libjpeg cannot turn grey): the entropy decoder still reads every
     component's coefficients, MCU by MCU and scan by scan, and libjpeg's warnings come from that reading and the
-    markers; only the chroma's inverse DCT and the colour conversion are skipped (about 30% of the check's time at
-    1600 x 900: 2.0 -> 1.4 ms). The same problem, word for word, as a colour decode's (tested on corrupted
-    baseline, progressive, 4:4:4, 4:2:0 and grey files)."""
+    markers; only the chroma's inverse DCT and the colour conversion are skipped (medians of 5 alternated rounds
+    over 150 synthetic camera files, one core: 0.70 -> 0.60 ms per 800 x 450 image, 1.93 -> 1.59 ms at
+    1600 x 900). The same problem, word for word, as a colour decode's (tested on corrupted baseline, progressive,
+    4:4:4, 4:2:2, 4:2:0 and grey files)."""
     import simplejpeg
 
     frame = jpeg_frame(data)
