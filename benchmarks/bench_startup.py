@@ -22,9 +22,12 @@ Each round runs every variant once, in turn (rounds alternated, so a busy machin
   command (start-up, check, resume, manifest, report, summary table) with no scene to build.
 
 The children run with Python's bytecode cache, as an installed package does: ``PYTHONDONTWRITEBYTECODE`` is removed
-and ``PYTHONPYCACHEPREFIX`` points at a private folder that a warm-up run of every variant fills (this project's
-sandbox sets ``PYTHONDONTWRITEBYTECODE=1``, under which every start compiles each module from source: ``--no-bytecode``
-measures that instead). ``--base TREE`` adds the stridegen variants of another checkout (``PYTHONPATH=TREE``, e.g.
+and ``PYTHONPYCACHEPREFIX`` points at a private folder that a warm-up run of every variant fills. ``--no-bytecode``
+runs them with no cache at all: ``PYTHONDONTWRITEBYTECODE=1`` and ``PYTHONPYCACHEPREFIX`` at an empty folder, so
+every start compiles every module it imports from source, the standard library's and site-packages' too (this
+project's sandbox sets ``PYTHONDONTWRITEBYTECODE=1`` alone, which stops writing ``.pyc`` files, not reading those
+that exist: a checkout whose ``__pycache__`` was never written compiles stridegen's modules at every start, one
+where it was does not). ``--base TREE`` adds the stridegen variants of another checkout (``PYTHONPATH=TREE``, e.g.
 a ``git worktree`` of an older commit), alternated with this one's. Prints the exact command, then min / median / max
 per variant (seconds), single-threaded children (OMP/MKL/OpenBLAS threads = 1, OpenCV's pool at 1 thread).
 """
@@ -119,15 +122,16 @@ def variants(tmp: Path, label: str) -> dict[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--no-bytecode", action="store_true", help="children compile every module (no .pyc)")
+    parser.add_argument("--no-bytecode", action="store_true", help="children compile every module at every start")
     parser.add_argument("--base", type=Path, help="another stridegen checkout to alternate with (PYTHONPATH)")
     args = parser.parse_args()
     print("command:", shlex.join([Path(PYTHON).name, *sys.argv]))
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp_name:
         tmp = Path(tmp_name)
         env = {**os.environ, **THREAD_ENV}
-        if args.no_bytecode:
+        if args.no_bytecode:  # an empty cache folder that nothing writes: every module compiled at every start
             env["PYTHONDONTWRITEBYTECODE"] = "1"
+            env["PYTHONPYCACHEPREFIX"] = str(tmp / "no-pycache")
         else:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
