@@ -21,6 +21,8 @@ sides, min / median / max over ``--repeats`` rounds.
 - first open: building the index (one pass over the recording), once, CPU time.
 - first check: ``stridegen check`` of the longest recording with no index yet (index, then every scene's check),
   CPU time of the child process.
+- ``--keep-freed-memory``: glibc's trim and mmap thresholds raised first (``keep_freed_memory``, as augment workers
+  do), for both sides: the sides' fresh arrays then reuse freed pages instead of page-faulting new ones.
 - memory: in a fresh process per length, ``RosReader(root).scene(<middle scene>)`` and every sweep and image of
   it read; peak RSS (``ru_maxrss``) minus the RSS after imports. Goal: flat in the length.
 
@@ -276,8 +278,17 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=20000)
     parser.add_argument("--cameras", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="glibc keeps freed memory (augment's keep_freed_memory, both sides): no page faults from trimming",
+    )
     args = parser.parse_args()
     print("$ .venv/bin/python benchmarks/bench_ros.py " + shlex.join(sys.argv[1:]))
+    if args.keep_freed_memory:
+        from stridegen.augment.corruptions.base import keep_freed_memory
+
+        print(f"  keep_freed_memory: {keep_freed_memory()}")
     with tempfile.TemporaryDirectory(prefix="bench-ros-") as tmp:
         root = Path(tmp) / "throughput"
         root.mkdir()
