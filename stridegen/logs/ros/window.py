@@ -45,13 +45,14 @@ class _Pass:
         self.stop = max((k[1] for _f, k in keys), default=0) + 1
         self.topics = {k[0] for _f, k in keys}
         self.messages: Iterator[tuple[Any, int, Any]] | None = None
+        self.reader: Any = None  # the rosbags reader the generator reads (a closed and reopened one: a new pass)
         self.frame = 0  # the frame the generator was started at or last asked for
         self.held: dict[Key, tuple[int, Any]] = {}  # key -> (frame, serialised bytes)
 
     def restart(self, frame: int) -> None:
         self.held = {}
         self.messages = None  # the old generator (and its chunk) released first
-        reader = self.recording.reader()
+        reader = self.reader = self.recording.reader()
         conns = [c for c in reader.connections if c.topic in self.topics]
         start = int(self.start_at[min(frame, self.start_at.size - 1)])
         self.messages = iter(reader.messages(connections=conns, start=start, stop=self.stop))
@@ -109,7 +110,12 @@ class SceneCursor:
             if held is not None:
                 raw = held[1]
             else:
-                behind = p.messages is None or frame < p.frame - 1 or frame > p.frame + AHEAD_FRAMES
+                behind = (
+                    p.messages is None
+                    or p.reader is not recording.reader()
+                    or frame < p.frame - 1
+                    or frame > p.frame + AHEAD_FRAMES
+                )
                 if behind:
                     p.restart(frame)
                 raw = p.pull(key)
