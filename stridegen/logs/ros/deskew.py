@@ -55,7 +55,8 @@ def deskew(
     at ``stamp_ns`` (module docstring), as float32 [N, C] (the other columns copied). ``out``: the array to write
     into (may be ``points`` itself), else a new one. ``T_global_from_ego``: the ego pose at ``stamp_ns`` when the
     caller has it (``poses.T_global_from_ego(stamp_ns)``). The pose stream must reach the sweep's first and last
-    point times, extended by at most ``max(extrapolate_ns, the sweep's reach)`` (InvalidPoseError otherwise)."""
+    point times, extended by at most ``max(extrapolate_ns, the sweep's reach)`` (InvalidPoseError otherwise);
+    ValueError when a point time is not finite."""
     if out is None:
         out = np.array(points, dtype=np.float32, copy=True)
     elif out is not points:
@@ -66,8 +67,10 @@ def deskew(
     times = np.asarray(times_s)
     # Point times as integer ns relative to the stamp, held exactly in float64 (|t| < 2^53 ns): rint(t 1e9),
     # monotone in t, so its extremes are those of t's.
-    lo_rel = int(np.rint(np.float64(times.min()) * 1e9))
-    hi_rel = int(np.rint(np.float64(times.max()) * 1e9))
+    lo, hi = np.float64(times.min()), np.float64(times.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError("per-point times are not all finite")
+    lo_rel, hi_rel = int(np.rint(lo * 1e9)), int(np.rint(hi * 1e9))
     lo_ns, hi_ns = stamp_ns + lo_rel, stamp_ns + hi_rel
     reach = max(abs(lo_rel), abs(hi_rel), extrapolate_ns)
     # The sweep's first and last point times checked against the pose range, and its reference pose.

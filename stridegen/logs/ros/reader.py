@@ -360,16 +360,19 @@ class RosReader(LogReader):
         state = self._states[sample.token.split(":", 1)[0]]
         if not state.mapping.deskew or cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
             return cloud.points
-        return deskew(
-            cloud.points,
-            cloud.times_s,
-            ref.header_ns,
-            sample.calibration.T_ego_from_sensor,
-            state.poses,
-            MAX_EXTRAPOLATION_NS,
-            out=cloud.points,
-            T_global_from_ego=sample.T_global_from_ego,
-        )
+        try:
+            return deskew(
+                cloud.points,
+                cloud.times_s,
+                ref.header_ns,
+                sample.calibration.T_ego_from_sensor,
+                state.poses,
+                MAX_EXTRAPOLATION_NS,
+                out=cloud.points,
+                T_global_from_ego=sample.T_global_from_ego,
+            )
+        except ValueError as exc:  # a NaN or infinite per-point time
+            raise LogFormatError(where, f"PointCloud2 field {cloud.time_field!r}: {exc}") from None
 
     def _raw(self, ref: _Ref) -> Any:
         """The serialised message of a sample, read in a pass over its scene (``window``)."""

@@ -92,6 +92,14 @@ def test_points_beyond_the_pose_range_are_refused() -> None:
         deskew(points, times, STAMP_NS, T_EGO_FROM_SENSOR, early, REACH_NS, T_global_from_ego=pose)
 
 
+def test_a_nan_point_time_is_refused() -> None:
+    poses = ChainPoses(Path("poses"), CHAINS["one track, one segment"](), "test")
+    points, times = _sweep(100)
+    times[7] = np.nan
+    with pytest.raises(ValueError, match="not all finite"):
+        deskew(points, times, STAMP_NS, T_EGO_FROM_SENSOR, poses, REACH_NS)
+
+
 @pytest.mark.parametrize("bound", [1e-6, 0.01, 0.1, 0.5, 1.0, 3.0])
 def test_series_sin_cos_match_numpy(bound: float) -> None:
     x = np.linspace(-bound, bound, 10001)
