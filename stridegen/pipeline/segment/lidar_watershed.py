@@ -63,7 +63,7 @@ from stridegen.pipeline.segment.base import SegmentRequest, SegmentResult
 from stridegen.pipeline.segment.grabcut import Crop
 from stridegen.pipeline.segment.lidar import disc_kernel, point_pixels
 from stridegen.pipeline.segment.raster import MaskCrop
-from stridegen.pipeline.segment.request import check_occlusion_mode, segment_in_depth_order
+from stridegen.pipeline.segment.request import LidarThrough, check_occlusion_mode, segment_in_depth_order
 
 UNKNOWN, NOT_OBJECT, OBJECT = 0, 1, 2  # watershed marker labels (OpenCV: 0 = to flood, > 0 = seeds)
 REFINE_MODES = ("watershed", "distance")
@@ -239,9 +239,13 @@ class LidarWatershedSegmenter:
         behind = against & (d > hi)
         through = request.lidar_through
         if through is not None and behind.any():  # behind the object: evidence only where measured through its box
-            measured_through = np.zeros(points.owner.shape[0], dtype=bool)
-            measured_through[through[i]] = True  # np.isin(idx, through) without its sort
-            against &= ~behind | measured_through[idx]
+            if isinstance(through, LidarThrough):  # asked about the points behind only
+                behind_at = np.flatnonzero(behind)
+                against[behind_at] = through.among(i, idx[behind_at])
+            else:
+                measured_through = np.zeros(points.owner.shape[0], dtype=bool)
+                measured_through[through[i]] = True  # np.isin(idx, through) without its sort
+                against &= ~behind | measured_through[idx]
 
         labels = np.zeros((hs + 2, ws + 2), dtype=np.int32)  # UNKNOWN, with flood_padded's one-pixel border
         markers = labels[1:-1, 1:-1]

@@ -170,8 +170,8 @@ def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> li
     finite = np.logical_and.reduceat(np.isfinite(vertices).all(axis=1), starts)
     v_min = np.where(finite, np.minimum.reduceat(vertices[:, 1], starts), 0.0)
     v_max = np.where(finite, np.maximum.reduceat(vertices[:, 1], starts), 0.0)
-    first_row = np.clip(np.ceil(v_min), 0, height).astype(np.int64).tolist()  # clipped: int64 holds them
-    last_row = np.clip(np.floor(v_max), -1, height - 1).astype(np.int64).tolist()
+    first_row = _clamp(np.ceil(v_min), 0, height).astype(np.int64).tolist()  # clipped: int64 holds them
+    last_row = _clamp(np.floor(v_max), -1, height - 1).astype(np.int64).tolist()
     taken: list[tuple[int, np.ndarray, int, int]] = []  # (index, polygon, first row, last row)
     for i, ok, r0, r1 in zip(shaped, finite.tolist(), first_row, last_row, strict=True):
         if ok and r1 >= r0 and not polygon_area(polys[i]) <= 0.0:  # (a NaN area, of overflowing products, is kept)
@@ -193,8 +193,8 @@ def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> li
     dy = bv - av
     slanted = np.flatnonzero(dy != 0)
     # each edge's rows within its polygon's (clipped first, so that far-off edges convert to int64 safely)
-    lo = np.clip(np.ceil(np.minimum(av, bv)[slanted]), r0_edge[slanted], r1_edge[slanted] + 1).astype(np.int64)
-    hi = np.clip(np.floor(np.maximum(av, bv)[slanted]), r0_edge[slanted] - 1, r1_edge[slanted]).astype(np.int64)
+    lo = _clamp(np.ceil(np.minimum(av, bv)[slanted]), r0_edge[slanted], r1_edge[slanted] + 1).astype(np.int64)
+    hi = _clamp(np.floor(np.maximum(av, bv)[slanted]), r0_edge[slanted] - 1, r1_edge[slanted]).astype(np.int64)
     spans = np.maximum(hi - lo + 1, 0)
     edge = np.repeat(slanted, spans)  # the (edge, row) pairs
     row = np.arange(edge.shape[0]) - np.repeat(np.cumsum(spans) - spans - lo, spans)
@@ -209,8 +209,8 @@ def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> li
     np.minimum.at(xl, line, x_edge)
     np.maximum.at(xr, line, x_edge)
     # int32 columns (an image is far narrower than 2**31 pixels): the crops' comparisons run twice as wide
-    c0_all = np.clip(np.ceil(xl), 0, width).astype(np.int32)  # first column of each row's span
-    c1_all = np.clip(np.floor(xr) + 1, 0, width).astype(np.int32)  # one past its last column
+    c0_all = _clamp(np.ceil(xl), 0, width).astype(np.int32)  # first column of each row's span
+    c1_all = _clamp(np.floor(xr) + 1, 0, width).astype(np.int32)  # one past its last column
     # each polygon's window: its first and last rows with a span, and the columns of its spans
     spans = c1_all > c0_all
     filled = np.flatnonzero(spans)
@@ -230,6 +230,12 @@ def polygon_crops(polys_uv: Sequence[np.ndarray], height: int, width: int) -> li
         cols = np.arange(w0[j], w1[j], dtype=np.int32)
         out[i] = MaskCrop(r0 + top - int(starts[j]), w0[j], (cols >= c0) & (cols < c1))
     return out
+
+
+def _clamp(x: np.ndarray, lo: np.ndarray | int, hi: np.ndarray | int) -> np.ndarray:
+    """``np.clip(x, lo, hi)`` (numpy's definition, minimum(maximum(x, lo), hi)) without its dispatch overhead; may
+    differ from it in the sign of a zero only, which the int conversions here drop."""
+    return np.minimum(np.maximum(x, lo), hi)
 
 
 def polygon_mask(poly_uv: np.ndarray, height: int, width: int) -> np.ndarray:

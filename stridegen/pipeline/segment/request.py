@@ -232,16 +232,34 @@ class LidarThrough(Sequence[np.ndarray]):
             found = self._done[k] = self._compute(k)
         return found
 
+    def among(self, i: int, points: np.ndarray) -> np.ndarray:
+        """[len(points)] bool: whether each of the point indices ``points`` is in object i's array
+        (``np.isin(points, self[i])``), tested on those points only while the array is not computed: each point's
+        answer depends on that point alone (``segments_pass_through_box`` works point by point)."""
+        points = np.asarray(points, dtype=np.int64).reshape(-1)
+        found = self._done.get(i)
+        if found is not None:
+            listed = np.zeros(self._owner.shape[0], dtype=bool)
+            listed[found] = True
+            return listed[points]
+        return self._measured(i, points)
+
     def _compute(self, i: int) -> np.ndarray:
+        idx = np.arange(self._owner.shape[0])
+        return idx[self._measured(i, idx)]
+
+    def _measured(self, i: int, idx: np.ndarray) -> np.ndarray:
+        """[len(idx)] bool: the points ``idx`` that project within object i's hull's bounds, are not its own and
+        were measured through its box."""
         (u_lo, v_lo), (u_hi, v_hi) = self._hulls[i].min(axis=0), self._hulls[i].max(axis=0)
-        u, v = self._uv[:, 0], self._uv[:, 1]
-        idx = np.flatnonzero((self._owner != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi))
+        u, v = self._uv[idx, 0], self._uv[idx, 1]
+        near = (self._owner[idx] != i) & (u >= u_lo) & (u <= u_hi) & (v >= v_lo) & (v <= v_hi)
         boxes = self._boxes
         rotation = None if self._level else boxes[i].rotation_matrices()[0]
-        passes = segments_pass_through_box(
-            self._origin, self._points[idx], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), rotation
+        near[near] = segments_pass_through_box(
+            self._origin, self._points[idx[near]], boxes.center[i], boxes.size_lwh[i], float(boxes.yaw[i]), rotation
         )
-        return idx[passes]
+        return near
 
 
 def _lidar_evidence(

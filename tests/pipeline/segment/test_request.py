@@ -307,3 +307,25 @@ def test_lidar_through_is_computed_per_object_on_first_read(monkeypatch: pytest.
     assert through[-1] is through[1]
     with pytest.raises(IndexError):
         through[2]
+
+
+def test_lidar_through_among_equals_membership_in_the_whole_array() -> None:
+    """``among(i, points)``, asked before object i's array exists (the slab test on those points only) and after
+    (a look-up), is ``np.isin(points, through[i])`` for any subset, in any order, with repeats."""
+    boxes = _boxes([[10.0, -2.0, 0.0], [12.0, 3.0, 0.0]], [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
+    rng = np.random.default_rng(4)
+    points = np.concatenate(
+        [rng.uniform([15.0, -6.0, -1.0], [30.0, 8.0, 1.5], (80, 3)), [[10.0, -2.0, 0.5], [12.0, 3.0, 0.5]]]
+    )
+    origin = np.array([0.0, 0.0, 2.0])
+    for i in (0, 1):
+        fresh, _ = make_request(IMAGE, K, T_CAM_FROM_GLOBAL, boxes, points, lidar_origin_global=origin)
+        through = fresh.lidar_through
+        assert isinstance(through, request_module.LidarThrough)
+        n = len(fresh.lidar_object)
+        asked = [rng.permutation(n)[: rng.integers(0, n + 1)] for _ in range(5)] + [np.arange(n), np.array([3, 3, 1])]
+        before = [through.among(i, a) for a in asked]  # object i's array not computed yet
+        whole = through[i]
+        assert whole.size  # not vacuous
+        for a, got in zip(asked, before, strict=True):
+            assert got.tolist() == np.isin(a, whole).tolist() == through.among(i, a).tolist()
