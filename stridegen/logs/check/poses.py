@@ -18,7 +18,6 @@ import numpy as np
 from stridegen.core.transforms import quat_to_rotmat, rotmat_to_quat
 from stridegen.logs.base import Annotations, Frame, Scene
 from stridegen.logs.check.findings import ERROR, WARNING, Finding, SceneSummary
-from stridegen.logs.check.lidar_motion import MOVED, STILL, lidar_scene_motion
 from stridegen.logs.check.settings import CheckContext
 
 MAX_TILT_DEG = 30.0
@@ -208,6 +207,9 @@ def constant_pose_findings(
     file = ctx.path("ego_pose")
     evidence = scene_motion(scene, per_frame)
     if evidence is None:
+        # imported here: the comparison pulls in the calibration code, which only logs with constant poses need
+        from stridegen.logs.check.lidar_motion import MOVED, STILL, lidar_scene_motion
+
         lidar = lidar_scene_motion(scene)
         if lidar.verdict == MOVED:
             evidence = lidar.reason
