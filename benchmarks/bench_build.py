@@ -17,8 +17,10 @@ Per log, each round runs every variant once, in turn (alternated, so a busy mach
 - ``command``: ``stridegen build LOG --out TMP workers=1`` as a child process; its CPU is user + system of the child
   and everything it waited for (``RUSAGE_CHILDREN``): interpreter start-up, imports, log check, progress display,
   build, report. The child runs with Python's bytecode cache (a private ``PYTHONPYCACHEPREFIX``, filled by a warm-up
-  run), as an installed package does; ``--no-bytecode`` runs it with ``PYTHONDONTWRITEBYTECODE=1`` instead (every
-  module compiled at each start: about +0.9 CPU-s).
+  run), as an installed package does; ``--no-bytecode`` runs it with no bytecode cache at all: every module compiled
+  at each start (about +0.9 CPU-s), ``PYTHONDONTWRITEBYTECODE=1`` and ``PYTHONPYCACHEPREFIX`` at an empty folder.
+  ``PYTHONDONTWRITEBYTECODE`` alone stops writing ``.pyc`` files but still reads the ``__pycache__`` folders that
+  exist, so its figure would depend on whether a cache had been written.
 - ``in-process (warm)``: ``run_build`` in this process after a warm-up build (imports and caches paid);
   ``time.process_time`` of this process plus ``RUSAGE_CHILDREN`` of the workers it spawned.
 
@@ -104,7 +106,8 @@ class Runner:
             self.env.pop("PYTHONDONTWRITEBYTECODE", None)
             self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
         else:
-            self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+            self.env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written ...
+            self.env["PYTHONPYCACHEPREFIX"] = str(tmp / "no-pycache")  # ... and no __pycache__ read: an empty folder
         self.runs = 0
 
     def _out(self) -> Path:
