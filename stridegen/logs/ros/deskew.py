@@ -16,6 +16,15 @@ of two rows by per-point ``cos`` and ``sin``; those are evaluated by their Taylo
 many terms as the largest angle of the sweep needs for double precision (NumPy's ``sin`` / ``cos`` beyond 1 rad).
 A sweep that spans several pose segments is handled segment by segment (its points grouped by segment).
 
+Repeated times: a spinning LiDAR often stamps many points with one time (every channel of a column: an Ouster
+sweep of 128 channels has 128x fewer distinct times than points). When a block's times come in runs of equal values
+(consecutive points share a time) or repeat row after row (``times[i] == times[i mod W]``: an organised cloud stored
+row by row with one time per column), the per-point time terms (time fraction, angle, its ``sin`` / ``cos``) are
+evaluated once per distinct time and spread to the points (one ``take`` or broadcast copy each). Each point then
+gets exactly the numbers it got from its own evaluation (same operations on the same values: bit-identical). Any
+other layout takes the per-point path; the test for it looks at a prefix first, so a sweep of distinct times pays
+a few thousand comparisons.
+
 Points go through in blocks of ``BLOCK`` with every intermediate in a per-thread workspace that is reused from
 sweep to sweep: fresh temporaries of this size would each be new pages from the kernel (a page fault per 4 KiB,
 more CPU than the arithmetic).
@@ -39,6 +48,8 @@ MAX_SERIES_ANGLE = 1.0
 BLOCK = 65536  # points per block (workspace: 13 float64 rows of this, 6.8 MB at most per thread)
 _ROWS, _MOVED, _REL, _COS, _SIN, _TMP, _TMP2 = slice(0, 5), slice(5, 8), 8, 9, 10, 11, 12
 _scratch = threading.local()
+REPEAT_RATIO = 4  # the repeated-time path when a block has at most 1/REPEAT_RATIO as many distinct times as points
+_PROBE = 4096  # points looked at before a full test for repeats (module docstring)
 
 
 def deskew(
@@ -116,14 +127,19 @@ def _deskew_block(
     rows = ws[_ROWS]  # x, y, z, 1, a (the time fraction of the pending track; module docstring)
     for c in range(3):
         rows[c] = points[:, c]
-    rel_ns = ws[_REL]
-    np.multiply(times, 1e9, out=rel_ns, dtype=np.float64)
-    np.rint(rel_ns, out=rel_ns)
+    repeats = _Repeats.of(times)
+    if repeats is None:
+        rel_ns = ws[_REL]
+        np.multiply(times, 1e9, out=rel_ns, dtype=np.float64)
+        np.rint(rel_ns, out=rel_ns)
+    else:  # per distinct time (same operations as the per-point path's)
+        repeats.rel_ns = np.multiply(repeats.values, 1e9, dtype=np.float64)
+        np.rint(repeats.rel_ns, out=repeats.rel_ns)
     G = np.zeros((3, 5))  # pending affine map of the rows: T_ego_from_sensor first
     G[:, :4] = np.asarray(T_ego_from_sensor, dtype=np.float64)[:3, :4]
     for part in reversed(poses.parts):  # T_global_from_sensor = parts[0] ... parts[-1] T_ego_from_sensor
         if isinstance(part, PoseTrack):
-            G = _apply_track(part, ws, G, stamp_ns, bounds)
+            G = _apply_track(part, ws, G, stamp_ns, bounds, repeats)
         else:
             G = _then(np.asarray(part, dtype=np.float64), G)
     G = _then(T_sensor_from_global, G)
@@ -134,6 +150,58 @@ def _deskew_block(
         np.matmul(G[:, :4], rows[:4], out=moved)
     for c in range(3):
         out[:, c] = moved[c]
+
+
+class _Repeats:
+    """A block's point times as ``values`` (the distinct times, in the order first seen) and the spread back to
+    the points: ``index`` (each point's value, runs of equal consecutive times) or ``width`` (``times[i] ==
+    values[i mod width]``: rows repeating). ``rel_ns``: the values as integer ns from the stamp (set by the
+    caller)."""
+
+    __slots__ = ("index", "rel_ns", "values", "width")
+
+    def __init__(self, values: np.ndarray, index: np.ndarray | None, width: int) -> None:
+        self.values, self.index, self.width = values, index, width
+        self.rel_ns = values
+
+    @classmethod
+    def of(cls, times: np.ndarray) -> _Repeats | None:
+        """The repeats of ``times`` when there are at most ``1 / REPEAT_RATIO`` as many distinct values, else
+        None (module docstring: the prefix ``_PROBE`` is tested first)."""
+        n = times.shape[0]
+        if n < 2 * REPEAT_RATIO:
+            return None
+        probe = times[: min(n, _PROBE)]
+        if np.count_nonzero(probe[1:] != probe[:-1]) * REPEAT_RATIO < probe.shape[0]:  # runs of equal times
+            change = times[1:] != times[:-1]
+            runs = np.count_nonzero(change) + 1
+            if runs * REPEAT_RATIO > n:
+                return None
+            starts = np.empty(runs, dtype=np.intp)
+            starts[0] = 0
+            starts[1:] = np.flatnonzero(change) + 1
+            index = np.empty(n, dtype=np.intp)
+            index[0] = 0
+            np.cumsum(change, out=index[1:])
+            return cls(times[starts], index, 0)
+        again = np.flatnonzero(probe[1:] == probe[0])  # rows: the first time comes back after one row
+        if again.size == 0:
+            return None
+        width = int(again[0]) + 1
+        if (
+            width * REPEAT_RATIO > n
+            or n % width
+            or not np.array_equal(times.reshape(-1, width), np.broadcast_to(times[:width], (n // width, width)))
+        ):
+            return None
+        return cls(times[:width], None, width)
+
+    def spread(self, values: np.ndarray, out: np.ndarray) -> None:
+        """``out[i]`` = ``values`` at point ``i``'s distinct time."""
+        if self.index is not None:
+            np.take(values, self.index, out=out)
+        else:
+            np.copyto(out.reshape(-1, self.width), values)
 
 
 def _check_range(track: PoseTrack, lo_ns: int, hi_ns: int, reach: int) -> None:
@@ -160,11 +228,17 @@ def _identity_map() -> np.ndarray:
 
 
 def _apply_track(
-    track: PoseTrack, ws: np.ndarray, G: np.ndarray, stamp_ns: int, bounds: tuple[float, float]
+    track: PoseTrack,
+    ws: np.ndarray,
+    G: np.ndarray,
+    stamp_ns: int,
+    bounds: tuple[float, float],
+    repeats: _Repeats | None = None,
 ) -> np.ndarray:
     """One dynamic link of the chain applied to the workspace's rows after their pending map ``G``; returns the
     new pending map. The rows are rewritten where the link turns the points (its rotation needs their
-    coordinates). ``bounds``: the least and greatest point time (ns relative to the stamp)."""
+    coordinates). ``bounds``: the least and greatest point time (ns relative to the stamp). ``repeats``: the
+    block's distinct times when it has few (the workspace's times row is then not filled yet)."""
     stamps = track.timestamp_ns
     if stamps.size < 2:
         raise InvalidPoseError(track.source, f"{stamps.size} ego pose(s): a moving sweep needs two")
@@ -178,9 +252,16 @@ def _apply_track(
     ends = np.searchsorted(stamps, [stamp_ns + int(lo_rel), stamp_ns + int(hi_rel)], side="right") - 1
     first, last = (int(s) for s in np.clip(ends, 0, stamps.size - 2))
     if first == last:
+        bound = _fraction_bound(bounds, stamp_ns, stamps, first)
+        if repeats is not None:
+            frac_u = np.empty_like(repeats.rel_ns)
+            _fraction(repeats.rel_ns, stamp_ns, stamps, first, frac_u)
+            return _segment(track, first, ws, G, frac_u, bound, repeats)
         frac = ws[_ROWS][4]
         _fraction(rel_ns, stamp_ns, stamps, first, frac)
-        return _segment(track, first, ws, G, frac, _fraction_bound(bounds, stamp_ns, stamps, first))
+        return _segment(track, first, ws, G, frac, bound)
+    if repeats is not None:  # the per-point path, its times row filled first
+        repeats.spread(repeats.rel_ns, rel_ns)
     # Several segments: the points grouped by segment (PoseTrack.segments: the last stamp <= the point's time),
     # each group through its own segment in a workspace of its own size.
     inner = (stamps[first + 1 : last + 1] - stamp_ns).astype(np.float64)  # exact: |value| < 2^53
@@ -218,13 +299,22 @@ def _fraction_bound(bounds: tuple[float, float], stamp_ns: int, stamps: np.ndarr
 
 
 def _segment(
-    track: PoseTrack, lo: int, ws: np.ndarray, G: np.ndarray, frac: np.ndarray, frac_bound: float
+    track: PoseTrack,
+    lo: int,
+    ws: np.ndarray,
+    G: np.ndarray,
+    frac: np.ndarray,
+    frac_bound: float,
+    repeats: _Repeats | None = None,
 ) -> np.ndarray:
     """Segment ``lo`` of a track applied after ``G`` (with no a-term) to the workspace's rows, whose row 4 holds
-    ``frac`` (at most ``frac_bound`` in magnitude); returns the new pending map."""
+    ``frac`` (at most ``frac_bound`` in magnitude); returns the new pending map. With ``repeats``, ``frac`` is per
+    distinct time and is spread into row 4 here (and the angle terms computed per distinct time)."""
     motions = track.motions()
     R0, theta, Q = motions.R0[lo], float(motions.theta[lo]), motions.axes[lo]
     rows = ws[_ROWS]
+    if repeats is not None:
+        repeats.spread(frac, rows[4])
     out = np.empty((3, 5))
     out[:, 4] = motions.dp[lo]
     if theta == 0.0:  # no rotation over the segment: a translation along dp, linear in a
@@ -235,8 +325,14 @@ def _segment(
     moved = ws[_MOVED]
     np.matmul(Q @ G[:, :4], rows[:4], out=moved)  # in the axis frame: the turn is about +z
     cos, sin, tmp = ws[_COS], ws[_SIN], ws[_TMP]
-    np.multiply(frac, theta, out=tmp)
-    _sin_cos_into(tmp, theta * frac_bound * (1.0 + 1e-12), cos, sin, ws[_TMP2])
+    angle_bound = theta * frac_bound * (1.0 + 1e-12)
+    if repeats is None:
+        np.multiply(frac, theta, out=tmp)
+        _sin_cos_into(tmp, angle_bound, cos, sin, ws[_TMP2])
+    else:
+        cos_u, sin_u = sin_cos(np.multiply(frac, theta), angle_bound)
+        repeats.spread(cos_u, cos)
+        repeats.spread(sin_u, sin)
     np.multiply(moved[0], cos, out=rows[0])
     np.multiply(moved[1], sin, out=tmp)
     rows[0] -= tmp

@@ -106,3 +106,59 @@ def test_series_sin_cos_match_numpy(bound: float) -> None:
     cos, sin = sin_cos(x)
     np.testing.assert_allclose(sin, np.sin(x), rtol=4e-16, atol=1e-300)
     np.testing.assert_allclose(cos, np.cos(x), rtol=4e-16, atol=0)
+
+
+def _column_times(columns: int, channels: int, layout: str, after: bool) -> np.ndarray:
+    """One time per column (a spinning LiDAR's channels fired together), the points stored column by column
+    (``runs``: equal times consecutive) or channel row by channel row (``rows``: an Ouster-style organised cloud)."""
+    col = np.linspace(0.0, 0.1, columns, endpoint=False).astype(np.float32).astype(np.float64)
+    col = col if after else -col[::-1]
+    return np.repeat(col, channels) if layout == "runs" else np.tile(col, channels)
+
+
+@pytest.mark.parametrize("layout", ["runs", "rows"])
+@pytest.mark.parametrize("after", [False, True], ids=["before-stamp", "after-stamp"])
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_repeated_times_give_the_per_point_results_bit_for_bit(
+    chain: str, after: bool, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Times evaluated once per distinct value (deskew's repeated-time path) give exactly the per-point path's
+    numbers, and the per-point pose formula's within rounding."""
+    import stridegen.logs.ros.deskew as deskew_module
+
+    poses = ChainPoses(Path("poses"), CHAINS[chain](), "test")
+    times = _column_times(256, 20, layout, after)
+    points, _ = _sweep(times.size)
+    assert deskew_module._Repeats.of(times) is not None  # the path under test is taken
+    fast = deskew(points, times, STAMP_NS, T_EGO_FROM_SENSOR, poses, REACH_NS, out=points.astype(np.float64))
+    np.testing.assert_allclose(fast[:, :3], _reference(points, times, T_EGO_FROM_SENSOR, poses), rtol=0, atol=1e-9)
+    monkeypatch.setattr(deskew_module, "REPEAT_RATIO", 10**9)  # every block per point
+    assert deskew_module._Repeats.of(times) is None
+    slow = deskew(points, times, STAMP_NS, T_EGO_FROM_SENSOR, poses, REACH_NS, out=points.astype(np.float64))
+    np.testing.assert_array_equal(fast, slow)
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        np.arange(64, dtype=np.float64),  # distinct
+        np.repeat(np.arange(32.0), 2),  # runs of 2: too many distinct times
+        np.r_[np.tile(np.arange(8.0), 8)[:-1], 99.0],  # rows but the last differs
+        np.tile(np.arange(8.0), 8)[:-3],  # not whole rows
+    ],
+)
+def test_layouts_without_enough_repeats_take_the_per_point_path(times: np.ndarray) -> None:
+    from stridegen.logs.ros.deskew import _Repeats
+
+    assert _Repeats.of(times) is None
+
+
+def test_repeats_spread_back_to_every_point() -> None:
+    from stridegen.logs.ros.deskew import _Repeats
+
+    for times in (np.repeat([3.0, 1.0, 3.0, 2.0], [5, 9, 4, 30]), np.tile([0.5, -1.0, 2.0, 7.0], 12)):
+        repeats = _Repeats.of(times)
+        assert repeats is not None and repeats.values.size == 4
+        out = np.empty_like(times)
+        repeats.spread(repeats.values, out)
+        np.testing.assert_array_equal(out, times)
