@@ -3,7 +3,8 @@ the first open (the recording's index: what the first ``stridegen check`` pays),
 against the recording's length.
 
 Recordings are written with ``stridegen.logs.synthetic.ros_writer.write_recording``: a LiDAR at 10 Hz
-(``--points`` points of x, y, z, intensity, ring, t: 24 bytes each, each point's time from its azimuth),
+(``--points`` points of x, y, z, intensity, ring, t: 24 bytes each, each point's time from its azimuth, or with
+``--columns C`` its azimuth column's of C a turn, stored column after column: a LiDAR firing its channels together),
 ``--cameras`` JPEG cameras of 320x180 with CameraInfo at 10 Hz, ``/tf`` at 10 Hz and ``/tf_static``; the ego drives
 at 10 m/s on a circle of 50 m radius (0.2 rad/s of yaw: every sweep is de-skewed with a turn, not only a shift).
 
@@ -55,12 +56,12 @@ RADIUS_M = 50.0
 SPEED_MPS = 10.0
 
 
-def write_recording_of(path: Path, container: str, seconds: float, points: int, cameras: int) -> None:
-    """A recording of ``seconds`` (module docstring)."""
+def write_recording_of(path: Path, container: str, seconds: float, points: int, cameras: int, columns: int = 0) -> None:
+    """A recording of ``seconds`` (module docstring); ``columns``: column-stamped times (``--columns``)."""
     from stridegen.core.transforms import make_transform
     from stridegen.formats.images import encode_jpeg
     from stridegen.logs.ros.types import make
-    from stridegen.logs.synthetic.ros_writer import _header, _transform, write_recording
+    from stridegen.logs.synthetic.ros_writer import _header, _transform, column_times, write_recording
 
     rng = np.random.default_rng(0)
     t0 = 1_700_000_000_000_000_000
@@ -82,6 +83,10 @@ def write_recording_of(path: Path, container: str, seconds: float, points: int, 
     record["intensity"] = rng.uniform(0, 100, points)
     record["ring"] = rng.integers(0, 32, points)
     record["t"] = -np.mod(np.arctan2(xyz[:, 1], xyz[:, 0]), 2 * np.pi) / (2 * np.pi) * 0.1
+    if columns:  # one time per azimuth column, the points stored column after column
+        times, order = column_times(xyz.astype(np.float64), 0.1, columns)
+        record = record[order]
+        record["t"] = times
     cloud = np.frombuffer(record.tobytes(), dtype=np.uint8)
     image = rng.integers(0, 256, (180, 320, 3), dtype=np.uint8)
     jpeg = np.frombuffer(encode_jpeg(image, 90).tobytes(), dtype=np.uint8)
@@ -278,6 +283,7 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=20000)
     parser.add_argument("--cameras", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--columns", type=int, default=0, help="column-stamped sweeps: C columns a turn (0: per point)")
     parser.add_argument(
         "--keep-freed-memory",
         action="store_true",
@@ -293,7 +299,9 @@ def main() -> None:
         root = Path(tmp) / "throughput"
         root.mkdir()
         name = "rec.bag" if args.container == "ros1" else "rec"
-        write_recording_of(root / name, args.container, args.throughput_seconds, args.points, args.cameras)
+        write_recording_of(
+            root / name, args.container, args.throughput_seconds, args.points, args.cameras, args.columns
+        )
         mb = size_mb(root / name)
         from stridegen.logs.ros.reader import RosReader
 
@@ -314,7 +322,8 @@ def main() -> None:
         base = statistics.median(times["rosbags"])
         print(
             f"{args.container}: {args.throughput_seconds:.0f} s recording, {mb:.1f} MB, {args.points} points/sweep, "
-            f"{args.cameras} cameras; CPU time, {args.repeats} alternated rounds"
+            f"{args.cameras} cameras, {f'{args.columns} time columns' if args.columns else 'per-point times'}; "
+            f"CPU time, {args.repeats} alternated rounds"
         )
         print(f"  first open (index):  {first_open:.2f} CPU-s ({mb / first_open:.0f} MB/s)")
         for side, values in times.items():
@@ -327,7 +336,7 @@ def main() -> None:
         for minutes in args.minutes:
             folder = Path(tmp) / f"mem-{minutes}"
             folder.mkdir()
-            write_recording_of(folder / name, args.container, minutes * 60.0, args.points, args.cameras)
+            write_recording_of(folder / name, args.container, minutes * 60.0, args.points, args.cameras, args.columns)
             RosReader(folder)  # the index, built once (not what a worker pays)
             out = subprocess.run(
                 [sys.executable, "-c", MEMORY_CHILD, str(folder)], capture_output=True, text=True, check=True

@@ -75,6 +75,7 @@ def write_ros_log(
     boxes: bool = True,
     name_by_token: bool = False,
     box_format: str = "detection3d",
+    skew_columns: int | None = None,
 ) -> RosWriteSummary:
     """Write the scenes of ``reader`` (all, or those named in ``scenes``) as recordings under ``out_root``.
 
@@ -82,7 +83,10 @@ def write_ros_log(
     ``box_format`` (one of ``BOX_FORMATS``: ``/detections`` Detection3DArray or ``/boxes/markers`` MarkerArray);
     ``name_by_token``: name each recording by the scene's token instead of its name (the ROS reader's scene token
     is the recording's name, and a build seeds its draws from the scene token: a copy named by token builds the
-    same questions as its source).
+    same questions as its source). ``skew_columns`` (with ``skew_period_s``): the sweep stamped column by column
+    (``column_times``: every point of one of ``skew_columns`` azimuth columns shares its column's time, the points
+    stored column after column, as a LiDAR that fires its channels together) instead of each point at its own
+    azimuth time.
     An existing recording is refused (FileExistsError).
     """
     if container not in CONTAINERS:
@@ -100,7 +104,7 @@ def write_ros_log(
         path = recording_path(out, scene.token if name_by_token else scene.name, container)
         if path.exists():
             raise FileExistsError(f"{path} exists")
-        messages = scene_messages(scene, poses, skew_period_s, boxes, box_format)
+        messages = scene_messages(scene, poses, skew_period_s, boxes, box_format, skew_columns)
         write_recording(path, container, messages)
         summary.recordings.append(path)
         for topic, _, _, _ in messages:
@@ -188,9 +192,15 @@ def _transform(store: Any, ns: int, parent: str, child: str, T: np.ndarray) -> A
 
 
 def scene_messages(
-    scene: Scene, poses: str, skew_period_s: float | None, boxes: bool, box_format: str = "detection3d"
+    scene: Scene,
+    poses: str,
+    skew_period_s: float | None,
+    boxes: bool,
+    box_format: str = "detection3d",
+    skew_columns: int | None = None,
 ) -> list[RosMessage]:
-    """Every message of one scene's recording (boxes as ``box_format``, one of ``BOX_FORMATS``)."""
+    """Every message of one scene's recording (boxes as ``box_format``, one of ``BOX_FORMATS``; ``skew_columns``:
+    ``write_ros_log``'s)."""
     samples: list[SensorSample] = [s for f in scene.frames for s in f.sensors.values()]
     if not samples:
         raise LogFormatError(scene.name, "scene has no sensor sample")
@@ -225,7 +235,7 @@ def scene_messages(
         for sample in frame.sensors.values():
             ns = sample.timestamp_us * 1000
             if sample.calibration.modality == "lidar":
-                out.append(_cloud_message(frame, sample, ns, track, skew_period_s))
+                out.append(_cloud_message(frame, sample, ns, track, skew_period_s, skew_columns))
             elif sample.calibration.is_camera:
                 out += _camera_messages(frame, sample, ns)
         if boxes:
@@ -270,15 +280,34 @@ def _pose_message(poses: str, ns: int, T: np.ndarray) -> list[RosMessage]:
     return []
 
 
+def column_times(points_sensor: np.ndarray, period_s: float, columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """A column-stamped spinning LiDAR: each point's time is that of its azimuth column (``columns`` equal
+    columns a turn, the column's first azimuth: ``azimuth_times`` quantised), and the order that stores the
+    points column after column (stable: a column keeps the points' order). Returns (times [N] s, order [N])."""
+    turned = -azimuth_times(points_sensor, period_s) / period_s  # fraction of the turn still to go, [0, 1)
+    column = np.minimum(np.floor(turned * columns), columns - 1)
+    order = np.argsort(-column, kind="stable")  # the earliest column (most still to turn) first
+    return (-column / columns * period_s)[order], order
+
+
 def _cloud_message(
-    frame: Frame, sample: SensorSample, ns: int, track: PoseTrack, skew_period_s: float | None
+    frame: Frame,
+    sample: SensorSample,
+    ns: int,
+    track: PoseTrack,
+    skew_period_s: float | None,
+    skew_columns: int | None = None,
 ) -> RosMessage:
     points = frame.reader.load_points(sample)
     xyz = points[:, :3].astype(np.float64)
     n = xyz.shape[0]
     times: np.ndarray = np.zeros(n, dtype=np.float64)
-    if skew_period_s:
+    if skew_period_s and skew_columns:
+        times, order = column_times(xyz, skew_period_s, skew_columns)
+        points, xyz = points[order], xyz[order]
+    elif skew_period_s:
         times = azimuth_times(xyz, skew_period_s)
+    if skew_period_s:
         T_ego_from_sensor = sample.calibration.T_ego_from_sensor
         T_ref = sample.T_global_from_ego @ T_ego_from_sensor
         stamps, inverse = np.unique(ns + np.round(times * 1e9).astype(np.int64), return_inverse=True)

@@ -160,23 +160,30 @@ def test_each_container_builds_the_nuscenes_build_qa(two_scene_log: Path, tmp_pa
         assert built[container] == built["nuscenes"], container
 
 
-def test_deskewed_sweeps_equal_the_generator_sweeps(source: Path, tmp_path: Path) -> None:
-    """Sweeps written as a 10 Hz spinning LiDAR on the moving ego sees them (each point at its azimuth time) come
-    back de-skewed to the generator's instantaneous sweep; read raw they are smeared by the ego motion."""
+@pytest.mark.parametrize("columns", [None, 64], ids=["per-point-times", "column-stamped"])
+def test_deskewed_sweeps_equal_the_generator_sweeps(source: Path, tmp_path: Path, columns: int | None) -> None:
+    """Sweeps written as a 10 Hz spinning LiDAR on the moving ego sees them (each point at its azimuth time, or
+    at its azimuth column's: the de-skew's repeated-time path) come back de-skewed to the generator's
+    instantaneous sweep; read raw they are smeared by the ego motion."""
+    from stridegen.logs.ros.deskew import _Repeats
     from stridegen.logs.ros.pointcloud2 import decode_pointcloud2
+    from stridegen.logs.synthetic.ros_writer import column_times
 
     src = open_log(source)
-    write_ros_log(src, tmp_path / "skewed", "ros2-mcap", scenes=["scene-0000"], skew_period_s=0.1)
+    write_ros_log(src, tmp_path / "skewed", "ros2-mcap", scenes=["scene-0000"], skew_period_s=0.1, skew_columns=columns)
     reader = RosReader(tmp_path / "skewed")
     worst = smear = 0.0
     for fa, fb in zip(src.scene("scene-0000").frames, reader.scene("scene-0000").frames, strict=True):
         truth = fa.lidar("LIDAR_TOP")
+        if columns:  # stored column after column
+            truth = truth[column_times(truth[:, :3].astype(np.float64), 0.1, columns)[1]]
         got = fb.lidar("LIDAR_TOP")
         worst = max(worst, float(np.abs(got[:, :3] - truth[:, :3]).max()))
         np.testing.assert_array_equal(got[:, 3:], truth[:, 3:])
         ref = reader._ref(fb.sensors["LIDAR_TOP"])
         raw = decode_pointcloud2(ref.recording.read(ref.topic, ref.receive_ns, ref.header_ns), "t")
         assert raw.times_s is not None and raw.times_s.min() < -0.09
+        assert (_Repeats.of(raw.times_s) is not None) == bool(columns)
         smear = max(smear, float(np.abs(raw.points[:, :3] - truth[:, :3]).max()))
     assert worst < 1e-4  # float32 storage of the skewed points
     assert smear > 0.1  # the ego moves several m/s: the raw sweep is visibly skewed
