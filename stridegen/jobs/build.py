@@ -20,7 +20,9 @@ runs no stage; warnings (no keyframes, constant ego poses, no annotations, ...) 
 ``BuildResult.warnings``. Where the reader can tell the whole-log errors without building a scene
 (``LogReader.unknown_modalities``), each scene is checked in its own worker, just before its stages (it reads the
 scene's metadata once for both, and no serial walk over the log delays the start); otherwise every scene is checked
-first, in this process.
+first, in this process. A scene checked in its worker keeps its warnings in the journal with the scene
+(``SceneResult.notes``, key ``check_warnings``), so a rerun that resumes it reads them back instead of checking
+the scene again (a journal written before they were kept: the scene is checked again, in this process).
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ def process_scene(
         return failed_scene(scene_name, exc, timings)
 
 
+CHECK_WARNINGS = "check_warnings"  # the key of a scene's log-check warnings in its journal notes
+
+
 @dataclass(frozen=True)
 class BuildTask:
     """The build's task (``SceneTask``; plain data): the log, the config (dumped), the output folder and its
@@ -142,6 +147,8 @@ class BuildTask:
             return SceneResult(scene_name, "failed", reason=check_failure, error_type=LogCheckError.__name__)
         result = process_scene(self.log_root, config, scene_name, self.out_dir, self.config_hash, report)
         result.warnings = warnings
+        if self.blocked is None:  # checked here: its warnings kept in the journal for a rerun (resumed_warnings)
+            result.notes = {CHECK_WARNINGS: [f.to_json() for f in warnings]}
         result.timings_s = {**check_s, **result.timings_s}
         return result
 
@@ -172,10 +179,15 @@ def run_build(
     with folder_lock(out):  # the runner's lock (re-entrant), held until the manifest and report are written
         [outcome] = run_scene_jobs([SceneJob(JobTarget(out, cfg_hash, names), task)], executor, overwrite, observer)
         results = outcome.results
-        if blocked is None:  # a resumed scene ran in no worker: its check's warnings come from here, as before
+        if blocked is None:  # a resumed scene ran in no worker: its check's warnings as its journal kept them
             for r in results:
                 if r.status == "resumed":
-                    r.warnings = scene_warnings(check_scene(reader, config.check_settings(), r.scene))
+                    kept = resumed_warnings(r)
+                    r.warnings = (
+                        kept
+                        if kept is not None
+                        else scene_warnings(check_scene(reader, config.check_settings(), r.scene))
+                    )
         source = {  # the log folder's name only: no path in a file that travels, the same bytes wherever out lies
             "root": log_root.resolve().name,
             "format": reader.format_name,
@@ -191,6 +203,21 @@ def run_build(
         result = BuildResult(out, manifest_path, cfg_hash, results, time.perf_counter() - start, warnings, report)
         atomic_write_bytes(out / REPORT_NAME, json.dumps(build_report(result, config), indent=2).encode() + b"\n")
     return result
+
+
+def resumed_warnings(result: SceneResult) -> list[Finding] | None:
+    """The log-check warnings a resumed scene's journal kept (``notes[CHECK_WARNINGS]``, written when its worker
+    checked it), None where it kept none (a journal from before they were kept) or they cannot be read: the
+    scene is then checked again."""
+    kept = result.notes.get(CHECK_WARNINGS)
+    if not isinstance(kept, list):
+        return None
+    try:
+        findings = [Finding(**f) for f in kept]
+    except TypeError:  # not an object of Finding's fields
+        return None
+    fields_ok = all(isinstance(getattr(f, k), str) for f in findings for k in ("severity", "code", "message"))
+    return findings if fields_ok else None
 
 
 def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:

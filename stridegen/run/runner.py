@@ -57,6 +57,9 @@ class SceneResult:
     error_type: str = ""
     timings_s: dict[str, float] = field(default_factory=dict)
     warnings: list[Any] = field(default_factory=list)  # the build's log-check warnings about the scene (Finding)
+    # JSON the job's worker asks to keep with the scene: recorded in its journal ``done`` event, handed back with
+    # the scene when a rerun resumes it ({} where the event has none: a job that keeps nothing, an older journal)
+    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -247,7 +250,7 @@ def _run_locked(
         job = tasks[index][0]
         if result.ok:
             assert result.shard is not None
-            journals[job].scene_done(result.scene, result.shard)
+            journals[job].scene_done(result.scene, result.shard, result.notes)
         else:
             journals[job].scene_failed(result.scene, result.reason, result.error_type)
         built[job][result.scene] = result
@@ -255,10 +258,16 @@ def _run_locked(
             observer.finished(job, result)
 
     executor.run(worker, tasks, finish, event)
+    notes = [journal.done_notes() if done else {} for journal, done in zip(journals, completed, strict=True)]
     return [
         JobOutcome(
             target,
-            [SceneResult(n, "resumed", completed[k][n]) if n in completed[k] else built[k][n] for n in target.scenes],
+            [
+                SceneResult(n, "resumed", completed[k][n], notes=notes[k].get(n, {}))
+                if n in completed[k]
+                else built[k][n]
+                for n in target.scenes
+            ],
         )
         for k, target in enumerate(targets)
     ]

@@ -1,8 +1,10 @@
 """The resume journal: an append-only JSON-lines file, one fsynced line per event.
 
 Events: ``build`` (a run began: config hash, schema version, scenes), ``started`` / ``done`` / ``failed`` per
-scene (``done`` records the shard's manifest entry with its sha256; ``failed`` the reason). A kill -9 can leave at
-most a torn last line, which the reader skips.
+scene (``done`` records the shard's manifest entry with its sha256 and, where the job keeps any, its ``notes``: JSON
+handed back with the scene on resume, e.g. the build's log-check warnings; ``failed`` the reason). A kill -9 can
+leave at most a torn last line, which the reader skips. A ``done`` event without ``notes`` (a journal written
+before they existed, or a job that keeps none) reads as no notes: the job redoes what they would have saved.
 
 Resume rules (``Journal.completed``): a scene is skipped on a rerun when its latest event is ``done`` and its
 shard file exists with exactly the sha256 that event recorded (and, for an HDF5 shard, this version's schema);
@@ -63,8 +65,12 @@ class Journal:
     def scene_started(self, scene: str) -> None:
         self.append("started", scene=scene)
 
-    def scene_done(self, scene: str, info: ShardInfo) -> None:
-        self.append("done", scene=scene, shard=info.to_json())
+    def scene_done(self, scene: str, info: ShardInfo, notes: dict[str, Any] | None = None) -> None:
+        """``notes``: JSON the job keeps with the scene (``done_notes``); left out of the event when empty."""
+        if notes:
+            self.append("done", scene=scene, shard=info.to_json(), notes=notes)
+        else:
+            self.append("done", scene=scene, shard=info.to_json())
 
     def scene_failed(self, scene: str, reason: str, error_type: str) -> None:
         self.append("failed", scene=scene, reason=reason, error_type=error_type)
@@ -94,6 +100,16 @@ class Journal:
             if e["event"] in ("started", "done", "failed") and "scene" in e:
                 states[e["scene"]] = SceneState(e["scene"], e["event"], e)
         return states
+
+    def done_notes(self) -> dict[str, dict[str, Any]]:
+        """The ``notes`` of each scene whose latest event is ``done`` and has them (an object); other scenes are
+        left out."""
+        notes: dict[str, dict[str, Any]] = {}
+        for scene, state in self.states().items():
+            value = state.record.get("notes")
+            if state.event == "done" and isinstance(value, dict):
+                notes[scene] = value
+        return notes
 
     def completed(self) -> dict[str, ShardInfo]:
         """Scenes whose shard is done and intact on disk (sha256 as recorded): these a rerun skips."""
