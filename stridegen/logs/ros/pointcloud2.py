@@ -21,6 +21,7 @@ float32 seconds relative to the stamp.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -60,7 +61,10 @@ class DecodedCloud:
             return None
         if self._times is None:
             times = np.multiply(raw, 1e-9, dtype=np.float64) if raw.dtype.kind in "iu" else raw.astype(np.float64)
-            if times.size and max(abs(float(np.nanmin(times))), abs(float(np.nanmax(times)))) > ABSOLUTE_TIME_S:
+            lo, hi = (float(times.min()), float(times.max())) if times.size else (0.0, 0.0)
+            if math.isnan(lo) or math.isnan(hi):  # NaN times (refused by the de-skew): the others decide
+                lo, hi = float(np.nanmin(times)), float(np.nanmax(times))
+            if max(abs(lo), abs(hi)) > ABSOLUTE_TIME_S:
                 times = times - (self.stamp[0] + self.stamp[1] * 1e-9)
             self._times = times
         return self._times
