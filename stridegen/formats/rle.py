@@ -44,9 +44,11 @@ def rle_counts_crop(pixels: np.ndarray, r0: int, c0: int, height: int, width: in
     r0..r0+h-1, columns c0..c0+w-1 and False elsewhere.
 
     COCO runs alternate 0s and 1s over the image in column-major order, starting with a (possibly empty) run of 0s
-    and ending with the last run, whichever value it has (pycocotools ``rleEncode``). Each crop column is padded
-    with a 0 above and below, so a run of 1s starts and ends within its column; runs of adjacent columns that
-    meet in the full image (a crop as tall as the image) are joined.
+    and ending with the last run, whichever value it has (pycocotools ``rleEncode``). The crop is padded with a
+    row of 0s above and below, so a run of 1s starts and ends within its column; the vertical value changes are
+    found row by row (contiguous memory: no transposed copy of the crop), moved to full-image column-major
+    positions and sorted, which puts them in column-major order: each column's run starts and ends alternate.
+    Runs of adjacent columns that meet in the full image (a crop as tall as the image) are joined.
     """
     m = np.asarray(pixels, dtype=bool)
     if m.ndim != 2:
@@ -54,17 +56,17 @@ def rle_counts_crop(pixels: np.ndarray, r0: int, c0: int, height: int, width: in
     h, w = m.shape
     if not (0 <= r0 and r0 + h <= height and 0 <= c0 and c0 + w <= width):
         raise ValueError(f"crop [{r0}:{r0 + h}, {c0}:{c0 + w}] is not inside a {height} x {width} image")
-    total = int(height) * int(width)
-    padded = np.zeros((w, h + 2), dtype=bool)  # row j: crop column j, top to bottom, between two 0s
-    padded[:, 1:-1] = m.T
-    flat = padded.reshape(-1)
-    # Every column starts and ends with a 0, so the value changes alternate: the first 1 of a run, then the first
-    # 0 after it (padded positions)
-    changes = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    if changes.size == 0:
+    height = int(height)
+    total = height * int(width)
+    padded = np.zeros((h + 2, w), dtype=bool)  # the crop between a row of 0s above and one below
+    padded[1:-1] = m
+    # (row, col) where crop pixel (row, col) differs from the one above it (row h: below the crop's last row)
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    if edges.size == 0:
         return np.array([total], dtype=np.int64)
-    col, row = np.divmod(changes, h + 2)
-    full = (c0 + col) * int(height) + r0 + row - 1  # column-major index in the full image
+    row, col = np.divmod(edges, w)
+    full = (c0 + col) * height + (r0 + row)  # column-major index in the full image: the first 1, the first 0 after
+    full.sort()  # distinct but for a column's end at the image's bottom and the next one's start at the top
     s, e = full[0::2], full[1::2]
     joined = s[1:] == e[:-1]  # a run ending at the bottom of a column that the next column's run continues
     if joined.any():

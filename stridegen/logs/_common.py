@@ -185,6 +185,13 @@ def require_finite_points(
     with holes would give other masks and mask qualities without a word (issue 33). A converter from a driver that
     writes NaN for "no return" (an organized ROS cloud) drops those points when it writes the log."""
     xyz = points[:, :3]
+    # Fast path, one reduction and no [N, 3] mask: a sum of IEEE floats is finite only if every term is (a NaN or an
+    # infinity propagates: inf + finite = inf, inf - inf = NaN). A sum that overflows although every term is finite
+    # (|x| near the float's maximum) is found finite by the exact test below.
+    with np.errstate(over="ignore", invalid="ignore"):  # no RuntimeWarning for the overflow or inf - inf
+        total = np.add.reduce(xyz, axis=None)
+    if np.isfinite(total):
+        return points
     finite = np.isfinite(xyz).all(axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)

@@ -303,12 +303,14 @@ def qa_breakdown(qa: QATable) -> dict[str, int]:
     """QA counts per category, class, (category, class) and predicate, keyed ``qa_category/<c>`` and so on."""
     from collections import Counter
 
+    # each distinct (category, class, predicate) counted once (Counter's C loop), then its keys formatted once
+    rows = Counter(zip(qa.category.tolist(), qa.object_class.tolist(), qa.predicate.tolist(), strict=True))
     counts: Counter = Counter()
-    for cat, cls, pred in zip(qa.category.tolist(), qa.object_class.tolist(), qa.predicate.tolist(), strict=True):
-        counts[f"qa_category/{cat}"] += 1
-        counts[f"qa_class/{cls}"] += 1
-        counts[f"qa_category_class/{cat}/{cls}"] += 1
-        counts[f"qa_predicate/{pred}"] += 1
+    for (cat, cls, pred), n in rows.items():
+        counts[f"qa_category/{cat}"] += n
+        counts[f"qa_class/{cls}"] += n
+        counts[f"qa_category_class/{cat}/{cls}"] += n
+        counts[f"qa_predicate/{pred}"] += n
     return dict(sorted(counts.items()))
 
 
