@@ -174,8 +174,10 @@ def matched_arrays(
     found: dict[int, tuple[int, int]] = {}  # stamp -> (header_ns, receive_ns) of the message; the first kept
     cache: dict[int, Any] = {}
     if msgtype == MARKERS:
-        for header_ns, receive_ns in rec.stamps(topic, start_ns - half, stop_ns + half + MARKER_LATENCY_NS + 1):
-            msg = rec.read(topic, receive_ns, header_ns)
+        keys = rec.stamps(topic, start_ns - half, stop_ns + half + MARKER_LATENCY_NS + 1)
+        messages = rec.read_many(topic, keys)  # one pass over the scene's span (Recording.read_many)
+        for header_ns, receive_ns in keys:
+            msg = messages[(header_ns, receive_ns)]
             stamp = marker_array_stamp(msg, receive_ns)
             if stamp is not None and stamp not in found:
                 found[stamp] = (header_ns, receive_ns)
@@ -185,13 +187,10 @@ def matched_arrays(
             found.setdefault(header_ns, (header_ns, receive_ns))
     stamps = np.array(sorted(found), dtype=np.int64)
     index = match_nearest(frame_ns, stamps, period_ns)
-    out = []
-    for i in np.flatnonzero(index >= 0):
-        stamp = int(stamps[int(index[i])])
-        header_ns, receive_ns = found[stamp]
-        msg = cache[stamp] if stamp in cache else rec.read(topic, receive_ns, header_ns)
-        out.append((int(i), stamp, msg))
-    return out
+    matched = [(int(i), int(stamps[int(index[i])])) for i in np.flatnonzero(index >= 0)]
+    if msgtype != MARKERS:
+        cache = {h: msg for (h, _r), msg in rec.read_many(topic, [found[s] for _i, s in matched]).items()}
+    return [(i, stamp, cache[stamp]) for i, stamp in matched]
 
 
 def frame_poses(

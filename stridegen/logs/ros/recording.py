@@ -147,6 +147,41 @@ class Recording:
                     return reader.deserialize(raw, msgtype)
         raise LogFormatError(self.path, f"no {topic} message received at {receive_ns} ns with stamp {header_ns} ns")
 
+    def read_many(self, topic: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+        """The deserialised messages of ``topic`` at ``keys`` (header_ns, receive_ns), as ``read`` finds each, in
+        one rosbags pass over their receive-time span (a query per message reads its chunk again for every
+        message, and a ROS 1 query walks the topic's index from the start). LogFormatError naming the first one
+        missing."""
+        if not keys:
+            return {}
+        wanted = {(int(r), int(h)) for h, r in keys}
+        reader = self.reader()
+        conns = [c for c in reader.connections if c.topic == topic]
+        msgtype = self.topics[topic][0]
+        stamped = self.topics[topic][3]
+        receive = {r for r, _h in wanted}
+        start, stop = min(receive), max(receive) + 1
+        raws: dict[tuple[int, int], Any] = {}
+        with self._lock:
+            for _conn, receive_ns, raw in reader.messages(connections=conns, start=start, stop=stop):
+                if receive_ns not in receive:
+                    continue
+                if stamped:
+                    key = (int(receive_ns), header_stamp_ns(raw, self.ros1))
+                    if key in wanted:
+                        raws.setdefault(key, raw)
+                else:  # an unstamped message: the first at its receive time, whatever header asked for
+                    for r, h in wanted:
+                        if r == receive_ns:
+                            raws.setdefault((r, h), raw)
+        out = {}
+        for h, r in keys:
+            raw = raws.get((int(r), int(h)))
+            if raw is None:
+                raise LogFormatError(self.path, f"no {topic} message received at {r} ns with stamp {h} ns")
+            out[(int(h), int(r))] = reader.deserialize(raw, msgtype)
+        return out
+
     # ------------------------------------------------------------------------------------------ index
     def _build(self, conn: sqlite3.Connection) -> None:
         """One pass over the recording's messages (module docstring)."""
