@@ -16,6 +16,7 @@ the topic's first message), and must stay in force up to its last sweep: a chang
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,8 +50,9 @@ class CameraModel:
     model: str
     D: np.ndarray
 
-    @property
+    @cached_property
     def distorted(self) -> bool:
+        """Whether any distortion coefficient is non-zero (asked for every image: computed once)."""
         return bool(np.any(self.D != 0.0))
 
 
