@@ -297,3 +297,27 @@ def test_marker_boxes_build_the_detection3d_build_qa(two_scene_log: Path, tmp_pa
         built[box_format] = sorted(rows)
     assert len(built["detection3d"]) > 500
     assert built["markers"] == built["detection3d"]
+
+
+@pytest.mark.parametrize("container", ["ros1", "ros2-mcap"])
+def test_read_many_gives_what_read_gives_message_by_message(source: Path, tmp_path: Path, container: str) -> None:
+    """Recording.read_many (matched_arrays' one pass) returns, for every key, the message ``read`` returns alone;
+    a key with no message is an error naming it."""
+    from stridegen.logs.ros.recording import Recording
+
+    write_ros_log(open_log(source), tmp_path / "rec", container, scenes=["scene-0000"])
+    path = next(p for p in (tmp_path / "rec").iterdir() if not p.name.startswith("."))
+    rec = Recording(path)
+    topic = "/detections"
+    keys = rec.stamps(topic)[1:]  # not from the first message
+    assert len(keys) >= 3
+    many = rec.read_many(topic, keys)
+    assert list(many) == [(h, r) for h, r in keys]
+    for header_ns, receive_ns in keys:
+        one = rec.read(topic, receive_ns, header_ns)
+        got = many[(header_ns, receive_ns)]
+        assert len(got.detections) == len(one.detections)
+        for a, b in zip(got.detections, one.detections, strict=True):
+            assert a.bbox.center.position.x == b.bbox.center.position.x and a.id == b.id
+    with pytest.raises(LogFormatError, match="no /detections message"):
+        rec.read_many(topic, [*keys, (keys[0][0] + 1, keys[0][1])])
