@@ -49,13 +49,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-THREAD_ENV = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1",
-    "OPENCV_FOR_THREADS_NUM": "1",
-}
+from single_thread import THREAD_ENV  # noqa: E402  (benchmarks/ is the script's folder)
+
 os.environ.update(THREAD_ENV)  # before numpy/OpenCV load in this process
 
 import cv2  # noqa: E402

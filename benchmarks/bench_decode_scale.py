@@ -31,10 +31,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from single_thread import THREAD_ENV
+
 from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, ensure_default_log
 
 RESOLUTIONS = ((800, 450), (1600, 900))
-THREAD_ENV = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OPENCV_NUM_THREADS")}
 
 
 def build_cpu(log: Path, out: Path, overrides: list[str]) -> tuple[float, int]:

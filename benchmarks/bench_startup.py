@@ -46,13 +46,7 @@ from pathlib import Path
 
 PYTHON = sys.executable
 STRIDEGEN = str(Path(PYTHON).with_name("stridegen"))
-THREAD_ENV = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1",
-    "OPENCV_FOR_THREADS_NUM": "1",
-}
+from single_thread import THREAD_ENV  # noqa: E402  (benchmarks/ is the script's folder)
 
 FLOOR_ONE_COMMAND = """
 import typer
