@@ -5,6 +5,7 @@ warm in-process rate (`run_build` called again in a process that has built once)
     .venv/bin/python benchmarks/bench_build.py --logs default --rounds 5
     .venv/bin/python benchmarks/bench_build.py --logs 12x800x450 --seconds 8 --rounds 3
     .venv/bin/python benchmarks/bench_build.py --quick                # 2 scenes x 8 s at 320x180, 2 rounds
+    .venv/bin/python benchmarks/bench_build.py --logs default --rounds 5 --base /tmp/base  # against another checkout
     .venv/bin/python benchmarks/bench_build.py --logs 2x800x450 2x1600x900 2x2880x1860 --seconds 8 \
         --segmenters lidar lidar_watershed projected_box --rounds 1   # segmenters x resolutions
 
@@ -23,6 +24,10 @@ Per log, each round runs every variant once, in turn (alternated, so a busy mach
   exist, so its figure would depend on whether a cache had been written.
 - ``in-process (warm)``: ``run_build`` in this process after a warm-up build (imports and caches paid);
   ``time.process_time`` of this process plus ``RUSAGE_CHILDREN`` of the workers it spawned.
+- ``command (base)``, with ``--base TREE`` (a ``git worktree`` of an older commit): the same command run by that
+  checkout's code (``PYTHONPATH=TREE``, run from outside both trees so that the current folder does not shadow it,
+  its own bytecode cache), in the same rounds, for a before / after of whole commands. Its shards are compared with
+  this checkout's and the difference printed (a change may be meant to change them).
 
 Single-threaded on both sides: OMP/MKL/OpenBLAS/NumExpr threads = 1 and OpenCV's pool at 1 thread
 (``OPENCV_FOR_THREADS_NUM=1`` in the child, ``cv2.setNumThreads(1)`` here), ``workers=1`` unless ``--workers``.
@@ -94,8 +99,8 @@ def _children_cpu_s() -> float:
 class Runner:
     """The two variants on one log and one set of overrides, each run building into a fresh folder."""
 
-    def __init__(self, log: Path, overrides: list[str], tmp: Path, bytecode: bool) -> None:
-        self.log, self.overrides, self.tmp = log, overrides, tmp
+    def __init__(self, log: Path, overrides: list[str], tmp: Path, bytecode: bool, base: Path | None = None) -> None:
+        self.log, self.overrides, self.tmp, self.base = log, overrides, tmp, base
         self.env = {**os.environ, **THREAD_ENV}
         if bytecode:
             self.env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -121,6 +126,21 @@ class Runner:
             raise SystemExit(f"{shlex.join(self.argv(out))} exited {done.returncode}:\n{done.stderr[-2000:]}")
         return cpu, _report(out), _digests(out)
 
+    def base_command(self) -> tuple[float, dict[str, Any], list[str]]:
+        """The command run by the ``--base`` checkout's code (module docstring)."""
+        assert self.base is not None
+        out = self._out()
+        code = "import sys; sys.argv[0] = 'stridegen'; from stridegen.cli import main; main()"
+        argv = [sys.executable, "-c", code, *self.argv(out)[1:]]
+        env = {**self.env, "PYTHONPATH": str(self.base)}
+        env["PYTHONPYCACHEPREFIX"] = env["PYTHONPYCACHEPREFIX"] + "-base"
+        before = _children_cpu_s()
+        done = subprocess.run(argv, cwd=self.tmp, env=env, capture_output=True, text=True)
+        cpu = _children_cpu_s() - before
+        if done.returncode != 0:
+            raise SystemExit(f"{shlex.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+        return cpu, _report(out), _digests(out)
+
     def in_process(self) -> tuple[float, dict[str, Any], list[str]]:
         out = self._out()
         cfg = load_build_config(None, self.overrides)
@@ -135,20 +155,26 @@ def _spread(values: list[float]) -> str:
 
 
 def bench_log(
-    spec: str, seconds: float, segmenter: str | None, workers: int, rounds: int, bytecode: bool
+    spec: str, seconds: float, segmenter: str | None, workers: int, rounds: int, bytecode: bool, base: Path | None
 ) -> dict[str, Any]:
     params = log_params(spec, seconds)
     log = ensure_default_log(params, progress=False)
     overrides = [f"workers={workers}"] + ([f"segmenter.name={segmenter}"] if segmenter else [])
     with tempfile.TemporaryDirectory(prefix="bench_build_") as tmp:
-        runner = Runner(log, overrides, Path(tmp), bytecode)
+        runner = Runner(log, overrides, Path(tmp), bytecode, base)
         variants = {"command": runner.command, "in-process (warm)": runner.in_process}
+        if base is not None:
+            variants["command (base)"] = runner.base_command
         shown = shlex.join(runner.argv(Path("OUT")))
         print(f"\nlog {spec}: {', '.join(f'{k}={v}' for k, v in params.items())}")
         print(f"  command: {' '.join(f'{k}={v}' for k, v in THREAD_ENV.items())} {shown}", flush=True)
         reference: list[str] | None = None
-        for fn in variants.values():  # warm-up: bytecode, file cache, this process's imports and caches
+        base_digests: list[str] | None = None
+        for name, fn in variants.items():  # warm-up: bytecode, file cache, this process's imports and caches
             _, _, digests = fn()
+            if name == "command (base)":
+                base_digests = digests
+                continue
             reference = reference or digests
             if digests != reference:
                 raise SystemExit("shards differ between the command and the in-process build")
@@ -158,12 +184,15 @@ def bench_log(
         for _ in range(rounds):
             for name, fn in variants.items():
                 seconds_cpu, report, digests = fn()
-                if digests != reference:
+                if digests != (base_digests if name == "command (base)" else reference):
                     raise SystemExit(f"shards differ between runs ({name})")
                 keyframes = int(report["keyframes_built"])
                 cpu[name].append(seconds_cpu)
                 if name != "command":
                     stages.append(report["stage_seconds_total"])
+    if base is not None:
+        same = "the same as" if base_digests == reference else "DIFFERENT from"
+        print(f"  base checkout {base}: its shards are {same} this checkout's")
     print(f"  {keyframes} keyframes, {rounds} alternated rounds, min / median / max")
     print(f"  {'variant':22s} {'CPU seconds':>27s}   {'keyframes per CPU-second':>27s}")
     for name, values in cpu.items():
@@ -187,6 +216,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--segmenters", nargs="+", help="segmenter names to compare (default: the config's)")
     parser.add_argument("--no-bytecode", action="store_true", help="the child without Python's bytecode cache")
+    parser.add_argument("--base", type=Path, help="another checkout (git worktree) whose command runs in the rounds")
     parser.add_argument("--quick", action="store_true", help=f"the log {QUICK_LOG} of {QUICK_SECONDS:g} s, 2 rounds")
     args = parser.parse_args()
     cv2.setNumThreads(1)
@@ -197,7 +227,7 @@ def main() -> None:
         for segmenter in args.segmenters or [None]:
             if segmenter:
                 print(f"\nsegmenter {segmenter}")
-            bench_log(spec, args.seconds, segmenter, args.workers, args.rounds, not args.no_bytecode)
+            bench_log(spec, args.seconds, segmenter, args.workers, args.rounds, not args.no_bytecode, args.base)
     print(f"\nload average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("shards byte-identical across variants and rounds")
 
