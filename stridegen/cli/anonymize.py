@@ -13,19 +13,12 @@ import typer
 
 from stridegen.cli import executor_options
 from stridegen.cli.errors import EXIT_FAILED, guarded, one_line
+from stridegen.run.anonymize_defaults import SECTION_DEFAULTS
 
-# The options' defaults are the build config's anonymize section's (stridegen.run.config.AnonymizeSection; a test,
-# tests/cli/test_startup.py, holds them equal), written out here because importing the config costs `stridegen
-# --help` and this command's help about 0.5 CPU-s (issue 35); except --faces / --plates: the section's None means
-# auto (on for a real log, off for a synthetic one), while this command, asked for explicitly, blurs both unless told
-# not to.
-SECTION_DEFAULTS = {
-    "face_detector": "centerface",
-    "face_threshold": 0.2,
-    "plate_detector": "haar",
-    "method": "blur",
-    "jpeg_quality": 90,
-}
+# The options' defaults are the build config's anonymize section's (one source of each default:
+# stridegen.run.anonymize_defaults, which imports nothing, so this command's help does not import the config),
+# except --faces / --plates: the section's None means auto (on for a real log, off for a synthetic one), while this
+# command, asked for explicitly, blurs both unless told not to.
 
 
 def _swap_in(src: Path, tmp: Path) -> None:

