@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from stridegen.core.errors import LogFormatError
-from stridegen.logs import open_log
 
 pytest.importorskip("rosbags")
 
@@ -22,16 +21,6 @@ from stridegen.logs.synthetic.ros_writer import _pose, _transform, scene_message
 from stridegen.logs.synthetic.ros_writer_boxes import detections_message
 
 DETECTIONS = "vision_msgs/msg/Detection3DArray"
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory):
-    """One synthetic scene of 2 s: 4 frames at 2 Hz, tiny cameras; the ego drives."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("ros-frames-source") / "log"
-    generate_dataset(root, scenes=1, seconds=2.0, seed=3, width=48, height=27, progress=False)
-    return open_log(root).scene("scene-0000")
 
 
 def _T_map_odom(ns: int) -> np.ndarray:

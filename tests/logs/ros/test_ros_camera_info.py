@@ -9,8 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stridegen.logs import open_log
-
 pytest.importorskip("rosbags")
 
 from stridegen.logs.ros.camera_info import K_TOLERANCE_PX, CameraInfoChangedError
@@ -19,16 +17,6 @@ from stridegen.logs.ros.types import make
 from stridegen.logs.synthetic.ros_writer import scene_messages, write_recording
 
 INFO = "/CAM_FRONT/camera_info"
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory):
-    """One synthetic scene of 2 s: 4 frames at 2 Hz (0, 0.5, 1.0, 1.5 s), tiny cameras."""
-    from stridegen.logs.synthetic.generator import generate_dataset
-
-    root = tmp_path_factory.mktemp("ros-info-source") / "log"
-    generate_dataset(root, scenes=1, seconds=2.0, seed=3, width=48, height=27, progress=False)
-    return open_log(root).scene("scene-0000")
 
 
 def _recording(scene, tmp_path: Path, from_frame: int, dfx: float = 0.0, size=None, container="ros2-mcap") -> Path:
