@@ -213,11 +213,9 @@ def resumed_warnings(result: SceneResult) -> list[Finding] | None:
     if not isinstance(kept, list):
         return None
     try:
-        findings = [Finding(**f) for f in kept]
-    except TypeError:  # not an object of Finding's fields
+        return [Finding.from_json(f) for f in kept]
+    except ValueError:
         return None
-    fields_ok = all(isinstance(getattr(f, k), str) for f in findings for k in ("severity", "code", "message"))
-    return findings if fields_ok else None
 
 
 def build_report(result: BuildResult, config: BuildConfig) -> dict[str, Any]:

@@ -101,6 +101,18 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: Any) -> Finding:
+        """The finding ``to_json`` wrote; ValueError where ``data`` is not one (not an object of these fields, or
+        a severity, code or message that is no string)."""
+        try:
+            finding = cls(**data)
+        except TypeError as exc:
+            raise ValueError(f"not a finding: {exc}") from None
+        if not all(isinstance(getattr(finding, k), str) for k in ("severity", "code", "message")):
+            raise ValueError("not a finding: severity, code and message must be strings")
+        return finding
+
 
 @dataclass
 class SceneSummary:
