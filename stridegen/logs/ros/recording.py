@@ -136,16 +136,9 @@ class Recording:
         return self.reader().deserialize(raw, msgtype)
 
     def read(self, topic: str, receive_ns: int, header_ns: int) -> Any:
-        """The deserialised message of ``topic`` received at ``receive_ns`` with that header stamp."""
-        reader = self.reader()
-        conns = [c for c in reader.connections if c.topic == topic]
-        msgtype = self.topics[topic][0]
-        stamped = self.topics[topic][3]
-        with self._lock:
-            for _conn, _ts, raw in reader.messages(connections=conns, start=receive_ns, stop=receive_ns + 1):
-                if not stamped or header_stamp_ns(raw, self.ros1) == header_ns:
-                    return reader.deserialize(raw, msgtype)
-        raise LogFormatError(self.path, f"no {topic} message received at {receive_ns} ns with stamp {header_ns} ns")
+        """The deserialised message of ``topic`` received at ``receive_ns`` with that header stamp (``read_many``
+        of one key)."""
+        return self.read_many(topic, [(header_ns, receive_ns)])[(int(header_ns), int(receive_ns))]
 
     def read_many(self, topic: str, keys: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
         """The deserialised messages of ``topic`` at ``keys`` (header_ns, receive_ns), as ``read`` finds each, in
