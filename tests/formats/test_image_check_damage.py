@@ -27,8 +27,8 @@ def _camera_like_jpeg() -> bytes:
     write them."""
     rng = np.random.default_rng(3)
     yy, xx = np.mgrid[0:180, 0:320]
-    image = np.stack([(xx * 0.7) % 256, (yy * 1.3) % 256, ((xx + yy) * 0.5) % 256], axis=-1).astype(np.uint8)
-    image = cv2.add(image, cv2.GaussianBlur(rng.integers(0, 80, (180, 320, 3), dtype=np.uint8), (3, 3), 0))
+    ramps = np.stack([(xx * 0.7) % 256, (yy * 1.3) % 256, ((xx + yy) * 0.5) % 256], axis=-1).astype(np.uint8)
+    image = cv2.add(ramps, cv2.GaussianBlur(rng.integers(0, 80, (180, 320, 3), dtype=np.uint8), (3, 3), 0))
     for _ in range(12):
         centre = (int(rng.integers(0, 320)), int(rng.integers(0, 180)))
         colour = tuple(int(c) for c in rng.integers(0, 256, 3))
