@@ -22,6 +22,7 @@ float32 seconds relative to the stamp.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -108,6 +109,24 @@ def decode_pointcloud2_bytes(raw: bytes | memoryview, ros1: bool, where: str) ->
     return decode_cloud(layout.fields, shape, layout.is_bigendian, data, stamp, where)
 
 
+_SCRATCH = threading.local()
+
+
+def _aligned(data: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``data`` (uint8) when its start is 8-aligned, else (True) a copy in this thread's scratch buffer, reused by the
+    next call. A message sliced from a file's memory map (``mcapfile``) starts anywhere, and NumPy's strided copies
+    of unaligned values are several times slower (600 sweeps of 20,000 points: 0.29 s unaligned, 0.12 s aligned);
+    a reused buffer costs one memcpy and no page faults, where a fresh copy per sweep page-faults its memory."""
+    if data.ctypes.data % 8 == 0:
+        return data, False
+    buffer = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or buffer.size < data.size:
+        buffer = _SCRATCH.buffer = np.empty(data.size, dtype=np.uint8)
+    out = buffer[: data.size]
+    np.copyto(out, data)
+    return out, True
+
+
 @lru_cache(maxsize=64)
 def _plan(
     fields: tuple[tuple[str, int, int, int], ...], point_step: int, big_endian: bool
@@ -158,8 +177,10 @@ def decode_cloud(
             where, f"PointCloud2 data has {data.size} bytes; {height}x{width} points of {step} need {needed}"
         )
     if height <= 1 or row_step == width * step:
+        data, scratch = _aligned(data)
         records = np.frombuffer(np.ascontiguousarray(data), dtype=dtype, count=height * width)  # no copy
     else:  # padded rows: the rows' points without the padding (one copy)
+        scratch = False
         rows = data[: height * row_step].reshape(height, row_step)[:, : width * step]
         records = np.frombuffer(np.ascontiguousarray(rows), dtype=dtype, count=height * width)
     columns = [records[c] for c in ("x", "y", "z")]
@@ -180,5 +201,7 @@ def decode_cloud(
         else:
             points[:, column] = records[name]
     times = None if time_field is None else records[time_field]
+    if scratch and times is not None and keep is None:  # a view of the scratch buffer, which the next sweep reuses
+        times = times.copy()
     dropped = 0 if keep is None else int(keep.size - n)
     return DecodedCloud(points, times, time_field, dropped, stamp)

@@ -328,7 +328,7 @@ class RosReader(LogReader):
         msgtype = ref.recording.topics[ref.topic][0]
         data = compressed_image_bytes(raw, ref.recording.ros1, where) if msgtype == COMPRESSED_IMAGE else None
         if data is None:
-            data = image_bytes(msgtype, ref.recording.deserialize(raw, msgtype), where)
+            data = image_bytes(msgtype, ref.recording.deserialize_topic(raw, ref.topic), where)
         mapping = self.mappings[ref.recording.name]
         if ref.camera is not None and mapping.undistort:
             data = undistort_bytes(data, ref.camera, where)
@@ -356,7 +356,7 @@ class RosReader(LogReader):
         raw = self._raw(ref)
         cloud = decode_pointcloud2_bytes(raw, ref.recording.ros1, where) if _is_cloud(ref) else None
         if cloud is None:  # not the standard layout: rosbags' deserialisation
-            cloud = decode_pointcloud2(ref.recording.deserialize(raw, ref.recording.topics[ref.topic][0]), where)
+            cloud = decode_pointcloud2(ref.recording.deserialize_topic(raw, ref.topic), where)
         state = self._states[sample.token.split(":", 1)[0]]
         if not state.mapping.deskew or cloud.times_s is None or state.poses is None or not np.any(cloud.times_s):
             return cloud.points

@@ -8,8 +8,18 @@ The index of a recording (an SQLite file, ``stridegen.logs.index.ensure_index``:
 its messages, which are not deserialised except the first of each topic: per topic its type, count, first
 ``frame_id`` and first message; per message its topic, header stamp (read from the serialised bytes: the first
 field of every stamped message is a ``std_msgs/Header``) and receive time; and the bytes of the few light
-messages (tf, odometry, poses, GNSS, IMU). A build worker then reads only its scene's rows and, by receive time,
-its scene's sensor messages: its memory does not grow with the recording's length.
+messages (tf, odometry, poses, GNSS, IMU); and, for MCAP storage, the MCAP files (``storage``). A build worker then
+reads only its scene's rows and, by receive time, its scene's sensor messages: its memory does not grow with the
+recording's length.
+
+A topic whose type the recording defines as the standard store does (``types.typestore``, the same definition of the
+type and of every type in it) is marked ``standard`` in the index: its messages from the index (tf, poses,
+CameraInfo, first messages) are deserialised with that store, compiled once per process, and a scene is read
+without opening rosbags' reader (for MCAP storage) or compiling the recording's own types again.
+
+Sensor messages are read by ``messages``: from MCAP files through their chunk index (``mcapfile``, when the ``mcap``
+package is installed and the files are indexed), else with rosbags' ``AnyReader``; both give the same messages in
+the same order.
 """
 
 from __future__ import annotations
@@ -17,15 +27,16 @@ from __future__ import annotations
 import sqlite3
 import struct
 import threading
+from collections.abc import Iterator
 from hashlib import sha256
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from stridegen.core.errors import LogFormatError
 from stridegen.logs.index import INDEX_DIR_NAME, connect_index, ensure_index, index_cache_dir, source_key
 from stridegen.logs.ros.types import require_rosbags, typestore
 
-SCHEMA = "ros-recording-3"  # 3: every CameraInfo change kept, not only the first message
+SCHEMA = "ros-recording-4"  # 3: every CameraInfo change kept, not only the first message; 4: storage, standard
 # Messages whose bytes go into the index (small, needed over a whole scene).
 LIGHT_TYPES = (
     "tf2_msgs/msg/TFMessage",
@@ -38,9 +49,10 @@ LIGHT_TYPES = (
 )
 _SQL = """
 CREATE TABLE topic (name TEXT PRIMARY KEY, msgtype TEXT, count INTEGER, frame_id TEXT, first BLOB,
-                    stamped INTEGER, detail TEXT);
+                    stamped INTEGER, detail TEXT, standard INTEGER);
 CREATE TABLE message (topic TEXT, header_ns INTEGER, receive_ns INTEGER, size INTEGER);
 CREATE TABLE blob (topic TEXT, header_ns INTEGER, receive_ns INTEGER, data BLOB);
+CREATE TABLE storage (kind TEXT, name TEXT);
 """
 
 
@@ -92,6 +104,7 @@ class Recording:
         self.name = path.stem if path.is_file() else path.name
         self.ros1 = path.suffix == ".bag"
         self._anyreader: Any = None
+        self._mcap: Any = None  # mcapfile.McapFiles, or False where the files are read with rosbags
         self._lock = threading.RLock()
         place = sha256(str(path.resolve()).encode()).hexdigest()[:16]
         file_name = f"ros-{place}.sqlite"
@@ -103,12 +116,14 @@ class Recording:
         if self.index_path is None:
             raise LogFormatError(path, "cannot write the recording's index anywhere (log folder and cache read-only)")
         self._db = connect_index(self.index_path)
-        self.topics: dict[str, tuple[str, int, str, bool, str]] = {
-            name: (msgtype, count, frame_id, bool(stamped), detail)
-            for name, msgtype, count, frame_id, stamped, detail in self._db.execute(
-                "SELECT name, msgtype, count, frame_id, stamped, detail FROM topic ORDER BY name"
-            )
-        }
+        self.topics: dict[str, tuple[str, int, str, bool, str]] = {}
+        self._standard: set[str] = set()  # topics whose type is the standard store's (module docstring)
+        for name, msgtype, count, frame_id, stamped, detail, standard in self._db.execute(
+            "SELECT name, msgtype, count, frame_id, stamped, detail, standard FROM topic ORDER BY name"
+        ):
+            self.topics[name] = (msgtype, count, frame_id, bool(stamped), detail)
+            if standard:
+                self._standard.add(name)
 
     # ------------------------------------------------------------------------------------------ rosbags
     def reader(self) -> Any:
@@ -131,9 +146,54 @@ class Recording:
             if self._anyreader is not None:
                 self._anyreader.close()
                 self._anyreader = None
+            self._mcap = None
+
+    def _direct(self) -> Any:
+        """The recording's MCAP files read through their index (``mcapfile.McapFiles``), or None: not MCAP storage,
+        the ``mcap`` package missing, or a file without a chunk index (module docstring)."""
+        with self._lock:
+            if self._mcap is None:
+                self._mcap = False
+                names = [name for kind, name in self._db.execute("SELECT kind, name FROM storage") if kind == "mcap"]
+                from stridegen.logs.ros.mcapfile import McapFiles, NotIndexed, mcap_available
+
+                if names and mcap_available():
+                    try:
+                        self._mcap = McapFiles([self.path / n if n else self.path for n in names])
+                    except (NotIndexed, OSError):
+                        self._mcap = False
+            return self._mcap or None
+
+    def source(self) -> Any:
+        """The object ``messages`` reads from now (a pass started on another one, closed since, is stale)."""
+        return self._direct() or self.reader()
+
+    def messages(self, topics: set[str], start: int, stop: int) -> Iterator[tuple[str, int, Any]]:
+        """(topic, receive ns, serialised bytes) of the messages of ``topics`` received in [start, stop), in
+        receive order (rosbags' order: module docstring)."""
+        direct = self._direct()
+        if direct is not None:
+            return iter(direct.messages(topics, start, stop))
+        reader = self.reader()
+        conns = [c for c in reader.connections if c.topic in topics]
+        if not conns:  # rosbags reads every topic for an empty selection
+            return iter(())
+        return ((c.topic, t, raw) for c, t, raw in reader.messages(connections=conns, start=start, stop=stop))
 
     def deserialize(self, raw: bytes | memoryview, msgtype: str) -> Any:
         return self.reader().deserialize(raw, msgtype)
+
+    def deserialize_topic(self, raw: bytes | memoryview, topic: str) -> Any:
+        """A message of ``topic``: with the standard store where the topic is ``standard`` (module docstring), else
+        with the recording's own types."""
+        msgtype = self.topics[topic][0]
+        if topic not in self._standard:
+            return self.deserialize(raw, msgtype)
+        store = typestore(self.ros1)
+        try:
+            return store.deserialize_ros1(raw, msgtype) if self.ros1 else store.deserialize_cdr(raw, msgtype)
+        except Exception:  # rosbags' SerdeError and the struct errors of its generated code: its reader's message
+            return self.deserialize(raw, msgtype)
 
     def read(self, topic: str, receive_ns: int, header_ns: int) -> Any:
         """The deserialised message of ``topic`` received at ``receive_ns`` with that header stamp (``read_many``
@@ -148,15 +208,12 @@ class Recording:
         if not keys:
             return {}
         wanted = {(int(r), int(h)) for h, r in keys}
-        reader = self.reader()
-        conns = [c for c in reader.connections if c.topic == topic]
-        msgtype = self.topics[topic][0]
         stamped = self.topics[topic][3]
         receive = {r for r, _h in wanted}
         start, stop = min(receive), max(receive) + 1
         raws: dict[tuple[int, int], Any] = {}
         with self._lock:
-            for _conn, receive_ns, raw in reader.messages(connections=conns, start=start, stop=stop):
+            for _topic, receive_ns, raw in self.messages({topic}, start, stop):
                 if receive_ns not in receive:
                     continue
                 if stamped:
@@ -172,7 +229,7 @@ class Recording:
             raw = raws.get((int(r), int(h)))
             if raw is None:
                 raise LogFormatError(self.path, f"no {topic} message received at {r} ns with stamp {h} ns")
-            out[(int(h), int(r))] = reader.deserialize(raw, msgtype)
+            out[(int(h), int(r))] = self.deserialize_topic(raw, topic)
         return out
 
     # ------------------------------------------------------------------------------------------ index
@@ -216,10 +273,15 @@ class Recording:
         # Topics that have a connection and no message (an empty topic) are listed with count 0.
         for connection in reader.connections:
             info.setdefault(connection.topic, [connection.msgtype, 0, "", b"", False, ""])
+        standard = typestore(self.ros1)
         conn.executemany(
-            "INSERT INTO topic VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(name, e[0], e[1], e[2], e[3], int(e[4]), e[5]) for name, e in info.items()],
+            "INSERT INTO topic VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (name, e[0], e[1], e[2], e[3], int(e[4]), e[5], int(same_definition(store, standard, e[0])))
+                for name, e in info.items()
+            ],
         )
+        conn.executemany("INSERT INTO storage VALUES (?, ?)", _storage_rows(self.path))
         conn.execute("CREATE INDEX message_by_topic ON message (topic, header_ns)")
         conn.execute("CREATE INDEX blob_by_topic ON blob (topic, header_ns)")
 
@@ -250,13 +312,12 @@ class Recording:
         """(header_ns, deserialised message) of a light topic's messages in the window, in receive order."""
         lo = -(2**63) if start_ns is None else int(start_ns)
         hi = 2**63 - 1 if stop_ns is None else int(stop_ns)
-        msgtype = self.topics[topic][0]
         with self._lock:
             rows = self._db.execute(
                 "SELECT header_ns, data FROM blob WHERE topic = ? AND header_ns >= ? AND header_ns < ? ORDER BY rowid",
                 (topic, lo, hi),
             ).fetchall()
-        return [(int(h), self.deserialize(data, msgtype)) for h, data in rows]
+        return [(int(h), self.deserialize_topic(data, topic)) for h, data in rows]
 
     def first(self, topic: str) -> Any:
         """The deserialised first message of a topic (None when it has none)."""
@@ -264,7 +325,50 @@ class Recording:
             row = self._db.execute("SELECT msgtype, first FROM topic WHERE name = ?", (topic,)).fetchone()
         if row is None or not row[1]:
             return None
-        return self.deserialize(row[1], row[0])
+        return self.deserialize_topic(row[1], topic)
+
+
+def same_definition(store: Any, standard: Any, msgtype: str) -> bool:
+    """Whether rosbags type store ``store`` defines ``msgtype``, and every message type inside it, as ``standard``
+    does (the same constants and fields: ``fielddefs``)."""
+    todo, seen = [msgtype], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        mine, theirs = store.fielddefs.get(name), standard.fielddefs.get(name)
+        if mine is None or mine != theirs:
+            return False
+        todo.extend(_type_names(mine[1], store.fielddefs))
+    return True
+
+
+def _type_names(node: Any, known: dict[str, Any]) -> list[str]:
+    """The message type names inside a ``fielddefs`` entry (nested tuples of node kinds and names)."""
+    if isinstance(node, str):
+        return [node] if node in known else []
+    if isinstance(node, (tuple, list)):
+        return [name for item in node for name in _type_names(item, known)]
+    return []
+
+
+def _storage_rows(path: Path) -> list[tuple[str, str]]:
+    """The index's storage rows: ("mcap", file name) for each MCAP file of a bare ``.mcap`` (name "") or of a bag
+    folder with MCAP storage and no bag compression (``metadata.yaml``: rosbag2's ``storage_identifier``,
+    ``relative_file_paths``, ``compression_mode``); none otherwise (read with rosbags)."""
+    if path.is_file():
+        return [("mcap", "")] if path.suffix == ".mcap" else []
+    import yaml
+
+    try:
+        info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        compressed = str(info.get("compression_mode") or "none").lower() != "none"
+        if info["storage_identifier"] != "mcap" or compressed:
+            return []
+        return [("mcap", PurePath(str(name)).name) for name in info["relative_file_paths"]]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):  # rosbags read it for the index: it decides
+        return []
 
 
 def _first_message_facts(reader: Any, raw: bytes | memoryview, msgtype: str) -> tuple[str, str]:

@@ -1,11 +1,12 @@
 """Streamed reads of a scene's sensor messages: one rosbags pass over the scene, kept open while its frames are read
 in order, instead of one rosbags query per message.
 
-rosbags reads a recording by its storage unit: an MCAP chunk or a ROS 1 bag chunk (about 1 MB, several messages
+A recording is read by its storage unit: an MCAP chunk or a ROS 1 bag chunk (about 1 MB, several messages
 of every topic, read, checksummed and decompressed whole) or an SQLite query. A query per message reads its chunk
 again for every message in it (and a ROS 1 query walks the topic's index from the start). ``SceneCursor`` keeps
-one ``rosbags.highlevel.AnyReader.messages(connections, start, stop)`` generator over the scene's receive-time span
-and pulls from it as frames are asked for: each chunk is read once, as in rosbags' own iteration.
+one ``Recording.messages(topics, start, stop)`` generator (MCAP files through their index, else rosbags'
+``AnyReader.messages``) over the scene's receive-time span and pulls from it as frames are asked for: each chunk
+is read once, as in rosbags' own iteration.
 
 Only the messages of the frame asked for, the one before it (a sample read twice: a sweep for its frame's boxes)
 and those pulled on the way (another sensor of a later frame received earlier) are held, so a worker's memory
@@ -44,18 +45,17 @@ class _Pass:
         self.start_at = np.minimum.accumulate(first_receive[::-1])[::-1]
         self.stop = max((k[1] for _f, k in keys), default=0) + 1
         self.topics = {k[0] for _f, k in keys}
-        self.messages: Iterator[tuple[Any, int, Any]] | None = None
-        self.reader: Any = None  # the rosbags reader the generator reads (a closed and reopened one: a new pass)
+        self.messages: Iterator[tuple[str, int, Any]] | None = None
+        self.source: Any = None  # what the generator reads (``Recording.source``; another one: start a new pass)
         self.frame = 0  # the frame the generator was started at or last asked for
         self.held: dict[Key, tuple[int, Any]] = {}  # key -> (frame, serialised bytes)
 
     def restart(self, frame: int) -> None:
         self.held = {}
         self.messages = None  # the old generator (and its chunk) released first
-        reader = self.reader = self.recording.reader()
-        conns = [c for c in reader.connections if c.topic in self.topics]
+        self.source = self.recording.source()
         start = int(self.start_at[min(frame, self.start_at.size - 1)])
-        self.messages = iter(reader.messages(connections=conns, start=start, stop=self.stop))
+        self.messages = self.recording.messages(self.topics, start, self.stop)
         self.frame = frame
 
     def pull(self, key: Key) -> Any:
@@ -63,15 +63,15 @@ class _Pass:
         way are held."""
         assert self.messages is not None
         stamped = self.recording.topics
-        for conn, receive_ns, raw in self.messages:
-            headers = self.frame_of.get((conn.topic, receive_ns))
+        for topic, receive_ns, raw in self.messages:
+            headers = self.frame_of.get((topic, receive_ns))
             if headers is None:
                 continue
-            header_ns = header_stamp_ns(raw, self.recording.ros1) if stamped[conn.topic][3] else receive_ns
+            header_ns = header_stamp_ns(raw, self.recording.ros1) if stamped[topic][3] else receive_ns
             frame = headers.get(header_ns)
             if frame is None or frame < self.frame - 1:
                 continue
-            found = (conn.topic, receive_ns, header_ns)
+            found = (topic, receive_ns, header_ns)
             self.held.setdefault(found, (frame, raw))  # a repeated message: the first kept
             if found == key:
                 return self.held[found][1]
@@ -112,7 +112,7 @@ class SceneCursor:
             else:
                 behind = (
                     p.messages is None
-                    or p.reader is not recording.reader()
+                    or p.source is not recording.source()
                     or frame < p.frame - 1
                     or frame > p.frame + AHEAD_FRAMES
                 )
