@@ -44,8 +44,10 @@ from stridegen.pipeline.segment.request import segment_in_depth_order
 def point_pixels(uv: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the pixels holding image points [P, 2] (nearest pixel centre, clipped to the image)."""
     uv = np.asarray(uv, dtype=np.float64).reshape(-1, 2)
-    cols = np.clip(np.floor(uv[:, 0] + 0.5), 0, width - 1).astype(np.int64)
-    rows = np.clip(np.floor(uv[:, 1] + 0.5), 0, height - 1).astype(np.int64)
+    # np.clip's arithmetic (numpy: minimum(maximum(x, lo), hi)) without its dispatch overhead; the int conversion
+    # drops the one difference it could make, the sign of a zero
+    cols = np.minimum(np.maximum(np.floor(uv[:, 0] + 0.5), 0), width - 1).astype(np.int64)
+    rows = np.minimum(np.maximum(np.floor(uv[:, 1] + 0.5), 0), height - 1).astype(np.int64)
     return rows, cols
 
 

@@ -118,7 +118,8 @@ def flood(image_rgb: np.ndarray, markers: np.ndarray) -> np.ndarray:
 def flood_padded(image_rgb: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``flood`` with the markers given already padded: ``labels`` [h + 2, w + 2] int32, ``UNKNOWN`` on its
     one-pixel border (overwritten by the watershed)."""
-    image = cv2.copyMakeBorder(np.ascontiguousarray(image_rgb, dtype=np.uint8), 1, 1, 1, 1, cv2.BORDER_REPLICATE)
+    # a window of a larger image is taken as it is: OpenCV reads rows at any stride (no contiguous copy first)
+    image = cv2.copyMakeBorder(np.asarray(image_rgb, dtype=np.uint8), 1, 1, 1, 1, cv2.BORDER_REPLICATE)
     cv2.watershed(image, labels)
     labels = labels[1:-1, 1:-1]
     obj = labels == OBJECT
@@ -179,7 +180,7 @@ class LidarWatershedSegmenter:
         focal_px = request.focal_px if request.focal_px else self.focal_frac * h
         gap_px = focal_px * self.beam_gap_rad
         box = np.asarray(request.box_xyxy, dtype=np.float64).reshape(-1, 4)
-        tiny = np.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) < self.min_box_px
+        tiny = (np.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) < self.min_box_px).tolist()
 
         def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
             own = np.flatnonzero(points.owner == i)
@@ -190,7 +191,7 @@ class LidarWatershedSegmenter:
             if not tiny[i] and hull.any():
                 grown = self._grow(request, i, hull, occluder, points, focal_px, gap_px)
                 mask = hull if grown is None else grown
-            n_inside = int(np.count_nonzero(mask.minus(occluder).at(points.rows[own], points.cols[own])))
+            n_inside = _count_visible_in(mask, occluder, points, own)
             return mask, n_inside / n_own * (1.0 - np.exp(-n_inside / self.points_scale))
 
         return segment_in_depth_order(request, one, self.occlusion)
@@ -205,66 +206,125 @@ class LidarWatershedSegmenter:
         focal_px: float,
         gap_px: float,
     ) -> MaskCrop | None:
-        """Object i's mask on its hull's window (steps 1-3 of the module docstring); None with too few seeds."""
+        """Object i's mask on its hull's window (steps 1-3 of the module docstring); None with too few seeds.
+
+        The window's points and their crop pixels are held as indices into the crop's array padded by one pixel
+        on every side (``key``, flat, C order), the layout of the watershed's labels (``flood_padded``): one index
+        serves the depth rasters (the padding ring stays inf, as ``spread_min``'s constant border), the markers
+        and the seeds' distance image."""
         r0, r1, c0, c1 = hull.window
         scale = min(1.0, self.work_side / max(r1 - r0, c1 - c0))
         hs, ws = max(1, round((r1 - r0) * scale)), max(1, round((c1 - c0) * scale))
         crop = Crop(r0, r1, c0, c1, hs, ws)
-        sy, sx = hs / (r1 - r0), ws / (c1 - c0)
-        rows, cols = points.rows, points.cols
-        idx = np.flatnonzero((rows >= r0) & (rows < r1) & (cols >= c0) & (cols < c1))
-        idx = idx[~occluder.reshape(-1)[points.flat[idx]]]  # the points of the window no nearer object hides
+        at, rw, cw = points.in_window(r0, r1, c0, c1, occluder)  # the points of the window no nearer object hides
         if scale == 1.0:  # crop pixel = window pixel (below: the same, as (k + 0.5) * 1.0 truncates to k)
-            cr, cc = rows[idx] - r0, cols[idx] - c0
+            cr, cc = rw, cw
         else:  # pixel -> crop pixel
-            cr = np.minimum(((rows[idx] - r0 + 0.5) * sy).astype(np.int64), hs - 1)
-            cc = np.minimum(((cols[idx] - c0 + 0.5) * sx).astype(np.int64), ws - 1)
-        d = points.depth[idx]
-        owner = points.owner[idx]
+            cr = np.minimum(((rw + 0.5) * (hs / (r1 - r0))).astype(np.int64), hs - 1)
+            cc = np.minimum(((cw + 0.5) * (ws / (c1 - c0))).astype(np.int64), ws - 1)
+        wp = ws + 2  # the padded crop's row length
+        key = cr * wp + cc + (wp + 1)  # (cr + 1) * wp + (cc + 1)
+        size = (hs + 2) * wp
+        d = points.depth[at]
+        owner = points.owner[at]
         mine = owner == i
-        not_mine = ~mine
+        mine_at = np.flatnonzero(mine)
         spread = self.zbuffer_beams * gap_px * scale
-        foreign_z = spread_min(nearest_depth_raster(cr[not_mine], cc[not_mine], d[not_mine], (hs, ws)), spread)
-        seed = mine.copy()
-        seed[mine] = d[mine] <= foreign_z[cr[mine], cc[mine]] + self.depth_tol_m
-        seed_at = np.flatnonzero(seed)
+        if mine_at.shape[0] < owner.shape[0]:  # an own point behind a foreign one is hidden: no seed
+            not_mine = ~mine
+            foreign_z = _depth_raster(key[not_mine], d[not_mine], size, hs + 2, wp, spread)
+            seed_at = mine_at[d[mine_at] <= foreign_z[key[mine_at]] + self.depth_tol_m]
+        else:  # no foreign point: an inf z-buffer hides none
+            not_mine = np.zeros(owner.shape[0], dtype=bool)
+            seed_at = mine_at
         if seed_at.shape[0] < self.min_points:
             return None
-        sr, sc, sd = cr[seed_at], cc[seed_at], d[seed_at]
-        seed_z = spread_min(nearest_depth_raster(sr, sc, sd, (hs, ws)), spread)
-        near_z = seed_z[cr, cc]
+        sk, sd = key[seed_at], d[seed_at]
+        near_z = _depth_raster(sk, sd, size, hs + 2, wp, spread)[key]
         lo, hi = sd.min() - self.depth_tol_m, sd.max() + self.depth_tol_m
         on_base = (owner < 0) & (d >= lo) & (d <= hi)
-        against = not_mine & ~on_base & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))
+        against = (not_mine > on_base) & (np.isinf(near_z) | (d < near_z - self.depth_tol_m))  # bool a > b: a & ~b
         behind = against & (d > hi)
         through = request.lidar_through
         if through is not None and behind.any():  # behind the object: evidence only where measured through its box
             if isinstance(through, LidarThrough):  # asked about the points behind only
                 behind_at = np.flatnonzero(behind)
-                against[behind_at] = through.among(i, idx[behind_at])
+                against[behind_at] = through.among(i, at[behind_at])
             else:
                 measured_through = np.zeros(points.owner.shape[0], dtype=bool)
                 measured_through[through[i]] = True  # np.isin(idx, through) without its sort
-                against &= ~behind | measured_through[idx]
+                against &= ~behind | measured_through[at]
 
-        labels = np.zeros((hs + 2, ws + 2), dtype=np.int32)  # UNKNOWN, with flood_padded's one-pixel border
-        markers = labels[1:-1, 1:-1]
-        not_seed = np.ones((hs, ws), dtype=np.uint8)
-        not_seed[sr, sc] = 0
+        if scale == 1.0:  # the crop is the window: its hull and occluder pixels as they are (read only)
+            hull_c, occluder_c = hull.pixels, occluder[r0:r1, c0:c1]
+        else:
+            hull_c, occluder_c = crop.mask(hull), crop.mask(occluder)
+        not_object = hull_c <= occluder_c  # bool a <= b: ~a | b (outside the hull or hidden by a nearer object)
         reach = (self.grow_beams * gap_px + focal_px * self.base_margin_m / median(sd)) * scale
-        hull_c = crop.mask(hull)
-        markers[(cv2.distanceTransform(not_seed, cv2.DIST_L2, 3) > reach) | ~hull_c | crop.mask(occluder)] = NOT_OBJECT
-        markers[cr[against], cc[against]] = NOT_OBJECT
-        markers[sr, sc] = OBJECT
+        if reach < _CHAMFER_DIAGONAL * max(hs, ws):  # else no crop pixel is farther than reach from a seed
+            not_seed = np.ones(size, dtype=np.uint8)
+            not_seed[sk] = 0
+            not_seed_c = not_seed.reshape(hs + 2, wp)[1:-1, 1:-1]
+            not_object |= cv2.distanceTransform(not_seed_c, cv2.DIST_L2, 3) > reach
+        labels = np.zeros(size, dtype=np.int32)  # UNKNOWN, with flood_padded's one-pixel border
+        labels.reshape(hs + 2, wp)[1:-1, 1:-1] = not_object  # True -> 1 = NOT_OBJECT, False -> 0 = UNKNOWN
+        labels[key[against]] = NOT_OBJECT
+        labels[sk] = OBJECT
         if self.refine == "watershed":  # the image is decoded (a deferred request) only when an object needs it
             work = np.asarray(request.work_image(), dtype=np.uint8)  # reduced where image_min_side allows
-            pixels = crop.image_scaled(work, request.height, request.width)
+            if scale == 1.0 and work.shape[:2] == (request.height, request.width):
+                pixels = work[r0:r1, c0:c1]  # crop.image_scaled's pixels, as a view (flood_padded copies them)
+            else:
+                pixels = crop.image_scaled(work, request.height, request.width)
         else:
             pixels = np.zeros((hs, ws, 3), np.uint8)
-        obj = flood_padded(pixels, labels) & hull_c
+        obj = flood_padded(pixels, labels.reshape(hs + 2, wp))
         if self.fill_holes:
-            obj = fill_holes(obj) & hull_c
+            obj = _fill_holes_within(obj, hull_c)
+        else:
+            obj &= hull_c
+        if scale == 1.0:  # inside the hull already, on its window (crop.paste(obj).clip_to(hull) without copies)
+            return MaskCrop(r0, c0, obj)
         return crop.paste(obj).clip_to(hull)
+
+
+# The largest value of OpenCV's 3 x 3 L2 distance transform (DIST_L2, mask 3: steps 0.955 along an axis, 1.3693
+# diagonally; OpenCV's distransform.cpp) in an h x w image with at least one zero pixel is at most
+# 1.3693 * (max(h, w) - 1): the path that goes diagonally, then along an axis. A reach of 1.37 * max(h, w) or more
+# leaves no pixel farther than the reach.
+_CHAMFER_DIAGONAL = 1.37
+
+
+def _depth_raster(key: np.ndarray, depth: np.ndarray, size: int, hp: int, wp: int, spread: float) -> np.ndarray:
+    """[size] float32 flat z-buffer of the padded crop (``_grow``): the nearest depth of the points at flat
+    indices ``key``, inf elsewhere, spread over a disc of ``spread`` pixels (``spread_min``) on the [hp, wp] grid;
+    the padding ring is inf, as spread_min's constant border, so the crop's values are spread_min's."""
+    out = np.full(size, np.inf, dtype=np.float32)
+    np.minimum.at(out, key, depth.astype(np.float32))
+    if spread < 0.5:
+        return out
+    return spread_min(out.reshape(hp, wp), spread).reshape(-1)
+
+
+def _fill_holes_within(obj: np.ndarray, hull_c: np.ndarray) -> np.ndarray:
+    """``fill_holes(obj & hull_c) & hull_c``: the background components of ``obj & hull_c`` that do not touch the
+    border filled, inside ``hull_c`` (one padded buffer: the flood from the padding marks the outside 2)."""
+    h, w = obj.shape
+    padded = np.zeros((h + 2, w + 2), dtype=np.uint8)
+    np.logical_and(obj, hull_c, out=padded[1:-1, 1:-1].view(bool))
+    cv2.floodFill(padded, None, (0, 0), 2)  # the outside: every 0 reachable from the padding
+    return (padded[1:-1, 1:-1] != 2) & hull_c
+
+
+def _count_visible_in(mask: MaskCrop, occluder: np.ndarray, points: _Points, own: np.ndarray) -> int:
+    """Number of the points ``own`` (indices into ``points``) whose pixel lies in ``mask`` and not in the
+    full-image ``occluder`` (``mask.minus(occluder).at(rows, cols)``, counted)."""
+    h, w = mask.pixels.shape
+    r = points.rows[own] - mask.r0
+    c = points.cols[own] - mask.c0
+    inside = np.flatnonzero((r.view(np.uint64) < h) & (c.view(np.uint64) < w))  # negatives wrap to huge
+    hit = mask.pixels[r[inside], c[inside]]
+    return int(np.count_nonzero(hit > occluder.reshape(-1)[points.flat[own[inside]]]))  # bool a > b: a & ~b
 
 
 class _Points(NamedTuple):
@@ -284,3 +344,14 @@ class _Points(NamedTuple):
         owner = np.asarray(request.lidar_object, dtype=np.int64).reshape(-1)
         depth = np.asarray(request.lidar_depth_m, dtype=np.float64).reshape(-1)
         return cls(rows, cols, rows * request.width + cols, owner, depth)
+
+    def in_window(
+        self, r0: int, r1: int, c0: int, c1: int, occluder: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indices of the points in rows [r0, r1) x columns [c0, c1) whose pixel the full-image bool ``occluder``
+        does not cover, their rows - r0, their columns - c0). A point above or left of the window has a negative
+        offset, which wraps to a huge one as uint64: one comparison per axis."""
+        rw, cw = self.rows - r0, self.cols - c0
+        at = np.flatnonzero((rw.view(np.uint64) < r1 - r0) & (cw.view(np.uint64) < c1 - c0))
+        at = at[~occluder.reshape(-1)[self.flat[at]]]
+        return at, rw[at], cw[at]
