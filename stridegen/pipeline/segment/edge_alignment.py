@@ -51,6 +51,20 @@ from stridegen.pipeline.segment.raster import MaskCrop
 _NO_EVIDENCE = (float("nan"), (0.0, 0.0))  # the score and offset of a mask the image cannot tell about
 
 
+def _rows_read(m: np.ndarray, out_rows: int, rows: int) -> int:
+    """How many of the first rows of a ``rows``-row source image a bilinear inverse-map warp by ``m`` (output
+    pixel -> source coordinates, no rotation or shear: ``m[1, 0] == 0``) needs for its first ``out_rows`` output
+    rows to be those of the whole image, border handling included: every output row reads the two source rows
+    around its source row (OpenCV rounds the coordinate to 1/32 pixel, at most one row up), and a source whose
+    last row lies two rows beyond that takes the same interior path. All ``rows`` where that reaches the end."""
+    if m[1, 0] != 0.0 or m[1, 1] < 0.0 or out_rows <= 0:
+        return rows
+    last = m[1, 1] * (out_rows - 1) + m[1, 2]  # the last output row's source row
+    if not math.isfinite(last):
+        return rows
+    return min(rows, max(math.floor(last), 0) + 5)
+
+
 def _filter_rows(sigma: float) -> int:
     """Rows of reach of a Gaussian blur of ``sigma`` followed by a 3x3 Sobel: the Gaussian's radius (OpenCV's
     float kernel size, ``round(8 sigma + 1) | 1``: smoothing.dispatch.cpp ``createGaussianKernels``) with a row to
@@ -222,7 +236,12 @@ class EdgeAlignment:
     ) -> np.ndarray:
         """The colour image resampled on the work grid's first rows ([grid[1], grid[0], 3] float32; ``m``: work
         pixel -> ``window`` coordinates of the full-size image of ``size``), read from ``image_rgb`` at its own
-        scale (full or reduced); area-averaged first where it shrinks by more than 2 (no aliasing)."""
+        scale (full or reduced); area-averaged first where it shrinks by more than 2 (no aliasing).
+
+        Only the window's rows down to the last one those grid rows read are converted and resized
+        (``_rows_read``): the bilinear warp reads two rows around each output row's source row, and an area
+        resize's output row only the source rows it averages, so the rows computed are the whole window's
+        (tested)."""
         height, width = size
         red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
         sy, sx = red_h / height, red_w / width  # reduced pixels per image pixel (1: the full image)
@@ -235,17 +254,31 @@ class EdgeAlignment:
             cr1, cc1 = min(math.ceil(r1 * sy), red_h), min(math.ceil(c1 * sx), red_w)
             to_reduced = np.array([[sx, 0.0, (c0 + 0.5) * sx - 0.5 - cc0], [0.0, sy, (r0 + 0.5) * sy - 0.5 - cr0]])
             m_colour = to_reduced @ np.vstack([m, [0, 0, 1.0]])
-        colour: np.ndarray = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
         # shrinking (colour pixels per work pixel above 1/2): area-average first to twice the work grid
         shrink = min(1.0, 2.0 * scale / max(sy, sx))
+        colour: np.ndarray
         if shrink < 1.0:
-            colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
-            hs_c, ws_c = colour.shape[:2]
+            # the resized size as cv2.resize rounds it for the whole window (cvRound: half to even, as np.rint)
+            hs_c, ws_c = int(np.rint((cr1 - cr0) * shrink)), int(np.rint((cc1 - cc0) * shrink))
             fy, fx = hs_c / (cr1 - cr0), ws_c / (cc1 - cc0)  # the exact factors after rounding the size
             # window coordinate w -> resized coordinate (w + 0.5) f - 0.5
             m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack(
                 [m_colour, [0, 0, 1.0]]
             )
+            rows = _rows_read(m_colour, grid[1], hs_c)
+            # the source rows those resized rows average, with two to spare; not where the width stays (cv2.resize
+            # copies a source whose size it keeps, which a cut window could be)
+            if rows < hs_c and ws_c != cc1 - cc0:
+                src = min(math.ceil((rows + 2) / shrink) + 2, cr1 - cr0)
+                rows = hs_c if src == cr1 - cr0 else rows
+                cr1 = cr0 + src
+            colour = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
+            colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
+            if rows == hs_c and colour.shape[:2] != (hs_c, ws_c):
+                raise AssertionError(f"resized window {colour.shape[:2]}, expected {(hs_c, ws_c)}")
+        else:
+            cr1 = cr0 + _rows_read(m_colour, grid[1], cr1 - cr0)
+            colour = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
         flags = cv2.WARP_INVERSE_MAP | cv2.INTER_LINEAR
         return cv2.warpAffine(colour, m_colour, grid, flags=flags, borderMode=cv2.BORDER_REPLICATE)
 

@@ -194,3 +194,66 @@ def test_no_border_warp_only_where_the_warp_finds_every_work_pixel_inside():
         else:
             assert np.array_equal(got, warped.astype(bool))
     assert nones > 0
+
+
+def _whole_window_colour(image_rgb, size, window, m, scale, grid):
+    """``_work_colour`` as it was before it cut the window's rows: the whole window converted (and area-resized),
+    then warped to the grid's first rows."""
+    height, width = size
+    red_h, red_w = int(image_rgb.shape[0]), int(image_rgb.shape[1])
+    sy, sx = red_h / height, red_w / width
+    r0, r1, c0, c1 = window
+    if (sy, sx) == (1.0, 1.0):
+        cr0, cr1, cc0, cc1, m_colour = r0, r1, c0, c1, m
+    else:
+        cr0, cc0 = math.floor(r0 * sy), math.floor(c0 * sx)
+        cr1, cc1 = min(math.ceil(r1 * sy), red_h), min(math.ceil(c1 * sx), red_w)
+        to_reduced = np.array([[sx, 0.0, (c0 + 0.5) * sx - 0.5 - cc0], [0.0, sy, (r0 + 0.5) * sy - 0.5 - cr0]])
+        m_colour = to_reduced @ np.vstack([m, [0, 0, 1.0]])
+    colour = np.asarray(image_rgb[cr0:cr1, cc0:cc1], dtype=np.float32)
+    shrink = min(1.0, 2.0 * scale / max(sy, sx))
+    if shrink < 1.0:
+        colour = cv2.resize(colour, None, fx=shrink, fy=shrink, interpolation=cv2.INTER_AREA)
+        fy, fx = colour.shape[0] / (cr1 - cr0), colour.shape[1] / (cc1 - cc0)
+        m_colour = np.array([[fx, 0.0, 0.5 * fx - 0.5], [0.0, fy, 0.5 * fy - 0.5]]) @ np.vstack([m_colour, [0, 0, 1]])
+    flags = cv2.WARP_INVERSE_MAP | cv2.INTER_LINEAR
+    return cv2.warpAffine(colour, m_colour, grid, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_work_colour_of_the_rows_read_equals_the_whole_window_bit_for_bit(seed):
+    """The colour grid converts and area-resizes the window's rows down to the last one the grid rows read only
+    (issue 35): the rows it gives are the whole window's, bit for bit, shrunk or not, at full and reduced scale,
+    for grids of every height down to one row and windows cut by the image's bottom edge."""
+    rng = np.random.default_rng(100 + seed)
+    h, w = int(rng.integers(200, 700)), int(rng.integers(200, 900))
+    image = _scene(rng, h, w)
+    reduced = {f: cv2.resize(image, (math.ceil(w / f), math.ceil(h / f)), interpolation=cv2.INTER_AREA) for f in (2, 4)}
+    ea = EdgeAlignment()
+    for _ in range(40):
+        side = float(rng.uniform(4, 0.8 * min(h, w)))  # the mask box's longer side, image pixels
+        scale = ea.work_side / side
+        wu0, wv0 = float(rng.uniform(-20, w - 10)), float(rng.uniform(-20, h - 10))
+        ws, hs = int(rng.integers(20, 220)), int(rng.integers(20, 220))
+        c0, r0 = max(math.floor(wu0 + 0.5) - 1, 0), max(math.floor(wv0 + 0.5) - 1, 0)
+        c1, r1 = min(math.ceil(wu0 + ws / scale + 0.5) + 1, w), min(math.ceil(wv0 + hs / scale + 0.5) + 1, h)
+        if r1 - r0 < 2 or c1 - c0 < 2:
+            continue
+        m = np.array([[1.0 / scale, 0.0, wu0 + 0.5 / scale - c0], [0.0, 1.0 / scale, wv0 + 0.5 / scale - r0]])
+        for rows in sorted({1, int(rng.integers(1, hs + 1)), hs}):
+            for img in (image, reduced[2], reduced[4]):
+                args = (img, (h, w), (r0, r1, c0, c1), m, scale, (ws, rows))
+                got, want = ea._work_colour(*args), _whole_window_colour(*args)
+                assert got.shape == want.shape
+                assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_resized_size_is_cv2_resize_rounding():
+    """``_work_colour`` computes the area-resized window's size as ``cv2.resize`` with ``fx``/``fy`` rounds it
+    (``np.rint``, half to even), ties included."""
+    for n in range(1, 400):
+        for shrink in (0.5, 0.25, 0.125, 0.3, 0.37, 0.999, 1 / 3, 0.0625, 0.75, 0.1):
+            if np.rint(n * shrink) == 0:  # cv2.resize refuses an empty size; the window is never that small
+                continue
+            want = cv2.resize(np.zeros((n, 1, 3), np.float32), None, fx=1.0, fy=shrink, interpolation=cv2.INTER_AREA)
+            assert want.shape[0] == int(np.rint(n * shrink)), (n, shrink)
