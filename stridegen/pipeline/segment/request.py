@@ -292,12 +292,16 @@ def _lidar_evidence(
         center, size = boxes.center + 0.5 * margin[:, None] * up, boxes.size_lwh.copy()
         size[:, 2] -= margin
         inside = points_in_boxes(pts_global, center, size, boxes.yaw, rotation)  # [K, P]
-        any_inside = inside.any(axis=0)
-        if any_inside.any():
-            sub = pts_global[any_inside]
+        holders = np.count_nonzero(inside, axis=0)
+        # a point in one box belongs to it; one in several to the nearest centre (distances only for those)
+        one = np.flatnonzero(holders == 1)
+        owner[one] = np.argmax(inside[:, one], axis=0)
+        several = np.flatnonzero(holders > 1)
+        if several.size:
+            sub = pts_global[several]
             dist = np.linalg.norm(sub[None, :, :] - boxes.center[:, None, :], axis=-1)  # [K, P']
-            dist = np.where(inside[:, any_inside], dist, np.inf)
-            owner[any_inside] = np.argmin(dist, axis=0)
+            dist = np.where(inside[:, several], dist, np.inf)
+            owner[several] = np.argmin(dist, axis=0)
     return pts_global, uv, z, owner
 
 
