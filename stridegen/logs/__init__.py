@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 from stridegen.core import registry
@@ -35,7 +37,7 @@ def detect_format(path: str | Path) -> str:
     builtins = list(registry.BUILTIN["log_reader"])
     looked_for: list[str] = []
     plugins_asked: list[str] = []
-    for name in [*builtins, *(name for name in registry.names("log_reader") if name not in builtins)]:
+    for name in chain(builtins, _other_readers(builtins)):
         plugin = name not in builtins
         try:
             factory = registry.resolve("log_reader", name)
@@ -60,6 +62,13 @@ def detect_format(path: str | Path) -> str:
         f"unknown log format: looked for {_and_list(looked_for)}{plugins}; pass --format / log.format to name the "
         "reader",
     )
+
+
+def _other_readers(builtins: list[str]) -> Iterator[str]:
+    """The registered readers that are no built-in, in name order, listed only when asked for: after every built-in
+    said no. Listing them scans the entry points of every installed distribution (~20 ms of each build's start,
+    issue 35), which a log of a built-in layout never needs."""
+    yield from (name for name in registry.names("log_reader") if name not in builtins)
 
 
 def _and_list(phrases: list[str]) -> str:

@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import json, sys
 sys.argv = ["stridegen", *sys.argv[1:]]
@@ -98,3 +100,67 @@ def test_full_app_has_every_command():
 
     names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     assert names == command_names() == {n for *_, n in _COMMANDS} | {n for *_, n in _GROUPS} | {"eval"}
+
+
+FIRST_SCENE_PROBE = """
+import json, os, sys
+import stridegen.jobs.build as jobs_build
+def first_scene(*args, **kwargs):
+    sys.stderr.write(json.dumps(sorted(sys.modules)))
+    sys.stderr.flush()
+    os._exit(0)
+jobs_build.BuildTask.run_scene = first_scene
+sys.argv = ["stridegen", *sys.argv[1:]]
+from stridegen.cli import main
+main()
+"""
+
+
+def test_build_imports_only_what_a_build_uses_before_its_first_scene(one_scene_log, tmp_path):
+    """`stridegen build LOG --out DIR` with no override and no config file, ended when its first scene starts: no
+    YAML parser (it reads only overrides and config files), no generator of the synthetic log, and none of the
+    heavy libraries only other commands or backends use (issue 35: the command's fixed cost)."""
+    argv = [sys.executable, "-c", FIRST_SCENE_PROBE, "build", str(one_scene_log), "--out", str(tmp_path / "ds")]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    modules = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert {"stridegen.run.config", "stridegen.logs.nuscenes", "numpy", "pydantic"} <= modules  # it did start
+    unused = ("yaml", "stridegen.logs.synthetic.scenario", "stridegen.logs.synthetic.generator", "stridegen.eval")
+    unused += ("stridegen.viz", "stridegen.augment", "stridegen.calibration", "scipy", "torch", "matplotlib", "ray")
+    unused += ("pandas", "open3d", "sklearn")
+    for name in unused:
+        assert name not in modules, name
+
+
+def test_the_default_logs_cache_key_needs_no_generator():
+    """The embedded default log is found in its cache from the generator's version alone (logs.synthetic.version):
+    the generator's scenario, world and agent modules are imported only to generate a log."""
+    code = (
+        "import json, sys; from stridegen.logs.synthetic.default import DEFAULT_SYNTHETIC, synthetic_cache_dir; "
+        "synthetic_cache_dir(DEFAULT_SYNTHETIC); print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(json.loads(done.stdout))
+    assert "stridegen.logs.synthetic.version" in modules
+    for name in ("scenario", "world", "agents"):
+        assert f"stridegen.logs.synthetic.{name}" not in modules, name
+
+
+def test_detect_format_scans_no_entry_points_for_a_built_in_layout(one_scene_log, monkeypatch):
+    """A log of a built-in layout is recognised without listing the plugin readers (an entry-point scan of every
+    installed distribution, ~20 ms of each build's start); a folder no built-in knows still asks the plugins."""
+    from stridegen.core import registry
+    from stridegen.core.errors import LogFormatError
+    from stridegen.logs import detect_format
+
+    scans: list[str] = []
+
+    def entry_points(kind: str) -> dict[str, str]:
+        scans.append(kind)
+        return {}
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    assert detect_format(one_scene_log) == "nuscenes"
+    assert scans == []
+    with pytest.raises(LogFormatError, match="unknown log format"):
+        detect_format(one_scene_log.parent)  # the session folder: no log of any layout
+    assert scans == ["log_reader"]

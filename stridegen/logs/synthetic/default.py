@@ -24,7 +24,7 @@ DEFAULT_SYNTHETIC: dict[str, object] = {
 
 def synthetic_cache_dir(params: dict[str, object]) -> Path:
     """``<cache>/synthetic/<hash of the generator version and parameters>`` (``stridegen.core.cache_dir``)."""
-    from stridegen.logs.synthetic.scenario import GENERATOR_VERSION
+    from stridegen.logs.synthetic.version import GENERATOR_VERSION
 
     key = json.dumps({"generator_version": GENERATOR_VERSION, **params}, sort_keys=True)
     return cache_root() / "synthetic" / hashlib.sha256(key.encode()).hexdigest()[:16]

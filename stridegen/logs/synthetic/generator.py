@@ -30,12 +30,12 @@ from stridegen.core.errors import LogFormatError, MissingFileError, StrideGenErr
 from stridegen.formats.textfile import load_json
 from stridegen.logs.synthetic import writer as wr
 from stridegen.logs.synthetic.scenario import (
-    GENERATOR_VERSION,
     SyntheticScene,
     compose_scene,
     n_samples,
     scene_name,
 )
+from stridegen.logs.synthetic.version import GENERATOR_VERSION
 from stridegen.logs.synthetic.world import RasterRoadShader
 
 if TYPE_CHECKING:

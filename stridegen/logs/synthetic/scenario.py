@@ -37,7 +37,6 @@ from stridegen.logs.synthetic.agents import (
     sample_size,
 )
 
-GENERATOR_VERSION = "1.0"
 SAMPLE_HZ = 2.0
 MIN_HORIZON_S = 20.0
 # Ego vehicle box (a Renault Zoe-sized car); the ego origin is on the ground below the rear axle, as in nuScenes,
