@@ -8,8 +8,13 @@ a child process that builds the default log (``DEFAULT_SYNTHETIC``: 3 scenes x 2
 ``workers=1``) twice in-process: a warm-up build (imports, caches), then the timed one. In the timed build the
 functions below are wrapped, each accumulating the CPU time (``time.process_time``, this process) spent inside it:
 
-- ``make_request`` (``pipeline.segment.request``, called by ``frame_requests``), and inside it ``_lidar_evidence``;
-- ``polygon_crops`` (as ``pipeline.segment.base`` calls it: the request's hull rasters);
+- ``frame_requests`` (each step of the generator, as the segment stage calls it: the requests of a frame's
+  images, the LiDAR sweep's read included), ``make_request`` (where a checkout's ``frame_requests`` calls it),
+  and ``_lidar_evidence``;
+- ``polygon_crops`` (as ``pipeline.segment.base`` and ``pipeline.segment.request`` call it: the hull rasters,
+  made inside ``frame_requests`` or when the segmenter first asks for them, depending on the checkout);
+  ``requests + hull rasters`` is ``frame_requests`` plus the ``polygon_crops`` made outside it, the figure to
+  compare across checkouts;
 - ``LidarThrough._measured`` (the segmenter's through-the-box tests);
 - ``measure_visibility`` (as the segment stage calls it), and inside it ``EdgeAlignment.score``.
 
@@ -49,6 +54,7 @@ from stridegen.pipeline.segment.edge_alignment import EdgeAlignment
 from stridegen.run.config import load_build_config
 
 spent = {}
+in_requests = [False]
 
 
 def timed(name, fn):
@@ -57,16 +63,41 @@ def timed(name, fn):
         try:
             return fn(*args, **kwargs)
         finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - t0
+            dt = time.process_time() - t0
+            spent[name] = spent.get(name, 0.0) + dt
+            if name == "polygon_crops" and not in_requests[0]:  # made when the segmenter first asks
+                spent["requests + hull rasters"] = spent.get("requests + hull rasters", 0.0) + dt
+    return wrapper
+
+
+def timed_iter(name, fn):  # a generator function: the time of each step (the requests are made there)
+    def wrapper(*args, **kwargs):
+        steps = fn(*args, **kwargs)
+        while True:
+            t0 = time.process_time()
+            in_requests[0] = True
+            try:
+                item = next(steps)
+            except StopIteration:
+                return
+            finally:
+                in_requests[0] = False
+                dt = time.process_time() - t0
+                spent[name] = spent.get(name, 0.0) + dt
+                spent["requests + hull rasters"] = spent.get("requests + hull rasters", 0.0) + dt
+            yield item
     return wrapper
 
 
 log, out = ensure_default_log(progress=False), Path(sys.argv[1])
 cfg = load_build_config(None, [])
 run_build(log, out / "warm", cfg)
+stage.frame_requests = timed_iter("frame_requests", stage.frame_requests)
 request.make_request = timed("make_request", request.make_request)
 request._lidar_evidence = timed("_lidar_evidence", request._lidar_evidence)
 base.polygon_crops = timed("polygon_crops", base.polygon_crops)
+if hasattr(request, "polygon_crops"):  # a frame's hull rasters in one batch (frame_requests)
+    request.polygon_crops = timed("polygon_crops", request.polygon_crops)
 request.LidarThrough._measured = timed("LidarThrough._measured", request.LidarThrough._measured)
 stage.measure_visibility = timed("measure_visibility", stage.measure_visibility)
 EdgeAlignment.score = timed("EdgeAlignment.score", EdgeAlignment.score)
@@ -78,6 +109,8 @@ print(json.dumps({"spent": spent, "shards": [s["sha256"] for s in manifest["shar
 """
 
 PARTS = (
+    "requests + hull rasters",
+    "frame_requests",
     "make_request",
     "_lidar_evidence",
     "polygon_crops",

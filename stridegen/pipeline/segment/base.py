@@ -61,6 +61,13 @@ class SegmentRequest:
             raise GeometryError(f"{len(shares)} inside shares for {len(self.hull_uv)} hulls")
         self._inside.update(enumerate(shares))
 
+    def know_hull_crops(self, crops: Sequence[MaskCrop]) -> None:
+        """Give every object's ``hull_crop`` where the caller rasterised the same hulls for this image's size
+        (``request.frame_requests``: a frame's images in one ``polygon_crops`` batch, crop for crop the same)."""
+        if len(crops) != len(self.hull_uv):
+            raise GeometryError(f"{len(crops)} hull crops for {len(self.hull_uv)} hulls")
+        self._hull_crops.update(enumerate(crops))
+
     def hull_crop(self, i: int) -> MaskCrop:
         """Object i's hull rasterised (pixel-centre rule) on its pixel bounding window; computed once per request,
         every object's at the first call (``polygon_crops``: one batch)."""

@@ -16,7 +16,7 @@ Either way masks never overlap. ``"none"`` switches the rule off (masks may over
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
@@ -29,7 +29,7 @@ from stridegen.core.projection import frustum_candidates, project_clipped_edges,
 from stridegen.core.transforms import invert_transform, transform_points
 from stridegen.logs.base import Frame
 from stridegen.pipeline.segment.base import DeferredImageRequest, LazyImage, SegmentRequest, SegmentResult
-from stridegen.pipeline.segment.raster import MaskCrop, image_part, polygon_crop
+from stridegen.pipeline.segment.raster import MaskCrop, image_part, polygon_crop, polygon_crops
 
 OCCLUSION_MODES = ("hull", "mask", "none")
 
@@ -144,43 +144,91 @@ def make_request(
     """
     if boxes.frame != "global":
         raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
-    if isinstance(image_rgb, LazyImage):
-        height, width = image_rgb.height, image_rgb.width
-    else:
+    if not isinstance(image_rgb, LazyImage):
         image_rgb = np.asarray(image_rgb)
-        height, width = int(image_rgb.shape[0]), int(image_rgb.shape[1])
-    rect = image_rect(height, width)
+    height, width = _image_size(image_rgb)
     T = np.asarray(T_cam_from_global, dtype=np.float64)
     if hulls is None:
+        rect = image_rect(height, width)
         hulls = projected_hulls(transform_points(T, boxes.corners()), intrinsic, near_m, rect) if len(boxes) else []
     elif len(hulls) != len(boxes):
         raise GeometryError(f"make_request got {len(hulls)} hulls for {len(boxes)} boxes")
-    kept: list[int] = []
-    kept_hulls: list[np.ndarray] = []
-    xyxy: list[np.ndarray] = []
-    shares: list[float] = []  # raster.inside_share of each kept hull, from the clipping done here
-    for i, hull in enumerate(hulls):
-        if len(hull) == 0:  # behind the near plane or beyond the image (projected_hulls): no area
-            continue
-        inside, inside_area, share = image_part(hull, width, height)
-        if inside_area <= 0.0:
-            continue
-        kept.append(i)
-        kept_hulls.append(hull)
-        xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
-        shares.append(share)
-    keep = np.asarray(kept, dtype=np.int64)
+    part = _ImageObjects.of(hulls, height, width)
+    return _request(
+        image_rgb, intrinsic, T, boxes, part, lidar_points_global, near_m, ground_margin_m, lidar_origin_global
+    )
+
+
+def _image_size(image: np.ndarray | LazyImage) -> tuple[int, int]:
+    """(height, width) of an image, without decoding a ``LazyImage``."""
+    if isinstance(image, LazyImage):
+        return image.height, image.width
+    return int(image.shape[0]), int(image.shape[1])
+
+
+@dataclass(frozen=True)
+class _ImageObjects:
+    """The objects of one image that ``make_request`` keeps, from their hulls: a hull with positive area inside
+    the image (``raster.image_part``), the bounding box of that part (``xyxy``) and its share of the hull."""
+
+    keep: np.ndarray  # [N] int64 indices into the boxes
+    hulls: list[np.ndarray]  # N hulls [V, 2], image pixels
+    box_xyxy: np.ndarray  # [N, 4] float64
+    shares: list[float]  # raster.inside_share of each kept hull, from the clipping done here
+    crops: list[MaskCrop] | None = None  # the hulls' rasters where already made (frame_requests), else None
+
+    @classmethod
+    def of(cls, hulls: Sequence[np.ndarray], height: int, width: int) -> _ImageObjects:
+        kept: list[int] = []
+        kept_hulls: list[np.ndarray] = []
+        xyxy: list[np.ndarray] = []
+        shares: list[float] = []
+        for i, hull in enumerate(hulls):
+            if len(hull) == 0:  # behind the near plane or beyond the image (projected_hulls): no area
+                continue
+            inside, inside_area, share = image_part(hull, width, height)
+            if inside_area <= 0.0:
+                continue
+            kept.append(i)
+            kept_hulls.append(hull)
+            xyxy.append(np.concatenate([inside.min(axis=0), inside.max(axis=0)]))
+            shares.append(share)
+        box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
+        return cls(np.asarray(kept, dtype=np.int64), kept_hulls, box_xyxy, shares)
+
+
+def _request(
+    image_rgb: np.ndarray | LazyImage,
+    intrinsic: np.ndarray,
+    T: np.ndarray,
+    boxes: Boxes,
+    part: _ImageObjects,
+    lidar_points_global: np.ndarray | Callable[[], np.ndarray | None] | None,
+    near_m: float,
+    ground_margin_m: float,
+    lidar_origin_global: np.ndarray | None,
+) -> tuple[SegmentRequest, np.ndarray]:
+    """``make_request`` of an image whose objects ``part`` are known (``T`` the float64 camera-from-global)."""
+    height, width = _image_size(image_rgb)
+    rect = image_rect(height, width)
+    keep, kept_hulls = part.keep, part.hulls
     depth = transform_points(T, boxes.center[keep])[:, 2] if keep.size else np.zeros(0)
-    box_xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
     depth_m = np.asarray(depth, dtype=np.float64)
     k = np.asarray(intrinsic, dtype=np.float64)
-    geometry = {"box_xyxy": box_xyxy, "hull_uv": kept_hulls, "depth_m": depth_m, "focal_px": 0.5 * (k[0, 0] + k[1, 1])}
+    geometry = {
+        "box_xyxy": part.box_xyxy,
+        "hull_uv": kept_hulls,
+        "depth_m": depth_m,
+        "focal_px": 0.5 * (k[0, 0] + k[1, 1]),
+    }
     request = (
         DeferredImageRequest(image_rgb, **geometry)
         if isinstance(image_rgb, LazyImage)
         else SegmentRequest(image_rgb=image_rgb, **geometry)
     )
-    request.know_inside_shares(shares)
+    request.know_inside_shares(part.shares)
+    if part.crops is not None:
+        request.know_hull_crops(part.crops)
     if callable(lidar_points_global) and keep.size:  # read the sweep only for an image that holds objects
         lidar_points_global = lidar_points_global()
     if lidar_points_global is not None and not callable(lidar_points_global):
@@ -369,27 +417,43 @@ def frame_requests(
     make a frame's requests here. ``boxes`` are the frame's boxes (global frame); ``lidar`` its sweep, read only
     when an image holds an object, whose sensor position gives the requests' ``lidar_through``.
 
-    The hulls of every view are computed in one batch (``projected_hulls_batch``) at the first request; each
-    request is made when it is asked for, so a caller that handles them one by one holds one decoded image at a
-    time.
+    The hulls of every view are computed in one batch (``projected_hulls_batch``) at the first request, and so
+    are the hull rasters of the objects each image keeps (``raster.polygon_crops`` over the images of one size:
+    each crop is the one of its hull alone); each request is made when it is asked for, so a caller that handles
+    them one by one holds one decoded image at a time.
     """
-    rects = [image_rect(*view.size) for view in views]
+    if boxes.frame != "global":
+        raise GeometryError(f"make_request needs boxes in the global frame, got {boxes.frame!r}")
+    sizes = [view.size for view in views]
     if len(boxes):
         corners = boxes.corners()
         hulls = projected_hulls_batch(
             [
-                (transform_points(view.T_cam_from_global, corners), view.intrinsic, rect)
-                for view, rect in zip(views, rects, strict=True)
+                (transform_points(view.T_cam_from_global, corners), view.intrinsic, image_rect(*size))
+                for view, size in zip(views, sizes, strict=True)
             ],
             near_m,
         )
     else:
         hulls = [[] for _ in views]
+    parts = _with_crops([_ImageObjects.of(h, *size) for h, size in zip(hulls, sizes, strict=True)], sizes)
     points = None if lidar is None else lidar.points_global
     origin = None if lidar is None else lidar.origin_global
-    for view, view_hulls in zip(views, hulls, strict=True):
-        T = view.T_cam_from_global
-        yield make_request(view.image, view.intrinsic, T, boxes, points, near_m, ground_margin_m, origin, view_hulls)
+    for view, part in zip(views, parts, strict=True):
+        image = view.image if isinstance(view.image, LazyImage) else np.asarray(view.image)
+        T = np.asarray(view.T_cam_from_global, dtype=np.float64)
+        yield _request(image, view.intrinsic, T, boxes, part, points, near_m, ground_margin_m, origin)
+
+
+def _with_crops(parts: list[_ImageObjects], sizes: list[tuple[int, int]]) -> list[_ImageObjects]:
+    """``parts`` with their hulls' rasters, made in one ``polygon_crops`` batch per image size."""
+    crops: list[list[MaskCrop]] = [[] for _ in parts]
+    for size in dict.fromkeys(sizes):
+        views = [v for v, s in enumerate(sizes) if s == size and parts[v].hulls]
+        made = iter(polygon_crops([hull for v in views for hull in parts[v].hulls], *size))
+        for v in views:
+            crops[v] = [next(made) for _ in parts[v].hulls]
+    return [replace(part, crops=crop) for part, crop in zip(parts, crops, strict=True)]
 
 
 # ---------------------------------------------------------------------------------------------- occlusion
