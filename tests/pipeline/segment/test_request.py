@@ -85,6 +85,41 @@ def test_make_request_inside_shares_equal_the_raster_rule(seed: int, n: int) -> 
         request.know_inside_shares([0.5] * (len(request) + 1))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 8), st.integers(1, 5))
+def test_frame_requests_equal_make_request_with_each_hull_rastered_alone(seed: int, n: int, cameras: int) -> None:
+    """``frame_requests`` rasterises a frame's hulls in one batch per image size (issue 35): every request is
+    ``make_request``'s of its view, and every hull crop it hands over is ``polygon_crop`` of that hull alone, pixel
+    for pixel and window for window; images of two sizes in one frame, views holding no object."""
+    from stridegen.pipeline.segment.raster import polygon_crop
+    from stridegen.pipeline.segment.request import CameraView, frame_requests
+
+    rng = np.random.default_rng(seed)
+    centres = np.column_stack([rng.uniform(-25, 25, n), rng.uniform(-25, 25, n), rng.uniform(-3, 3, n)])
+    boxes = _boxes(centres, rng.uniform(0.3, 6, size=(n, 3)), rng.uniform(-3, 3, n))
+    views = []
+    for _ in range(cameras):
+        yaw = rng.uniform(-np.pi, np.pi)
+        turn = np.array([[np.cos(yaw), np.sin(yaw), 0.0], [-np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+        image = IMAGE if rng.random() < 0.6 else np.zeros((2 * H, 2 * W, 3), dtype=np.uint8)
+        k = K if image is IMAGE else K * np.array([[2.0], [2.0], [1.0]])
+        views.append(CameraView(image, k, make_transform(R_CAM_FROM_GLOBAL @ turn, rng.normal(size=3))))
+    got = list(frame_requests(views, boxes))
+    assert len(got) == len(views)
+    for view, (request, keep) in zip(views, got, strict=True):
+        want, want_keep = make_request(view.image, view.intrinsic, view.T_cam_from_global, boxes)
+        assert np.array_equal(keep, want_keep)
+        assert np.array_equal(request.box_xyxy, want.box_xyxy) and np.array_equal(request.depth_m, want.depth_m)
+        assert sorted(request._hull_crops) == list(range(len(request)))  # handed over, not made on demand
+        for i, hull in enumerate(request.hull_uv):
+            assert np.array_equal(hull, want.hull_uv[i])
+            crop, alone = request.hull_crop(i), polygon_crop(hull, request.height, request.width)
+            assert crop.window == alone.window and np.array_equal(crop.pixels, alone.pixels)
+    if got and len(got[0][0]):
+        with pytest.raises(GeometryError, match="hull crops"):
+            got[0][0].know_hull_crops([])
+
+
 def test_convex_hull_drops_interior_and_collinear_points() -> None:
     pts = np.array([[0, 0], [2, 0], [2, 2], [0, 2], [1, 1], [1, 0], [0.5, 1.5]], dtype=np.float64)
     hull = convex_hull_2d(pts)
