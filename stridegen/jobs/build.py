@@ -132,6 +132,12 @@ class BuildTask:
         """One scene: its log check (unless the parent checked it), then ``process_scene``. A scene with an error
         finding runs no stage; an error of the check itself fails this scene alone."""
         config = BuildConfig.model_validate(self.config)
+        from stridegen.logs.ros.recording import is_ros_layout
+
+        if config.log.format == "ros" or (config.log.format is None and is_ros_layout(Path(self.log_root))):
+            from stridegen.augment.corruptions.base import keep_freed_memory
+
+            keep_freed_memory()  # a ROS worker's sweep and chunk buffers reuse freed pages (docs/ros.md, issue 34)
         warnings: list[Finding] = []
         check_s: dict[str, float] = {}
         check_failure = None if self.blocked is None else self.blocked.get(scene_name, "")

@@ -18,8 +18,8 @@ CameraInfo, first messages) are deserialised with that store, compiled once per 
 without opening rosbags' reader (for MCAP storage) or compiling the recording's own types again.
 
 Sensor messages are read by ``messages``: from MCAP files through their chunk index (``mcapfile``, when the ``mcap``
-package is installed and the files are indexed), else with rosbags' ``AnyReader``; both give the same messages in
-the same order.
+package is installed and the files are indexed), from a ROS 2 bag's SQLite files directly (``sqlitefile``), else
+(ROS 1 bags, compressed bags) with rosbags' ``AnyReader``; each gives the same messages in the same order.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Recording:
         self.name = path.stem if path.is_file() else path.name
         self.ros1 = path.suffix == ".bag"
         self._anyreader: Any = None
-        self._mcap: Any = None  # mcapfile.McapFiles, or False where the files are read with rosbags
+        self._mcap: Any = None  # McapFiles or Sqlite3Files, or False where the files are read with rosbags
         self._lock = threading.RLock()
         place = sha256(str(path.resolve()).encode()).hexdigest()[:16]
         file_name = f"ros-{place}.sqlite"
@@ -149,19 +149,25 @@ class Recording:
             self._mcap = None
 
     def _direct(self) -> Any:
-        """The recording's MCAP files read through their index (``mcapfile.McapFiles``), or None: not MCAP storage,
-        the ``mcap`` package missing, or a file without a chunk index (module docstring)."""
+        """The recording's files read without rosbags (module docstring): MCAP through their chunk index
+        (``mcapfile.McapFiles``), SQLite directly (``sqlitefile.Sqlite3Files``); None for ROS 1 bags, compressed
+        bags, MCAP without the ``mcap`` package or without a chunk index."""
         with self._lock:
             if self._mcap is None:
                 self._mcap = False
-                names = [name for kind, name in self._db.execute("SELECT kind, name FROM storage") if kind == "mcap"]
+                rows = self._db.execute("SELECT kind, name FROM storage").fetchall()
+                kinds = {kind for kind, _name in rows}
+                paths = [self.path / name if name else self.path for _kind, name in rows]
                 from stridegen.logs.ros.mcapfile import McapFiles, NotIndexed, mcap_available
+                from stridegen.logs.ros.sqlitefile import Sqlite3Files
 
-                if names and mcap_available():
-                    try:
-                        self._mcap = McapFiles([self.path / n if n else self.path for n in names])
-                    except (NotIndexed, OSError):
-                        self._mcap = False
+                try:
+                    if kinds == {"mcap"} and mcap_available():
+                        self._mcap = McapFiles(paths)
+                    elif kinds == {"sqlite3"}:
+                        self._mcap = Sqlite3Files(paths)
+                except (NotIndexed, OSError):
+                    self._mcap = False
             return self._mcap or None
 
     def source(self) -> Any:
@@ -354,8 +360,8 @@ def _type_names(node: Any, known: dict[str, Any]) -> list[str]:
 
 
 def _storage_rows(path: Path) -> list[tuple[str, str]]:
-    """The index's storage rows: ("mcap", file name) for each MCAP file of a bare ``.mcap`` (name "") or of a bag
-    folder with MCAP storage and no bag compression (``metadata.yaml``: rosbag2's ``storage_identifier``,
+    """The index's storage rows: (kind, file name) for each file of a bare ``.mcap`` ("mcap", name "") or of a bag
+    folder with MCAP or sqlite3 storage and no bag compression (``metadata.yaml``: rosbag2's ``storage_identifier``,
     ``relative_file_paths``, ``compression_mode``); none otherwise (read with rosbags)."""
     if path.is_file():
         return [("mcap", "")] if path.suffix == ".mcap" else []
@@ -364,9 +370,10 @@ def _storage_rows(path: Path) -> list[tuple[str, str]]:
     try:
         info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         compressed = str(info.get("compression_mode") or "none").lower() != "none"
-        if info["storage_identifier"] != "mcap" or compressed:
+        kind = str(info["storage_identifier"])
+        if kind not in ("mcap", "sqlite3") or compressed:
             return []
-        return [("mcap", PurePath(str(name)).name) for name in info["relative_file_paths"]]
+        return [(kind, PurePath(str(name)).name) for name in info["relative_file_paths"]]
     except (OSError, yaml.YAMLError, KeyError, TypeError):  # rosbags read it for the index: it decides
         return []
 
