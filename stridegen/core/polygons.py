@@ -1,5 +1,5 @@
 """2D polygons: area (shoelace), clipping to a rectangle, and convex hulls of one or many point sets
-(Andrew's monotone chain, sequential and in lockstep)."""
+(Andrew's monotone chain)."""
 
 from __future__ import annotations
 
@@ -46,21 +46,13 @@ def convex_hull_2d(points: np.ndarray) -> np.ndarray:
 
     Andrew's monotone chain (A. M. Andrew, Inf. Proc. Letters 9(5), 1979) in float64: the points are sorted by u,
     then v, and deduplicated with numpy (``_sorted_unique``); the two chains run on Python floats, whose
-    arithmetic is the same IEEE double arithmetic as numpy's, so every turn test (``_cross``) is decided exactly
-    as ``convex_hulls_2d`` decides it for the same set, at a fraction of the per-point cost of numpy scalars. The
-    hull starts at the smallest (u, v). Collinear points are dropped; fewer than three distinct points give those
-    points (a degenerate hull of area 0). Rows with a non-finite coordinate are ignored. For many small sets at
-    once (projected boxes) use ``convex_hulls_2d``.
+    arithmetic is the same IEEE double arithmetic as numpy's, at a fraction of the per-point cost of numpy scalars.
+    The hull starts at the smallest (u, v). Collinear points are dropped; fewer than three distinct points give
+    those points (a degenerate hull of area 0). Rows with a non-finite coordinate are ignored. For many small sets
+    at once (projected boxes) use ``convex_hulls_2d``.
     """
     pts = np.asarray(points, dtype=np.float64).reshape(1, -1, 2)
-    su, sv, count = _sorted_unique(pts, np.ones(pts.shape[:2], dtype=bool))
-    m = int(count[0])
-    ordered: list[list[float]] = np.stack([su[0, :m], sv[0, :m]], axis=1).tolist()
-    if m < 3:
-        return np.asarray(ordered, dtype=np.float64).reshape(-1, 2)
-    lower = _monotone_chain(ordered)
-    upper = _monotone_chain(ordered[::-1])
-    return np.asarray(lower[:-1] + upper[:-1], dtype=np.float64)
+    return convex_hulls_2d(pts)[0] if pts.shape[1] else np.zeros((0, 2))
 
 
 def convex_hulls_2d(points: np.ndarray, valid: np.ndarray | None = None) -> list[np.ndarray]:
@@ -68,29 +60,25 @@ def convex_hulls_2d(points: np.ndarray, valid: np.ndarray | None = None) -> list
     belong to each set; default all). Returns N arrays [V_i, 2], equal element for element to ``convex_hull_2d``
     of each set's valid points.
 
-    The monotone chains run in lockstep over the N sets as numpy arrays: step t offers every set its t-th sorted
-    point, and the sets whose last turn is not a strict left turn pop their chain's top until none does. The turn
-    tests are the same float64 expressions (``_cross``) on the same operands as the sequential chain, so every
-    decision and every vertex is the same; the cost is O(P) numpy steps whatever N is.
+    The sets are sorted and deduplicated in one numpy batch (``_sorted_unique``); each set's chains then run on
+    Python floats (``_monotone_chain``). A set of a projected box has at most 24 points, so a chain is a few
+    dozen float operations: far cheaper than the numpy calls of one step of the sets in lockstep, the way this
+    ran before (issue 35: same vertices, the same turn tests on the same operands).
     """
     pts = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-2], 2)
     ok = np.ones(pts.shape[:2], dtype=bool) if valid is None else np.asarray(valid, dtype=bool).reshape(pts.shape[:2])
-    n = pts.shape[0]
-    if n == 0:
+    if pts.shape[0] == 0:
         return []
     su, sv, count = _sorted_unique(pts, ok)
-    lu, lv, nl = _lockstep_chain(su, sv, count)
-    rev = np.clip(count[:, None] - 1 - np.arange(su.shape[1])[None, :], 0, None)  # each set's points reversed
-    rows = np.arange(n)[:, None]
-    uu, uv, nu = _lockstep_chain(su[rows, rev], sv[rows, rev], count)
     out: list[np.ndarray] = []
-    for i in range(n):
-        m = int(count[i])
+    for u, v, m in zip(su.tolist(), sv.tolist(), count.tolist(), strict=True):
+        ordered = [[a, b] for a, b in zip(u[:m], v[:m], strict=True)]
         if m < 3:
-            out.append(np.stack([su[i, :m], sv[i, :m]], axis=1))
+            out.append(np.asarray(ordered, dtype=np.float64).reshape(-1, 2))
             continue
-        a, b = int(nl[i]) - 1, int(nu[i]) - 1
-        out.append(np.stack([np.concatenate([lu[i, :a], uu[i, :b]]), np.concatenate([lv[i, :a], uv[i, :b]])], axis=1))
+        lower = _monotone_chain(ordered)
+        upper = _monotone_chain(ordered[::-1])
+        out.append(np.asarray(lower[:-1] + upper[:-1], dtype=np.float64))
     return out
 
 
@@ -109,33 +97,6 @@ def _sorted_unique(pts: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.n
     return u[rows, pack], v[rows, pack], fresh.sum(axis=1)
 
 
-def _lockstep_chain(su: np.ndarray, sv: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_monotone_chain`` over N sets at once: points (su, sv) [N, P] in chain order, the first count[i] of row i.
-    Returns the chains' (u [N, P], v [N, P], length [N])."""
-    n, p = su.shape
-    cu, cv = np.zeros((n, p)), np.zeros((n, p))
-    length = np.zeros(n, dtype=np.int64)
-    rows = np.arange(n)
-    for t in range(int(count.max(initial=0))):
-        offered = t < count
-        b = (su[:, t], sv[:, t])
-        while True:
-            check = offered & (length >= 2)
-            if not check.any():
-                break
-            i1, i2 = np.maximum(length - 1, 0), np.maximum(length - 2, 0)
-            turn = _cross((cu[rows, i2], cv[rows, i2]), (cu[rows, i1], cv[rows, i1]), b)
-            pop = check & (turn <= 0)
-            if not pop.any():
-                break
-            length -= pop
-        at = rows[offered]
-        cu[at, length[at]] = b[0][at]
-        cv[at, length[at]] = b[1][at]
-        length += offered
-    return cu, cv, length
-
-
 def _monotone_chain(ordered: list[list[float]]) -> list[list[float]]:
     """One half of Andrew's hull: the points in order, keeping only strict left turns (cross product > 0)."""
     chain: list[list[float]] = []
@@ -147,6 +108,6 @@ def _monotone_chain(ordered: list[list[float]]) -> list[list[float]]:
 
 
 def _cross(o: Sequence[Any], a: Sequence[Any], b: Sequence[Any]) -> Any:
-    """z of (a - o) x (b - o) for points given as (u, v) pairs of floats or of [N] arrays: > 0 for a left turn
-    o -> a -> b. One expression for the sequential and the lockstep chain, so both round alike."""
+    """z of (a - o) x (b - o) for points given as (u, v) pairs of floats (or of arrays): > 0 for a left turn
+    o -> a -> b."""
     return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
