@@ -67,27 +67,35 @@ def test_masks_boxes_and_qa_unchanged_images_and_times_changed(built) -> None:
             assert changed and set(changed) == set(np.flatnonzero(b.extra["anonymization_images"]["regions"] > 0))
 
 
-def _visible_patches(log: Path, scene_name: str, frame: int, channel: str) -> list[tuple[str, np.ndarray, int]]:
-    """(kind, visible pixel box, pixels) of every plate / face patch the camera shows: the synthetic truth."""
-    from stridegen.calibration.rig import load_rig
-    from stridegen.logs.synthetic import load_synthetic_truth
-    from stridegen.logs.synthetic.generator import default_ground_shader
-    from stridegen.logs.synthetic.patches import privacy_decals
-    from stridegen.logs.synthetic.render import render_camera
+class _Patches:
+    """The synthetic truth of one scene, its privacy decals and the rig at the log's resolution, read once: the
+    truth's scene composition and the rig YAML cost far more than one render, and every image asks."""
 
-    scene = load_synthetic_truth(log, scene_name)
-    rig = load_rig("nuscenes").with_camera_resolution(SYNTH["width"], SYNTH["height"])
-    cam = next(c for c in rig.cameras if c.channel == channel)
-    t = scene.sample_times[frame]
-    boxes = scene.agent_states(t)
-    colors = np.array([a.color_rgb for a in scene.agents], dtype=np.uint8)
-    decals = privacy_decals(scene)
-    out = render_camera(
-        cam, scene.ego_pose(t) @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh, boxes.yaw, colors,
-        default_ground_shader(), decals=decals,
-    )  # fmt: skip
-    assert out.decal_boxes_xyxy is not None and out.decal_pixels is not None
-    return [(d.kind, out.decal_boxes_xyxy[k], int(out.decal_pixels[k])) for k, d in enumerate(decals)]
+    def __init__(self, log: Path, scene_name: str) -> None:
+        from stridegen.calibration.rig import load_rig
+        from stridegen.logs.synthetic import load_synthetic_truth
+        from stridegen.logs.synthetic.patches import privacy_decals
+
+        self.scene = load_synthetic_truth(log, scene_name)
+        self.rig = load_rig("nuscenes").with_camera_resolution(SYNTH["width"], SYNTH["height"])
+        self.colors = np.array([a.color_rgb for a in self.scene.agents], dtype=np.uint8)
+        self.decals = privacy_decals(self.scene)
+
+    def visible(self, frame: int, channel: str) -> list[tuple[str, np.ndarray, int]]:
+        """(kind, visible pixel box, pixels) of every plate / face patch the camera shows: the synthetic truth."""
+        from stridegen.logs.synthetic.generator import default_ground_shader
+        from stridegen.logs.synthetic.render import render_camera
+
+        scene, decals = self.scene, self.decals
+        cam = next(c for c in self.rig.cameras if c.channel == channel)
+        t = scene.sample_times[frame]
+        boxes = scene.agent_states(t)
+        out = render_camera(
+            cam, scene.ego_pose(t) @ cam.T_ego_from_sensor, boxes.center, boxes.size_lwh, boxes.yaw, self.colors,
+            default_ground_shader(), decals=decals,
+        )  # fmt: skip
+        assert out.decal_boxes_xyxy is not None and out.decal_pixels is not None
+        return [(d.kind, out.decal_boxes_xyxy[k], int(out.decal_pixels[k])) for k, d in enumerate(decals)]
 
 
 def test_plate_recall_of_the_geometric_bands_on_the_drawn_plates(built) -> None:
@@ -97,14 +105,13 @@ def test_plate_recall_of_the_geometric_bands_on_the_drawn_plates(built) -> None:
     seen = covered = 0
     with open_dataset(built["on"]) as ds:
         for name in ds.scenes:
+            patches = _Patches(built["log"], name)
             record = ds.scene(name).record()
             regions = record.extra["anonymization"]
             for i in range(len(record.images)):
                 channel = str(record.cameras.channel[int(record.images.channel_index[i])])
                 mine = np.flatnonzero(np.asarray(regions["image_index"]) == i)
-                for kind, box, pixels in _visible_patches(
-                    built["log"], name, int(record.images.frame_index[i]), channel
-                ):
+                for kind, box, pixels in patches.visible(int(record.images.frame_index[i]), channel):
                     if kind != "plate" or pixels < 6:
                         continue
                     seen += 1
