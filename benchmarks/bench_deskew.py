@@ -15,7 +15,11 @@ as the reader calls it (``out=points``, the ego pose at the stamp given), each o
 sweep, in a child process per side and round (single-threaded: ``single_thread.THREAD_ENV``); the copy alone is
 timed in the same child and subtracted. Rounds alternate the sides; min / median / max over ``--rounds``.
 
+With ``--instructions`` each side's child also runs under valgrind's callgrind (40 calls minus 10 calls, over 30:
+instructions per de-skew, with two copies of the sweep), a figure the machine's load does not move.
+
     .venv/bin/python benchmarks/bench_deskew.py [--points 20000] [--columns 1000] [--rounds 7] [--base TREE]
+        [--instructions]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,6 +127,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="de-skews per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--base", type=Path, default=None, help="another checkout, run in alternated rounds")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per sweep under valgrind's callgrind (independent of the machine's load)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -154,6 +164,31 @@ def main() -> None:
             f"max {max(values):.3f} ({args.rounds} rounds of {args.calls})"
         )
     print(f"(the sweep's copy, subtracted: median {statistics.median(copies):.3f} ms)")
+    if args.instructions:
+        for name, tree in sides.items():
+            print(f"{name}: {instructions_per_sweep(tree, forwarded) / 1e6:.3f} M instructions per sweep (callgrind)")
+
+
+def instructions_per_sweep(tree: Path, forwarded: list[str]) -> float:
+    """Instructions of one de-skew (and two copies of the sweep): callgrind's total for a child of 40 calls minus
+    one of 10, over 30 (the imports and set-up cancel)."""
+    totals = []
+    for calls in (10, 40):
+        with tempfile.TemporaryDirectory(prefix="bench-deskew-") as tmp:
+            out = Path(tmp) / "callgrind.out"
+            args = [a for a in forwarded if a != "--instructions"]
+            command = [sys.executable, str(Path(__file__).resolve()), *args, "--child", "--calls", str(calls)]
+            env = {**os.environ, **THREAD_ENV, "PYTHONPATH": str(tree)}
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+                env=env,
+                cwd=tree,
+                check=True,
+                capture_output=True,
+            )
+            summary = [line for line in out.read_text().splitlines() if line.startswith(("summary:", "totals:"))]
+            totals.append(int(summary[-1].split()[1]))
+    return (totals[1] - totals[0]) / 30
 
 
 if __name__ == "__main__":
