@@ -160,7 +160,7 @@ def measure_visibility(
     agreement = np.full(n, np.nan)
     passes = (box_iou > t.min_box_iou) & (coverage > t.min_coverage) & (quality > t.min_quality)
     if image_rule and t.min_image_agreement > 0 and passes.any():  # a mask failing another rule is not visible anyway
-        agreement = image_agreement(request, result, only=passes)
+        agreement = image_agreement(request, result, only=passes, boxes=box)
     return Visibility(
         area_px=area,
         mask_box_xyxy=box,
@@ -180,12 +180,14 @@ def image_agreement(
     result: SegmentResult,
     alignment: EdgeAlignment | None = None,
     only: np.ndarray | None = None,
+    boxes: np.ndarray | None = None,
 ) -> np.ndarray:
     """[N] image agreement of each mask (``EdgeAlignment.score``, NaN for an empty mask or where the image cannot
     tell), of the masks ``only`` [N] bool selects (NaN for the others; None: all). Outline pixels on nearer
     objects (their hulls and masks: nearer by ``depth_m``, ties by index as in the occlusion rule) are left out:
     the mask was cut there, and the edge there is the occluder's. Reads the request's ``work_image`` (decoding a
-    deferred one; at the reduced scale the segmenter read, docs/scale.md#decoded-scale)."""
+    deferred one; at the reduced scale the segmenter read, docs/scale.md#decoded-scale). ``boxes`` [N, 4], where
+    given, must be the masks' boxes as ``crop_boxes`` gives them (``measure_visibility`` has them already)."""
     alignment = alignment or EdgeAlignment()
     n = len(request)
     out = np.full(n, np.nan)
@@ -201,7 +203,7 @@ def image_agreement(
     last = max(k for k, i in enumerate(order) if wanted[i])  # nothing is measured behind the farthest wanted mask
     for i in order[: last + 1]:
         if wanted[i]:
-            out[i] = alignment.score(image, crops[i], nearer, size)[0]
+            out[i] = alignment.score(image, crops[i], nearer, size, None if boxes is None else boxes[i])[0]
         request.hull_crop(i).paint(nearer)
         crops[i].paint(nearer)
     return out

@@ -93,12 +93,14 @@ class EdgeAlignment:
         mask: MaskCrop,
         excluded: np.ndarray | None = None,
         size: tuple[int, int] | None = None,
+        box_xyxy: np.ndarray | None = None,
     ) -> tuple[float, tuple]:
         """(score in (0, 1] or NaN, best offset (du, dv) in image pixels) of one mask (a crop of the
         [H, W, 3] uint8 ``image_rgb``); ``excluded`` [H, W] bool marks pixels whose edges are not the object's
         (nearer objects), None for none. ``size`` (H, W), where given and not ``image_rgb``'s, says that
         ``image_rgb`` [h, w, 3] is the whole image at a reduced scale (a DCT-scaled decode): the colour window is
-        taken from it by the exact affine map of pixel centres, ``(u + 0.5) * w / W - 0.5``.
+        taken from it by the exact affine map of pixel centres, ``(u + 0.5) * w / W - 0.5``. ``box_xyxy``, where
+        given, must be ``mask.box_xyxy()`` (the visibility filter has it already).
 
         The outline (step 3) is made first: it says which rows of the edge map the correlation reads, and only
         those rows (with the filters' reach) are blurred and differentiated (``_edge_rows``, the same values as
@@ -106,7 +108,7 @@ class EdgeAlignment:
         height, width = (int(image_rgb.shape[0]), int(image_rgb.shape[1])) if size is None else size
         if not mask.any():
             return _NO_EVIDENCE
-        u0, v0, u1, v1 = (float(x) for x in mask.box_xyxy())  # pixel edges
+        u0, v0, u1, v1 = (float(x) for x in (mask.box_xyxy() if box_xyxy is None else box_xyxy))  # pixel edges
         scale = self.work_side / max(u1 - u0, v1 - v0)
         reach = math.ceil(self.search_frac * self.work_side)  # search radius, work pixels
         rise = math.ceil(self.rise_frac * self.work_side)
