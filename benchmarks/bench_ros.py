@@ -15,7 +15,10 @@ sides, min / median / max over ``--repeats`` rounds.
 - throughput: MB of recording per CPU-second. rosbags: ``AnyReader.messages()`` over every message, each
   deserialised (its open included). ours: a fresh ``RosReader`` (index already built), every frame of every scene:
   its sweep (decoded, de-skewed) and its camera bytes (scene set-up included: tf, poses, CameraInfo); and the
-  same without de-skew (mapping ``deskew: false``). floor: what our output cannot do without, done with rosbags
+  same without de-skew (mapping ``deskew: false``). The reader reads MCAP through the chunk index (``mcapfile``)
+  and SQLite directly (``sqlitefile``), ROS 1 through rosbags; its tf and CameraInfo types are compiled once per
+  process (``Recording.deserialize_topic``), where rosbags' pass compiles the recording's types at each open.
+  floor: what our output cannot do without, done with rosbags
   and NumPy directly: the sensor topics' messages read in one pass and deserialised, each sweep copied into the
   [N, 5] float32 array, each image's bytes copied (no tf, no poses, no de-skew). Ratio: rosbags' median CPU time
   over ours (goal: ours >= 0.8x rosbags).
@@ -25,7 +28,7 @@ sides, min / median / max over ``--repeats`` rounds.
 - ``--keep-freed-memory``: glibc's trim and mmap thresholds raised first (``keep_freed_memory``, as augment workers
   do), for both sides: the sides' fresh arrays then reuse freed pages instead of page-faulting new ones.
 - memory: in a fresh process per length, ``RosReader(root).scene(<middle scene>)`` and every sweep and image of
-  it read; peak RSS (``ru_maxrss``) minus the RSS after imports. Goal: flat in the length.
+  it read; peak RSS (``VmHWM``, the child's own) minus the peak after imports. Goal: flat in the length.
 
     .venv/bin/python benchmarks/bench_ros.py [--container ros2-mcap] [--minutes 1 3 10] [--repeats 5]
 """
@@ -262,7 +265,13 @@ MEMORY_CHILD = """
 import json, resource, sys
 from stridegen.logs.ros.reader import RosReader
 import rosbags.highlevel, numpy, scipy.spatial.transform, cv2
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_kb():  # this process's own peak RSS: VmHWM (ru_maxrss keeps the parent's peak across exec on Linux)
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_kb()
 reader = RosReader(sys.argv[1])
 ids = reader.scene_ids()
 scene = reader.scene(ids[len(ids) // 2][0])
@@ -270,7 +279,7 @@ for frame in scene:
     frame.lidar()
     for channel in frame.camera_channels:
         frame.image_bytes(channel)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_kb()
 print(json.dumps({"scenes": len(ids), "frames": len(scene.frames), "base_mb": base / 1024, "peak_mb": peak / 1024}))
 """
 

@@ -18,8 +18,9 @@ CameraInfo, first messages) are deserialised with that store, compiled once per 
 without opening rosbags' reader (for MCAP storage) or compiling the recording's own types again.
 
 Sensor messages are read by ``messages``: from MCAP files through their chunk index (``mcapfile``, when the ``mcap``
-package is installed and the files are indexed), from a ROS 2 bag's SQLite files directly (``sqlitefile``), else
-(ROS 1 bags, compressed bags) with rosbags' ``AnyReader``; each gives the same messages in the same order.
+package is installed and the files are indexed), from a ROS 2 bag's SQLite files directly (``sqlitefile``), from
+ROS 1 bags through their chunk index (``bagfile``), else (compressed ROS 2 bags) with rosbags' ``AnyReader``; each
+gives the same messages in the same order.
 """
 
 from __future__ import annotations
@@ -150,14 +151,16 @@ class Recording:
 
     def _direct(self) -> Any:
         """The recording's files read without rosbags (module docstring): MCAP through their chunk index
-        (``mcapfile.McapFiles``), SQLite directly (``sqlitefile.Sqlite3Files``); None for ROS 1 bags, compressed
-        bags, MCAP without the ``mcap`` package or without a chunk index."""
+        (``mcapfile.McapFiles``), SQLite directly (``sqlitefile.Sqlite3Files``), ROS 1 bags through their chunk
+        index (``bagfile.BagFiles``); None for compressed ROS 2 bags, MCAP without the ``mcap`` package, files
+        without a chunk index."""
         with self._lock:
             if self._mcap is None:
                 self._mcap = False
                 rows = self._db.execute("SELECT kind, name FROM storage").fetchall()
                 kinds = {kind for kind, _name in rows}
                 paths = [self.path / name if name else self.path for _kind, name in rows]
+                from stridegen.logs.ros.bagfile import BagFiles
                 from stridegen.logs.ros.mcapfile import McapFiles, NotIndexed, mcap_available
                 from stridegen.logs.ros.sqlitefile import Sqlite3Files
 
@@ -166,6 +169,8 @@ class Recording:
                         self._mcap = McapFiles(paths)
                     elif kinds == {"sqlite3"}:
                         self._mcap = Sqlite3Files(paths)
+                    elif kinds == {"ros1"}:
+                        self._mcap = BagFiles(paths)
                 except (NotIndexed, OSError):
                     self._mcap = False
             return self._mcap or None
@@ -360,11 +365,12 @@ def _type_names(node: Any, known: dict[str, Any]) -> list[str]:
 
 
 def _storage_rows(path: Path) -> list[tuple[str, str]]:
-    """The index's storage rows: (kind, file name) for each file of a bare ``.mcap`` ("mcap", name "") or of a bag
+    """The index's storage rows: (kind, file name) for a bare ``.mcap`` ("mcap", name "") or ``.bag`` ("ros1"), or
+    for each file of a bag
     folder with MCAP or sqlite3 storage and no bag compression (``metadata.yaml``: rosbag2's ``storage_identifier``,
     ``relative_file_paths``, ``compression_mode``); none otherwise (read with rosbags)."""
     if path.is_file():
-        return [("mcap", "")] if path.suffix == ".mcap" else []
+        return [("mcap" if path.suffix == ".mcap" else "ros1", "")]
     import yaml
 
     try:
