@@ -73,8 +73,8 @@ def projected_hulls_batch(
     views: Sequence[tuple[np.ndarray, np.ndarray, tuple[float, float, float, float] | None]], near_m: float = 0.1
 ) -> list[list[np.ndarray]]:
     """``projected_hulls(corners_cam, intrinsic, near_m, within)`` for each of several ``views`` (e.g. the cameras
-    of one frame) with one ``convex_hulls_2d`` call for all of them: its cost is a number of numpy steps that
-    hardly depends on how many sets it is given, and each set's hull is the same as alone. The views' edges are
+    of one frame) with one ``convex_hulls_2d`` call for all of them: one numpy sort for every set, and each set's
+    hull is the same as alone. The views' edges are
     clipped and projected in one batch too (``project_clipped_edges`` with one intrinsic matrix per box: the same
     arithmetic, box by box, as one view at a time)."""
     if not views:
