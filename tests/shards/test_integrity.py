@@ -76,19 +76,30 @@ def clean_digest(work) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-def _heap_object(raw: bytes, collection: int, index: int) -> Span:
-    """Offset and size of object ``index``'s data in the global heap collection at ``collection``."""
+def _heap_objects(raw: bytes, collection: int) -> dict[int, Span]:
+    """{object index: offset and size of its data} of the global heap collection at ``collection``, read once
+    (a collection holds every string of a dataset: looking each one up from the start was quadratic)."""
     assert raw[collection : collection + 4] == b"GCOL", collection
     (size,) = struct.unpack_from("<Q", raw, collection + 8)
     pos, end = collection + 16, collection + size
+    out: dict[int, Span] = {}
     while pos < end:
         obj_index, _refs, _reserved, obj_size = struct.unpack_from("<HHIQ", raw, pos)
-        if obj_index == index:
-            return pos + 16, obj_size
         if obj_index == 0:  # the free space: the end of the collection's objects
             break
+        out.setdefault(obj_index, (pos + 16, obj_size))
         pos += 16 + (obj_size + 7) // 8 * 8
-    raise KeyError(f"no object {index} in the collection at {collection}")
+    return out
+
+
+def _heap_object(raw: bytes, collection: int, index: int, cache: dict[int, dict[int, Span]]) -> Span:
+    """Offset and size of object ``index``'s data in the global heap collection at ``collection`` (``cache``: the
+    collections already read)."""
+    if collection not in cache:
+        cache[collection] = _heap_objects(raw, collection)
+    if index not in cache[collection]:
+        raise KeyError(f"no object {index} in the collection at {collection}")
+    return cache[collection][index]
 
 
 @dataclass
@@ -124,12 +135,13 @@ def value_spans(path: Path) -> dict[str, list[Span]]:
     or (variable-length datasets) each value's heap object, in row order. Datasets without values are left out."""
     raw = path.read_bytes()
     out: dict[str, list[Span]] = {}
+    collections: dict[int, dict[int, Span]] = {}
     for name, info in _storage(path).items():
         found = list(info.chunks)
         if info.block is not None and info.vlen:
             offset, size = info.block
             ids = [struct.unpack_from("<IQI", raw, offset + 16 * k) for k in range(size // 16)]
-            found = [_heap_object(raw, addr, index) for _, addr, index in ids]
+            found = [_heap_object(raw, addr, index, collections) for _, addr, index in ids]
         elif info.block is not None:
             found = [info.block]
         found = [s for s in found if s[1] > 0]
@@ -476,8 +488,9 @@ def _run_path(path: str, work: Path, tmp: Path, answers: Path, qid: str):
     commands = {
         "inspect": ["inspect", str(work)],
         "inspect --verify": ["inspect", str(work), "--verify"],
+        # --no-plots: the plots are drawn from the scores, after the dataset is read (they read no shard bytes)
         "lsr": ["eval", "lsr", "--dataset", str(work), "--pred", str(answers / "answers_spatiotemporal.jsonl")]
-        + ["--out", str(tmp / "lsr")],
+        + ["--out", str(tmp / "lsr"), "--no-plots"],
         "render": ["render", str(work), "--qa", qid, "--out", str(tmp / "render")],
         "judge": ["judge", "run", "--method", "general", "--dataset", str(work), "--dry-run"]
         + ["--pred", str(answers / "answers_object_spatial.jsonl"), "--out", str(tmp / "judge")],
