@@ -190,3 +190,30 @@ def test_ros1_bag_same_messages_and_order_as_rosbags(tmp_path: Path, compression
             conns_ = [c for c in reader.connections if c.topic in topics]
             theirs = [(c.topic, t, bytes(d)) for c, t, d in reader.messages(connections=conns_, start=start, stop=stop)]
             assert [(t, n, bytes(d)) for t, n, d in bag.messages(topics, start, stop)] == theirs
+
+
+def test_standard_definition_is_compared_through_nested_types() -> None:
+    """Index messages are decoded with the process's standard store only where the recording defines the type, and
+    every type inside it, the same way; a company's own Transform (one field more) inside TFMessage is not."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    from stridegen.logs.ros.recording import same_definition
+    from stridegen.logs.ros.types import typestore
+
+    standard = typestore(False)
+    same = get_typestore(Stores.EMPTY)
+    same.register(standard.fielddefs)
+    assert same_definition(same, standard, "tf2_msgs/msg/TFMessage")
+    own = get_typestore(Stores.EMPTY)
+    types = dict(standard.fielddefs)
+    types.pop("geometry_msgs/msg/Transform")
+    types.update(
+        get_types_from_msg(
+            "geometry_msgs/Vector3 translation\ngeometry_msgs/Quaternion rotation\nfloat64 confidence\n",
+            "geometry_msgs/msg/Transform",
+        )
+    )
+    own.register(types)
+    assert not same_definition(own, standard, "tf2_msgs/msg/TFMessage")
+    assert same_definition(own, standard, "sensor_msgs/msg/CameraInfo")
+    assert not same_definition(own, standard, "no_msgs/msg/Missing")
