@@ -129,6 +129,8 @@ class McapFile:
 
     def _records(self, chunk: Any) -> memoryview:
         """The chunk's records (uncompressed), checked against its size and CRC."""
+        if self.path.stat().st_size < len(self._map):  # reading a mapped page past a truncated end kills the process
+            raise LogFormatError(self.path, "the file was truncated while it was being read")
         view = memoryview(self._map)
         at = chunk.chunk_start_offset + 9
         _start, _end, size, crc = _CHUNK_HEAD.unpack_from(view, at)

@@ -217,3 +217,13 @@ def test_standard_definition_is_compared_through_nested_types() -> None:
     assert not same_definition(own, standard, "tf2_msgs/msg/TFMessage")
     assert same_definition(own, standard, "sensor_msgs/msg/CameraInfo")
     assert not same_definition(own, standard, "no_msgs/msg/Missing")
+
+
+def test_file_truncated_while_read_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.mcap"
+    _write(path, CompressionType.NONE)
+    f = McapFile(path)
+    with path.open("r+b") as out:
+        out.truncate(path.stat().st_size // 2)
+    with pytest.raises(LogFormatError, match="truncated while it was being read"):
+        list(f.messages(set(TOPICS), 0, 2**62))
