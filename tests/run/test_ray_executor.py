@@ -3,7 +3,8 @@
 ``kill -9``, and a scene that fails by itself recorded once.
 
 All tests share one xdist group (``make test`` runs ``--dist loadgroup``): they start Ray processes and must not
-run beside each other.
+run beside each other. The builds run in this process share one local Ray (``local_ray``): starting one per run
+took most of their time.
 """
 
 from __future__ import annotations
@@ -64,6 +65,33 @@ def reference(log: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return _shards(out)
 
 
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray in this process, shared by the in-process tests: the executor joins a Ray that is already
+    running (``RayExecutor._connect``) instead of starting and stopping its own for every run, which took most of
+    their time; the builds in subprocesses below still start their own local Ray (the driver-killed test: twice)
+    or join a cluster. Two CPUs, as ``workers=2`` starts; the workers get this process's ``STRIDEGEN_*`` variables,
+    as the executor passes them."""
+    import ray
+
+    if ray.is_initialized():  # not started here: not ours to shut down
+        yield
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith("STRIDEGEN_")}
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="WARNING",
+        log_to_driver=False,
+        runtime_env={"env_vars": env_vars} if env_vars else {},
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 def _shards(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "shards").iterdir())}
 
@@ -112,14 +140,14 @@ def test_executor_section_names_checks_and_stays_out_of_the_hash() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", ["tasks", "actors"])
 def test_local_ray_build_equals_the_local_executor(
-    log: Path, reference: dict[str, bytes], tmp_path: Path, shape: str
+    log: Path, reference: dict[str, bytes], tmp_path: Path, shape: str, local_ray: None
 ) -> None:
+    """Four scenes as Ray tasks or on Ray actors: the local executor's bytes. In this process, on the module's
+    local Ray (a fresh build that starts and stops its own is the driver-killed test's rerun)."""
     out = tmp_path / "ds"
     overrides = ["executor.name=ray", "workers=2", f"executor.options.actors={shape == 'actors'}"]
-    proc = _build_subprocess(log, out, *overrides)
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 0, stderr[-3000:]
-    assert [status for _, status, _ in json.loads(stdout.splitlines()[-1])] == ["built"] * 4
+    result = run_build(log, out, load_build_config(None, overrides))
+    assert [r.status for r in result.results] == ["built"] * 4, [r.reason for r in result.failed]
     assert _shards(out) == reference
     assert not [p for p in (out / "shards").iterdir() if p.name.startswith(".")]
 
@@ -156,7 +184,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_a_scene_that_fails_by_itself_is_recorded_once(log: Path, tmp_path: Path) -> None:
+def test_a_scene_that_fails_by_itself_is_recorded_once(log: Path, tmp_path: Path, local_ray: None) -> None:
     broken = tmp_path / "log"
     shutil.copytree(log, broken)
     for victim in (broken / "samples" / "LIDAR_TOP").glob("*scene-0002__LIDAR_TOP*"):
@@ -256,8 +284,9 @@ def test_a_node_killed_mid_build_is_retried_and_the_build_is_byte_identical(
 
 # ------------------------------------------------------------------------------------- augment and export on Ray
 @pytest.mark.slow
-def test_augment_and_export_on_ray_equal_the_local_executor(dataset: Path, tmp_path: Path) -> None:
-    """`stridegen augment` and `stridegen export` with --executor ray write the same bytes as with the local one."""
+def test_augment_and_export_on_ray_equal_the_local_executor(dataset: Path, tmp_path: Path, local_ray: None) -> None:
+    """`stridegen augment` and `stridegen export` with --executor ray write the same bytes as with the local one
+    (on the module's local Ray)."""
     from typer.testing import CliRunner
 
     from stridegen.cli import app
