@@ -183,7 +183,7 @@ class LidarWatershedSegmenter:
         tiny = (np.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) < self.min_box_px).tolist()
 
         def one(i: int, hull: MaskCrop, occluder: np.ndarray) -> tuple[MaskCrop, float]:
-            own = np.flatnonzero(points.owner == i)
+            own = (points.owner == i).nonzero()[0]  # np.flatnonzero of a 1-D array, without its wrapper
             n_own = own.shape[0]
             if n_own == 0:
                 return hull, self.fallback_quality
@@ -228,7 +228,7 @@ class LidarWatershedSegmenter:
         d = points.depth[at]
         owner = points.owner[at]
         mine = owner == i
-        mine_at = np.flatnonzero(mine)
+        mine_at = mine.nonzero()[0]
         spread = self.zbuffer_beams * gap_px * scale
         if mine_at.shape[0] < owner.shape[0]:  # an own point behind a foreign one is hidden: no seed
             not_mine = ~mine
@@ -248,7 +248,7 @@ class LidarWatershedSegmenter:
         through = request.lidar_through
         if through is not None and behind.any():  # behind the object: evidence only where measured through its box
             if isinstance(through, LidarThrough):  # asked about the points behind only
-                behind_at = np.flatnonzero(behind)
+                behind_at = behind.nonzero()[0]
                 against[behind_at] = through.among(i, at[behind_at])
             else:
                 measured_through = np.zeros(points.owner.shape[0], dtype=bool)
@@ -322,7 +322,7 @@ def _count_visible_in(mask: MaskCrop, occluder: np.ndarray, points: _Points, own
     h, w = mask.pixels.shape
     r = points.rows[own] - mask.r0
     c = points.cols[own] - mask.c0
-    inside = np.flatnonzero((r.view(np.uint64) < h) & (c.view(np.uint64) < w))  # negatives wrap to huge
+    inside = ((r.view(np.uint64) < h) & (c.view(np.uint64) < w)).nonzero()[0]  # negatives wrap to huge
     hit = mask.pixels[r[inside], c[inside]]
     return int(np.count_nonzero(hit > occluder.reshape(-1)[points.flat[own[inside]]]))  # bool a > b: a & ~b
 
@@ -352,6 +352,6 @@ class _Points(NamedTuple):
         does not cover, their rows - r0, their columns - c0). A point above or left of the window has a negative
         offset, which wraps to a huge one as uint64: one comparison per axis."""
         rw, cw = self.rows - r0, self.cols - c0
-        at = np.flatnonzero((rw.view(np.uint64) < r1 - r0) & (cw.view(np.uint64) < c1 - c0))
+        at = ((rw.view(np.uint64) < r1 - r0) & (cw.view(np.uint64) < c1 - c0)).nonzero()[0]
         at = at[~occluder.reshape(-1)[self.flat[at]]]
         return at, rw[at], cw[at]
