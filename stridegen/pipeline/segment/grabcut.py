@@ -88,10 +88,10 @@ class Crop:
         return np.stack([(uv[..., 0] - self.c0 + 0.5) * sx - 0.5, (uv[..., 1] - self.r0 + 0.5) * sy - 0.5], axis=-1)
 
     def image(self, image: np.ndarray) -> np.ndarray:
-        window = np.ascontiguousarray(image[self.r0 : self.r1, self.c0 : self.c1])
+        window = image[self.r0 : self.r1, self.c0 : self.c1]
         if not self.scaled:
-            return window
-        shrink = self.ws < self.c1 - self.c0
+            return np.ascontiguousarray(window)
+        shrink = self.ws < self.c1 - self.c0  # OpenCV reads the window's rows at the image's stride: no copy first
         return cv2.resize(window, (self.ws, self.hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
 
     def image_scaled(self, work: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -106,10 +106,10 @@ class Crop:
         r1 = max(r0 + 1, min(int(np.floor(self.r1 * sy + 0.5)), h))
         c0 = min(int(np.floor(self.c0 * sx + 0.5)), w - 1)
         c1 = max(c0 + 1, min(int(np.floor(self.c1 * sx + 0.5)), w))
-        window = np.ascontiguousarray(work[r0:r1, c0:c1])
+        window = work[r0:r1, c0:c1]
         if (r1 - r0, c1 - c0) == (self.hs, self.ws):
-            return window
-        shrink = self.ws < c1 - c0
+            return np.ascontiguousarray(window)
+        shrink = self.ws < c1 - c0  # as in ``image``: the window resized where it lies
         return cv2.resize(window, (self.ws, self.hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
 
     def mask(self, mask: np.ndarray | MaskCrop) -> np.ndarray:

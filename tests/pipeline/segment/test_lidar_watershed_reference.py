@@ -236,3 +236,36 @@ def test_same_masks_with_listed_through_and_a_reduced_work_image(segment_synth_l
             )
         checked += len(request)
     assert checked >= 50
+
+
+def test_crop_pixels_equal_a_resize_of_a_contiguous_copy() -> None:
+    """``Crop.image`` and ``Crop.image_scaled`` resize the window where it lies in the image (no contiguous copy
+    first): the same pixels as resizing a copy (INTER_AREA down, bilinear up), windows at the borders included."""
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, (90, 160, 3), dtype=np.uint8)
+    half = cv2.resize(image, (80, 45), interpolation=cv2.INTER_AREA)
+    for _ in range(200):
+        r0, c0 = int(rng.integers(0, 89)), int(rng.integers(0, 159))
+        r1, c1 = int(rng.integers(r0 + 1, 91)), int(rng.integers(c0 + 1, 161))
+        hs, ws = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        crop = Crop(r0, r1, c0, c1, hs, ws)
+        window = np.ascontiguousarray(image[r0:r1, c0:c1])
+        if crop.scaled:
+            shrink = ws < c1 - c0
+            want = cv2.resize(window, (ws, hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+        else:
+            want = window
+        got = crop.image(image)
+        assert got.flags["C_CONTIGUOUS"] and np.array_equal(got, want)
+        assert np.array_equal(crop.image_scaled(image, 90, 160), want)
+        scaled = crop.image_scaled(half, 90, 160)  # through a half-scale work image: the mapped window, resized
+        hr0, hc0 = min(int(np.floor(r0 / 2 + 0.5)), 44), min(int(np.floor(c0 / 2 + 0.5)), 79)
+        hr1, hc1 = (
+            max(hr0 + 1, min(int(np.floor(r1 / 2 + 0.5)), 45)),
+            max(hc0 + 1, min(int(np.floor(c1 / 2 + 0.5)), 80)),
+        )
+        part = np.ascontiguousarray(half[hr0:hr1, hc0:hc1])
+        if part.shape[:2] != (hs, ws):
+            shrink = ws < hc1 - hc0
+            part = cv2.resize(part, (ws, hs), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+        assert np.array_equal(scaled, part)
