@@ -163,6 +163,8 @@ class LidarWatershedSegmenter:
         self.base_margin_m = float(base_margin_m)
         self.zbuffer_beams = float(zbuffer_beams)
         self.depth_tol_m = float(depth_tol_m)
+        if int(min_points) < 1:  # the watershed grows the object from its seeds: none is no mask to grow
+            raise ConfigError(f"min_points must be >= 1 (seeds the watershed grows from), got {min_points}")
         self.min_points = int(min_points)
         self.min_box_px = float(min_box_px)
         self.points_scale = float(points_scale)

@@ -85,6 +85,8 @@ def test_registered_and_options_checked() -> None:
         make_segmenter("lidar_watershed", refine="grabcut")
     with pytest.raises(ConfigError):
         make_segmenter("lidar_watershed", work_sid=64)
+    with pytest.raises(ConfigError, match="min_points must be >= 1"):  # zero seeds crashed in _grow (sd.min())
+        make_segmenter("lidar_watershed", min_points=0)
 
 
 def test_build_config_accepts_it() -> None:
