@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import statistics
 import sys
 import time
@@ -36,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
+from bench_shard_write_parts import load_built  # noqa: E402  (benchmarks/ is the script's folder)
 
 from stridegen.shards import writer  # noqa: E402
 from stridegen.shards.integrity import values_crc32  # noqa: E402
-from stridegen.shards.reader import open_dataset  # noqa: E402
 from stridegen.shards.schema import SceneRecord  # noqa: E402
 
 AS_BUILT = writer.write_array
@@ -126,12 +125,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--small", type=int, default=16 << 10, help="bytes: 'small' numeric datasets are under this")
     args = parser.parse_args()
-    manifest = json.loads((args.dataset / "manifest.json").read_text())
-    output = manifest.get("config", {}).get("output", {})
-    compression, level = str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
-    config_hash = manifest["config_hash"]
-    with open_dataset(args.dataset, checksums=False) as ds:
-        records = [ds.scene(name).record() for entry in manifest["shards"] for name in entry["scenes"]]
+    _manifest, records, config_hash, compression, level = load_built(args.dataset)
     options: dict[str, tuple[WriteArray | None, WriteTable | None]] = {
         "as built": (None, None),
         "small numeric contiguous": (_small_numeric(args.small, compact=False), None),

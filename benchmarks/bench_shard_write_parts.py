@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -68,17 +69,22 @@ def _images_only(record: SceneRecord) -> None:
         write_array(make_group(f, "images"), "data", record.images.data, is_bytes=True)
 
 
+def load_built(dataset: Path) -> tuple[dict[str, Any], list[SceneRecord], str, str, int]:
+    """A built dataset's manifest, its scenes' records (in shard order), config hash and shard compression."""
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    output = manifest.get("config", {}).get("output", {})
+    compression, level = str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
+    with open_dataset(dataset, checksums=False) as ds:
+        records = [ds.scene(name).record() for entry in manifest["shards"] for name in entry["scenes"]]
+    return manifest, records, manifest["config_hash"], compression, level
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, required=True, help="a built dataset (its manifest.json)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    manifest = json.loads((args.dataset / "manifest.json").read_text())
-    output = manifest.get("config", {}).get("output", {})
-    compression, level = str(output.get("compression", "gzip")), int(output.get("compression_level", 4))
-    config_hash = manifest["config_hash"]
-    with open_dataset(args.dataset, checksums=False) as ds:
-        records = [ds.scene(name).record() for entry in manifest["shards"] for name in entry["scenes"]]
+    manifest, records, config_hash, compression, level = load_built(args.dataset)
     shas = [entry["sha256"] for entry in manifest["shards"]]
     images = [_in_memory(r, config_hash, compression, level) for r in records]
     same = [hashlib.sha256(b).hexdigest() for b in images] == shas
