@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 # ImportError too: open3d installed without Debian's libusb-1.0-0 (the Makefile installs it only as root).
 pytest.importorskip("open3d", exc_type=ImportError, reason="open3d does not import (extra open3d; Debian libusb-1.0-0)")
-pytestmark = pytest.mark.slow  # odometry over a 20 s log, made by the module's fixture
+# Odometry over a 20 s log, made once by the module's fixture: one xdist group, so that `pytest -n 2 --dist
+# loadgroup` runs both tests on one worker and pays the ~45 s fixture once, not once per worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("poses_synthetic")]
 
 SECONDS = 20.0
 STEP_S = 0.5  # synthetic key frames are at 2 Hz
