@@ -105,7 +105,7 @@ class Recording:
         self.name = path.stem if path.is_file() else path.name
         self.ros1 = path.suffix == ".bag"
         self._anyreader: Any = None
-        self._mcap: Any = None  # McapFiles or Sqlite3Files, or False where the files are read with rosbags
+        self._direct_files: Any = None  # McapFiles, Sqlite3Files or BagFiles (``_direct``); False: read with rosbags
         self._lock = threading.RLock()
         place = sha256(str(path.resolve()).encode()).hexdigest()[:16]
         file_name = f"ros-{place}.sqlite"
@@ -147,7 +147,7 @@ class Recording:
             if self._anyreader is not None:
                 self._anyreader.close()
                 self._anyreader = None
-            self._mcap = None
+            self._direct_files = None
 
     def _direct(self) -> Any:
         """The recording's files read without rosbags (module docstring): MCAP through their chunk index
@@ -155,8 +155,8 @@ class Recording:
         index (``bagfile.BagFiles``); None for compressed ROS 2 bags, MCAP without the ``mcap`` package, files
         without a chunk index."""
         with self._lock:
-            if self._mcap is None:
-                self._mcap = False
+            if self._direct_files is None:
+                self._direct_files = False
                 rows = self._db.execute("SELECT kind, name FROM storage").fetchall()
                 kinds = {kind for kind, _name in rows}
                 paths = [self.path / name if name else self.path for _kind, name in rows]
@@ -166,14 +166,14 @@ class Recording:
 
                 try:
                     if kinds == {"mcap"} and mcap_available():
-                        self._mcap = McapFiles(paths)
+                        self._direct_files = McapFiles(paths)
                     elif kinds == {"sqlite3"}:
-                        self._mcap = Sqlite3Files(paths)
+                        self._direct_files = Sqlite3Files(paths)
                     elif kinds == {"ros1"}:
-                        self._mcap = BagFiles(paths)
+                        self._direct_files = BagFiles(paths)
                 except (NotIndexed, OSError):
-                    self._mcap = False
-            return self._mcap or None
+                    self._direct_files = False
+            return self._direct_files or None
 
     def source(self) -> Any:
         """The object ``messages`` reads from now (a pass started on another one, closed since, is stale)."""
